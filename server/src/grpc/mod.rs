@@ -1,0 +1,147 @@
+//! The gRPC adapter: `odyssey.v1` services over the runtime core, plus health and
+//! reflection (v1 and v1alpha, so grpcurl works without proto files), bearer-token auth
+//! and message size limits. Translation only: decisions live in `crate::runtime`.
+
+mod approval;
+mod auth;
+mod bundle;
+mod convert;
+mod execution;
+mod server_info;
+mod session;
+mod status;
+
+use std::future::Future;
+use std::time::Duration;
+
+use odyssey_api::v1::{
+    approval_service_server::ApprovalServiceServer, bundle_service_server::BundleServiceServer,
+    execution_service_server::ExecutionServiceServer, server_service_server::ServerServiceServer,
+    session_service_server::SessionServiceServer,
+};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Server;
+
+pub use status::{ERROR_DOMAIN, to_status};
+
+use crate::runtime::OdysseyRuntime;
+
+/// Transport settings of the gRPC surface.
+#[derive(Clone, Debug)]
+pub struct GrpcOptions {
+    /// When set, every RPC but health checks needs `authorization: Bearer <token>`.
+    pub auth_token: Option<String>,
+    /// Interval of heartbeats on idle SubscribeSession streams.
+    pub heartbeat: Duration,
+    /// Largest request or response message, in bytes.
+    pub max_message_bytes: usize,
+}
+
+impl Default for GrpcOptions {
+    fn default() -> Self {
+        Self {
+            auth_token: None,
+            heartbeat: Duration::from_secs(15),
+            max_message_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// The fully qualified names of the services this server offers.
+pub const SERVICE_NAMES: &[&str] = &[
+    "odyssey.v1.BundleService",
+    "odyssey.v1.SessionService",
+    "odyssey.v1.ExecutionService",
+    "odyssey.v1.ApprovalService",
+    "odyssey.v1.ServerService",
+];
+
+/// Serves the API on `listener` until `stop` fires. Then health turns NOT_SERVING, the
+/// runtime finishes or interrupts its turns (`grace`), live streams end, and the
+/// transport closes once in-flight calls are answered.
+pub async fn serve(
+    runtime: OdysseyRuntime,
+    options: GrpcOptions,
+    listener: TcpListener,
+    stop: impl Future<Output = ()> + Send + 'static,
+    grace: Duration,
+) -> Result<(), tonic::transport::Error> {
+    let (health, health_service) = tonic_health::server::health_reporter();
+    for name in SERVICE_NAMES.iter().chain(&[""]) {
+        health
+            .set_service_status(*name, tonic_health::ServingStatus::Serving)
+            .await;
+    }
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(odyssey_api::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection()
+        .build_v1()
+        .map_err(|e| tracing::error!(error = %e, "reflection v1 unavailable"))
+        .ok();
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()
+        .map_err(|e| tracing::error!(error = %e, "reflection v1alpha unavailable"))
+        .ok();
+
+    let streams = CancellationToken::new();
+    let max = options.max_message_bytes;
+    let shutdown = {
+        let runtime = runtime.clone();
+        let streams = streams.clone();
+        async move {
+            stop.await;
+            tracing::info!("shutting down: health NOT_SERVING, finishing turns");
+            for name in SERVICE_NAMES.iter().chain(&[""]) {
+                health
+                    .set_service_status(*name, tonic_health::ServingStatus::NotServing)
+                    .await;
+            }
+            runtime.shutdown(grace).await;
+            streams.cancel();
+        }
+    };
+
+    Server::builder()
+        .layer(auth::AuthLayer::new(options.auth_token.clone()))
+        .add_service(health_service)
+        .add_optional_service(reflection_v1)
+        .add_optional_service(reflection_v1alpha)
+        .add_service(
+            BundleServiceServer::new(bundle::Bundles::new(runtime.clone()))
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max),
+        )
+        .add_service(
+            SessionServiceServer::new(session::Sessions::new(
+                runtime.clone(),
+                options.heartbeat,
+                streams,
+            ))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max),
+        )
+        .add_service(
+            ExecutionServiceServer::new(execution::Executions::new(runtime.clone()))
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max),
+        )
+        .add_service(
+            ApprovalServiceServer::new(approval::Approvals)
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max),
+        )
+        .add_service(
+            ServerServiceServer::new(server_info::ServerInfo::new(runtime, max))
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max),
+        )
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            shutdown,
+        )
+        .await
+}

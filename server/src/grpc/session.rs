@@ -1,0 +1,180 @@
+//! `odyssey.v1.SessionService`, including the live event stream.
+
+use std::pin::Pin;
+use std::time::{Duration, SystemTime};
+
+use futures::Stream;
+use odyssey_api::v1 as pb;
+use odyssey_api::v1::session_service_server::SessionService;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status};
+
+use super::convert;
+use super::status::{invalid, parse_uuid, to_status};
+use crate::runtime::session::Subscription;
+use crate::runtime::{OdysseyRuntime, PageRequest, SessionFilter, SessionSpec};
+
+/// Messages buffered per subscriber between the log and the network. Small on purpose:
+/// a slow client backs up into this buffer, then into the log cursor, which costs nothing.
+const STREAM_BUFFER: usize = 64;
+
+pub struct Sessions {
+    runtime: OdysseyRuntime,
+    heartbeat: Duration,
+    shutdown: CancellationToken,
+}
+
+impl Sessions {
+    pub fn new(runtime: OdysseyRuntime, heartbeat: Duration, shutdown: CancellationToken) -> Self {
+        Self {
+            runtime,
+            heartbeat,
+            shutdown,
+        }
+    }
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<pb::SubscribeSessionResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl SessionService for Sessions {
+    async fn create_session(
+        &self,
+        request: Request<pb::CreateSessionRequest>,
+    ) -> Result<Response<pb::CreateSessionResponse>, Status> {
+        let r = request.into_inner();
+        let spec = SessionSpec {
+            bundle_reference: r.bundle_reference,
+            agent_id: Some(r.agent_id).filter(|a| !a.is_empty()),
+            model: convert::model_from(r.model.as_ref()),
+            sandbox_mode: convert::sandbox_mode_from(r.sandbox_mode)
+                .map_err(|m| invalid("sandbox_mode", m))?,
+            approval_policy: convert::approval_policy_from(r.approval_policy)
+                .map_err(|m| invalid("approval_policy", m))?,
+            metadata: r.metadata.into_iter().collect(),
+        };
+        let info = self.runtime.create_session(spec).await.map_err(to_status)?;
+        Ok(Response::new(pb::CreateSessionResponse {
+            session: Some(convert::session(&info)),
+        }))
+    }
+
+    async fn get_session(
+        &self,
+        request: Request<pb::GetSessionRequest>,
+    ) -> Result<Response<pb::GetSessionResponse>, Status> {
+        let id = parse_uuid("session_id", &request.into_inner().session_id)?;
+        let info = self.runtime.get_session(id).await.map_err(to_status)?;
+        Ok(Response::new(pb::GetSessionResponse {
+            session: Some(convert::session(&info)),
+        }))
+    }
+
+    async fn list_sessions(
+        &self,
+        request: Request<pb::ListSessionsRequest>,
+    ) -> Result<Response<pb::ListSessionsResponse>, Status> {
+        let r = request.into_inner();
+        let page = PageRequest {
+            size: usize::try_from(r.page_size)
+                .map_err(|_| invalid("page_size", "must not be negative"))?,
+            token: Some(r.page_token),
+        };
+        let filter = SessionFilter {
+            bundle: Some(r.bundle).filter(|b| !b.is_empty()),
+            agent_id: Some(r.agent_id).filter(|a| !a.is_empty()),
+        };
+        let page = self
+            .runtime
+            .list_sessions(filter, page)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::ListSessionsResponse {
+            sessions: page.items.iter().map(convert::session).collect(),
+            next_page_token: page.next_token.unwrap_or_default(),
+        }))
+    }
+
+    async fn delete_session(
+        &self,
+        request: Request<pb::DeleteSessionRequest>,
+    ) -> Result<Response<pb::DeleteSessionResponse>, Status> {
+        let id = parse_uuid("session_id", &request.into_inner().session_id)?;
+        self.runtime.delete_session(id).await.map_err(to_status)?;
+        Ok(Response::new(pb::DeleteSessionResponse {}))
+    }
+
+    type SubscribeSessionStream = EventStream;
+
+    async fn subscribe_session(
+        &self,
+        request: Request<pb::SubscribeSessionRequest>,
+    ) -> Result<Response<Self::SubscribeSessionStream>, Status> {
+        let r = request.into_inner();
+        let id = parse_uuid("session_id", &r.session_id)?;
+        let subscription = self
+            .runtime
+            .subscribe_session(id, r.after_sequence)
+            .await
+            .map_err(to_status)?;
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        tokio::spawn(forward(
+            subscription,
+            tx,
+            self.heartbeat,
+            self.shutdown.clone(),
+        ));
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
+}
+
+/// Pumps a subscription into the response stream, with heartbeats while idle. Ends when
+/// the client goes away, the session is deleted, or the server shuts down.
+async fn forward(
+    mut subscription: Subscription,
+    tx: mpsc::Sender<Result<pb::SubscribeSessionResponse, Status>>,
+    heartbeat: Duration,
+    shutdown: CancellationToken,
+) {
+    use pb::subscribe_session_response::Item;
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let message = tokio::select! {
+            () = shutdown.cancelled() => {
+                let _ = tx.send(Err(Status::unavailable("the server is shutting down; resubscribe with the last sequence you saw"))).await;
+                return;
+            }
+            () = tx.closed() => return,
+            _ = ticker.tick() => vec![Ok(pb::SubscribeSessionResponse {
+                item: Some(Item::Heartbeat(pb::Heartbeat {
+                    sent_at: Some(convert::timestamp(SystemTime::now())),
+                    last_sequence: subscription.session().stats().last_sequence,
+                })),
+            })],
+            batch = subscription.next_batch() => match batch {
+                Ok(Some(events)) => {
+                    ticker.reset();
+                    events
+                        .iter()
+                        .map(|e| Ok(pb::SubscribeSessionResponse { item: Some(Item::Event(convert::event(e))) }))
+                        .collect()
+                }
+                Ok(None) => {
+                    let _ = tx.send(Err(Status::not_found("the session was deleted"))).await;
+                    return;
+                }
+                Err(e) => vec![Err(to_status(e))],
+            },
+        };
+        for item in message {
+            let failed = item.is_err();
+            if tx.send(item).await.is_err() || failed {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Odyssey's server: the embeddable runtime core ([`runtime`]), its gRPC adapter
+//! ([`grpc`]), and what `odysseyd` runs ([`serve`]).
+
+pub mod grpc;
+pub mod runtime;
+pub mod serve;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;

@@ -1,0 +1,375 @@
+//! Submitting, running, waiting for and cancelling turns.
+
+use std::sync::Arc;
+
+use tokio::sync::OwnedSemaphorePermit;
+use uuid::Uuid;
+
+use super::OdysseyRuntime;
+use crate::runtime::error::{Result, RuntimeError};
+use crate::runtime::events::{EventPayload, TurnCompleted, TurnContext, TurnOutcome, TurnStarted};
+use crate::runtime::execution::{
+    CancelSignal, ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus, Job,
+    Progress, PushError, Turn, TurnFailure,
+};
+use crate::runtime::session::SessionHandle;
+use crate::runtime::tools::{ToolContext, ToolSet};
+
+/// How long a caller is told to wait when the queue is full.
+const QUEUE_FULL_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl OdysseyRuntime {
+    /// Queues a turn and returns its handle at once.
+    pub async fn submit(&self, request: ExecutionRequest) -> Result<ExecutionHandle> {
+        self.ensure_running()?;
+        validate_request(&request)?;
+        let session = self.inner.sessions.get(request.session_id).await?;
+        if let Some(model) = &request.model {
+            self.inner.providers.validate(model)?;
+        }
+        let execution_id = Uuid::now_v7();
+        let session_id = session.id();
+        self.inner.executions.insert(execution_id, session_id);
+        let job = Job {
+            execution_id,
+            request,
+        };
+        match self.inner.queue.push(job) {
+            Ok(()) => {}
+            Err(PushError::Full) => {
+                self.inner.executions.forget(execution_id);
+                return Err(RuntimeError::QueueFull {
+                    capacity: self.inner.queue.capacity(),
+                    retry_after: QUEUE_FULL_RETRY,
+                });
+            }
+            Err(PushError::Closed) => {
+                self.inner.executions.forget(execution_id);
+                return Err(RuntimeError::ShuttingDown);
+            }
+        }
+        self.pump();
+        Ok(ExecutionHandle {
+            execution_id,
+            session_id,
+        })
+    }
+
+    /// Runs a turn: submit, then wait for it to end.
+    pub async fn run(&self, request: ExecutionRequest) -> Result<ExecutionStatus> {
+        let handle = self.submit(request).await?;
+        self.wait(handle.execution_id).await
+    }
+
+    /// Waits for an execution to end and returns its final status.
+    pub async fn wait(&self, execution_id: Uuid) -> Result<ExecutionStatus> {
+        let mut rx = self
+            .inner
+            .executions
+            .watch(execution_id)
+            .ok_or_else(|| RuntimeError::not_found("execution", execution_id.to_string()))?;
+        let status = rx
+            .wait_for(|s| s.state.is_terminal())
+            .await
+            .map_err(|_| RuntimeError::not_found("execution", execution_id.to_string()))?;
+        Ok(status.clone())
+    }
+
+    pub fn execution_status(&self, execution_id: Uuid) -> Result<ExecutionStatus> {
+        self.inner.executions.get(execution_id).ok_or_else(|| {
+            RuntimeError::not_found(
+                "execution",
+                format!("{execution_id} (unknown, or finished long ago)"),
+            )
+        })
+    }
+
+    /// Stops a queued or running turn. The turn ends as cancelled, with events saying so.
+    pub async fn cancel(&self, execution_id: Uuid) -> Result<ExecutionStatus> {
+        let status = self.execution_status(execution_id)?;
+        if status.state.is_terminal() {
+            return Ok(status);
+        }
+        if let Some(job) = self.inner.queue.remove(execution_id) {
+            self.record_unstarted(job, TurnOutcome::Cancelled, "cancelled before it started")
+                .await;
+        } else if let Some(signal) = self.inner.executions.cancel_signal(execution_id) {
+            signal.cancel(TurnOutcome::Cancelled, "cancelled by request");
+        }
+        self.wait(execution_id).await
+    }
+
+    /// Starts queued turns while worker slots are free.
+    pub(super) fn pump(&self) {
+        loop {
+            let Ok(permit) = self.inner.slots.clone().try_acquire_owned() else {
+                return;
+            };
+            let Some(job) = self.inner.queue.pop() else {
+                return;
+            };
+            let runtime = self.clone();
+            self.inner
+                .turns
+                .spawn(async move { runtime.run_job(job, permit).await });
+        }
+    }
+
+    async fn run_job(self, job: Job, permit: OwnedSemaphorePermit) {
+        let session_id = job.request.session_id;
+        let execution_id = job.execution_id;
+        let signal = self.inner.executions.cancel_signal(execution_id);
+        match signal {
+            Some(signal) => self.execute(job, &signal).await,
+            None => tracing::error!(execution = %execution_id, "execution vanished before it ran"),
+        }
+        drop(permit);
+        self.inner.queue.finish(session_id);
+        self.inner
+            .sessions
+            .evict_idle(self.inner.config.open_session_cache);
+        self.pump();
+    }
+
+    /// Records a turn that never ran (cancelled in the queue, or the server stopping), so
+    /// that every accepted execution has its turn in the log.
+    pub(super) async fn record_unstarted(&self, job: Job, outcome: TurnOutcome, why: &str) {
+        let execution_id = job.execution_id;
+        let executions = &self.inner.executions;
+        let finish = |last_sequence: u64| {
+            executions.update(execution_id, |s| {
+                s.state = ExecutionState::from_outcome(outcome);
+                s.error = why.into();
+                s.first_sequence = s.first_sequence.max(last_sequence.saturating_sub(1));
+                s.last_sequence = last_sequence;
+            });
+        };
+        let Ok(session) = self.inner.sessions.get(job.request.session_id).await else {
+            finish(0);
+            return;
+        };
+        let context = self.turn_context(&session, &job.request);
+        let started = TurnStarted {
+            prompt: job.request.prompt.clone(),
+            context,
+        };
+        let record = completed(outcome, String::new(), why.into(), Progress::default());
+        let appended =
+            match session.append_now(Some(execution_id), EventPayload::TurnStarted(started)) {
+                Ok(_) => {
+                    session
+                        .append_then(Some(execution_id), record, |event| finish(event.sequence))
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+        if let Err(e) = appended {
+            tracing::warn!(execution = %execution_id, error = %e, "cannot record an unstarted turn");
+            finish(0);
+        }
+        session.write_summary();
+    }
+
+    fn turn_context(&self, session: &SessionHandle, request: &ExecutionRequest) -> TurnContext {
+        let record = session.record();
+        TurnContext {
+            cwd: request.cwd.clone().unwrap_or_else(|| ".".into()),
+            model: request
+                .model
+                .clone()
+                .unwrap_or_else(|| record.model.clone()),
+            sandbox_mode: record.sandbox_mode,
+            approval_policy: record.approval_policy,
+            metadata: request.metadata.clone(),
+        }
+    }
+
+    /// Runs one turn end to end: events, budgets, cancellation, the turn record.
+    async fn execute(&self, job: Job, signal: &Arc<CancelSignal>) {
+        let execution_id = job.execution_id;
+        let session = match self.inner.sessions.get(job.request.session_id).await {
+            Ok(session) => session,
+            Err(e) => {
+                self.inner.executions.update(execution_id, |s| {
+                    s.state = ExecutionState::Failed;
+                    s.error = e.to_string();
+                });
+                return;
+            }
+        };
+        if let Err(e) = self.inner.sessions.journal_turn_start(session.id()) {
+            tracing::warn!(session = %session.id(), error = %e, "cannot journal turn start");
+        }
+        let context = self.turn_context(&session, &job.request);
+        let started = session
+            .append(
+                Some(execution_id),
+                EventPayload::TurnStarted(TurnStarted {
+                    prompt: job.request.prompt.clone(),
+                    context: context.clone(),
+                }),
+            )
+            .await;
+        let first_sequence = match started {
+            Ok(event) => event.sequence,
+            Err(e) => {
+                self.inner.sessions.journal_turn_end(session.id());
+                self.inner.executions.update(execution_id, |s| {
+                    s.state = ExecutionState::Failed;
+                    s.error = e.to_string();
+                });
+                return;
+            }
+        };
+        self.inner.executions.update(execution_id, |s| {
+            s.state = ExecutionState::Running;
+            s.first_sequence = first_sequence;
+        });
+
+        let mut progress = Progress::default();
+        let outcome = match self.prepare_turn(&session, execution_id, &context).await {
+            Err(e) => Err(TurnFailure::from(e)),
+            Ok(turn) => {
+                let deadline = self.inner.config.max_turn_duration;
+                tokio::select! {
+                    result = turn.run(&job.request.prompt, &mut progress) => result,
+                    () = signal.token().cancelled() => Err(TurnFailure { code: String::new(), message: String::new() }),
+                    () = tokio::time::sleep(deadline) => Err(TurnFailure {
+                        code: "turn_timeout".into(),
+                        message: format!("the turn ran past its wall-clock budget of {} s", deadline.as_secs()),
+                    }),
+                }
+            }
+        };
+        let (outcome, error) = match outcome {
+            Ok(()) => (TurnOutcome::Completed, String::new()),
+            Err(_) if signal.token().is_cancelled() => {
+                let (outcome, why) = signal.reason();
+                (outcome, why)
+            }
+            Err(failure) => {
+                let _ = session.append_now(
+                    Some(execution_id),
+                    EventPayload::ErrorOccurred {
+                        code: failure.code.clone(),
+                        message: failure.message.clone(),
+                        fatal: true,
+                    },
+                );
+                (TurnOutcome::Failed, failure.message)
+            }
+        };
+        let response = std::mem::take(&mut progress.response);
+        let usage = progress.usage;
+        let record = completed(outcome, response.clone(), error.clone(), progress);
+        let executions = &self.inner.executions;
+        let ended = session
+            .append_then(Some(execution_id), record, |event| {
+                executions.update(execution_id, |s| {
+                    s.state = ExecutionState::from_outcome(outcome);
+                    s.response = response;
+                    s.error = error;
+                    s.usage = usage;
+                    s.last_sequence = event.sequence;
+                });
+            })
+            .await;
+        self.inner.sessions.journal_turn_end(session.id());
+        session.write_summary();
+        if let Err(e) = ended {
+            executions.update(execution_id, |s| {
+                s.state = ExecutionState::Failed;
+                s.error = format!("cannot record the turn's end: {e}");
+            });
+        }
+    }
+
+    /// Resolves what the turn runs with: bundle, agent, model provider, tools, memory.
+    async fn prepare_turn(
+        &self,
+        session: &Arc<SessionHandle>,
+        turn_id: Uuid,
+        context: &TurnContext,
+    ) -> Result<Turn> {
+        let record = session.record().clone();
+        let bundle = self.resolve_bundle(record.bundle.reference()).await?;
+        let agent = bundle
+            .manifest
+            .agent(&record.agent_id)
+            .ok_or_else(|| {
+                RuntimeError::FailedPrecondition(format!(
+                    "agent `{}` is no longer in bundle {}",
+                    record.agent_id, bundle.id
+                ))
+            })?
+            .clone();
+        let provider = self.inner.providers.resolve(&context.model, &bundle.root)?;
+        let history = session
+            .history()
+            .iter()
+            .flat_map(|turn| turn.iter().cloned())
+            .collect();
+        Ok(Turn {
+            session: session.clone(),
+            turn_id,
+            model: context.model.clone(),
+            provider,
+            system_prompt: agent.prompt.clone(),
+            history,
+            tools: ToolSet::default(),
+            tool_context: ToolContext {
+                session_id: record.id,
+                turn_id,
+                call_id: String::new(),
+                bundle_root: bundle.root.clone(),
+            },
+            max_steps: self.inner.config.max_turn_steps,
+            prior_model_calls: session.stats().model_calls,
+        })
+    }
+}
+
+fn completed(
+    outcome: TurnOutcome,
+    response: String,
+    error: String,
+    progress: Progress,
+) -> EventPayload {
+    EventPayload::TurnCompleted(TurnCompleted {
+        outcome,
+        response,
+        error,
+        usage: progress.usage,
+        messages: progress.messages,
+        model_calls: progress.model_calls,
+    })
+}
+
+/// Checks a turn request before it is queued, naming the field at fault.
+fn validate_request(request: &ExecutionRequest) -> Result<()> {
+    if request.prompt.trim().is_empty() {
+        return Err(RuntimeError::invalid("prompt", "must not be empty"));
+    }
+    if let Some(cwd) = &request.cwd {
+        let path = std::path::Path::new(cwd);
+        let escapes = path.is_absolute()
+            || path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir));
+        if escapes {
+            return Err(RuntimeError::invalid(
+                "cwd",
+                "must be a path inside the session workspace (relative, without `..`)",
+            ));
+        }
+    }
+    if let Some(model) = &request.model {
+        if model.provider.is_empty() || model.name.is_empty() {
+            return Err(RuntimeError::invalid(
+                "model",
+                "needs both a provider and a name",
+            ));
+        }
+    }
+    Ok(())
+}

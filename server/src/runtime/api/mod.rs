@@ -1,0 +1,138 @@
+//! [`OdysseyRuntime`]: the embeddable core. Everything the server offers over gRPC is a
+//! method here first; a Rust program can use it directly, without any network.
+//!
+//! ```no_run
+//! use odyssey_server::runtime::{OdysseyRuntime, RuntimeConfig, SessionSpec, ExecutionRequest};
+//!
+//! # async fn demo() -> Result<(), odyssey_server::runtime::RuntimeError> {
+//! let runtime = OdysseyRuntime::start(RuntimeConfig::with_home("/tmp/odyssey-home")).await?;
+//! let bundle = runtime.build_and_install("bundles/demo".as_ref(), Default::default()).await?;
+//! let session = runtime.create_session(SessionSpec::new(bundle.id.to_string())).await?;
+//! let status = runtime
+//!     .run(ExecutionRequest { session_id: session.record.id, prompt: "hi".into(), ..Default::default() })
+//!     .await?;
+//! println!("{}", status.response);
+//! runtime.shutdown(std::time::Duration::from_secs(5)).await;
+//! # Ok(()) }
+//! ```
+
+mod bundles;
+mod executions;
+mod info;
+mod sessions;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::Semaphore;
+use tokio_util::task::TaskTracker;
+
+pub use bundles::ModelAvailability;
+pub use info::{SandboxCapabilities, ServerInfo};
+pub use sessions::{SessionFilter, SessionSpec};
+
+use crate::runtime::bundle::BundleStore;
+use crate::runtime::config::RuntimeConfig;
+use crate::runtime::error::{Result, RuntimeError};
+use crate::runtime::events::TurnOutcome;
+use crate::runtime::execution::{ExecutionTable, Queue};
+use crate::runtime::provider::ProviderRegistry;
+use crate::runtime::session::SessionStore;
+
+/// The Odyssey runtime. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct OdysseyRuntime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: RuntimeConfig,
+    bundles: Arc<BundleStore>,
+    sessions: SessionStore,
+    providers: ProviderRegistry,
+    queue: Queue,
+    executions: ExecutionTable,
+    slots: Arc<Semaphore>,
+    turns: TaskTracker,
+    started_at: SystemTime,
+    shutting_down: AtomicBool,
+}
+
+impl OdysseyRuntime {
+    /// Opens the home folder and gets ready to serve. Sessions that were running a turn
+    /// when the server last stopped are repaired now; all others when first used.
+    pub async fn start(config: RuntimeConfig) -> Result<Self> {
+        std::fs::create_dir_all(&config.home).map_err(|e| {
+            RuntimeError::storage(format!("create home {}", config.home.display()), e)
+        })?;
+        let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
+        let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?;
+        let providers = ProviderRegistry::new(config.providers.clone());
+        let runtime = Self {
+            inner: Arc::new(Inner {
+                queue: Queue::new(config.queue_capacity),
+                executions: ExecutionTable::new(config.execution_history),
+                slots: Arc::new(Semaphore::new(config.worker_count.max(1))),
+                turns: TaskTracker::new(),
+                started_at: SystemTime::now(),
+                shutting_down: AtomicBool::new(false),
+                bundles: Arc::new(bundles),
+                sessions,
+                providers,
+                config,
+            }),
+        };
+        for id in runtime.inner.sessions.journaled_open_sessions() {
+            match runtime.inner.sessions.get(id).await {
+                Ok(_) => {}
+                Err(e) => tracing::warn!(session = %id, error = %e, "cannot repair session"),
+            }
+            runtime.inner.sessions.journal_turn_end(id);
+        }
+        Ok(runtime)
+    }
+
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    fn ensure_running(&self) -> Result<()> {
+        if self.inner.shutting_down.load(Ordering::Acquire) {
+            return Err(RuntimeError::ShuttingDown);
+        }
+        Ok(())
+    }
+
+    /// Stops taking turns, lets running ones finish within `grace`, then records what is
+    /// left as interrupted. Queued turns are recorded as interrupted at once.
+    pub async fn shutdown(&self, grace: Duration) {
+        if self.inner.shutting_down.swap(true, Ordering::AcqRel) {
+            self.inner.turns.wait().await;
+            return;
+        }
+        for job in self.inner.queue.close() {
+            self.record_unstarted(
+                job,
+                TurnOutcome::Interrupted,
+                "the server shut down before this turn started",
+            )
+            .await;
+        }
+        self.inner.turns.close();
+        if tokio::time::timeout(grace, self.inner.turns.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("turns still running after the grace period; interrupting them");
+            for (id, signal) in self.inner.executions.live_signals() {
+                tracing::debug!(execution = %id, "interrupting");
+                signal.cancel(
+                    TurnOutcome::Interrupted,
+                    "the server shut down while this turn ran",
+                );
+            }
+            self.inner.turns.wait().await;
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Creating, reading, listing, deleting and following sessions.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use super::OdysseyRuntime;
+use crate::runtime::error::{Result, RuntimeError};
+use crate::runtime::events::TurnOutcome;
+use crate::runtime::events::now_ms;
+use crate::runtime::execution::ExecutionState;
+use crate::runtime::model::ModelSpec;
+use crate::runtime::paging::{Page, PageRequest, paginate};
+use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
+use crate::runtime::session::{BundlePin, SessionInfo, SessionRecord, Subscription};
+
+const MAX_METADATA_ENTRIES: usize = 32;
+const MAX_METADATA_KEY: usize = 128;
+const MAX_METADATA_VALUE: usize = 4096;
+
+/// What a new session is made from.
+#[derive(Clone, Debug, Default)]
+pub struct SessionSpec {
+    /// `name`, `name@version`, `ns/name@version`, `@sha256:…`.
+    pub bundle_reference: String,
+    /// Defaults to the bundle's default agent.
+    pub agent_id: Option<String>,
+    /// Replaces the agent's model.
+    pub model: Option<ModelSpec>,
+    /// Defaults to the manifest's mode.
+    pub sandbox_mode: Option<SandboxMode>,
+    pub approval_policy: Option<ApprovalPolicy>,
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl SessionSpec {
+    pub fn new(bundle_reference: impl Into<String>) -> Self {
+        Self {
+            bundle_reference: bundle_reference.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Which sessions to list.
+#[derive(Clone, Debug, Default)]
+pub struct SessionFilter {
+    /// Bundle name, or `namespace/name`.
+    pub bundle: Option<String>,
+    pub agent_id: Option<String>,
+}
+
+impl OdysseyRuntime {
+    /// Resolves the bundle, agent and model, allocates an id and persists the session.
+    pub async fn create_session(&self, spec: SessionSpec) -> Result<SessionInfo> {
+        self.ensure_running()?;
+        if spec.bundle_reference.trim().is_empty() {
+            return Err(RuntimeError::invalid(
+                "bundle_reference",
+                "must not be empty",
+            ));
+        }
+        validate_metadata(&spec.metadata)?;
+        let bundle = self.resolve_bundle(spec.bundle_reference.clone()).await?;
+        let manifest = &bundle.manifest;
+        let agent = match spec.agent_id.as_deref().filter(|a| !a.is_empty()) {
+            None => manifest.default_agent(),
+            Some(id) => manifest.agent(id).ok_or_else(|| {
+                let known: Vec<&str> = manifest.agents.iter().map(|a| a.id.as_str()).collect();
+                RuntimeError::invalid(
+                    "agent_id",
+                    format!(
+                        "bundle {} has no agent `{id}`; its agents: {}",
+                        bundle.id,
+                        known.join(", ")
+                    ),
+                )
+            })?,
+        };
+        let model = spec.model.clone().unwrap_or_else(|| agent.model.clone());
+        self.inner
+            .providers
+            .validate(&model)
+            .map_err(|e| match spec.model {
+                Some(_) => RuntimeError::invalid("model", e.to_string()),
+                None => RuntimeError::from(e),
+            })?;
+        let sandbox_mode = self.effective_sandbox_mode(spec.sandbox_mode, manifest.sandbox.mode)?;
+        let record = SessionRecord {
+            id: Uuid::now_v7(),
+            bundle_reference: spec.bundle_reference,
+            bundle: BundlePin {
+                namespace: bundle.id.namespace.clone(),
+                name: bundle.id.name.clone(),
+                version: bundle.id.version.to_string(),
+                digest: bundle.id.digest.clone(),
+            },
+            agent_id: agent.id.clone(),
+            model,
+            sandbox_mode,
+            approval_policy: spec.approval_policy.unwrap_or_default(),
+            created_at_ms: now_ms(),
+            metadata: spec.metadata,
+        };
+        let sessions = self.clone();
+        let handle = tokio::task::spawn_blocking(move || sessions.inner.sessions.create(record))
+            .await
+            .map_err(|e| RuntimeError::storage("create session", std::io::Error::other(e)))??;
+        tracing::info!(session = %handle.id(), bundle = %bundle.id, agent = %agent.id, "session created");
+        Ok(handle.info())
+    }
+
+    /// The operator's override wins; otherwise the session's request, else the
+    /// manifest's mode. Full access needs the operator's consent either way.
+    fn effective_sandbox_mode(
+        &self,
+        requested: Option<SandboxMode>,
+        manifest: SandboxMode,
+    ) -> Result<SandboxMode> {
+        if let Some(forced) = self.inner.config.sandbox_mode_override {
+            return Ok(forced);
+        }
+        let mode = requested.unwrap_or(manifest);
+        if mode == SandboxMode::DangerFullAccess && !self.inner.config.allow_danger_full_access {
+            let who = if requested.is_some() {
+                "the request"
+            } else {
+                "the bundle manifest"
+            };
+            return Err(RuntimeError::PermissionDenied {
+                setting: "allow_danger_full_access".into(),
+                message: format!(
+                    "{who} asks for sandbox mode danger_full_access, which this server does not allow"
+                ),
+            });
+        }
+        Ok(mode)
+    }
+
+    pub async fn get_session(&self, id: Uuid) -> Result<SessionInfo> {
+        Ok(self.inner.sessions.get(id).await?.info())
+    }
+
+    /// Sessions, newest first.
+    pub async fn list_sessions(
+        &self,
+        filter: SessionFilter,
+        page: PageRequest,
+    ) -> Result<Page<SessionInfo>> {
+        let runtime = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let store = &runtime.inner.sessions;
+            let ids = store.list_ids()?;
+            let infos = ids.into_iter().filter_map(|id| store.peek(id));
+            paginate(
+                infos,
+                &page,
+                |info| info.record.id.to_string(),
+                |info, key| Uuid::parse_str(key).is_ok_and(|k| info.record.id < k),
+                |info| matches_filter(info, &filter),
+            )
+        })
+        .await
+        .map_err(|e| RuntimeError::storage("list sessions", std::io::Error::other(e)))?
+    }
+
+    /// Cancels the session's queued and running turns, waits for them, then removes it.
+    pub async fn delete_session(&self, id: Uuid) -> Result<()> {
+        let handle = self.inner.sessions.get(id).await?;
+        for job in self.inner.queue.remove_session(id) {
+            self.inner.executions.update(job.execution_id, |s| {
+                s.state = ExecutionState::Cancelled;
+                s.error = "the session was deleted".into();
+            });
+        }
+        for execution_id in self.inner.executions.live_of_session(id) {
+            if let Some(signal) = self.inner.executions.cancel_signal(execution_id) {
+                signal.cancel(TurnOutcome::Cancelled, "the session was deleted");
+            }
+            let _ = self.wait(execution_id).await;
+        }
+        let runtime = self.clone();
+        tokio::task::spawn_blocking(move || runtime.inner.sessions.remove(&handle))
+            .await
+            .map_err(|e| RuntimeError::storage("delete session", std::io::Error::other(e)))??;
+        tracing::info!(session = %id, "session deleted");
+        Ok(())
+    }
+
+    /// Follows a session's events after `after_sequence` (0 = from the start).
+    pub async fn subscribe_session(&self, id: Uuid, after_sequence: u64) -> Result<Subscription> {
+        Ok(self.inner.sessions.get(id).await?.subscribe(after_sequence))
+    }
+}
+
+fn matches_filter(info: &SessionInfo, filter: &SessionFilter) -> bool {
+    let bundle = &info.record.bundle;
+    let bundle_ok = filter
+        .bundle
+        .as_deref()
+        .is_none_or(|wanted| match wanted.split_once('/') {
+            Some((ns, name)) => bundle.namespace == ns && bundle.name == name,
+            None => bundle.name == wanted,
+        });
+    let agent_ok = filter
+        .agent_id
+        .as_deref()
+        .is_none_or(|wanted| info.record.agent_id == wanted);
+    bundle_ok && agent_ok
+}
+
+fn validate_metadata(metadata: &BTreeMap<String, String>) -> Result<()> {
+    if metadata.len() > MAX_METADATA_ENTRIES {
+        return Err(RuntimeError::invalid(
+            "metadata",
+            format!("at most {MAX_METADATA_ENTRIES} entries"),
+        ));
+    }
+    for (key, value) in metadata {
+        if key.is_empty() || key.len() > MAX_METADATA_KEY {
+            return Err(RuntimeError::invalid(
+                "metadata",
+                format!("keys must be 1 to {MAX_METADATA_KEY} bytes"),
+            ));
+        }
+        if value.len() > MAX_METADATA_VALUE {
+            return Err(RuntimeError::invalid(
+                format!("metadata[{key}]"),
+                format!("values must be at most {MAX_METADATA_VALUE} bytes"),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,10 @@
+//! Tests of the bundle module against real temporary directories.
+
+mod archive;
+mod digest;
+mod fixtures;
+mod manifest;
+mod reference;
+mod scaffold;
+mod skill;
+mod store;

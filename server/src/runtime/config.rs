@@ -1,0 +1,87 @@
+//! Settings of an embedded runtime. The server fills them from flags; a Rust program
+//! embedding the runtime builds them directly.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::runtime::bundle::ArchiveLimits;
+use crate::runtime::policy::SandboxMode;
+use crate::runtime::provider::ProviderSettings;
+
+#[derive(Clone, Debug)]
+pub struct RuntimeConfig {
+    /// Holds `bundles/`, `sessions/`, `sandbox/` and `quarantine/`.
+    pub home: PathBuf,
+    /// Turns that run at once across all sessions.
+    pub worker_count: usize,
+    /// Turns that may wait for a worker; a submit beyond it is refused.
+    pub queue_capacity: usize,
+    /// Model calls one turn may make before it ends with an error.
+    pub max_turn_steps: u32,
+    /// Wall-clock budget of one turn.
+    pub max_turn_duration: Duration,
+    /// Finished executions whose status stays queryable in memory.
+    pub execution_history: usize,
+    /// Sessions kept open in memory while idle.
+    pub open_session_cache: usize,
+    /// Forces one sandbox mode for every session when set.
+    pub sandbox_mode_override: Option<SandboxMode>,
+    /// Whether any session may run without a sandbox.
+    pub allow_danger_full_access: bool,
+    /// Per-provider settings (base URL, key, timeouts), by provider name.
+    pub providers: HashMap<String, ProviderSettings>,
+    pub archive_limits: ArchiveLimits,
+}
+
+impl RuntimeConfig {
+    /// Defaults with the given home folder.
+    pub fn with_home(home: impl Into<PathBuf>) -> Self {
+        Self {
+            home: home.into(),
+            worker_count: 4,
+            queue_capacity: 128,
+            max_turn_steps: 32,
+            max_turn_duration: Duration::from_secs(600),
+            execution_history: 10_000,
+            open_session_cache: 1_024,
+            sandbox_mode_override: None,
+            allow_danger_full_access: false,
+            providers: HashMap::new(),
+            archive_limits: ArchiveLimits::default(),
+        }
+    }
+
+    /// `$ODYSSEY_HOME`, else `~/.odyssey`.
+    pub fn default_home() -> PathBuf {
+        if let Some(home) = std::env::var_os("ODYSSEY_HOME") {
+            return PathBuf::from(home);
+        }
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join(".odyssey")
+    }
+
+    pub fn bundles_dir(&self) -> PathBuf {
+        self.home.join("bundles")
+    }
+
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.home.join("sessions")
+    }
+
+    pub fn sandbox_dir(&self) -> PathBuf {
+        self.home.join("sandbox")
+    }
+
+    pub fn quarantine_dir(&self) -> PathBuf {
+        self.home.join("quarantine")
+    }
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self::with_home(Self::default_home())
+    }
+}

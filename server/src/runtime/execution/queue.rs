@@ -1,0 +1,211 @@
+//! The execution queue: bounded, fair across sessions, one turn at a time per session.
+//!
+//! Each session has its own FIFO of pending turns; `ready` lists sessions that have a
+//! pending turn and none running, in the order they became ready. A free worker slot
+//! takes the first ready session's oldest turn. So turns of one session run in
+//! submission order, different sessions run concurrently, and a busy session cannot
+//! starve the others.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use uuid::Uuid;
+
+use super::status::ExecutionRequest;
+
+/// A turn waiting for a worker.
+pub(crate) struct Job {
+    pub execution_id: Uuid,
+    pub request: ExecutionRequest,
+}
+
+#[derive(Default)]
+struct SessionQueue {
+    pending: VecDeque<Job>,
+    running: bool,
+}
+
+pub(crate) struct Queue {
+    inner: Mutex<Inner>,
+    capacity: usize,
+}
+
+#[derive(Default)]
+struct Inner {
+    queued: usize,
+    ready: VecDeque<Uuid>,
+    sessions: HashMap<Uuid, SessionQueue>,
+    closed: bool,
+}
+
+/// Why a job was not queued.
+pub(crate) enum PushError {
+    Full,
+    Closed,
+}
+
+impl Queue {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            inner: Mutex::new(Inner::default()),
+            capacity,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    pub fn push(&self, job: Job) -> Result<(), PushError> {
+        let mut inner = self.lock();
+        if inner.closed {
+            return Err(PushError::Closed);
+        }
+        if inner.queued >= self.capacity {
+            return Err(PushError::Full);
+        }
+        inner.queued += 1;
+        let session_id = job.request.session_id;
+        let queue = inner.sessions.entry(session_id).or_default();
+        let became_ready = queue.pending.is_empty() && !queue.running;
+        queue.pending.push_back(job);
+        if became_ready {
+            inner.ready.push_back(session_id);
+        }
+        Ok(())
+    }
+
+    /// The next job to run, marking its session as running.
+    pub fn pop(&self) -> Option<Job> {
+        let mut inner = self.lock();
+        let session_id = inner.ready.pop_front()?;
+        let queue = inner.sessions.get_mut(&session_id)?;
+        let job = queue.pending.pop_front()?;
+        queue.running = true;
+        inner.queued -= 1;
+        Some(job)
+    }
+
+    /// The session's running turn ended; its next turn, if any, becomes ready.
+    pub fn finish(&self, session_id: Uuid) {
+        let mut inner = self.lock();
+        let Some(queue) = inner.sessions.get_mut(&session_id) else {
+            return;
+        };
+        queue.running = false;
+        if queue.pending.is_empty() {
+            inner.sessions.remove(&session_id);
+        } else {
+            inner.ready.push_back(session_id);
+        }
+    }
+
+    /// Takes a queued job out (cancel before it started).
+    pub fn remove(&self, execution_id: Uuid) -> Option<Job> {
+        let mut inner = self.lock();
+        let (session_id, position) = inner.sessions.iter().find_map(|(sid, q)| {
+            q.pending
+                .iter()
+                .position(|j| j.execution_id == execution_id)
+                .map(|p| (*sid, p))
+        })?;
+        let queue = inner.sessions.get_mut(&session_id)?;
+        let job = queue.pending.remove(position)?;
+        let now_empty = queue.pending.is_empty();
+        let running = queue.running;
+        inner.queued -= 1;
+        if now_empty {
+            inner.ready.retain(|s| *s != session_id);
+            if !running {
+                inner.sessions.remove(&session_id);
+            }
+        }
+        Some(job)
+    }
+
+    /// Takes every queued job of a session out.
+    pub fn remove_session(&self, session_id: Uuid) -> Vec<Job> {
+        let mut inner = self.lock();
+        let Some(queue) = inner.sessions.get_mut(&session_id) else {
+            return Vec::new();
+        };
+        let jobs: Vec<Job> = queue.pending.drain(..).collect();
+        let running = queue.running;
+        inner.queued -= jobs.len();
+        inner.ready.retain(|s| *s != session_id);
+        if !running {
+            inner.sessions.remove(&session_id);
+        }
+        jobs
+    }
+
+    /// Refuses new jobs and hands back every queued one.
+    pub fn close(&self) -> Vec<Job> {
+        let mut inner = self.lock();
+        inner.closed = true;
+        inner.ready.clear();
+        inner.queued = 0;
+        inner
+            .sessions
+            .values_mut()
+            .flat_map(|q| q.pending.drain(..).collect::<Vec<_>>())
+            .collect()
+    }
+
+    pub fn queued(&self) -> usize {
+        self.lock().queued
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(session: Uuid) -> Job {
+        Job {
+            execution_id: Uuid::new_v4(),
+            request: ExecutionRequest {
+                session_id: session,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn one_turn_per_session_in_order_and_sessions_interleave() {
+        let q = Queue::new(10);
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let (a1, a2, b1) = (job(a), job(a), job(b));
+        let ids = (a1.execution_id, a2.execution_id, b1.execution_id);
+        for j in [a1, a2, b1] {
+            assert!(q.push(j).is_ok());
+        }
+        assert_eq!(q.pop().map(|j| j.execution_id), Some(ids.0));
+        // a is running: its second turn waits, b runs.
+        assert_eq!(q.pop().map(|j| j.execution_id), Some(ids.2));
+        assert!(q.pop().is_none());
+        q.finish(a);
+        assert_eq!(q.pop().map(|j| j.execution_id), Some(ids.1));
+        assert_eq!(q.queued(), 0);
+    }
+
+    #[test]
+    fn full_queue_refuses_and_removal_frees_room() {
+        let q = Queue::new(2);
+        let s = Uuid::new_v4();
+        let first = job(s);
+        let first_id = first.execution_id;
+        assert!(q.push(first).is_ok());
+        assert!(q.push(job(s)).is_ok());
+        assert!(matches!(q.push(job(s)), Err(PushError::Full)));
+        assert!(q.remove(first_id).is_some());
+        assert!(q.push(job(s)).is_ok());
+        assert_eq!(q.remove_session(s).len(), 2);
+        assert_eq!(q.queued(), 0);
+        assert!(q.pop().is_none());
+    }
+}

@@ -1,0 +1,173 @@
+//! One turn's ReAct loop: call the model, stream its answer into events, run the tools it
+//! asks for, feed their results back, until it answers without tools or a budget runs out.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use uuid::Uuid;
+
+use crate::runtime::chat::{ChatMessage, TokenUsage, ToolCall};
+use crate::runtime::error::{Result, RuntimeError};
+use crate::runtime::events::EventPayload;
+use crate::runtime::model::ModelSpec;
+use crate::runtime::provider::{ModelDelta, ModelProvider, ModelRequest};
+use crate::runtime::session::SessionHandle;
+use crate::runtime::tools::{ToolContext, ToolSet};
+
+/// Everything a turn needs, resolved before it starts.
+pub(crate) struct Turn {
+    pub session: Arc<SessionHandle>,
+    pub turn_id: Uuid,
+    pub model: ModelSpec,
+    pub provider: Arc<dyn ModelProvider>,
+    pub system_prompt: String,
+    /// Prior turns' messages (the memory), oldest first.
+    pub history: Vec<ChatMessage>,
+    pub tools: ToolSet,
+    pub tool_context: ToolContext,
+    pub max_steps: u32,
+    /// Model calls the session made before this turn.
+    pub prior_model_calls: u64,
+}
+
+/// What a turn produced so far. Kept outside the loop's future so that a cancelled or
+/// timed-out turn still records what it did.
+#[derive(Default)]
+pub(crate) struct Progress {
+    pub messages: Vec<ChatMessage>,
+    pub response: String,
+    pub usage: TokenUsage,
+    pub model_calls: u32,
+}
+
+/// Why a turn failed, as an event code and message.
+pub(crate) struct TurnFailure {
+    pub code: String,
+    pub message: String,
+}
+
+impl From<RuntimeError> for TurnFailure {
+    fn from(e: RuntimeError) -> Self {
+        Self {
+            code: e.reason().to_ascii_lowercase(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl Turn {
+    /// Runs the loop, recording into `progress` as it goes.
+    pub async fn run(
+        &self,
+        prompt: &str,
+        progress: &mut Progress,
+    ) -> std::result::Result<(), TurnFailure> {
+        progress.messages.push(ChatMessage::user(prompt));
+        let specs = self.tools.specs();
+        for _ in 0..self.max_steps {
+            let mut messages = self.history.clone();
+            messages.extend(progress.messages.iter().cloned());
+            let request = ModelRequest {
+                model: self.model.clone(),
+                system_prompt: self.system_prompt.clone(),
+                messages,
+                tools: specs.clone(),
+                call_index: self.prior_model_calls + u64::from(progress.model_calls),
+            };
+            progress.model_calls += 1;
+            let (text, calls) = self.stream_answer(request, progress).await?;
+            progress
+                .messages
+                .push(ChatMessage::assistant(text.clone(), calls.clone()));
+            if calls.is_empty() {
+                progress.response = text;
+                return Ok(());
+            }
+            for call in calls {
+                let result = self.run_tool(&call).await?;
+                progress.messages.push(result);
+            }
+        }
+        Err(TurnFailure {
+            code: "step_budget_exceeded".into(),
+            message: format!(
+                "the turn used its budget of {} model calls without a final answer",
+                self.max_steps
+            ),
+        })
+    }
+
+    /// Streams one model call into events; returns its text and tool calls.
+    async fn stream_answer(
+        &self,
+        request: ModelRequest,
+        progress: &mut Progress,
+    ) -> Result<(String, Vec<ToolCall>)> {
+        let mut stream = self.provider.stream(request);
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        while let Some(delta) = stream.next().await {
+            match delta? {
+                ModelDelta::Text(delta) => {
+                    text.push_str(&delta);
+                    self.emit(EventPayload::AgentMessageDelta { delta })?;
+                }
+                ModelDelta::Reasoning(delta) => {
+                    self.emit(EventPayload::ReasoningDelta { delta })?;
+                }
+                ModelDelta::ReasoningBreak => {
+                    self.emit(EventPayload::ReasoningSectionBreak)?;
+                }
+                ModelDelta::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => calls.push(ToolCall {
+                    id,
+                    name,
+                    arguments,
+                }),
+                ModelDelta::Usage(call) => {
+                    progress.usage += call;
+                    self.emit(EventPayload::TokenUsageReported {
+                        call,
+                        turn_total: progress.usage,
+                    })?;
+                }
+            }
+        }
+        Ok((text, calls))
+    }
+
+    async fn run_tool(&self, call: &ToolCall) -> Result<ChatMessage> {
+        let arguments = serde_json::from_str(&call.arguments)
+            .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+        self.emit(EventPayload::ToolCallStarted {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments,
+        })?;
+        let ctx = ToolContext {
+            call_id: call.id.clone(),
+            ..self.tool_context.clone()
+        };
+        let output = self.tools.call(ctx, &call.name, &call.arguments).await;
+        self.emit(EventPayload::ToolCallFinished {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            success: !output.is_error,
+            result: output.content.clone(),
+        })?;
+        Ok(ChatMessage::tool_result(
+            call.id.clone(),
+            output.content,
+            output.is_error,
+        ))
+    }
+
+    fn emit(&self, payload: EventPayload) -> Result<()> {
+        self.session
+            .append_now(Some(self.turn_id), payload)
+            .map(|_| ())
+    }
+}

@@ -1,0 +1,27 @@
+//! The embeddable core of Odyssey: bundles, event-sourced sessions, turns, providers.
+//! Nothing in here knows about gRPC; `crate::grpc` translates.
+
+mod api;
+pub mod bundle;
+pub mod chat;
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod execution;
+pub mod model;
+pub mod paging;
+pub mod policy;
+pub mod provider;
+pub mod session;
+pub mod tools;
+
+pub use api::{
+    ModelAvailability, OdysseyRuntime, SandboxCapabilities, ServerInfo, SessionFilter, SessionSpec,
+};
+pub use bundle::InstallOptions;
+pub use config::RuntimeConfig;
+pub use error::{ErrorKind, Result, RuntimeError};
+pub use execution::{ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus};
+pub use model::ModelSpec;
+pub use paging::{Page, PageRequest};
+pub use policy::{ApprovalPolicy, SandboxMode};

@@ -1,0 +1,389 @@
+//! An open session: its log writer, running totals, the recent-events ring that serves
+//! live subscribers, and the chat history that feeds the next turn's memory.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use super::log::EventLog;
+use super::record::{SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats, write_json_atomic};
+use crate::runtime::chat::ChatMessage;
+use crate::runtime::error::{Result, RuntimeError};
+use crate::runtime::events::{Event, EventPayload, TurnOutcome, now_ms};
+
+/// How many recent events stay in memory for live subscribers. A subscriber further
+/// behind reads the log file instead, so memory stays bounded whatever it does.
+const RECENT_EVENTS: usize = 512;
+
+/// Events handed to a subscriber per batch.
+const BATCH: usize = 256;
+
+/// How many completed turns are kept in memory to build the next turn's history.
+pub const MEMORY_TURNS: usize = 32;
+
+pub struct SessionHandle {
+    record: SessionRecord,
+    dir: PathBuf,
+    state: Mutex<LiveState>,
+    /// A second descriptor of the log file, so syncing happens outside the state lock.
+    sync_file: File,
+    /// The last sequence subscribers may see; they wait on it.
+    published: watch::Sender<u64>,
+    /// The last sequence known to be on stable storage.
+    synced_sequence: AtomicU64,
+}
+
+struct LiveState {
+    log: EventLog,
+    stats: SessionStats,
+    recent: VecDeque<Arc<Event>>,
+    history: VecDeque<Arc<Vec<ChatMessage>>>,
+    /// A turn the log shows as started but never ended (found when opening it).
+    open_turn: Option<(Uuid, Vec<String>)>,
+    deleted: bool,
+}
+
+/// What replaying the log found about the turn that was running, if any.
+#[derive(Default)]
+pub(crate) struct ReplayState {
+    pub stats: SessionStats,
+    pub recent: VecDeque<Arc<Event>>,
+    pub history: VecDeque<Arc<Vec<ChatMessage>>>,
+    /// A turn started but never completed, and its approvals still pending.
+    pub open_turn: Option<(Uuid, Vec<String>)>,
+}
+
+impl ReplayState {
+    pub fn observe(&mut self, event: Event) {
+        self.stats.last_sequence = event.sequence;
+        self.stats.updated_at_ms = event.created_at_ms;
+        match &event.payload {
+            EventPayload::TurnStarted(_) => {
+                self.open_turn = event.turn_id.map(|id| (id, Vec::new()));
+            }
+            EventPayload::PermissionRequested { request_id, .. } => {
+                if let Some((_, pending)) = &mut self.open_turn {
+                    pending.push(request_id.clone());
+                }
+            }
+            EventPayload::ApprovalResolved { request_id, .. } => {
+                if let Some((_, pending)) = &mut self.open_turn {
+                    pending.retain(|r| r != request_id);
+                }
+            }
+            EventPayload::TurnCompleted(done) => {
+                self.open_turn = None;
+                apply_turn_end(&mut self.stats, &mut self.history, done);
+            }
+            _ => {}
+        }
+        if self.recent.len() == RECENT_EVENTS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(Arc::new(event));
+    }
+}
+
+fn apply_turn_end(
+    stats: &mut SessionStats,
+    history: &mut VecDeque<Arc<Vec<ChatMessage>>>,
+    done: &crate::runtime::events::TurnCompleted,
+) {
+    stats.turn_count += 1;
+    stats.usage += done.usage;
+    stats.model_calls += u64::from(done.model_calls);
+    if done.outcome == TurnOutcome::Completed {
+        if history.len() == MEMORY_TURNS {
+            history.pop_front();
+        }
+        history.push_back(Arc::new(done.messages.clone()));
+    }
+}
+
+impl SessionHandle {
+    pub(crate) fn new(
+        record: SessionRecord,
+        dir: PathBuf,
+        log: EventLog,
+        replay: ReplayState,
+    ) -> Result<Self> {
+        let sync_file = File::open(log.path())
+            .map_err(|e| RuntimeError::storage(format!("open {}", log.path().display()), e))?;
+        let (published, _) = watch::channel(log.last_sequence());
+        let synced_sequence = AtomicU64::new(log.last_sequence());
+        Ok(Self {
+            synced_sequence,
+            record,
+            dir,
+            sync_file,
+            published,
+            state: Mutex::new(LiveState {
+                log,
+                stats: replay.stats,
+                recent: replay.recent,
+                history: replay.history,
+                open_turn: replay.open_turn,
+                deleted: false,
+            }),
+        })
+    }
+
+    pub fn id(&self) -> Uuid {
+        self.record.id
+    }
+
+    pub fn record(&self) -> &SessionRecord {
+        &self.record
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn info(&self) -> SessionInfo {
+        SessionInfo {
+            record: self.record.clone(),
+            stats: self.lock().stats.clone(),
+        }
+    }
+
+    pub fn stats(&self) -> SessionStats {
+        self.lock().stats.clone()
+    }
+
+    /// The chat history of the most recent completed turns, oldest first.
+    pub fn history(&self) -> Vec<Arc<Vec<ChatMessage>>> {
+        self.lock().history.iter().cloned().collect()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LiveState> {
+        // A panic while holding the lock leaves plain data behind; keep serving it.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Appends an event and wakes subscribers. Durability points are synced first, so a
+    /// subscriber never sees a turn end or an approval request that a crash could lose.
+    pub async fn append(&self, turn_id: Option<Uuid>, payload: EventPayload) -> Result<Arc<Event>> {
+        self.append_then(turn_id, payload, |_| {}).await
+    }
+
+    /// Like [`append`](Self::append), running `before_publish` once the event is written
+    /// (and synced, at durability points) but before any subscriber can see it: state
+    /// that callers read after seeing the event (an execution's status) is updated there.
+    pub async fn append_then(
+        &self,
+        turn_id: Option<Uuid>,
+        payload: EventPayload,
+        before_publish: impl FnOnce(&Event),
+    ) -> Result<Arc<Event>> {
+        let durable = payload.is_durability_point();
+        let event = self.write(turn_id, payload)?;
+        if durable {
+            self.sync().await?;
+        }
+        before_publish(&event);
+        self.publish(event.sequence);
+        Ok(event)
+    }
+
+    /// Appends without waiting for durability; subscribers see it at once.
+    pub fn append_now(&self, turn_id: Option<Uuid>, payload: EventPayload) -> Result<Arc<Event>> {
+        let event = self.write(turn_id, payload)?;
+        self.publish(event.sequence);
+        Ok(event)
+    }
+
+    /// Writes an event to the log and the ring without telling subscribers.
+    fn write(&self, turn_id: Option<Uuid>, payload: EventPayload) -> Result<Arc<Event>> {
+        let mut state = self.lock();
+        if state.deleted {
+            return Err(RuntimeError::not_found(
+                "session",
+                self.record.id.to_string(),
+            ));
+        }
+        let event = Event {
+            id: Uuid::new_v4(),
+            session_id: self.record.id,
+            sequence: state.log.last_sequence() + 1,
+            created_at_ms: now_ms(),
+            turn_id,
+            payload,
+        };
+        state.log.append(&event).map_err(RuntimeError::from)?;
+        state.stats.last_sequence = event.sequence;
+        state.stats.updated_at_ms = event.created_at_ms;
+        if let EventPayload::TurnCompleted(done) = &event.payload {
+            let LiveState { stats, history, .. } = &mut *state;
+            apply_turn_end(stats, history, done);
+        }
+        let event = Arc::new(event);
+        if state.recent.len() == RECENT_EVENTS {
+            state.recent.pop_front();
+        }
+        state.recent.push_back(event.clone());
+        Ok(event)
+    }
+
+    /// Lets subscribers see events up to `sequence`. Sequences are published in order
+    /// because a session runs one turn at a time; `send_if_modified` keeps it monotonic.
+    fn publish(&self, sequence: u64) {
+        self.published.send_if_modified(|last| {
+            if sequence > *last {
+                *last = sequence;
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    /// Makes everything appended so far durable. Concurrent callers each wait for their
+    /// own sync; a call with nothing new to sync returns at once.
+    pub async fn sync(&self) -> Result<()> {
+        let target = self.lock().log.last_sequence();
+        if self.synced_sequence.load(Ordering::Acquire) >= target {
+            return Ok(());
+        }
+        let file = self
+            .sync_file
+            .try_clone()
+            .map_err(|e| RuntimeError::storage("duplicate log descriptor", e))?;
+        let path = self.dir.clone();
+        tokio::task::spawn_blocking(move || file.sync_data())
+            .await
+            .map_err(|e| RuntimeError::storage("sync log", std::io::Error::other(e)))?
+            .map_err(|e| RuntimeError::storage(format!("sync {}", path.display()), e))?;
+        self.synced_sequence.fetch_max(target, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Rewrites `summary.json` (a cache; losing it costs a log scan on next open).
+    pub fn write_summary(&self) {
+        let stats = self.stats();
+        if let Err(e) = write_json_atomic(&self.dir.join(SUMMARY_FILE), &stats, false) {
+            tracing::warn!(session = %self.record.id, error = %e, "cannot write session summary");
+        }
+    }
+
+    /// The turn a crash left open, with its pending approval ids; handed out once.
+    pub(crate) fn take_open_turn(&self) -> Option<(Uuid, Vec<String>)> {
+        self.lock().open_turn.take()
+    }
+
+    /// Marks the session deleted: appends fail and subscribers end.
+    pub(crate) fn mark_deleted(&self) {
+        self.lock().deleted = true;
+        self.published.send_modify(|_| {});
+    }
+
+    /// Follows the log from after `after_sequence`.
+    pub fn subscribe(self: &Arc<Self>, after_sequence: u64) -> Subscription {
+        Subscription {
+            handle: self.clone(),
+            cursor: after_sequence,
+            wake: self.published.subscribe(),
+            file: None,
+        }
+    }
+}
+
+/// A cursor over a session's events: stored ones first, then live ones as they are
+/// appended, with no gap and no duplicate. Holds at most one batch in memory.
+pub struct Subscription {
+    handle: Arc<SessionHandle>,
+    cursor: u64,
+    wake: watch::Receiver<u64>,
+    file: Option<super::log::LogReader>,
+}
+
+impl Subscription {
+    /// The sequence of the last event handed out.
+    pub fn cursor(&self) -> u64 {
+        self.cursor
+    }
+
+    pub fn session(&self) -> &Arc<SessionHandle> {
+        &self.handle
+    }
+
+    /// The next events, waiting for new ones when caught up. `Ok(None)` when the session
+    /// was deleted.
+    pub async fn next_batch(&mut self) -> Result<Option<Vec<Arc<Event>>>> {
+        loop {
+            let last = *self.wake.borrow_and_update();
+            if self.cursor < last {
+                let batch = self.read_batch(last).await?;
+                if !batch.is_empty() {
+                    self.cursor = batch[batch.len() - 1].sequence;
+                    return Ok(Some(batch));
+                }
+            }
+            if self.handle.lock().deleted {
+                return Ok(None);
+            }
+            if self.wake.changed().await.is_err() {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Up to [`BATCH`] events after the cursor, none past `last` (the published end).
+    async fn read_batch(&mut self, last: u64) -> Result<Vec<Arc<Event>>> {
+        {
+            let state = self.handle.lock();
+            if state.deleted {
+                return Ok(Vec::new());
+            }
+            let in_ring = state
+                .recent
+                .front()
+                .is_some_and(|first| first.sequence <= self.cursor + 1);
+            if in_ring {
+                self.file = None;
+                let skip = (self.cursor + 1 - state.recent[0].sequence) as usize;
+                return Ok(state
+                    .recent
+                    .iter()
+                    .skip(skip)
+                    .take_while(|e| e.sequence <= last)
+                    .take(BATCH)
+                    .cloned()
+                    .collect());
+            }
+            if self.file.is_none() {
+                self.file = Some(
+                    state
+                        .log
+                        .reader_after(self.cursor)
+                        .map_err(RuntimeError::from)?,
+                );
+            }
+        }
+        // Behind the ring: read the log file, off the async threads.
+        let Some(mut reader) = self.file.take() else {
+            return Ok(Vec::new());
+        };
+        let (reader, batch) = tokio::task::spawn_blocking(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            while batch.len() < BATCH {
+                match reader.next_event() {
+                    Ok(Some(event)) if event.sequence > last => return (None, Ok(batch)),
+                    Ok(Some(event)) => batch.push(Arc::new(event)),
+                    Ok(None) => return (None, Ok(batch)),
+                    Err(e) => return (None, Err(e)),
+                }
+            }
+            (Some(reader), Ok(batch))
+        })
+        .await
+        .map_err(|e| RuntimeError::storage("read log", std::io::Error::other(e)))?;
+        self.file = reader;
+        batch.map_err(RuntimeError::from)
+    }
+}

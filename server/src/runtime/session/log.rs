@@ -1,0 +1,277 @@
+//! A session's append-only event log: one JSON [`Event`] per line in `events.jsonl`.
+//!
+//! Appending writes one line with a single `write(2)`, so its cost does not depend on the
+//! history length, and readers (subscribers catching up) see it at once. Durability is
+//! grouped: the file is synced at turn ends and approval points, not per delta, so a
+//! crash loses at most the events written since the last sync, and never an earlier turn.
+//! A torn last line (a crash mid-write) is cut off when the log is opened; any other
+//! unreadable line makes the whole log unreadable (the store quarantines it).
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::runtime::events::Event;
+
+/// Every how many events the in-memory index remembers a file offset. Replay from any
+/// sequence reads at most this many extra lines; the index costs 16 bytes per step.
+const INDEX_STEP: u64 = 512;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: line {line}: {message}")]
+    Corrupt {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
+}
+
+impl LogError {
+    fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+impl From<LogError> for crate::runtime::error::RuntimeError {
+    fn from(e: LogError) -> Self {
+        match e {
+            LogError::Io { path, source } => Self::storage(path.display().to_string(), source),
+            LogError::Corrupt { .. } => Self::storage(
+                "event log",
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+            ),
+        }
+    }
+}
+
+/// What opening a log found, for the session to rebuild its state from.
+pub struct Recovered {
+    pub log: EventLog,
+    /// Bytes cut off the end (a torn last line), if any.
+    pub truncated_bytes: u64,
+}
+
+/// The writer side of one session's log, plus a sparse sequence → offset index.
+pub struct EventLog {
+    path: PathBuf,
+    file: File,
+    len: u64,
+    last_sequence: u64,
+    /// `(sequence, offset of that event's line)` every [`INDEX_STEP`] events.
+    index: Vec<(u64, u64)>,
+}
+
+impl EventLog {
+    /// Creates an empty log; fails if one exists.
+    pub fn create(path: &Path) -> Result<Self, LogError> {
+        let file = OpenOptions::new()
+            .create_new(true)
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| LogError::io(path, e))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+            len: 0,
+            last_sequence: 0,
+            index: Vec::new(),
+        })
+    }
+
+    /// Opens an existing log, calling `visit` with every event in order. An unreadable last
+    /// line (the torn tail of a crash mid-write) is cut off; a bad line anywhere else, or a
+    /// sequence gap, is an error.
+    pub fn open(path: &Path, mut visit: impl FnMut(Event)) -> Result<Recovered, LogError> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| LogError::io(path, e))?;
+        let read_handle = File::open(path).map_err(|e| LogError::io(path, e))?;
+        let file_len = read_handle
+            .metadata()
+            .map_err(|e| LogError::io(path, e))?
+            .len();
+        let mut reader = BufReader::with_capacity(64 * 1024, read_handle);
+        let mut line = Vec::new();
+        let (mut offset, mut line_no, mut last_sequence) = (0u64, 0u64, 0u64);
+        let mut index = Vec::new();
+        let mut newline_at_end = true;
+        loop {
+            line.clear();
+            let n = reader
+                .read_until(b'\n', &mut line)
+                .map_err(|e| LogError::io(path, e))? as u64;
+            if n == 0 {
+                break;
+            }
+            line_no += 1;
+            let is_last = offset + n == file_len;
+            let event = match serde_json::from_slice::<Event>(trim_newline(&line)) {
+                Ok(event) => event,
+                Err(_) if is_last => break,
+                Err(err) => {
+                    return Err(LogError::Corrupt {
+                        path: path.to_path_buf(),
+                        line: line_no,
+                        message: err.to_string(),
+                    });
+                }
+            };
+            if event.sequence != last_sequence + 1 {
+                return Err(LogError::Corrupt {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    message: format!(
+                        "sequence {} follows {} (gap or duplicate)",
+                        event.sequence, last_sequence
+                    ),
+                });
+            }
+            if (event.sequence - 1) % INDEX_STEP == 0 {
+                index.push((event.sequence, offset));
+            }
+            last_sequence = event.sequence;
+            newline_at_end = line.last() == Some(&b'\n');
+            visit(event);
+            offset += n;
+        }
+        let mut len = offset;
+        let truncated_bytes = file_len - offset;
+        if truncated_bytes > 0 {
+            file.set_len(offset).map_err(|e| LogError::io(path, e))?;
+        }
+        if !newline_at_end && truncated_bytes == 0 {
+            // The last event is whole but its newline was lost: restore it.
+            file.write_all(b"\n").map_err(|e| LogError::io(path, e))?;
+            len += 1;
+        }
+        if truncated_bytes > 0 || len != offset {
+            file.sync_data().map_err(|e| LogError::io(path, e))?;
+        }
+        Ok(Recovered {
+            log: Self::from_parts(path, file, len, last_sequence, index),
+            truncated_bytes,
+        })
+    }
+
+    fn from_parts(path: &Path, file: File, len: u64, last: u64, index: Vec<(u64, u64)>) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            file,
+            len,
+            last_sequence: last,
+            index,
+        }
+    }
+
+    pub fn last_sequence(&self) -> u64 {
+        self.last_sequence
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one event. Its sequence must be the next one.
+    pub fn append(&mut self, event: &Event) -> Result<(), LogError> {
+        debug_assert_eq!(event.sequence, self.last_sequence + 1);
+        let mut line = serde_json::to_vec(event).map_err(|e| LogError::Corrupt {
+            path: self.path.clone(),
+            line: event.sequence,
+            message: format!("cannot encode event: {e}"),
+        })?;
+        line.push(b'\n');
+        if let Err(e) = self.file.write_all(&line) {
+            // A partial write would leave a torn line mid-log; cut it off now so the next
+            // append starts on a clean boundary.
+            let _ = self.file.set_len(self.len);
+            return Err(LogError::io(&self.path, e));
+        }
+        if (event.sequence - 1) % INDEX_STEP == 0 {
+            self.index.push((event.sequence, self.len));
+        }
+        self.len += line.len() as u64;
+        self.last_sequence = event.sequence;
+        Ok(())
+    }
+
+    /// Makes everything appended so far durable.
+    pub fn sync(&self) -> Result<(), LogError> {
+        self.file
+            .sync_data()
+            .map_err(|e| LogError::io(&self.path, e))
+    }
+
+    /// A reader positioned at or shortly before the first event after `after_sequence`.
+    pub fn reader_after(&self, after_sequence: u64) -> Result<LogReader, LogError> {
+        let wanted = after_sequence + 1;
+        let offset = match self.index.partition_point(|(seq, _)| *seq <= wanted) {
+            0 => 0,
+            i => self.index[i - 1].1,
+        };
+        LogReader::open(&self.path, offset, after_sequence, self.len)
+    }
+}
+
+/// Reads events of a log from an offset, skipping those at or before a sequence, up to
+/// the length the log had when the reader was made (later lines may be half-written).
+pub struct LogReader {
+    path: PathBuf,
+    reader: BufReader<std::io::Take<File>>,
+    after_sequence: u64,
+    line: Vec<u8>,
+}
+
+impl LogReader {
+    fn open(path: &Path, offset: u64, after_sequence: u64, end: u64) -> Result<Self, LogError> {
+        let mut file = File::open(path).map_err(|e| LogError::io(path, e))?;
+        file.seek(SeekFrom::Start(offset))
+            .map_err(|e| LogError::io(path, e))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            reader: BufReader::with_capacity(64 * 1024, file.take(end.saturating_sub(offset))),
+            after_sequence,
+            line: Vec::new(),
+        })
+    }
+
+    /// The next event, or `None` at the end.
+    pub fn next_event(&mut self) -> Result<Option<Event>, LogError> {
+        loop {
+            self.line.clear();
+            let n = self
+                .reader
+                .read_until(b'\n', &mut self.line)
+                .map_err(|e| LogError::io(&self.path, e))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            let event: Event = serde_json::from_slice(trim_newline(&self.line)).map_err(|e| {
+                LogError::Corrupt {
+                    path: self.path.clone(),
+                    line: 0,
+                    message: e.to_string(),
+                }
+            })?;
+            if event.sequence > self.after_sequence {
+                return Ok(Some(event));
+            }
+        }
+    }
+}
+
+fn trim_newline(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\n").unwrap_or(line)
+}

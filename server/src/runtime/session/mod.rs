@@ -1,0 +1,11 @@
+//! Event-sourced sessions: the creation record, the append-only event log that is the
+//! truth about everything that happened, and live subscriptions to it.
+
+mod handle;
+mod log;
+mod record;
+mod store;
+
+pub use handle::{MEMORY_TURNS, SessionHandle, Subscription};
+pub use record::{BundlePin, SessionInfo, SessionRecord, SessionStats};
+pub use store::{QuarantinedSession, SessionStore};

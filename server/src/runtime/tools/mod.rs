@@ -1,0 +1,105 @@
+//! Tools the model can call. A turn gets a [`ToolSet`]: the tools its bundle declares,
+//! filtered by the agent's rules. A call to a tool outside the set goes back to the
+//! model as an error result and the turn goes on.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use uuid::Uuid;
+
+use crate::runtime::provider::ToolSpec;
+
+/// What a tool call can see of its turn.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    pub session_id: Uuid,
+    pub turn_id: Uuid,
+    pub call_id: String,
+    /// The installed bundle's files.
+    pub bundle_root: PathBuf,
+}
+
+/// What a tool answered. Errors are answers too: the model sees them and may retry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// A tool implementation.
+pub trait Tool: Send + Sync + 'static {
+    fn spec(&self) -> ToolSpec;
+    /// Runs one call with arguments already parsed as JSON.
+    fn call(
+        &self,
+        ctx: ToolContext,
+        arguments: serde_json::Value,
+    ) -> BoxFuture<'static, ToolOutput>;
+}
+
+/// The tools one turn may call, by name.
+#[derive(Clone, Default)]
+pub struct ToolSet {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl ToolSet {
+    pub fn insert(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.spec().name, tool);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// What the model is told it can call.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.values().map(|t| t.spec()).collect()
+    }
+
+    /// Runs a call. Unknown tools and malformed arguments come back as error results.
+    pub async fn call(&self, ctx: ToolContext, name: &str, arguments: &str) -> ToolOutput {
+        let Some(tool) = self.get(name) else {
+            let known: Vec<&str> = self.tools.keys().map(String::as_str).collect();
+            return ToolOutput::error(if known.is_empty() {
+                format!("tool `{name}` is not available: this agent has no tools")
+            } else {
+                format!(
+                    "tool `{name}` is not available to this agent; available tools: {}",
+                    known.join(", ")
+                )
+            });
+        };
+        let arguments = if arguments.trim().is_empty() {
+            serde_json::Value::Object(Default::default())
+        } else {
+            match serde_json::from_str(arguments) {
+                Ok(value) => value,
+                Err(e) => {
+                    return ToolOutput::error(format!(
+                        "arguments of `{name}` are not valid JSON: {e}"
+                    ));
+                }
+            }
+        };
+        tool.call(ctx, arguments).await
+    }
+}

@@ -1,0 +1,310 @@
+//! What `odysseyd` (and `odyssey serve`) runs: flags, logging, safety checks on the bind
+//! address, and a server that shuts down gracefully on SIGINT/SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::grpc::{self, GrpcOptions};
+use crate::runtime::provider::ProviderSettings;
+use crate::runtime::{OdysseyRuntime, RuntimeConfig, RuntimeError, SandboxMode};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "refusing to listen on {0} without an auth token: set --auth-token (or ODYSSEY_AUTH_TOKEN), or pass --insecure"
+    )]
+    InsecureBind(SocketAddr),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("bad --provider-base-url `{0}`: expected NAME=URL")]
+    ProviderUrl(String),
+    #[error("cannot start the runtime: {0}")]
+    Runtime(#[from] RuntimeError),
+    #[error("transport error: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    #[error("the server task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SandboxModeArg {
+    ReadOnly,
+    WorkspaceWrite,
+    DangerFullAccess,
+}
+
+impl From<SandboxModeArg> for SandboxMode {
+    fn from(mode: SandboxModeArg) -> Self {
+        match mode {
+            SandboxModeArg::ReadOnly => Self::ReadOnly,
+            SandboxModeArg::WorkspaceWrite => Self::WorkspaceWrite,
+            SandboxModeArg::DangerFullAccess => Self::DangerFullAccess,
+        }
+    }
+}
+
+/// Server flags, shared by `odysseyd` and `odyssey serve`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Anything but loopback needs --auth-token (or --insecure).
+    #[arg(long, env = "ODYSSEY_LISTEN", default_value = "127.0.0.1:8472")]
+    pub listen: SocketAddr,
+    /// Folder for bundles, sessions and sandboxes [default: $ODYSSEY_HOME or ~/.odyssey].
+    #[arg(long, env = "ODYSSEY_HOME")]
+    pub home: Option<PathBuf>,
+    /// Turns that run at once.
+    #[arg(long, default_value_t = 4)]
+    pub worker_count: usize,
+    /// Turns that may wait for a worker before Submit answers RESOURCE_EXHAUSTED.
+    #[arg(long, default_value_t = 128)]
+    pub queue_capacity: usize,
+    /// Bearer token every RPC but health must carry.
+    #[arg(long, env = "ODYSSEY_AUTH_TOKEN", hide_env_values = true)]
+    pub auth_token: Option<String>,
+    /// Allow a non-loopback --listen without an auth token.
+    #[arg(long)]
+    pub insecure: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// Largest gRPC message accepted or sent, in bytes.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    pub max_message_bytes: usize,
+    /// Model calls one turn may make.
+    #[arg(long, default_value_t = 32)]
+    pub max_turn_steps: u32,
+    /// Wall-clock budget of one turn, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub max_turn_seconds: u64,
+    /// Heartbeat interval of idle event streams, in seconds.
+    #[arg(long, default_value_t = 15)]
+    pub heartbeat_seconds: u64,
+    /// How long running turns may take to finish on shutdown before they are interrupted.
+    #[arg(long, default_value_t = 10)]
+    pub shutdown_grace_seconds: u64,
+    /// Force this sandbox mode on every session.
+    #[arg(long, value_enum)]
+    pub sandbox_mode: Option<SandboxModeArg>,
+    /// Let sessions run without a sandbox (danger_full_access).
+    #[arg(long)]
+    pub allow_danger_full_access: bool,
+    /// Base URL for a provider, e.g. `openai=http://127.0.0.1:8080/v1` (repeatable).
+    #[arg(long = "provider-base-url", value_name = "NAME=URL")]
+    pub provider_base_urls: Vec<String>,
+}
+
+impl ServeArgs {
+    /// Defaults, as if no flag were given, on the given address and home.
+    pub fn new(listen: SocketAddr, home: PathBuf) -> Self {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: ServeArgs,
+        }
+        let mut args = Wrapper::parse_from(["odysseyd"]).args;
+        args.listen = listen;
+        args.home = Some(home);
+        args
+    }
+
+    pub fn runtime_config(&self) -> Result<RuntimeConfig, ServeError> {
+        let mut config = RuntimeConfig::with_home(
+            self.home
+                .clone()
+                .unwrap_or_else(RuntimeConfig::default_home),
+        );
+        config.worker_count = self.worker_count.max(1);
+        config.queue_capacity = self.queue_capacity;
+        config.max_turn_steps = self.max_turn_steps.max(1);
+        config.max_turn_duration = Duration::from_secs(self.max_turn_seconds.max(1));
+        config.sandbox_mode_override = self.sandbox_mode.map(SandboxMode::from);
+        config.allow_danger_full_access = self.allow_danger_full_access;
+        for entry in &self.provider_base_urls {
+            let (name, url) = entry
+                .split_once('=')
+                .filter(|(n, u)| !n.is_empty() && !u.is_empty())
+                .ok_or_else(|| ServeError::ProviderUrl(entry.clone()))?;
+            config
+                .providers
+                .entry(name.to_string())
+                .or_insert_with(ProviderSettings::default)
+                .base_url = Some(url.to_string());
+        }
+        Ok(config)
+    }
+
+    pub fn grpc_options(&self) -> GrpcOptions {
+        GrpcOptions {
+            auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),
+            heartbeat: Duration::from_secs(self.heartbeat_seconds.max(1)),
+            max_message_bytes: self.max_message_bytes,
+        }
+    }
+}
+
+/// Installs the global `tracing` subscriber (`RUST_LOG` filters; default `info`).
+pub fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// A running server.
+pub struct ServerHandle {
+    addr: SocketAddr,
+    runtime: OdysseyRuntime,
+    stop: CancellationToken,
+    task: JoinHandle<Result<(), tonic::transport::Error>>,
+}
+
+impl ServerHandle {
+    /// The address it listens on (the real port when started on port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`, for clients.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn runtime(&self) -> &OdysseyRuntime {
+        &self.runtime
+    }
+
+    /// Stops gracefully and waits until it has.
+    pub async fn shutdown(self) -> Result<(), ServeError> {
+        self.stop.cancel();
+        self.task.await??;
+        Ok(())
+    }
+
+    /// Waits until the server stops on its own (after a signal).
+    pub async fn wait(self) -> Result<(), ServeError> {
+        self.task.await??;
+        Ok(())
+    }
+
+    /// Stops the server when this fires.
+    pub fn stop_on(&self, signal: impl std::future::Future<Output = ()> + Send + 'static) {
+        let stop = self.stop.clone();
+        tokio::spawn(async move {
+            signal.await;
+            stop.cancel();
+        });
+    }
+}
+
+/// Binds, opens the runtime and serves in the background.
+pub async fn start(args: &ServeArgs) -> Result<ServerHandle, ServeError> {
+    start_with_config(args, args.runtime_config()?).await
+}
+
+/// Like [`start`], with a runtime configuration built by the caller (settings that have
+/// no flag, such as provider keys held in memory).
+pub async fn start_with_config(
+    args: &ServeArgs,
+    config: RuntimeConfig,
+) -> Result<ServerHandle, ServeError> {
+    if !args.listen.ip().is_loopback()
+        && args.auth_token.as_deref().is_none_or(str::is_empty)
+        && !args.insecure
+    {
+        return Err(ServeError::InsecureBind(args.listen));
+    }
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: args.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: args.listen,
+        source,
+    })?;
+    let runtime = OdysseyRuntime::start(config).await?;
+    let stop = CancellationToken::new();
+    let grace = Duration::from_secs(args.shutdown_grace_seconds);
+    let task = tokio::spawn(grpc::serve(
+        runtime.clone(),
+        args.grpc_options(),
+        listener,
+        stop.clone().cancelled_owned(),
+        grace,
+    ));
+    Ok(ServerHandle {
+        addr,
+        runtime,
+        stop,
+        task,
+    })
+}
+
+/// Runs the server until SIGINT or SIGTERM, then shuts down gracefully.
+pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
+    init_logging(args.log_format);
+    let server = start(&args).await?;
+    let info = server.runtime().server_info();
+    tracing::info!(
+        addr = %server.addr(),
+        home = %server.runtime().config().home.display(),
+        auth = args.auth_token.is_some(),
+        workers = info.worker_count,
+        queue = info.queue_capacity,
+        bubblewrap = info.sandbox.bubblewrap,
+        landlock = info.sandbox.landlock,
+        seccomp = info.sandbox.seccomp,
+        "odysseyd serving"
+    );
+    for note in &info.sandbox.notes {
+        tracing::warn!("sandbox: {note}");
+    }
+    server.stop_on(shutdown_signal());
+    server.wait().await?;
+    tracing::info!("odysseyd stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("received SIGINT"),
+        () = term => tracing::info!("received SIGTERM"),
+    }
+}

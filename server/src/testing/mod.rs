@@ -1,0 +1,8 @@
+//! Loopback servers that speak real provider wire formats, scripted per test.
+//!
+//! The project's rule is that a provider is only ever faked at the wire: these servers
+//! listen on `127.0.0.1:0` and answer exactly what the real service would send, so every
+//! byte of the runtime's own client code runs in tests, end-to-end tests and benchmarks.
+//! Compiled for this crate's tests and, for other crates, with the `testing` feature.
+
+pub mod openai_wire;

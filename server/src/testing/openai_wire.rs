@@ -1,0 +1,266 @@
+//! A loopback server speaking OpenAI's chat-completions wire format.
+//!
+//! ```text
+//! let server = OpenAiWireServer::start(Script::new("sk-test").reply(Reply::text("Hello there"))).await?;
+//! // point the provider's settings at server.base_url() ("http://127.0.0.1:PORT/v1")
+//! // ... run a model call ...
+//! assert_eq!(server.requests()[0]["stream"], true);
+//! ```
+//!
+//! It checks `Authorization: Bearer <key>` (401 in OpenAI's format otherwise), refuses
+//! non-streaming requests, records every request body, and answers each request with the
+//! next scripted [`Reply`]. Dropped, it stops listening.
+
+mod script;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub use script::{
+    Reply, Script, StreamBuilder, WireEvent, WireUsage, chunk, error_object, split, usage_chunk,
+};
+
+use script::{Mode, estimate_tokens};
+
+/// A running loopback server; stops when dropped.
+pub struct OpenAiWireServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+/// What the handler and the test share.
+struct Shared {
+    api_key: String,
+    state: Mutex<ServerState>,
+}
+
+struct ServerState {
+    mode: Mode,
+    requests: Vec<Value>,
+}
+
+impl OpenAiWireServer {
+    /// Listens on `127.0.0.1:0` and serves `script`. Needs a tokio runtime.
+    pub async fn start(script: Script) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            api_key: script.api_key,
+            state: Mutex::new(ServerState {
+                mode: script.mode,
+                requests: Vec::new(),
+            }),
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat_completions))
+            .with_state(shared.clone());
+        let (shutdown, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async {
+                let _ = stopped.await;
+            });
+            if let Err(e) = serve.await {
+                tracing::warn!(error = %e, "loopback OpenAI server stopped");
+            }
+        });
+        Ok(Self {
+            addr,
+            shared,
+            shutdown: Some(shutdown),
+            task,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT/v1`, the value for a provider's base URL.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The JSON bodies received so far, in order (including refused ones).
+    pub fn requests(&self) -> Vec<Value> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// Appends a reply to the script of a running server.
+    pub fn push_reply(&self, reply: Reply) {
+        if let Mode::Scripted(replies) = &mut self.shared.lock().mode {
+            replies.push_back(reply);
+        }
+    }
+}
+
+impl Drop for OpenAiWireServer {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        self.task.abort();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, ServerState> {
+        // Test state stays usable after a panicking handler; the panic is what matters.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+async fn chat_completions(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let request: Value = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => {
+            return error_response(
+                400,
+                &format!("We could not parse the JSON body of your request. ({e})"),
+                None,
+            );
+        }
+    };
+    shared.lock().requests.push(request.clone());
+    if let Some(refusal) = check_key(&headers, &shared.api_key) {
+        return refusal;
+    }
+    if request.get("stream") != Some(&Value::Bool(true)) {
+        return error_response(
+            400,
+            "this loopback server only answers streaming requests (stream: true)",
+            None,
+        );
+    }
+    let reply = {
+        let mut state = shared.lock();
+        let index = state.requests.len();
+        match &mut state.mode {
+            Mode::Echo => echo_reply(&request),
+            Mode::Scripted(replies) => replies.pop_front().unwrap_or_else(|| {
+                Reply::error(
+                    500,
+                    format!("loopback script exhausted: no reply scripted for request #{index}"),
+                )
+            }),
+        }
+    };
+    render(reply).await
+}
+
+/// `None` when the request carries the right key; else OpenAI's 401, which (unlike the
+/// real service, which masks it) quotes the key in full so tests prove it gets redacted.
+fn check_key(headers: &HeaderMap, api_key: &str) -> Option<Response> {
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(key) if key == api_key => None,
+        Some(key) => Some(error_response(
+            401,
+            &format!(
+                "Incorrect API key provided: {key}. You can find your API key at https://platform.openai.com/account/api-keys."
+            ),
+            None,
+        )),
+        None => Some(error_response(
+            401,
+            "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+            None,
+        )),
+    }
+}
+
+async fn render(mut reply: Reply) -> Response {
+    loop {
+        match reply {
+            Reply::Delayed(delay, inner) => {
+                tokio::time::sleep(delay).await;
+                reply = *inner;
+            }
+            Reply::Error {
+                status,
+                message,
+                retry_after,
+            } => return error_response(status, &message, retry_after),
+            Reply::Stream(events) => return stream_response(events),
+        }
+    }
+}
+
+fn stream_response(events: Vec<WireEvent>) -> Response {
+    let body = futures::stream::iter(events).filter_map(|event| async move {
+        let text = match event {
+            WireEvent::Data(value) => format!("data: {value}\n\n"),
+            WireEvent::Done => "data: [DONE]\n\n".to_owned(),
+            WireEvent::Raw(text) => text,
+            WireEvent::Pause(duration) => {
+                tokio::time::sleep(duration).await;
+                return None;
+            }
+        };
+        Some(Ok::<_, Infallible>(Bytes::from(text)))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+fn error_response(status: u16, message: &str, retry_after: Option<u64>) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (
+        status,
+        axum::Json(json!({ "error": error_object(status.as_u16(), message) })),
+    )
+        .into_response();
+    if let Some(seconds) = retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
+/// The echo answer: the start of the last message, in two deltas, with usage.
+fn echo_reply(request: &Value) -> Reply {
+    let last = request["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let text: String = match last.chars().take(64).collect::<String>() {
+        start if start.is_empty() => "ok".to_owned(),
+        start => format!("echo: {start}"),
+    };
+    StreamBuilder::new()
+        .text(&text, 2)
+        .finish("stop")
+        .usage(WireUsage {
+            prompt_tokens: estimate_tokens(&request.to_string()),
+            completion_tokens: estimate_tokens(&text),
+            ..WireUsage::default()
+        })
+        .done()
+        .build()
+}

@@ -1,0 +1,11 @@
+//! End-to-end tests: a real server on 127.0.0.1:0, real files, the generated clients.
+//! One test binary, so the workspace links it once.
+
+mod support;
+
+mod bundles;
+mod providers;
+mod recovery;
+mod sessions;
+mod surface;
+mod turns;
