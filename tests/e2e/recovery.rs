@@ -198,3 +198,31 @@ async fn a_corrupt_session_is_quarantined_and_the_rest_keep_working() {
             .any(|q| q.session_id == bad.id)
     );
 }
+
+#[tokio::test]
+async fn shutdown_interrupts_turns_that_outlive_the_grace_period_and_records_them() {
+    let server = TestServer::start_with(|args| args.shutdown_grace_seconds = 0).await;
+    let session = server
+        .session_on(&Project::replay(
+            "longrun",
+            &[r#"{"text": ["a","b","c","d","e","f","g","h"], "chunk_delay_ms": 500}"#],
+        ))
+        .await;
+    let execution_id = server
+        .submit(&session.id, "go slowly")
+        .await
+        .expect("submit");
+    server
+        .wait_for_state(&execution_id, pb::ExecutionState::Running)
+        .await;
+    let stopped = server.stop().await;
+    let server = stopped.start_again().await;
+    let reopened = server.get_session(&session.id).await;
+    let events = server.events(&session.id, 0, reopened.last_sequence).await;
+    let Some(Payload::TurnCompleted(done)) = &events.last().and_then(|e| e.payload.clone()) else {
+        panic!("the turn ended in the log");
+    };
+    assert_eq!(done.outcome, pb::TurnOutcome::Interrupted as i32);
+    assert_eq!(events.last().map(|e| e.turn_id.clone()), Some(execution_id));
+    assert_eq!(reopened.turn_count, 1);
+}

@@ -406,3 +406,41 @@ async fn bad_turn_requests_and_exhausted_cassettes_fail_clearly() {
         ["turn_started", "error_occurred", "turn_completed"]
     );
 }
+
+#[tokio::test]
+async fn the_step_and_time_budgets_end_a_turn_with_an_error_event() {
+    let server = TestServer::start_with(|args| {
+        args.max_turn_steps = 2;
+        args.max_turn_seconds = 1;
+    })
+    .await;
+    let looping = r#"{"tool_calls": [{"name": "Read", "arguments": {"path": "x"}}]}"#;
+    let session = server
+        .session_on(&Project::replay("budget", &[looping, looping, looping]))
+        .await;
+    let status = server.run(&session.id, "loop").await;
+    assert_eq!(status.state, pb::ExecutionState::Failed as i32);
+    assert!(
+        status.error.contains("budget of 2 model calls"),
+        "{}",
+        status.error
+    );
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let code = events.iter().find_map(|e| match &e.payload {
+        Some(Payload::ErrorOccurred(err)) => Some(err.code.clone()),
+        _ => None,
+    });
+    assert_eq!(code.as_deref(), Some("step_budget_exceeded"));
+
+    let slow = server
+        .session_on(&Project::replay("slowpoke", &[&slow_answer(100, 50)]))
+        .await;
+    let status = server.run(&slow.id, "take your time").await;
+    assert_eq!(status.state, pb::ExecutionState::Failed as i32);
+    let events = server.events(&slow.id, 0, status.last_sequence).await;
+    let code = events.iter().find_map(|e| match &e.payload {
+        Some(Payload::ErrorOccurred(err)) => Some(err.code.clone()),
+        _ => None,
+    });
+    assert_eq!(code.as_deref(), Some("turn_timeout"));
+}

@@ -9,3 +9,6 @@ mod store;
 pub use handle::{MEMORY_TURNS, SessionHandle, Subscription};
 pub use record::{BundlePin, SessionInfo, SessionRecord, SessionStats};
 pub use store::{QuarantinedSession, SessionStore};
+
+#[cfg(test)]
+mod tests;

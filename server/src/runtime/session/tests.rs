@@ -1,0 +1,282 @@
+//! The event log and subscriptions on real files: torn tails, corruption, replay from
+//! any sequence, subscribers far behind the in-memory ring, the open-turn journal.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use super::log::EventLog;
+use super::{BundlePin, SessionRecord, SessionStore};
+use crate::runtime::events::{
+    Event, EventPayload, TurnCompleted, TurnContext, TurnOutcome, TurnStarted,
+};
+use crate::runtime::model::ModelSpec;
+use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
+
+fn record() -> SessionRecord {
+    SessionRecord {
+        id: Uuid::now_v7(),
+        bundle_reference: "demo".into(),
+        bundle: BundlePin {
+            namespace: "local".into(),
+            name: "demo".into(),
+            version: "0.1.0".into(),
+            digest: "sha256:00".into(),
+        },
+        agent_id: "main".into(),
+        model: ModelSpec::new("replay", "main"),
+        sandbox_mode: SandboxMode::WorkspaceWrite,
+        approval_policy: ApprovalPolicy::OnRequest,
+        created_at_ms: 1,
+        metadata: Default::default(),
+    }
+}
+
+fn delta(text: &str) -> EventPayload {
+    EventPayload::AgentMessageDelta { delta: text.into() }
+}
+
+fn store(dir: &tempfile::TempDir) -> SessionStore {
+    SessionStore::open(dir.path().join("sessions"), dir.path().join("quarantine"))
+        .unwrap_or_else(|e| panic!("open store: {e}"))
+}
+
+fn event(session: Uuid, sequence: u64) -> Event {
+    Event {
+        id: Uuid::new_v4(),
+        session_id: session,
+        sequence,
+        created_at_ms: 1,
+        turn_id: None,
+        payload: delta("x"),
+    }
+}
+
+#[test]
+fn a_torn_tail_is_cut_and_a_lost_newline_restored() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("events.jsonl");
+    let session = Uuid::new_v4();
+    let mut log = EventLog::create(&path).unwrap_or_else(|e| panic!("{e}"));
+    for seq in 1..=3 {
+        log.append(&event(session, seq))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    drop(log);
+    let intact = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{e}"));
+    file.write_all(b"{\"id\":\"half")
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(file);
+
+    let mut seen = Vec::new();
+    let recovered =
+        EventLog::open(&path, |e| seen.push(e.sequence)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(seen, [1, 2, 3]);
+    assert_eq!(recovered.truncated_bytes, 11);
+    assert_eq!(std::fs::read(&path).unwrap_or_default(), intact);
+
+    // A whole last event without its newline is kept, and the newline comes back.
+    std::fs::write(&path, &intact[..intact.len() - 1]).unwrap_or_else(|e| panic!("{e}"));
+    let mut log = EventLog::open(&path, |_| {})
+        .unwrap_or_else(|e| panic!("{e}"))
+        .log;
+    assert_eq!(log.last_sequence(), 3);
+    log.append(&event(session, 4))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lines = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(lines.lines().count(), 4);
+}
+
+#[test]
+fn corruption_before_the_tail_and_sequence_gaps_are_errors() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("events.jsonl");
+    let session = Uuid::new_v4();
+    let line = |seq| serde_json::to_string(&event(session, seq)).unwrap_or_default();
+    std::fs::write(&path, format!("{}\nnot json\n{}\n", line(1), line(2)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = EventLog::open(&path, |_| {})
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("line 2"), "{err}");
+
+    std::fs::write(&path, format!("{}\n{}\n", line(1), line(3))).unwrap_or_else(|e| panic!("{e}"));
+    let err = EventLog::open(&path, |_| {})
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("gap"), "{err}");
+}
+
+#[test]
+fn readers_start_at_any_sequence_through_the_sparse_index() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("events.jsonl");
+    let session = Uuid::new_v4();
+    let mut log = EventLog::create(&path).unwrap_or_else(|e| panic!("{e}"));
+    for seq in 1..=2_000 {
+        log.append(&event(session, seq))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    for after in [0, 1, 511, 512, 513, 1_024, 1_999, 2_000] {
+        let mut reader = log.reader_after(after).unwrap_or_else(|e| panic!("{e}"));
+        let mut expected = after + 1;
+        while let Some(event) = reader.next_event().unwrap_or_else(|e| panic!("{e}")) {
+            assert_eq!(event.sequence, expected);
+            expected += 1;
+        }
+        assert_eq!(expected, 2_001, "read everything after {after}");
+    }
+    // Reopening rebuilds the same index.
+    drop(log);
+    let log = EventLog::open(&path, |_| {})
+        .unwrap_or_else(|e| panic!("{e}"))
+        .log;
+    let mut reader = log.reader_after(1_500).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        reader.next_event().ok().flatten().map(|e| e.sequence),
+        Some(1_501)
+    );
+}
+
+#[tokio::test]
+async fn a_subscriber_far_behind_the_ring_reads_the_log_then_follows_live() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = store(&dir);
+    let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..3_000 {
+        handle
+            .append_now(None, delta(&i.to_string()))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let mut subscription = handle.subscribe(0);
+    let mut next = 1u64;
+    while next <= 3_000 {
+        let batch = subscription
+            .next_batch()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("ended early"));
+        assert!(batch.len() <= 256, "bounded batches");
+        for event in batch {
+            assert_eq!(event.sequence, next);
+            next += 1;
+        }
+    }
+    let writer = {
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            for i in 0..1_000 {
+                handle
+                    .append_now(None, delta(&format!("live {i}")))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                if i % 100 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        })
+    };
+    while next <= 4_000 {
+        let batch = subscription
+            .next_batch()
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        for event in batch {
+            assert_eq!(event.sequence, next, "no gap, no duplicate at the seam");
+            next += 1;
+        }
+    }
+    writer.await.unwrap_or_else(|e| panic!("{e}"));
+    store.remove(&handle).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        subscription.next_batch().await.ok().flatten().is_none(),
+        "ends on delete"
+    );
+}
+
+#[tokio::test]
+async fn a_journaled_open_turn_is_recorded_as_interrupted_once() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let id;
+    {
+        let store = store(&dir);
+        let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
+        id = handle.id();
+        store
+            .journal_turn_start(id)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let turn = Some(Uuid::now_v7());
+        let started = TurnStarted {
+            prompt: "hi".into(),
+            context: TurnContext {
+                cwd: ".".into(),
+                model: ModelSpec::new("replay", "main"),
+                sandbox_mode: SandboxMode::WorkspaceWrite,
+                approval_policy: ApprovalPolicy::OnRequest,
+                metadata: Default::default(),
+            },
+        };
+        handle
+            .append(turn, EventPayload::TurnStarted(started))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        handle
+            .append_now(
+                turn,
+                EventPayload::PermissionRequested {
+                    request_id: "req-1".into(),
+                    call_id: "c".into(),
+                    tool: "Bash".into(),
+                    arguments: serde_json::json!({}),
+                    summary: "ls".into(),
+                    reason: String::new(),
+                },
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        // The process dies here: no turn end.
+    }
+    let store = store(&dir);
+    assert_eq!(store.journaled_open_sessions(), vec![id]);
+    let handle = store.get(id).await.unwrap_or_else(|e| panic!("{e}"));
+    let again = store.get(id).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(Arc::ptr_eq(&handle, &again));
+    assert!(store.journaled_open_sessions().is_empty());
+    let mut subscription = handle.subscribe(0);
+    let events = subscription
+        .next_batch()
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|e| match &e.payload {
+            EventPayload::TurnCompleted(TurnCompleted { outcome, .. }) => {
+                format!("completed:{outcome:?}")
+            }
+            EventPayload::ApprovalResolved { resolution, .. } => format!("approval:{resolution:?}"),
+            other => serde_json::to_value(other)
+                .ok()
+                .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(String::from))
+                .unwrap_or_default(),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "turn_started",
+            "permission_requested",
+            "approval:Interrupted",
+            format!("completed:{:?}", TurnOutcome::Interrupted).as_str()
+        ]
+    );
+    assert_eq!(handle.stats().turn_count, 1);
+}
