@@ -12,6 +12,7 @@ pub mod model;
 pub mod paging;
 pub mod policy;
 pub mod provider;
+pub mod sandbox;
 pub mod session;
 pub mod tools;
 

@@ -12,7 +12,8 @@ use crate::runtime::execution::{
     CancelSignal, ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus, Job,
     Progress, PushError, Turn, TurnFailure,
 };
-use crate::runtime::session::SessionHandle;
+use crate::runtime::sandbox::CellPaths;
+use crate::runtime::session::{EventSink, SessionHandle};
 use crate::runtime::tools::{ToolContext, ToolSet};
 
 /// How long a caller is told to wait when the queue is full.
@@ -227,7 +228,10 @@ impl OdysseyRuntime {
         });
 
         let mut progress = Progress::default();
-        let outcome = match self.prepare_turn(&session, execution_id, &context).await {
+        let outcome = match self
+            .prepare_turn(&session, execution_id, &context, signal)
+            .await
+        {
             Err(e) => Err(TurnFailure::from(e)),
             Ok(turn) => {
                 let deadline = self.inner.config.max_turn_duration;
@@ -290,6 +294,7 @@ impl OdysseyRuntime {
         session: &Arc<SessionHandle>,
         turn_id: Uuid,
         context: &TurnContext,
+        signal: &CancelSignal,
     ) -> Result<Turn> {
         let record = session.record().clone();
         let bundle = self.resolve_bundle(record.bundle.reference()).await?;
@@ -304,6 +309,7 @@ impl OdysseyRuntime {
             })?
             .clone();
         let provider = self.inner.providers.resolve(&context.model, &bundle.root)?;
+        let cell = CellPaths::under(self.inner.config.sandbox_dir().join(record.id.to_string()));
         let history = session
             .history()
             .iter()
@@ -321,7 +327,14 @@ impl OdysseyRuntime {
                 session_id: record.id,
                 turn_id,
                 call_id: String::new(),
-                bundle_root: bundle.root.clone(),
+                cwd: cell.data.join(&context.cwd),
+                cell,
+                bundle: bundle.clone(),
+                mode: record.sandbox_mode,
+                mounts_read: Vec::new(),
+                mounts_write: Vec::new(),
+                events: EventSink::new(session.clone(), Some(turn_id)),
+                cancel: signal.token().clone(),
             },
             max_steps: self.inner.config.max_turn_steps,
             prior_model_calls: session.stats().model_calls,

@@ -4,10 +4,12 @@
 mod handle;
 mod log;
 mod record;
+mod sink;
 mod store;
 
 pub use handle::{MEMORY_TURNS, SessionHandle, Subscription};
 pub use record::{BundlePin, SessionInfo, SessionRecord, SessionStats};
+pub use sink::EventSink;
 pub use store::{QuarantinedSession, SessionStore};
 
 #[cfg(test)]

@@ -9,7 +9,13 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use uuid::Uuid;
 
+use tokio_util::sync::CancellationToken;
+
+use crate::runtime::bundle::InstalledBundle;
+use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::ToolSpec;
+use crate::runtime::sandbox::CellPaths;
+use crate::runtime::session::EventSink;
 
 /// What a tool call can see of its turn.
 #[derive(Clone, Debug)]
@@ -17,8 +23,21 @@ pub struct ToolContext {
     pub session_id: Uuid,
     pub turn_id: Uuid,
     pub call_id: String,
-    /// The installed bundle's files.
-    pub bundle_root: PathBuf,
+    /// The installed bundle (its files, manifest and skills).
+    pub bundle: Arc<InstalledBundle>,
+    /// The session's sandbox cell; `cell.data` is the workspace.
+    pub cell: CellPaths,
+    /// The turn's working directory: absolute, inside the workspace.
+    pub cwd: PathBuf,
+    pub mode: SandboxMode,
+    /// Host folders the bundle may read, and write, besides the cell (already checked
+    /// against the operator's allowlist).
+    pub mounts_read: Vec<PathBuf>,
+    pub mounts_write: Vec<PathBuf>,
+    /// The turn's events (plan updates, command output).
+    pub events: EventSink,
+    /// Fires when the turn is cancelled; long tools stop early.
+    pub cancel: CancellationToken,
 }
 
 /// What a tool answered. Errors are answers too: the model sees them and may retry.
