@@ -10,7 +10,6 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::grpc::{self, GrpcOptions};
-use crate::runtime::provider::ProviderSettings;
 use crate::runtime::{OdysseyRuntime, RuntimeConfig, RuntimeError, SandboxMode};
 
 #[derive(Debug, thiserror::Error)]
@@ -142,7 +141,7 @@ impl ServeArgs {
             config
                 .providers
                 .entry(name.to_string())
-                .or_insert_with(ProviderSettings::default)
+                .or_default()
                 .base_url = Some(url.to_string());
         }
         Ok(config)

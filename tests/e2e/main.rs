@@ -4,6 +4,7 @@
 mod support;
 
 mod bundles;
+mod cli;
 mod providers;
 mod recovery;
 mod sessions;

@@ -376,13 +376,13 @@ fn validate_request(request: &ExecutionRequest) -> Result<()> {
             ));
         }
     }
-    if let Some(model) = &request.model {
-        if model.provider.is_empty() || model.name.is_empty() {
-            return Err(RuntimeError::invalid(
-                "model",
-                "needs both a provider and a name",
-            ));
-        }
+    if let Some(model) = &request.model
+        && (model.provider.is_empty() || model.name.is_empty())
+    {
+        return Err(RuntimeError::invalid(
+            "model",
+            "needs both a provider and a name",
+        ));
     }
     Ok(())
 }

@@ -139,7 +139,7 @@ impl EventLog {
                     ),
                 });
             }
-            if (event.sequence - 1) % INDEX_STEP == 0 {
+            if (event.sequence - 1).is_multiple_of(INDEX_STEP) {
                 index.push((event.sequence, offset));
             }
             last_sequence = event.sequence;
@@ -199,7 +199,7 @@ impl EventLog {
             let _ = self.file.set_len(self.len);
             return Err(LogError::io(&self.path, e));
         }
-        if (event.sequence - 1) % INDEX_STEP == 0 {
+        if (event.sequence - 1).is_multiple_of(INDEX_STEP) {
             self.index.push((event.sequence, self.len));
         }
         self.len += line.len() as u64;

@@ -1,0 +1,98 @@
+//! What a command can fail with, and how that becomes the one line on stderr and the exit
+//! code: `odyssey: <message> (<GRPC_CODE>)`, exit 1; usage mistakes found after parsing
+//! exit 2 like clap's own.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::error::{ClientError, code_name};
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// Writing our own output failed (a closed pipe, a full disk).
+    #[error("cannot write output: {0}")]
+    Output(#[from] io::Error),
+    #[error("{context} {}: {source}", .path.display())]
+    File {
+        context: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A combination of arguments clap cannot rule out by itself.
+    #[error("{0}")]
+    Usage(String),
+    /// The turn ran but did not complete; the reason was already shown with the events.
+    #[error("the turn {outcome}{}", if .error.is_empty() { String::new() } else { format!(": {}", .error) })]
+    TurnNotCompleted {
+        outcome: &'static str,
+        error: String,
+    },
+    /// Ctrl-C during a command that cleans up after itself (the demo's server and home).
+    #[cfg(feature = "server")]
+    #[error("interrupted")]
+    Interrupted,
+    #[cfg(feature = "server")]
+    #[error(transparent)]
+    Serve(#[from] odyssey_server::serve::ServeError),
+    #[cfg(feature = "server")]
+    #[error(transparent)]
+    Runtime(#[from] odyssey_server::runtime::RuntimeError),
+}
+
+impl CliError {
+    pub fn file(context: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Self::File {
+            context,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::Usage(_) => 2,
+            #[cfg(feature = "server")]
+            Self::Interrupted => 130,
+            _ => 1,
+        }
+    }
+
+    /// Whether the error is a closed stdout (`odyssey events … | head`): not worth a message.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Self::Output(e) if e.kind() == io::ErrorKind::BrokenPipe)
+    }
+
+    /// `odyssey: <message> (<GRPC_CODE>)`, the code only when there is one.
+    pub fn line(&self) -> String {
+        match self {
+            Self::Client(e) => match e.code() {
+                Some(code) => format!("odyssey: {e} ({})", code_name(code)),
+                None => format!("odyssey: {e}"),
+            },
+            other => format!("odyssey: {other}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_errors_name_their_code() {
+        let error = CliError::from(ClientError::from(tonic::Status::not_found("no bundle `x`")));
+        assert_eq!(error.line(), "odyssey: no bundle `x` (NOT_FOUND)");
+        assert_eq!(error.exit_code(), 1);
+    }
+
+    #[test]
+    fn usage_errors_exit_2() {
+        let error = CliError::Usage("--output needs the server feature".into());
+        assert_eq!(error.line(), "odyssey: --output needs the server feature");
+        assert_eq!(error.exit_code(), 2);
+    }
+}

@@ -1,0 +1,287 @@
+//! The `odyssey` command line: argument parsing (clap derive) and dispatch. Each command
+//! group lives in its own file; this one only routes and turns errors into exit codes.
+
+mod args;
+mod bundle;
+mod catalog;
+#[cfg(feature = "server")]
+mod demo;
+mod error;
+mod events;
+mod execution;
+mod files;
+mod json;
+mod output;
+mod render;
+mod session;
+mod time;
+
+use std::io::Write;
+
+use clap::Parser;
+
+use self::error::CliError;
+use self::output::Output;
+pub use self::output::Style;
+use crate::client::OdysseyClient;
+use crate::error::ClientError;
+
+/// Where `odysseyd` listens unless told otherwise.
+pub const DEFAULT_SERVER: &str = "http://127.0.0.1:8472";
+
+/// Odyssey: package agents as bundles, run them as sessions, follow every event.
+#[derive(Debug, Parser)]
+#[command(
+    name = "odyssey",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Flags every command accepts.
+#[derive(Clone, Debug, clap::Args)]
+struct Global {
+    /// Server URL.
+    #[arg(long, global = true, env = "ODYSSEY_SERVER", default_value = DEFAULT_SERVER)]
+    server: String,
+    /// Bearer token for a server started with --auth-token.
+    #[arg(long, global = true, env = "ODYSSEY_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Machine output: one JSON object per line.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+impl Global {
+    async fn connect(&self) -> Result<OdysseyClient, ClientError> {
+        OdysseyClient::connect(self.server.clone(), self.token.clone()).await
+    }
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Run the Odyssey server (odysseyd) in the foreground.
+    #[cfg(feature = "server")]
+    Serve(odyssey_server::serve::ServeArgs),
+    /// Start a throwaway server, install the demo bundle and watch one turn stream.
+    #[cfg(feature = "server")]
+    Demo(demo::DemoArgs),
+    /// Create, build, install and move bundles.
+    #[command(subcommand)]
+    Bundle(bundle::BundleCommand),
+    /// List the agents of an installed bundle.
+    Agents(catalog::CatalogArgs),
+    /// List the models of a bundle's agents and whether this server can run them.
+    Models(catalog::CatalogArgs),
+    /// List the skills of an installed bundle.
+    Skills(catalog::CatalogArgs),
+    /// Create, list, show and delete sessions.
+    #[command(subcommand)]
+    Session(session::SessionCommand),
+    /// Run a turn and stream it: the answer on stdout, activity on stderr.
+    Run(execution::RunArgs),
+    /// Enqueue a turn and print its execution id.
+    Submit(execution::RunArgs),
+    /// Show an execution's state.
+    Status(execution::ExecutionArgs),
+    /// Cancel a queued or running execution.
+    Cancel(execution::ExecutionArgs),
+    /// Print a session's stored events; with --follow, keep streaming live ones.
+    Events(events::EventsArgs),
+}
+
+/// Runs one `odyssey` invocation in-process and returns its exit code: 0 on success, 1 on
+/// errors (one line on `err`: `odyssey: <message> (<GRPC_CODE>)`), 2 on usage errors.
+///
+/// `args` are the arguments after the program name (`["bundle", "list"]`); a leading
+/// `odyssey` (as in `std::env::args()`) is accepted and skipped. Output is plain, without
+/// color, so tests can compare it.
+pub async fn run_cli(
+    args: Vec<String>,
+    out: &mut (dyn Write + Send),
+    err: &mut (dyn Write + Send),
+) -> i32 {
+    run_cli_with(args, out, err, Style::plain()).await
+}
+
+/// [`run_cli`] with a chosen [`Style`] (the binary passes [`Style::detect`]).
+pub async fn run_cli_with(
+    args: Vec<String>,
+    out: &mut (dyn Write + Send),
+    err: &mut (dyn Write + Send),
+    style: Style,
+) -> i32 {
+    let argv = std::iter::once("odyssey".to_owned()).chain(skip_program_name(args));
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let rendered = if style.color {
+                e.render().ansi().to_string()
+            } else {
+                e.render().to_string()
+            };
+            let written = if e.use_stderr() {
+                err.write_all(rendered.as_bytes())
+                    .and_then(|()| err.flush())
+            } else {
+                out.write_all(rendered.as_bytes())
+                    .and_then(|()| out.flush())
+            };
+            // Nowhere left to report a failed write of the usage message itself.
+            drop(written);
+            return e.exit_code();
+        }
+    };
+    let mut output = Output {
+        out,
+        err,
+        json: cli.global.json,
+        style,
+    };
+    let result = dispatch(cli.command, &cli.global, &mut output).await;
+    let flushed = output.out.flush();
+    match result.and(flushed.map_err(CliError::from)) {
+        Ok(()) => 0,
+        // The reader went away (`| head`): nothing left worth saying.
+        Err(e) if e.is_broken_pipe() => 141,
+        Err(e) => {
+            let _ = writeln!(output.err, "{}", e.line());
+            let _ = output.err.flush();
+            e.exit_code()
+        }
+    }
+}
+
+/// Drops a leading program name, so both `["bundle", "list"]` and `env::args()` work. No
+/// command is called `odyssey`, so this never eats a real argument.
+fn skip_program_name(mut args: Vec<String>) -> Vec<String> {
+    let is_program = args.first().is_some_and(|first| {
+        std::path::Path::new(first)
+            .file_stem()
+            .is_some_and(|stem| stem == "odyssey")
+    });
+    if is_program {
+        args.remove(0);
+    }
+    args
+}
+
+async fn dispatch(
+    command: Command,
+    global: &Global,
+    output: &mut Output<'_>,
+) -> Result<(), CliError> {
+    match command {
+        #[cfg(feature = "server")]
+        Command::Serve(args) => Ok(odyssey_server::serve::run(args).await?),
+        #[cfg(feature = "server")]
+        Command::Demo(args) => demo::run(args, output).await,
+        Command::Bundle(command) => bundle::run(command, global, output).await,
+        Command::Agents(args) => catalog::agents(args, global, output).await,
+        Command::Models(args) => catalog::models(args, global, output).await,
+        Command::Skills(args) => catalog::skills(args, global, output).await,
+        Command::Session(command) => session::run(command, global, output).await,
+        Command::Run(args) => execution::run(args, global, output).await,
+        Command::Submit(args) => execution::submit(args, global, output).await,
+        Command::Status(args) => execution::status(args, global, output).await,
+        Command::Cancel(args) => execution::cancel(args, global, output).await,
+        Command::Events(args) => events::run(args, global, output).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("odyssey").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_tree_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_flags_work_after_the_command() {
+        let cli = parse(&[
+            "session",
+            "list",
+            "--json",
+            "--server",
+            "http://h:1",
+            "--token",
+            "t",
+        ])
+        .unwrap();
+        assert!(cli.global.json);
+        assert_eq!(cli.global.server, "http://h:1");
+        assert_eq!(cli.global.token.as_deref(), Some("t"));
+    }
+
+    #[test]
+    fn program_name_is_optional() {
+        assert_eq!(
+            skip_program_name(vec!["odyssey".into(), "run".into()]),
+            ["run"]
+        );
+        assert_eq!(
+            skip_program_name(vec!["/usr/bin/odyssey".into(), "run".into()]),
+            ["run"]
+        );
+        assert_eq!(skip_program_name(vec!["run".into()]), ["run"]);
+    }
+
+    #[tokio::test]
+    async fn usage_errors_exit_2_on_stderr() {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run_cli(vec!["session".into(), "create".into()], &mut out, &mut err).await;
+        assert_eq!(code, 2);
+        assert!(out.is_empty());
+        assert!(String::from_utf8(err).unwrap().contains("BUNDLE"));
+    }
+
+    #[tokio::test]
+    async fn bad_meta_is_a_usage_error() {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let args = ["session", "create", "demo", "--meta", "novalue"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(run_cli(args, &mut out, &mut err).await, 2);
+        assert!(String::from_utf8(err).unwrap().contains("KEY=VALUE"));
+    }
+
+    #[tokio::test]
+    async fn help_goes_to_stdout_and_succeeds() {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        assert_eq!(run_cli(vec!["--help".into()], &mut out, &mut err).await, 0);
+        let help = String::from_utf8(out).unwrap();
+        for command in ["bundle", "session", "run", "events"] {
+            assert!(help.contains(command), "help lacks {command}");
+        }
+    }
+
+    #[tokio::test]
+    async fn unreachable_servers_are_one_line_errors() {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        // Port 1 on loopback: nothing listens there.
+        let args = ["bundle", "list", "--server", "http://127.0.0.1:1"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(run_cli(args, &mut out, &mut err).await, 1);
+        let err = String::from_utf8(err).unwrap();
+        assert!(
+            err.starts_with("odyssey: cannot connect to http://127.0.0.1:1"),
+            "{err}"
+        );
+        assert!(err.trim_end().ends_with("(UNAVAILABLE)"), "{err}");
+        assert_eq!(err.lines().count(), 1);
+    }
+}

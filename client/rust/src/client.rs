@@ -1,0 +1,97 @@
+//! The connection to one `odysseyd`: a tonic channel plus the bearer interceptor, handing
+//! out the generated clients. The typed helpers live in `bundles`, `sessions` and
+//! `executions`; this file only dials.
+
+use std::time::Duration;
+
+use odyssey_api::v1::approval_service_client::ApprovalServiceClient;
+use odyssey_api::v1::bundle_service_client::BundleServiceClient;
+use odyssey_api::v1::execution_service_client::ExecutionServiceClient;
+use odyssey_api::v1::server_service_client::ServerServiceClient;
+use odyssey_api::v1::session_service_client::SessionServiceClient;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::auth::BearerAuth;
+use crate::error::ClientError;
+
+/// The channel every generated client of an [`OdysseyClient`] runs on.
+pub type AuthChannel = InterceptedService<Channel, BearerAuth>;
+
+/// How long dialing may take before `connect` gives up.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Keepalive pings find a dead connection under a long-lived event stream, which would
+/// otherwise wait forever on a peer that vanished without a FIN.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+/// The largest message accepted from the server. The server caps what it sends (4 MiB by
+/// default, configurable), so this only has to be at least as large.
+const MAX_DECODING_BYTES: usize = 64 * 1024 * 1024;
+
+/// A connected client. Cheap to clone: clones share the HTTP/2 connection.
+#[derive(Clone, Debug)]
+pub struct OdysseyClient {
+    channel: AuthChannel,
+}
+
+impl OdysseyClient {
+    /// Dials `url` (`http://host:port`) and checks that something answers. The token, when
+    /// given, is sent as `authorization: Bearer <token>` on every call.
+    pub async fn connect(
+        url: impl Into<String>,
+        token: Option<String>,
+    ) -> Result<Self, ClientError> {
+        let url = url.into();
+        let auth = BearerAuth::new(token.as_deref())?;
+        let endpoint = Endpoint::from_shared(url.clone())
+            .map_err(|source| ClientError::InvalidUrl {
+                url: url.clone(),
+                source,
+            })?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
+            .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+            .keep_alive_while_idle(true);
+        let channel = endpoint
+            .connect()
+            .await
+            .map_err(|source| ClientError::Connect { url, source })?;
+        Ok(Self::from_channel(channel, auth))
+    }
+
+    /// Wraps an existing channel (custom TLS, a proxy, an in-process transport).
+    pub fn from_channel(channel: Channel, auth: BearerAuth) -> Self {
+        Self {
+            channel: InterceptedService::new(channel, auth),
+        }
+    }
+
+    /// The generated `BundleService` client.
+    pub fn bundles(&self) -> BundleServiceClient<AuthChannel> {
+        BundleServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_DECODING_BYTES)
+    }
+
+    /// The generated `SessionService` client.
+    pub fn sessions(&self) -> SessionServiceClient<AuthChannel> {
+        SessionServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(MAX_DECODING_BYTES)
+    }
+
+    /// The generated `ExecutionService` client.
+    pub fn executions(&self) -> ExecutionServiceClient<AuthChannel> {
+        ExecutionServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(MAX_DECODING_BYTES)
+    }
+
+    /// The generated `ApprovalService` client.
+    pub fn approvals(&self) -> ApprovalServiceClient<AuthChannel> {
+        ApprovalServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(MAX_DECODING_BYTES)
+    }
+
+    /// The generated `ServerService` client.
+    pub fn server(&self) -> ServerServiceClient<AuthChannel> {
+        ServerServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_DECODING_BYTES)
+    }
+}

@@ -1,0 +1,157 @@
+//! The one error type of the SDK. A failed RPC keeps its `tonic::Status`, so a caller can
+//! branch on the gRPC code (NOT_FOUND, FAILED_PRECONDITION, ...) the server chose; local
+//! failures (connecting, files, archives) say what was being done when they happened.
+
+use std::path::PathBuf;
+
+use tonic::Code;
+
+/// Everything an SDK call can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server address is not a URI tonic can dial.
+    #[error("invalid server address `{url}`: {source}")]
+    InvalidUrl {
+        url: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// Nothing answered at the server address.
+    #[error("cannot connect to {url}: {}", transport_detail(.source))]
+    Connect {
+        url: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// The token cannot travel in an HTTP header (control characters, non-ASCII).
+    #[error("the auth token is not a valid header value (it must be visible ASCII)")]
+    InvalidToken,
+    /// The server (or the transport under it) answered with a gRPC error.
+    #[error("{}", status_message(.0))]
+    Rpc(#[from] tonic::Status),
+    /// The server answered, but not as the API says it must.
+    #[error("unexpected answer from the server: {0}")]
+    Protocol(String),
+    /// A local file or folder could not be read or written.
+    #[error("{context} {}: {source}", .path.display())]
+    Io {
+        context: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An archive could not be written or read (corrupt gzip, truncated tar).
+    #[error("archive error: {0}")]
+    Archive(#[source] std::io::Error),
+    /// An archive entry that would escape the destination or is not a plain file or folder.
+    #[error("refusing archive entry `{entry}`: {reason}")]
+    UnsafeEntry { entry: String, reason: &'static str },
+    /// A project folder holds something that cannot be packed safely.
+    #[error("cannot pack `{}`: {reason}", .path.display())]
+    Unpackable { path: PathBuf, reason: &'static str },
+}
+
+impl ClientError {
+    /// The gRPC code of an RPC failure; UNAVAILABLE when the server could not be reached;
+    /// `None` for local failures (files, archives), which have no gRPC meaning.
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            Self::Rpc(status) => Some(status.code()),
+            Self::Connect { .. } => Some(Code::Unavailable),
+            _ => None,
+        }
+    }
+
+    /// The status the server (or transport) answered with, for RPC failures.
+    pub fn status(&self) -> Option<&tonic::Status> {
+        match self {
+            Self::Rpc(status) => Some(status),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn io(
+        context: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        Self::Io {
+            context,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// The canonical upper-case name of a gRPC code (`NOT_FOUND`), as the gRPC spec and
+/// `grpcurl` spell it; `tonic::Code`'s `Display` gives a sentence instead.
+pub fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+/// The server's message, or the code's description when the server sent none.
+fn status_message(status: &tonic::Status) -> String {
+    if status.message().is_empty() {
+        status.code().description().to_owned()
+    } else {
+        status.message().to_owned()
+    }
+}
+
+/// tonic's transport errors say only "transport error"; the useful part (connection
+/// refused, DNS failure) is further down the source chain.
+fn transport_detail(error: &tonic::transport::Error) -> String {
+    let mut detail = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        detail = inner.to_string();
+        source = inner.source();
+    }
+    detail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rpc_errors_keep_code_and_message() {
+        let error = ClientError::from(tonic::Status::not_found("bundle `x` is not installed"));
+        assert_eq!(error.code(), Some(Code::NotFound));
+        assert_eq!(error.to_string(), "bundle `x` is not installed");
+    }
+
+    #[test]
+    fn empty_messages_fall_back_to_the_code() {
+        let error = ClientError::from(tonic::Status::new(Code::Unavailable, ""));
+        assert!(!error.to_string().is_empty());
+    }
+
+    #[test]
+    fn local_errors_have_no_code() {
+        let error = ClientError::UnsafeEntry {
+            entry: "../x".into(),
+            reason: "`..` is not allowed",
+        };
+        assert_eq!(error.code(), None);
+        assert_eq!(code_name(Code::FailedPrecondition), "FAILED_PRECONDITION");
+    }
+}

@@ -1,0 +1,49 @@
+//! Rust SDK for Odyssey, the agent runtime served over gRPC (`package odyssey.v1`), and
+//! the `odyssey` command-line client built on it.
+//!
+//! [`OdysseyClient`] dials a server and hands out the generated clients of every service;
+//! its typed helpers cover what needs more than one call or more than one message:
+//! streaming archives ([`OdysseyClient::build_bundle`]), following a session's events across
+//! disconnects ([`OdysseyClient::subscribe`]) and watching one turn from its first event to
+//! its last ([`OdysseyClient::run_turn`]).
+//!
+//! ```no_run
+//! # async fn tour() -> Result<(), odyssey_client::ClientError> {
+//! use odyssey_client::{OdysseyClient, SessionOptions, pack_project};
+//!
+//! let client = OdysseyClient::connect("http://127.0.0.1:8472", None).await?;
+//! let bundle = client.build_bundle(pack_project("my-agent".as_ref())?, "", false).await?;
+//! let name = bundle.r#ref.map(|r| r.name).unwrap_or_default();
+//! let session = client.create_session(&name, SessionOptions::default()).await?;
+//! let mut turn = client.run_turn(&session.id, "hello", Default::default()).await?;
+//! while let Some(event) = turn.next().await? {
+//!     println!("{} {:?}", event.sequence, event.payload);
+//! }
+//! # Ok(()) }
+//! ```
+
+mod archive;
+mod auth;
+mod bundles;
+mod cli;
+mod client;
+mod error;
+mod events;
+mod executions;
+mod model;
+mod sessions;
+mod turn;
+
+pub use archive::{pack_files, pack_project, unpack_archive};
+pub use auth::BearerAuth;
+pub use bundles::CHUNK_BYTES;
+pub use cli::{Style, run_cli, run_cli_with};
+pub use client::{AuthChannel, OdysseyClient};
+pub use error::{ClientError, code_name};
+pub use events::{EventStream, ReconnectPolicy};
+pub use model::{ModelParseError, format_model, parse_model};
+pub use sessions::{SessionFilter, SessionOptions};
+pub use turn::TurnStream;
+
+/// The generated API, re-exported so SDK users need no direct `odyssey-api` dependency.
+pub use odyssey_api::v1 as proto;

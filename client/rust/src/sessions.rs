@@ -1,0 +1,134 @@
+//! Typed session calls.
+
+use std::collections::{BTreeMap, HashMap};
+
+use odyssey_api::v1 as pb;
+
+use crate::bundles::PAGE_SIZE;
+use crate::client::OdysseyClient;
+use crate::error::ClientError;
+use crate::events::{EventStream, ReconnectPolicy};
+
+/// What a new session may change from the bundle's defaults. Unset fields keep the
+/// server's choice (default agent, the agent's model, the manifest's sandbox mode).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionOptions {
+    pub agent_id: Option<String>,
+    pub model: Option<pb::ModelSpec>,
+    pub sandbox_mode: Option<pb::SandboxMode>,
+    pub approval_policy: Option<pb::ApprovalPolicy>,
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// Which sessions [`OdysseyClient::list_sessions`] returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionFilter {
+    /// Bundle name or `ns/name`.
+    pub bundle: Option<String>,
+    pub agent_id: Option<String>,
+    /// Stop after this many sessions; all of them when `None`.
+    pub limit: Option<usize>,
+}
+
+impl OdysseyClient {
+    /// Opens a session on an installed bundle.
+    pub async fn create_session(
+        &self,
+        bundle_reference: &str,
+        options: SessionOptions,
+    ) -> Result<pb::Session, ClientError> {
+        let request = pb::CreateSessionRequest {
+            bundle_reference: bundle_reference.to_owned(),
+            agent_id: options.agent_id.unwrap_or_default(),
+            model: options.model,
+            sandbox_mode: options
+                .sandbox_mode
+                .unwrap_or(pb::SandboxMode::Unspecified)
+                .into(),
+            approval_policy: options
+                .approval_policy
+                .unwrap_or(pb::ApprovalPolicy::Unspecified)
+                .into(),
+            metadata: options.metadata.into_iter().collect::<HashMap<_, _>>(),
+        };
+        let response = self.sessions().create_session(request).await?.into_inner();
+        response
+            .session
+            .ok_or_else(|| ClientError::Protocol("CreateSession answered without a session".into()))
+    }
+
+    pub async fn get_session(&self, session_id: &str) -> Result<pb::Session, ClientError> {
+        let request = pb::GetSessionRequest {
+            session_id: session_id.to_owned(),
+        };
+        let response = self.sessions().get_session(request).await?.into_inner();
+        response
+            .session
+            .ok_or_else(|| ClientError::Protocol("GetSession answered without a session".into()))
+    }
+
+    /// Sessions matching `filter`, following pages until the limit or the last page.
+    pub async fn list_sessions(
+        &self,
+        filter: &SessionFilter,
+    ) -> Result<Vec<pb::Session>, ClientError> {
+        let limit = filter.limit.unwrap_or(usize::MAX);
+        let mut sessions = Vec::new();
+        let mut page_token = String::new();
+        while sessions.len() < limit {
+            let wanted = i32::try_from(limit - sessions.len())
+                .unwrap_or(PAGE_SIZE)
+                .min(PAGE_SIZE);
+            let request = pb::ListSessionsRequest {
+                page_size: wanted,
+                page_token: std::mem::take(&mut page_token),
+                bundle: filter.bundle.clone().unwrap_or_default(),
+                agent_id: filter.agent_id.clone().unwrap_or_default(),
+            };
+            let page = self.sessions().list_sessions(request).await?.into_inner();
+            sessions.extend(page.sessions);
+            if page.next_page_token.is_empty() {
+                break;
+            }
+            page_token = page.next_page_token;
+        }
+        sessions.truncate(limit);
+        Ok(sessions)
+    }
+
+    /// Cancels the session's turns and removes it.
+    pub async fn delete_session(&self, session_id: &str) -> Result<(), ClientError> {
+        let request = pb::DeleteSessionRequest {
+            session_id: session_id.to_owned(),
+        };
+        self.sessions().delete_session(request).await?;
+        Ok(())
+    }
+
+    /// Follows a session's events after `after_sequence` (0 = from the start): stored ones
+    /// first, then live ones. The stream resubscribes by itself after a dropped connection;
+    /// see [`EventStream`]. The subscription is open on the server when this returns.
+    pub async fn subscribe(
+        &self,
+        session_id: &str,
+        after_sequence: u64,
+    ) -> Result<EventStream, ClientError> {
+        EventStream::open(
+            self.sessions(),
+            session_id,
+            after_sequence,
+            ReconnectPolicy::default(),
+        )
+        .await
+    }
+
+    /// [`Self::subscribe`] with a chosen reconnect policy.
+    pub async fn subscribe_with(
+        &self,
+        session_id: &str,
+        after_sequence: u64,
+        policy: ReconnectPolicy,
+    ) -> Result<EventStream, ClientError> {
+        EventStream::open(self.sessions(), session_id, after_sequence, policy).await
+    }
+}
