@@ -223,3 +223,30 @@ async fn bad_session_requests_name_the_field_and_change_nothing() {
         .expect_err("forged token");
     assert_eq!(forged.code(), Code::InvalidArgument);
 }
+
+#[tokio::test]
+async fn an_idle_subscription_receives_heartbeats() {
+    use futures::StreamExt;
+    let server = TestServer::start().await; // heartbeat every second
+    server.install(&Project::replay("quiet", &[HELLO])).await;
+    let session = server.create_session("quiet").await;
+    let mut stream = server
+        .sessions()
+        .subscribe_session(pb::SubscribeSessionRequest {
+            session_id: session.id.clone(),
+            after_sequence: 0,
+        })
+        .await
+        .expect("subscribe")
+        .into_inner();
+    let first = tokio::time::timeout(std::time::Duration::from_secs(5), stream.next())
+        .await
+        .expect("something arrives while idle")
+        .expect("stream open")
+        .expect("ok item");
+    let Some(pb::subscribe_session_response::Item::Heartbeat(beat)) = first.item else {
+        panic!("a heartbeat, not an event: {first:?}");
+    };
+    assert_eq!(beat.last_sequence, 0);
+    assert!(beat.sent_at.is_some());
+}
