@@ -2,6 +2,8 @@
 //! filtered by the agent's rules. A call to a tool outside the set goes back to the
 //! model as an error result and the turn goes on.
 
+pub mod bash;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -66,12 +68,36 @@ impl ToolOutput {
 /// A tool implementation.
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> ToolSpec;
+
     /// Runs one call with arguments already parsed as JSON.
     fn call(
         &self,
         ctx: ToolContext,
         arguments: serde_json::Value,
     ) -> BoxFuture<'static, ToolOutput>;
+
+    /// Whether the tool only looks: under the default policy such tools run without
+    /// asking. Defaults to `false`, so a tool that forgets to say asks.
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    /// What permission rules of the form `Tool(pattern)` are matched against for this
+    /// call (a path, a command, a pattern), or `None` when the arguments do not name one
+    /// (only bare `Tool` rules apply then).
+    fn permission_subject(
+        &self,
+        _ctx: &ToolContext,
+        _arguments: &serde_json::Value,
+    ) -> Option<String> {
+        None
+    }
+
+    /// The arguments as they may be recorded in events: file bodies and secrets replaced
+    /// by their size and digest. Defaults to the arguments unchanged.
+    fn sanitize(&self, arguments: &serde_json::Value) -> serde_json::Value {
+        arguments.clone()
+    }
 }
 
 /// The tools one turn may call, by name.
