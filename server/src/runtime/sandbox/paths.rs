@@ -5,33 +5,11 @@
 //! planted in the workspace cannot make an outside folder look like an inside one.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::error::SandboxError;
 
-/// `path` with `.` and `..` applied lexically, or `None` when it is relative or `..` would
-/// climb above the root.
-pub fn normalize(path: &Path) -> Option<PathBuf> {
-    if !path.is_absolute() {
-        return None;
-    }
-    let mut out = PathBuf::from("/");
-    for component in path.components() {
-        match component {
-            Component::RootDir | Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            Component::Normal(part) => out.push(part),
-            Component::Prefix(_) => return None,
-        }
-    }
-    Some(out)
-}
-
-/// Whether `path` is `root` or lies beneath it (component-wise, after normalization).
+/// Whether `path` is `root` or lies beneath it (component-wise).
 pub fn is_within(path: &Path, root: &Path) -> bool {
     path.starts_with(root)
 }
@@ -127,17 +105,6 @@ fn has_acl(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalize_applies_dots_and_refuses_climbing_out() {
-        assert_eq!(
-            normalize(Path::new("/a/./b/../c")),
-            Some(PathBuf::from("/a/c"))
-        );
-        assert_eq!(normalize(Path::new("/a/..")), Some(PathBuf::from("/")));
-        assert_eq!(normalize(Path::new("/..")), None);
-        assert_eq!(normalize(Path::new("a/b")), None);
-    }
 
     #[test]
     fn within_is_component_wise() {

@@ -80,13 +80,12 @@ pub(crate) fn spawn(launch: Launch) -> io::Result<Child> {
             if let Some(limits) = &limits {
                 rlimits::set(limits).map_err(|(_, e)| e)?;
             }
-            if let Some((uid, gid)) = run_as {
-                if libc::setgroups(0, std::ptr::null()) != 0
+            if let Some((uid, gid)) = run_as
+                && (libc::setgroups(0, std::ptr::null()) != 0
                     || libc::setgid(gid) != 0
-                    || libc::setuid(uid) != 0
-                {
-                    return Err(io::Error::last_os_error());
-                }
+                    || libc::setuid(uid) != 0)
+            {
+                return Err(io::Error::last_os_error());
             }
             Ok(())
         });

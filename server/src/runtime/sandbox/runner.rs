@@ -76,7 +76,11 @@ impl Sandbox {
             sandbox_root: &checked.sandbox_root,
             exec_id: &request.exec_id,
         };
-        process::supervise(child, watch, &mut on_output).await
+        let outcome = process::supervise(child, watch, &mut on_output).await;
+        // The run folder is scratch space: kept when the command left something in it,
+        // removed when empty so a long session does not collect thousands of them.
+        let _ = std::fs::remove_dir(&checked.run_dir);
+        outcome
     }
 
     fn check(&self, cell: &CellPaths, request: &ExecRequest) -> Result<Checked, SandboxError> {
@@ -352,11 +356,12 @@ mod tests {
             std::fs::create_dir_all(path).expect("mkdir");
         }
         assert_eq!(
-            check_mounts("mounts_read", &[apart.clone()], &home).expect("apart"),
+            check_mounts("mounts_read", std::slice::from_ref(&apart), &home).expect("apart"),
             vec![apart.clone()]
         );
         for bad in [inside, home.clone(), base, PathBuf::from("/")] {
-            let err = check_mounts("mounts_read", &[bad.clone()], &home).expect_err("refused");
+            let err = check_mounts("mounts_read", std::slice::from_ref(&bad), &home)
+                .expect_err("refused");
             assert!(
                 matches!(err, SandboxError::PathEscape { .. }),
                 "{}",

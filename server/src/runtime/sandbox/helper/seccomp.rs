@@ -24,8 +24,9 @@ use seccompiler::{
 
 use super::HelperError;
 
-/// Calls answered with `EPERM` whatever their arguments.
-pub const DENIED_SYSCALLS: &[(&str, libc::c_long)] = &[
+/// Calls answered with `EPERM` whatever their arguments. (Syscall numbers are `c_long`,
+/// which is `i64` on every architecture seccompiler targets.)
+pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
     ("ptrace", libc::SYS_ptrace),
     ("process_vm_readv", libc::SYS_process_vm_readv),
     ("process_vm_writev", libc::SYS_process_vm_writev),
@@ -102,7 +103,7 @@ pub fn build(network: bool) -> Result<Vec<BpfProgram>, HelperError> {
 fn deny_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, HelperError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED_SYSCALLS
         .iter()
-        .map(|&(_, nr)| (i64::from(nr), Vec::new()))
+        .map(|&(_, nr)| (nr, Vec::new()))
         .collect();
     let clone_rules = NAMESPACE_FLAGS
         .iter()
@@ -115,7 +116,7 @@ fn deny_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, HelperEr
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
-    rules.insert(i64::from(libc::SYS_clone), clone_rules);
+    rules.insert(libc::SYS_clone, clone_rules);
     if !network {
         let socket_rules = [libc::AF_INET, libc::AF_INET6]
             .iter()
@@ -128,7 +129,7 @@ fn deny_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, HelperEr
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        rules.insert(i64::from(libc::SYS_socket), socket_rules);
+        rules.insert(libc::SYS_socket, socket_rules);
     }
     Ok(rules)
 }
