@@ -4,7 +4,6 @@
 use std::time::SystemTime;
 
 use super::OdysseyRuntime;
-use crate::runtime::policy::SandboxMode;
 use crate::runtime::session::QuarantinedSession;
 
 #[derive(Clone, Debug)]
@@ -23,45 +22,8 @@ pub struct ServerInfo {
     pub providers: Vec<&'static str>,
 }
 
-/// What the host offers for sandboxing, detected at startup.
-#[derive(Clone, Debug, Default)]
-pub struct SandboxCapabilities {
-    pub bubblewrap: bool,
-    pub landlock: bool,
-    pub seccomp: bool,
-    pub forced_mode: Option<SandboxMode>,
-    pub danger_full_access_allowed: bool,
-    pub notes: Vec<String>,
-}
-
-impl SandboxCapabilities {
-    /// Probes the host: bubblewrap on PATH, Landlock among the active LSMs, seccomp
-    /// filtering in the kernel.
-    pub fn detect(forced_mode: Option<SandboxMode>, danger_full_access_allowed: bool) -> Self {
-        let bubblewrap = std::env::var_os("PATH").is_some_and(|paths| {
-            std::env::split_paths(&paths).any(|dir| dir.join("bwrap").is_file())
-        });
-        let landlock = std::fs::read_to_string("/sys/kernel/security/lsm")
-            .is_ok_and(|lsms| lsms.split(',').any(|l| l.trim() == "landlock"));
-        let seccomp = std::fs::read_to_string("/proc/self/status")
-            .is_ok_and(|status| status.lines().any(|l| l.starts_with("Seccomp:")));
-        let mut notes = Vec::new();
-        if !bubblewrap {
-            notes.push("bubblewrap (bwrap) not found: install the `bubblewrap` package".into());
-        }
-        if !landlock {
-            notes.push("Landlock is not among the kernel's active security modules".into());
-        }
-        Self {
-            bubblewrap,
-            landlock,
-            seccomp,
-            forced_mode,
-            danger_full_access_allowed,
-            notes,
-        }
-    }
-}
+/// Detected by the sandbox module, which knows what its mechanisms need.
+pub use crate::runtime::sandbox::SandboxCapabilities;
 
 impl OdysseyRuntime {
     pub fn server_info(&self) -> ServerInfo {

@@ -1,6 +1,132 @@
 //! The OS sandbox: session cells, and processes run under bubblewrap with Landlock and
 //! seccomp applied inside by the `odyssey-sandbox` helper.
+//!
+//! One [`Sandbox`] serves the whole server. It prepares cells ([`Sandbox::prepare_cell`]),
+//! runs processes in them ([`Sandbox::run`]) and removes them with their processes
+//! ([`Sandbox::remove_cell`]); at startup [`Sandbox::kill_leftovers`] ends what a previous
+//! server left running.
+//!
+//! Restricted modes (`read_only`, `workspace_write`) layer three mechanisms, each of which
+//! would stop an escape on its own: bubblewrap (namespaces, an empty root with read-only
+//! system folders, no network), Landlock (path rules inside that view), seccomp (kernel
+//! interfaces). `danger_full_access` runs on the host with only the process group, the
+//! wall clock, the output cap and the rlimits.
 
+mod bwrap;
+mod capabilities;
+mod cell;
+mod env;
+mod error;
+pub mod helper;
+mod leftovers;
+pub(crate) mod limits;
+mod output;
+pub mod paths;
+mod process;
+mod runner;
+mod running;
+mod settings;
 mod types;
 
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use uuid::Uuid;
+
+pub use bwrap::{
+    BwrapPlan, CellView, ETC_ENTRIES, HELPER_MOUNT, SYSTEM_DIRS, SystemEntry, SystemLayout,
+};
+pub use capabilities::{SandboxCapabilities, landlock_abi, seccomp_filters_available};
+pub use cell::{APP_DIGEST_FILE, AppSource};
+pub use env::SANDBOX_PATH;
+pub use error::{BUBBLEWRAP_INSTALL_HINT, SandboxError};
+pub use leftovers::{LeftoverReport, RUNNING_DIR};
+pub use limits::{ResourceLimits, RlimitValues};
+pub use settings::{HELPER_ENV, HELPER_NAME, SandboxSettings};
 pub use types::{CellPaths, ExecOutcome, ExecRequest};
+
+use running::RunningSet;
+
+/// How long `remove_cell` waits for the cell's killed processes to be reaped.
+const CELL_STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// Runs processes in session cells.
+#[derive(Debug)]
+pub struct Sandbox {
+    settings: SandboxSettings,
+    /// The bubblewrap binary, or where it was looked for.
+    bwrap: Result<std::path::PathBuf, String>,
+    /// The helper binary, or where it was looked for.
+    helper: Result<std::path::PathBuf, String>,
+    layout: SystemLayout,
+    running: Arc<RunningSet>,
+}
+
+impl Sandbox {
+    /// Locates bubblewrap and the helper and reads the host's system layout. Missing
+    /// programs are not an error here: restricted runs report them, `danger_full_access`
+    /// does not need them.
+    pub fn new(settings: SandboxSettings) -> Self {
+        Self {
+            bwrap: settings.resolve_bwrap(),
+            helper: settings.resolve_helper(),
+            layout: SystemLayout::detect(),
+            running: Arc::new(RunningSet::default()),
+            settings,
+        }
+    }
+
+    pub fn settings(&self) -> &SandboxSettings {
+        &self.settings
+    }
+
+    /// What this host offers, for the startup log and `GetServerInfo` (the operator's
+    /// forced mode and danger setting are the caller's to fill in).
+    pub fn capabilities(&self) -> SandboxCapabilities {
+        SandboxCapabilities::probe(&self.settings)
+    }
+
+    /// The uid/gid sandboxed processes run as when the server is root (`None` otherwise).
+    /// Files the server writes into a workspace on a process's behalf should belong to it.
+    pub fn sandbox_owner(&self) -> Option<(u32, u32)> {
+        self.settings.sandbox_owner()
+    }
+
+    /// Creates or reuses the cell of `session_id` under `sandbox_root`
+    /// (`<home>/sandbox`), staging `app` when its digest changed.
+    pub fn prepare_cell(
+        &self,
+        sandbox_root: &Path,
+        session_id: Uuid,
+        app: AppSource<'_>,
+    ) -> Result<CellPaths, SandboxError> {
+        cell::prepare(sandbox_root, session_id, app, self.sandbox_owner())
+    }
+
+    /// Kills the cell's running processes, waits for them, and removes the cell.
+    pub async fn remove_cell(&self, cell: &CellPaths) -> Result<(), SandboxError> {
+        self.kill_cell_processes(cell).await;
+        cell::remove(cell)
+    }
+
+    /// Kills every process running in `cell` and waits (a few seconds at most) until they
+    /// are reaped. Answers how many were killed.
+    pub async fn kill_cell_processes(&self, cell: &CellPaths) -> usize {
+        let root = cell
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| cell.root.clone());
+        let killed = self.running.cancel_cell(&root);
+        if killed > 0 && !self.running.wait_cell_idle(&root, CELL_STOP_WAIT).await {
+            tracing::warn!(cell = %root.display(), "sandboxed processes still running after kill");
+        }
+        killed
+    }
+
+    /// Kills and reaps the process groups a previous server left running under
+    /// `sandbox_root`, and clears their records. Call once at startup.
+    pub async fn kill_leftovers(sandbox_root: &Path) -> Result<LeftoverReport, SandboxError> {
+        leftovers::kill_leftovers(sandbox_root).await
+    }
+}

@@ -32,14 +32,21 @@ impl CellPaths {
             root,
         }
     }
+
+    /// The scratch folder of one execution, `runs/<exec_id>/`.
+    pub fn run_dir(&self, exec_id: &str) -> PathBuf {
+        self.runs.join(exec_id)
+    }
 }
 
 /// One process to run in a session's cell.
 #[derive(Clone, Debug)]
 pub struct ExecRequest {
+    /// Names the run's folder and its process record: letters, digits, `-`, `_`, `.`.
     pub exec_id: String,
     pub argv: Vec<String>,
-    /// Absolute, inside the cell.
+    /// Absolute, inside the cell's visible folders (app, data, cache, tmp, this run's
+    /// folder) or a mount.
     pub cwd: PathBuf,
     pub mode: SandboxMode,
     /// The environment inside the sandbox (resolved values), besides HOME/TMPDIR/XDG_*.
@@ -47,7 +54,9 @@ pub struct ExecRequest {
     pub network: bool,
     pub mounts_read: Vec<PathBuf>,
     pub mounts_write: Vec<PathBuf>,
+    /// The wall clock; zero takes the operator's default.
     pub timeout: Duration,
+    /// Sets `RLIMIT_AS`; `None` keeps the operator's default.
     pub memory_mb: Option<u64>,
     pub cpu_seconds: Option<u64>,
 }
@@ -62,5 +71,7 @@ pub struct ExecOutcome {
     /// Output beyond the cap was dropped.
     pub truncated: bool,
     pub timed_out: bool,
+    /// Killed because the caller cancelled (or the session was deleted).
+    pub cancelled: bool,
     pub duration: Duration,
 }

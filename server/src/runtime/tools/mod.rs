@@ -3,6 +3,7 @@
 //! model as an error result and the turn goes on.
 
 pub mod builtin;
+pub mod bash;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

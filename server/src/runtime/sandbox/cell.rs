@@ -1,0 +1,301 @@
+//! Session cells: `<home>/sandbox/<session>/` with `app/` (the bundle, read-only), `data/`
+//! (the workspace), `cache/`, `tmp/` and `runs/<exec_id>/`.
+//!
+//! Preparing is idempotent: a second turn reuses the cell, and `app/` is staged again only
+//! when the bundle's digest differs from the one recorded beside it. When the server runs
+//! as root the writable folders belong to the sandbox user, since that is who writes them.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use uuid::Uuid;
+
+use super::error::SandboxError;
+use super::types::CellPaths;
+use crate::runtime::bundle::InstalledBundle;
+
+/// The digest of the staged bundle, kept in the cell root.
+pub const APP_DIGEST_FILE: &str = ".app-digest";
+/// The install record of a bundle folder: server bookkeeping, not part of the app.
+const BUNDLE_RECORD_FILE: &str = ".odyssey-bundle.json";
+
+/// Where a cell's `app/` comes from.
+#[derive(Clone, Copy, Debug)]
+pub struct AppSource<'a> {
+    /// The installed bundle's folder.
+    pub root: &'a Path,
+    /// Its content digest: `app/` is restaged when it changes.
+    pub digest: &'a str,
+}
+
+impl<'a> From<&'a InstalledBundle> for AppSource<'a> {
+    fn from(bundle: &'a InstalledBundle) -> Self {
+        Self {
+            root: &bundle.root,
+            digest: &bundle.id.digest,
+        }
+    }
+}
+
+/// Creates (or reuses) the cell of `session_id` under `sandbox_root`.
+pub(crate) fn prepare(
+    sandbox_root: &Path,
+    session_id: Uuid,
+    app: AppSource<'_>,
+    owner: Option<(u32, u32)>,
+) -> Result<CellPaths, SandboxError> {
+    create_dir(sandbox_root, 0o755)?;
+    if owner.is_some() {
+        // bubblewrap runs as the sandbox user and resolves the cell's path itself: the
+        // server's home and sandbox root must be searchable (not listable) by it.
+        allow_search(sandbox_root)?;
+        if let Some(home) = sandbox_root.parent() {
+            allow_search(home)?;
+        }
+    }
+    let cell = CellPaths::under(sandbox_root.join(session_id.to_string()));
+    create_dir(&cell.root, if owner.is_some() { 0o711 } else { 0o700 })?;
+    for dir in [&cell.data, &cell.cache, &cell.tmp, &cell.runs] {
+        create_dir(dir, 0o700)?;
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::lchown(dir, Some(uid), Some(gid)).map_err(|e| {
+                SandboxError::io(format!("handing {} to uid {uid}", dir.display()), e)
+            })?;
+        }
+    }
+    stage_app(&cell, app)?;
+    Ok(cell)
+}
+
+/// Creates `runs/<exec_id>/` for one process.
+pub(crate) fn prepare_run_dir(
+    cell: &CellPaths,
+    exec_id: &str,
+    owner: Option<(u32, u32)>,
+) -> Result<PathBuf, SandboxError> {
+    let dir = cell.run_dir(exec_id);
+    create_dir(&dir, 0o700)?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::lchown(&dir, Some(uid), Some(gid))
+            .map_err(|e| SandboxError::io(format!("handing {} to uid {uid}", dir.display()), e))?;
+    }
+    Ok(dir)
+}
+
+/// Removes the cell and everything in it (the read-only `app/` included).
+pub(crate) fn remove(cell: &CellPaths) -> Result<(), SandboxError> {
+    remove_tree(&cell.root)
+}
+
+fn create_dir(path: &Path, mode: u32) -> Result<(), SandboxError> {
+    match fs::DirBuilder::new()
+        .recursive(true)
+        .mode(mode)
+        .create(path)
+    {
+        Ok(()) => Ok(()),
+        Err(e) => Err(SandboxError::io(format!("creating {}", path.display()), e)),
+    }
+}
+
+/// Adds search permission for others (`o+x`) to a folder, changing nothing else.
+fn allow_search(dir: &Path) -> Result<(), SandboxError> {
+    let meta =
+        fs::metadata(dir).map_err(|e| SandboxError::io(format!("reading {}", dir.display()), e))?;
+    let mode = meta.permissions().mode();
+    if mode & 0o001 == 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode((mode | 0o001) & 0o7777))
+            .map_err(|e| SandboxError::io(format!("making {} searchable", dir.display()), e))?;
+    }
+    Ok(())
+}
+
+/// Stages the bundle as `app/` unless the recorded digest says it is already there.
+fn stage_app(cell: &CellPaths, app: AppSource<'_>) -> Result<(), SandboxError> {
+    let marker = cell.root.join(APP_DIGEST_FILE);
+    let staged = fs::read_to_string(&marker).ok();
+    if staged.as_deref() == Some(app.digest) && cell.app.is_dir() {
+        return Ok(());
+    }
+    let stamp = unique_stamp();
+    let staging = cell.root.join(format!(".app-staging-{stamp}"));
+    copy_tree(app.root, &staging, true).map_err(|e| {
+        SandboxError::io(
+            format!("staging {} into {}", app.root.display(), staging.display()),
+            e,
+        )
+    })?;
+    make_read_only(&staging)
+        .map_err(|e| SandboxError::io(format!("making {} read-only", staging.display()), e))?;
+    if cell.app.exists() {
+        let old = cell.root.join(format!(".app-old-{stamp}"));
+        fs::rename(&cell.app, &old)
+            .map_err(|e| SandboxError::io(format!("retiring {}", cell.app.display()), e))?;
+        remove_tree(&old)?;
+    }
+    fs::rename(&staging, &cell.app)
+        .map_err(|e| SandboxError::io(format!("installing {}", cell.app.display()), e))?;
+    let marker_tmp = cell.root.join(format!("{APP_DIGEST_FILE}.{stamp}"));
+    fs::write(&marker_tmp, app.digest)
+        .and_then(|()| fs::rename(&marker_tmp, &marker))
+        .map_err(|e| SandboxError::io(format!("writing {}", marker.display()), e))
+}
+
+fn unique_stamp() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("{}-{nanos}", std::process::id())
+}
+
+/// Copies regular files and folders; symlinks are skipped (an installed bundle has none,
+/// and one would be a way to point `app/` elsewhere).
+fn copy_tree(from: &Path, to: &Path, top: bool) -> io::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if top && name == BUNDLE_RECORD_FILE {
+            continue;
+        }
+        let kind = entry.file_type()?;
+        let target = to.join(&name);
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target, false)?;
+        } else if kind.is_file() {
+            fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Files 0444 (0555 when executable), folders 0555.
+fn make_read_only(dir: &Path) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let path = entry.path();
+        if kind.is_dir() {
+            make_read_only(&path)?;
+        } else if kind.is_file() {
+            let mode = entry.metadata()?.permissions().mode();
+            let new = if mode & 0o111 != 0 { 0o555 } else { 0o444 };
+            fs::set_permissions(&path, fs::Permissions::from_mode(new))?;
+        }
+    }
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o555))
+}
+
+/// Removes a tree, first giving its owner write access to folders that lack it (a
+/// read-only `app/`, or a folder a command locked) without following symlinks.
+fn remove_tree(path: &Path) -> Result<(), SandboxError> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(SandboxError::io(format!("reading {}", path.display()), e)),
+        Ok(_) => {}
+    }
+    unlock_dirs(path);
+    fs::remove_dir_all(path)
+        .map_err(|e| SandboxError::io(format!("removing {}", path.display()), e))
+}
+
+fn unlock_dirs(path: &Path) {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return;
+    };
+    if !meta.is_dir() {
+        return;
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o700 != 0o700 {
+        // Best effort: if this fails, remove_dir_all reports the real error.
+        let _ = fs::set_permissions(path, fs::Permissions::from_mode((mode | 0o700) & 0o7777));
+    }
+    if let Ok(entries) = fs::read_dir(path) {
+        for entry in entries.flatten() {
+            unlock_dirs(&entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundle(dir: &Path) -> PathBuf {
+        let root = dir.join("bundle");
+        fs::create_dir_all(root.join("skills/a")).expect("mkdir");
+        fs::write(root.join("odyssey.yaml"), "name: x\n").expect("write");
+        fs::write(root.join("skills/a/SKILL.md"), "# a\n").expect("write");
+        fs::write(root.join(BUNDLE_RECORD_FILE), "{}").expect("write");
+        root
+    }
+
+    #[test]
+    fn prepare_is_idempotent_and_restages_on_a_new_digest() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let source = bundle(home.path());
+        let sandbox_root = home.path().join("sandbox");
+        let session = Uuid::new_v4();
+        let app = AppSource {
+            root: &source,
+            digest: "sha256:one",
+        };
+        let cell = prepare(&sandbox_root, session, app, None).expect("prepare");
+        assert!(cell.data.is_dir() && cell.cache.is_dir() && cell.tmp.is_dir());
+        assert!(cell.app.join("skills/a/SKILL.md").is_file());
+        assert!(!cell.app.join(BUNDLE_RECORD_FILE).exists());
+        let mode = fs::metadata(&cell.app).expect("app").permissions().mode();
+        assert_eq!(mode & 0o777, 0o555);
+        assert!(fs::write(cell.app.join("new"), "x").is_err() || is_root());
+
+        // Same digest: the workspace and the staged app are left alone.
+        fs::write(cell.data.join("work.txt"), "kept").expect("write");
+        fs::write(source.join("odyssey.yaml"), "name: changed\n").expect("write");
+        let again = prepare(&sandbox_root, session, app, None).expect("prepare again");
+        assert_eq!(again, cell);
+        assert_eq!(
+            fs::read_to_string(cell.app.join("odyssey.yaml")).expect("read"),
+            "name: x\n"
+        );
+        assert_eq!(
+            fs::read_to_string(cell.data.join("work.txt")).expect("read"),
+            "kept"
+        );
+
+        // New digest: app/ is restaged, the workspace survives.
+        let app2 = AppSource {
+            root: &source,
+            digest: "sha256:two",
+        };
+        prepare(&sandbox_root, session, app2, None).expect("restage");
+        assert_eq!(
+            fs::read_to_string(cell.app.join("odyssey.yaml")).expect("read"),
+            "name: changed\n"
+        );
+        assert_eq!(
+            fs::read_to_string(cell.data.join("work.txt")).expect("read"),
+            "kept"
+        );
+        let leftovers: Vec<_> = fs::read_dir(&cell.root)
+            .expect("list")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".app-staging") || n.starts_with(".app-old"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+
+        remove(&cell).expect("remove");
+        assert!(!cell.root.exists());
+        remove(&cell).expect("removing twice is fine");
+    }
+
+    fn is_root() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
+}

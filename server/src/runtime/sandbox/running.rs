@@ -1,0 +1,155 @@
+//! The processes running now, by cell, so deleting a session can stop its processes
+//! before its cell is removed.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::error::SandboxError;
+
+#[derive(Debug, Default)]
+pub(crate) struct RunningSet {
+    execs: Mutex<HashMap<String, Running>>,
+    ended: Notify,
+}
+
+#[derive(Debug)]
+struct Running {
+    cell_root: PathBuf,
+    cancel: CancellationToken,
+}
+
+/// One registered process; unregisters when dropped.
+#[derive(Debug)]
+pub(crate) struct RunningGuard {
+    set: Arc<RunningSet>,
+    exec_id: String,
+    cancel: CancellationToken,
+}
+
+impl RunningGuard {
+    /// Fires when the caller cancels or the cell's processes are killed.
+    pub(crate) fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.set.lock().remove(&self.exec_id);
+        self.set.ended.notify_waiters();
+    }
+}
+
+impl RunningSet {
+    /// Locks the table; a panic elsewhere while holding it leaves a consistent map, so a
+    /// poisoned lock is used as is.
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Running>> {
+        self.execs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Registers `exec_id` in `cell_root`; its token is a child of the caller's `cancel`.
+    pub(crate) fn register(
+        self: &Arc<Self>,
+        exec_id: &str,
+        cell_root: &Path,
+        cancel: &CancellationToken,
+    ) -> Result<RunningGuard, SandboxError> {
+        let mut execs = self.lock();
+        if execs.contains_key(exec_id) {
+            return Err(SandboxError::AlreadyRunning {
+                exec_id: exec_id.to_owned(),
+            });
+        }
+        let token = cancel.child_token();
+        execs.insert(
+            exec_id.to_owned(),
+            Running {
+                cell_root: cell_root.to_path_buf(),
+                cancel: token.clone(),
+            },
+        );
+        Ok(RunningGuard {
+            set: self.clone(),
+            exec_id: exec_id.to_owned(),
+            cancel: token,
+        })
+    }
+
+    /// Kills every process running in `cell_root`; answers how many there were.
+    pub(crate) fn cancel_cell(&self, cell_root: &Path) -> usize {
+        let execs = self.lock();
+        let mut count = 0;
+        for running in execs.values().filter(|r| r.cell_root == cell_root) {
+            running.cancel.cancel();
+            count += 1;
+        }
+        count
+    }
+
+    fn has_cell(&self, cell_root: &Path) -> bool {
+        self.lock().values().any(|r| r.cell_root == cell_root)
+    }
+
+    /// Waits until nothing runs in `cell_root`; false if that took longer than `limit`.
+    pub(crate) async fn wait_cell_idle(&self, cell_root: &Path, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let ended = self.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if !self.has_cell(cell_root) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                return !self.has_cell(cell_root);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn cancelling_a_cell_fires_only_its_tokens() {
+        let set = Arc::new(RunningSet::default());
+        let parent = CancellationToken::new();
+        let a = set
+            .register("a", Path::new("/cells/a"), &parent)
+            .expect("a");
+        let b = set
+            .register("b", Path::new("/cells/b"), &parent)
+            .expect("b");
+        assert!(matches!(
+            set.register("a", Path::new("/cells/a"), &parent),
+            Err(SandboxError::AlreadyRunning { .. })
+        ));
+        assert_eq!(set.cancel_cell(Path::new("/cells/a")), 1);
+        assert!(a.cancel_token().is_cancelled());
+        assert!(!b.cancel_token().is_cancelled());
+
+        let token = a.cancel_token();
+        let waiter = {
+            let set = set.clone();
+            tokio::spawn(async move {
+                set.wait_cell_idle(Path::new("/cells/a"), Duration::from_secs(5))
+                    .await
+            })
+        };
+        drop(a);
+        assert!(waiter.await.expect("joins"));
+        assert!(token.is_cancelled());
+        assert!(
+            !set.wait_cell_idle(Path::new("/cells/b"), Duration::from_millis(10))
+                .await
+        );
+    }
+}
