@@ -833,6 +833,9 @@ async fn the_bash_tool_runs_commands_and_records_their_events() {
         mode: SandboxMode::WorkspaceWrite,
         mounts_read: Vec::new(),
         mounts_write: Vec::new(),
+        network: false,
+        env: Default::default(),
+        memory_mb: None,
         events: EventSink::new(session.clone(), Some(turn_id)),
         cancel: CancellationToken::new(),
     };

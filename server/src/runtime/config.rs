@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::runtime::access::AccessLimits;
 use crate::runtime::bundle::ArchiveLimits;
 use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::ProviderSettings;
+use crate::runtime::sandbox::SandboxSettings;
 
 #[derive(Clone, Debug)]
 pub struct RuntimeConfig {
@@ -32,6 +34,12 @@ pub struct RuntimeConfig {
     /// Per-provider settings (base URL, key, timeouts), by provider name.
     pub providers: HashMap<String, ProviderSettings>,
     pub archive_limits: ArchiveLimits,
+    /// How sandboxed processes are run (bubblewrap, helper, uid, rlimits, output cap).
+    pub sandbox: SandboxSettings,
+    /// What bundles may ask for beyond their cell: network, mounts, env, resources.
+    pub access: AccessLimits,
+    /// How long a tool call waits for a human before it is denied by timeout.
+    pub approval_timeout: Duration,
 }
 
 impl RuntimeConfig {
@@ -49,6 +57,9 @@ impl RuntimeConfig {
             allow_danger_full_access: false,
             providers: HashMap::new(),
             archive_limits: ArchiveLimits::default(),
+            sandbox: SandboxSettings::default(),
+            access: AccessLimits::default(),
+            approval_timeout: Duration::from_secs(600),
         }
     }
 

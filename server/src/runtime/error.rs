@@ -60,6 +60,9 @@ pub enum RuntimeError {
     #[error(transparent)]
     Provider(#[from] crate::runtime::provider::ProviderError),
 
+    #[error(transparent)]
+    Sandbox(#[from] crate::runtime::sandbox::SandboxError),
+
     #[error("{context}: {source}")]
     Storage {
         context: String,
@@ -104,6 +107,7 @@ impl RuntimeError {
             Self::ShuttingDown => ErrorKind::Unavailable,
             Self::Bundle(e) => e.kind(),
             Self::Provider(e) => e.kind(),
+            Self::Sandbox(e) => e.kind(),
             Self::Storage { source, .. } => storage_kind(source),
             Self::Quarantined { .. } => ErrorKind::FailedPrecondition,
         }
@@ -127,6 +131,7 @@ impl RuntimeError {
             Self::ShuttingDown => "SHUTTING_DOWN",
             Self::Bundle(e) => e.reason(),
             Self::Provider(e) => e.reason(),
+            Self::Sandbox(e) => e.reason(),
             Self::Storage { source, .. } => match storage_kind(source) {
                 ErrorKind::ResourceExhausted => "DISK_FULL",
                 ErrorKind::Unavailable => "STORAGE_READ_ONLY",

@@ -1,6 +1,7 @@
 //! The embeddable core of Odyssey: bundles, event-sourced sessions, turns, providers.
 //! Nothing in here knows about gRPC; `crate::grpc` translates.
 
+pub mod access;
 mod api;
 pub mod bundle;
 pub mod chat;

@@ -6,13 +6,14 @@ use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
 use super::OdysseyRuntime;
+use crate::runtime::bundle::InstalledBundle;
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::{EventPayload, TurnCompleted, TurnContext, TurnOutcome, TurnStarted};
 use crate::runtime::execution::{
     CancelSignal, ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus, Job,
     Progress, PushError, Turn, TurnFailure,
 };
-use crate::runtime::sandbox::CellPaths;
+use crate::runtime::sandbox::{AppSource, CellPaths};
 use crate::runtime::session::{EventSink, SessionHandle};
 use crate::runtime::tools::{ToolContext, ToolSet};
 
@@ -309,7 +310,9 @@ impl OdysseyRuntime {
             })?
             .clone();
         let provider = self.inner.providers.resolve(&context.model, &bundle.root)?;
-        let cell = CellPaths::under(self.inner.config.sandbox_dir().join(record.id.to_string()));
+        let access = self.inner.config.access.grant(&bundle.manifest.sandbox)?;
+        let cell = self.prepare_cell(record.id, &bundle).await?;
+        let tools = ToolSet::for_bundle(&bundle.manifest.tools, &self.inner.sandbox, |_| true);
         let history = session
             .history()
             .iter()
@@ -322,7 +325,7 @@ impl OdysseyRuntime {
             provider,
             system_prompt: agent.prompt.clone(),
             history,
-            tools: ToolSet::default(),
+            tools,
             tool_context: ToolContext {
                 session_id: record.id,
                 turn_id,
@@ -331,14 +334,36 @@ impl OdysseyRuntime {
                 cell,
                 bundle: bundle.clone(),
                 mode: record.sandbox_mode,
-                mounts_read: Vec::new(),
-                mounts_write: Vec::new(),
+                mounts_read: access.mounts_read,
+                mounts_write: access.mounts_write,
+                network: access.network,
+                env: access.env,
+                memory_mb: access.memory_mb,
                 events: EventSink::new(session.clone(), Some(turn_id)),
                 cancel: signal.token().clone(),
             },
             max_steps: self.inner.config.max_turn_steps,
             prior_model_calls: session.stats().model_calls,
         })
+    }
+}
+
+impl OdysseyRuntime {
+    /// Creates or reuses the session's sandbox cell with the bundle staged in `app/`.
+    pub(super) async fn prepare_cell(
+        &self,
+        session_id: Uuid,
+        bundle: &Arc<InstalledBundle>,
+    ) -> Result<CellPaths> {
+        let sandbox = self.inner.sandbox.clone();
+        let root = self.inner.config.sandbox_dir();
+        let bundle = bundle.clone();
+        tokio::task::spawn_blocking(move || {
+            sandbox.prepare_cell(&root, session_id, AppSource::from(bundle.as_ref()))
+        })
+        .await
+        .map_err(|e| RuntimeError::storage("prepare sandbox cell", std::io::Error::other(e)))?
+        .map_err(RuntimeError::from)
     }
 }
 

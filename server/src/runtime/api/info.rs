@@ -40,10 +40,7 @@ impl OdysseyRuntime {
             max_archive_bytes: config.archive_limits.max_total_bytes,
             queued,
             running,
-            sandbox: SandboxCapabilities::detect(
-                config.sandbox_mode_override,
-                config.allow_danger_full_access,
-            ),
+            sandbox: self.inner.capabilities.clone(),
             quarantined: self.inner.sessions.quarantined(),
             providers: self.inner.providers.known_providers(),
         }

@@ -38,6 +38,7 @@ use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::TurnOutcome;
 use crate::runtime::execution::{ExecutionTable, Queue};
 use crate::runtime::provider::ProviderRegistry;
+use crate::runtime::sandbox::Sandbox;
 use crate::runtime::session::SessionStore;
 
 /// The Odyssey runtime. Cheap to clone; clones share everything.
@@ -49,6 +50,9 @@ pub struct OdysseyRuntime {
 struct Inner {
     config: RuntimeConfig,
     bundles: Arc<BundleStore>,
+    sandbox: Arc<Sandbox>,
+    /// Probed once at startup.
+    capabilities: SandboxCapabilities,
     sessions: SessionStore,
     providers: ProviderRegistry,
     queue: Queue,
@@ -69,6 +73,16 @@ impl OdysseyRuntime {
         let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
         let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?;
         let providers = ProviderRegistry::new(config.providers.clone());
+        let sandbox = Sandbox::new(config.sandbox.clone());
+        let capabilities = SandboxCapabilities {
+            forced_mode: config.sandbox_mode_override,
+            danger_full_access_allowed: config.allow_danger_full_access,
+            ..sandbox.capabilities()
+        };
+        match Sandbox::kill_leftovers(&config.sandbox_dir()).await {
+            Ok(report) => tracing::debug!(?report, "sandbox leftovers checked"),
+            Err(e) => tracing::warn!(error = %e, "cannot clean up sandbox leftovers"),
+        }
         let runtime = Self {
             inner: Arc::new(Inner {
                 queue: Queue::new(config.queue_capacity),
@@ -78,6 +92,8 @@ impl OdysseyRuntime {
                 started_at: SystemTime::now(),
                 shutting_down: AtomicBool::new(false),
                 bundles: Arc::new(bundles),
+                sandbox: Arc::new(sandbox),
+                capabilities,
                 sessions,
                 providers,
                 config,

@@ -12,6 +12,7 @@ use crate::runtime::execution::ExecutionState;
 use crate::runtime::model::ModelSpec;
 use crate::runtime::paging::{Page, PageRequest, paginate};
 use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
+use crate::runtime::sandbox::CellPaths;
 use crate::runtime::session::{BundlePin, SessionInfo, SessionRecord, Subscription};
 
 const MAX_METADATA_ENTRIES: usize = 32;
@@ -86,6 +87,7 @@ impl OdysseyRuntime {
                 None => RuntimeError::from(e),
             })?;
         let sandbox_mode = self.effective_sandbox_mode(spec.sandbox_mode, manifest.sandbox.mode)?;
+        self.inner.config.access.grant(&manifest.sandbox)?;
         let record = SessionRecord {
             id: Uuid::now_v7(),
             bundle_reference: spec.bundle_reference,
@@ -178,6 +180,10 @@ impl OdysseyRuntime {
                 signal.cancel(TurnOutcome::Cancelled, "the session was deleted");
             }
             let _ = self.wait(execution_id).await;
+        }
+        let cell = CellPaths::under(self.inner.config.sandbox_dir().join(id.to_string()));
+        if cell.root.exists() {
+            self.inner.sandbox.remove_cell(&cell).await?;
         }
         let runtime = self.clone();
         tokio::task::spawn_blocking(move || runtime.inner.sessions.remove(&handle))

@@ -140,8 +140,12 @@ impl Turn {
     }
 
     async fn run_tool(&self, call: &ToolCall) -> Result<ChatMessage> {
-        let arguments = serde_json::from_str(&call.arguments)
+        let parsed = serde_json::from_str(&call.arguments)
             .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+        let arguments = match self.tools.get(&call.name) {
+            Some(tool) => tool.sanitize(&parsed),
+            None => parsed,
+        };
         self.emit(EventPayload::ToolCallStarted {
             call_id: call.id.clone(),
             tool: call.name.clone(),

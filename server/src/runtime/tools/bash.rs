@@ -5,7 +5,6 @@
 //! all (its subject is the command line). Output is streamed as exec-command events while
 //! it arrives and returned to the model, capped, with the exit code.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,18 +112,17 @@ async fn run(sandbox: &Sandbox, ctx: ToolContext, arguments: Value) -> ToolOutpu
     let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
     let exec_id = format!("bash-{}", Uuid::now_v7());
     let argv = vec![SHELL.to_owned(), "-c".to_owned(), args.command];
-    let sandbox_spec = &ctx.bundle.manifest.sandbox;
     let request = ExecRequest {
         exec_id: exec_id.clone(),
         argv: argv.clone(),
         cwd: cwd.clone(),
         mode: ctx.mode,
-        env: BTreeMap::new(),
-        network: sandbox_spec.network.iter().any(|host| host == "*"),
+        env: ctx.env.clone(),
+        network: ctx.network,
         mounts_read: ctx.mounts_read.clone(),
         mounts_write: ctx.mounts_write.clone(),
         timeout: Duration::from_millis(timeout_ms),
-        memory_mb: sandbox_spec.memory_mb,
+        memory_mb: ctx.memory_mb,
         cpu_seconds: None,
     };
 

@@ -2,8 +2,8 @@
 //! filtered by the agent's rules. A call to a tool outside the set goes back to the
 //! model as an error result and the turn goes on.
 
-pub mod builtin;
 pub mod bash;
+pub mod builtin;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,10 +14,10 @@ use uuid::Uuid;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::runtime::bundle::InstalledBundle;
+use crate::runtime::bundle::{InstalledBundle, ToolEntry};
 use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::ToolSpec;
-use crate::runtime::sandbox::CellPaths;
+use crate::runtime::sandbox::{CellPaths, Sandbox};
 use crate::runtime::session::EventSink;
 
 /// What a tool call can see of its turn.
@@ -37,6 +37,12 @@ pub struct ToolContext {
     /// against the operator's allowlist).
     pub mounts_read: Vec<PathBuf>,
     pub mounts_write: Vec<PathBuf>,
+    /// Whether processes may open network connections (the operator allowed it and the
+    /// bundle asked for it).
+    pub network: bool,
+    /// Environment of sandboxed processes, mapped from the server's by the manifest.
+    pub env: BTreeMap<String, String>,
+    pub memory_mb: Option<u64>,
     /// The turn's events (plan updates, command output).
     pub events: EventSink,
     /// Fires when the turn is cancelled; long tools stop early.
@@ -108,6 +114,32 @@ pub struct ToolSet {
 }
 
 impl ToolSet {
+    /// The builtin tools a bundle declares (`spec.tools` with `source: builtin`) that
+    /// `offered` accepts. Bash runs its commands through `sandbox`.
+    pub fn for_bundle(
+        declared: &[ToolEntry],
+        sandbox: &Arc<Sandbox>,
+        offered: impl Fn(&str) -> bool,
+    ) -> Self {
+        let mut set = Self::default();
+        for entry in declared.iter().filter(|e| e.source == "builtin") {
+            if !offered(&entry.name) {
+                continue;
+            }
+            let tool: Option<Arc<dyn Tool>> = match entry.name.as_str() {
+                "Bash" => Some(Arc::new(bash::Bash::new(sandbox.clone()))),
+                name => builtin::builtin(name),
+            };
+            match tool {
+                Some(tool) => set.insert(tool),
+                None => {
+                    tracing::warn!(tool = %entry.name, "the bundle declares an unknown builtin tool")
+                }
+            }
+        }
+        set
+    }
+
     pub fn insert(&mut self, tool: Arc<dyn Tool>) {
         self.tools.insert(tool.spec().name, tool);
     }

@@ -106,6 +106,9 @@ impl Fixture {
             mode,
             mounts_read: Vec::new(),
             mounts_write: Vec::new(),
+            network: false,
+            env: Default::default(),
+            memory_mb: None,
             events: EventSink::new(session.clone(), Some(turn_id)),
             cancel: CancellationToken::new(),
         };

@@ -1,0 +1,223 @@
+//! What a session's processes may reach beyond its cell: network, host folders, host
+//! environment variables, memory. A bundle comes from a client, so what it declares can
+//! only narrow what the operator allows, never widen it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::runtime::bundle::SandboxSpec;
+use crate::runtime::error::{Result, RuntimeError};
+
+/// The operator's ceilings.
+#[derive(Clone, Debug)]
+pub struct AccessLimits {
+    /// Whether any session may open network connections (`network: ["*"]`).
+    pub allow_network: bool,
+    /// Host folders (and what lies below them) that bundles may mount.
+    pub mount_roots: Vec<PathBuf>,
+    /// Host environment variables bundles may map into the sandbox. Provider keys are
+    /// never mappable unless listed here explicitly.
+    pub env_allowlist: Vec<String>,
+    /// The largest `resources.memory_mb` a bundle may ask for.
+    pub max_memory_mb: u64,
+    /// The largest `resources.cpu` a bundle may ask for.
+    pub max_cpu: u32,
+}
+
+impl Default for AccessLimits {
+    fn default() -> Self {
+        Self {
+            allow_network: false,
+            mount_roots: Vec::new(),
+            env_allowlist: Vec::new(),
+            max_memory_mb: 8 * 1024,
+            max_cpu: 8,
+        }
+    }
+}
+
+/// What one session's processes get, after the checks.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionAccess {
+    pub network: bool,
+    pub mounts_read: Vec<PathBuf>,
+    pub mounts_write: Vec<PathBuf>,
+    /// Variables inside the sandbox with their values from the server's environment.
+    pub env: BTreeMap<String, String>,
+    pub memory_mb: Option<u64>,
+}
+
+impl AccessLimits {
+    /// Checks a manifest's sandbox section against the ceilings; the error names the
+    /// operator setting that would have to change.
+    pub fn grant(&self, spec: &SandboxSpec) -> Result<SessionAccess> {
+        let network = match spec.network.as_slice() {
+            [] => false,
+            [all] if all == "*" => true,
+            hosts => {
+                return Err(RuntimeError::PermissionDenied {
+                    setting: "network".into(),
+                    message: format!(
+                        "the bundle asks for network access to {}; per-host rules are not supported: use [] (off) or [\"*\"] (on)",
+                        hosts.join(", ")
+                    ),
+                });
+            }
+        };
+        if network && !self.allow_network {
+            return Err(denied(
+                "allow_network",
+                "the bundle asks for network access (network: [\"*\"]), which this server does not allow",
+            ));
+        }
+        let mounts_read = self.mounts(&spec.mounts_read)?;
+        let mounts_write = self.mounts(&spec.mounts_write)?;
+        let mut env = BTreeMap::new();
+        for (inside, host) in &spec.env {
+            if !self.env_allowlist.iter().any(|allowed| allowed == host) {
+                return Err(denied(
+                    "env_allowlist",
+                    &format!(
+                        "the bundle maps host variable `{host}` into `{inside}`, which this server does not allow"
+                    ),
+                ));
+            }
+            if let Ok(value) = std::env::var(host) {
+                env.insert(inside.clone(), value);
+            }
+        }
+        if let Some(memory) = spec.memory_mb.filter(|m| *m > self.max_memory_mb) {
+            return Err(denied(
+                "max_memory_mb",
+                &format!(
+                    "the bundle asks for {memory} MB of memory; this server allows at most {}",
+                    self.max_memory_mb
+                ),
+            ));
+        }
+        if let Some(cpu) = spec.cpu.filter(|c| *c > self.max_cpu) {
+            return Err(denied(
+                "max_cpu",
+                &format!(
+                    "the bundle asks for {cpu} CPUs; this server allows at most {}",
+                    self.max_cpu
+                ),
+            ));
+        }
+        Ok(SessionAccess {
+            network,
+            mounts_read,
+            mounts_write,
+            env,
+            memory_mb: spec.memory_mb,
+        })
+    }
+
+    fn mounts(&self, requested: &[String]) -> Result<Vec<PathBuf>> {
+        requested
+            .iter()
+            .map(|mount| {
+                let path = Path::new(mount);
+                let allowed = path.is_absolute()
+                    && path.canonicalize().is_ok_and(|real| {
+                        self.mount_roots
+                            .iter()
+                            .any(|root| root.canonicalize().is_ok_and(|root| real.starts_with(root)))
+                    });
+                if allowed {
+                    Ok(path.to_path_buf())
+                } else {
+                    Err(denied(
+                        "mount_roots",
+                        &format!("the bundle asks to mount `{mount}`, which is not under a folder this server allows"),
+                    ))
+                }
+            })
+            .collect()
+    }
+}
+
+fn denied(setting: &str, message: &str) -> RuntimeError {
+    RuntimeError::PermissionDenied {
+        setting: setting.into(),
+        message: message.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> SandboxSpec {
+        SandboxSpec::default()
+    }
+
+    #[test]
+    fn a_bundle_can_only_narrow_what_the_operator_allows() {
+        let limits = AccessLimits::default();
+        assert_eq!(limits.grant(&spec()).ok(), Some(SessionAccess::default()));
+
+        let mut network = spec();
+        network.network = vec!["*".into()];
+        let err = limits
+            .grant(&network)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("allow_network"), "{err}");
+        let open = AccessLimits {
+            allow_network: true,
+            ..AccessLimits::default()
+        };
+        assert!(open.grant(&network).is_ok_and(|a| a.network));
+
+        let mut hosts = spec();
+        hosts.network = vec!["example.com".into()];
+        let err = open
+            .grant(&hosts)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("per-host rules are not supported"), "{err}");
+
+        let mut env = spec();
+        env.env.insert("KEY".into(), "OPENAI_API_KEY".into());
+        let err = limits
+            .grant(&env)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("env_allowlist") && err.contains("OPENAI_API_KEY"),
+            "{err}"
+        );
+
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let inside = dir.path().join("shared");
+        std::fs::create_dir(&inside).unwrap_or_else(|e| panic!("{e}"));
+        let mut mount = spec();
+        mount.mounts_read = vec![inside.display().to_string()];
+        assert!(
+            limits
+                .grant(&mount)
+                .is_err_and(|e| e.to_string().contains("mount_roots"))
+        );
+        let rooted = AccessLimits {
+            mount_roots: vec![dir.path().to_path_buf()],
+            ..AccessLimits::default()
+        };
+        assert!(
+            rooted
+                .grant(&mount)
+                .is_ok_and(|a| a.mounts_read == vec![inside.clone()])
+        );
+
+        let mut memory = spec();
+        memory.memory_mb = Some(1 << 20);
+        assert!(
+            limits
+                .grant(&memory)
+                .is_err_and(|e| e.to_string().contains("max_memory_mb"))
+        );
+    }
+}
