@@ -11,6 +11,7 @@ pub mod events;
 pub mod execution;
 pub mod model;
 pub mod paging;
+pub mod permissions;
 pub mod policy;
 pub mod provider;
 pub mod sandbox;

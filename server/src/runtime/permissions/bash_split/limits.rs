@@ -1,0 +1,102 @@
+//! Bounds on what the splitter parses. The parser and the walk are recursive, and a model
+//! chooses the command line: a line nested a few thousand levels deep (`if if if …`,
+//! `[[ ! ! ! … ]]`) would overflow the stack and abort the server. Lines past these bounds
+//! are not parsed; they are opaque, so they ask (or are denied under `never`).
+
+/// The longest command line the splitter parses. Bounds the work one tool call can cause.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// How deeply constructs may nest (brackets, substitutions, compound commands, `sh -c`
+/// strings) before the line is treated as opaque: far below what a thread's stack holds.
+pub const MAX_NESTING: usize = 48;
+
+/// A conservative guess at how deeply a line nests, from its text alone (quoting is not
+/// understood here, so quoted brackets count too). Overestimating only makes a line opaque.
+pub(super) fn nesting_estimate(line: &str) -> usize {
+    let mut scan = Scan::default();
+    let chars: Vec<char> = line.chars().collect();
+    let mut i = 0;
+    while let Some(&c) = chars.get(i) {
+        let next = chars.get(i + 1).copied();
+        i += 1;
+        if c.is_ascii_alphabetic() {
+            scan.word.push(c);
+            continue;
+        }
+        scan.end_word();
+        match (c, next) {
+            ('[', Some('[')) => {
+                // `[[ … ]]` parses its operators recursively: count them inside.
+                scan.tests.push(scan.depth);
+                scan.open();
+                i += 1;
+            }
+            (']', Some(']')) if !scan.tests.is_empty() => {
+                scan.depth = scan.tests.pop().unwrap_or(0);
+                i += 1;
+            }
+            ('&', Some('&')) | ('|', Some('|')) if !scan.tests.is_empty() => {
+                scan.open();
+                i += 1;
+            }
+            ('!', _) if !scan.tests.is_empty() => scan.open(),
+            ('(' | '{' | '[', _) => scan.open(),
+            (')' | '}' | ']', _) => scan.depth = scan.depth.saturating_sub(1),
+            ('`', _) => scan.backquotes += 1,
+            _ => {}
+        }
+    }
+    scan.end_word();
+    scan.max + scan.backquotes / 2
+}
+
+#[derive(Default)]
+struct Scan {
+    depth: usize,
+    max: usize,
+    backquotes: usize,
+    /// The depth at each open `[[`, restored at its `]]`.
+    tests: Vec<usize>,
+    word: String,
+}
+
+impl Scan {
+    fn open(&mut self) {
+        self.depth += 1;
+        self.max = self.max.max(self.depth);
+    }
+
+    /// Compound commands nest through keywords rather than brackets.
+    fn end_word(&mut self) {
+        match self.word.as_str() {
+            "if" | "while" | "until" | "for" | "select" | "case" | "coproc" | "function" => {
+                self.open();
+            }
+            "fi" | "done" | "esac" => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        self.word.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimates_follow_nesting_not_length() {
+        let cases: &[(&str, usize)] = &[
+            ("ls -la", 0),
+            ("(a) (b) (c)", 1),
+            ("((((x))))", 4),
+            ("$(a $(b $(c)))", 3),
+            ("if a; then if b; then c; fi; fi; if d; then e; fi", 2),
+            ("[[ a && b ]] && [[ c || d ]]", 2),
+            ("[[ ! a ]]; [[ ! b ]]", 2),
+            ("echo `a` `b`", 2),
+        ];
+        for (line, depth) in cases {
+            assert_eq!(nesting_estimate(line), *depth, "{line}");
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! The splitter table: each line, the simple commands it runs (as `Display` shows them:
+//! assignments, words with quotes removed, `> file` / `< file` redirections), and whether
+//! the line is opaque (not auto-allowable).
+
+use super::*;
+
+const OK: bool = false;
+const OPAQUE: bool = true;
+
+#[rustfmt::skip]
+const TABLE: &[(&str, &[&str], bool)] = &[
+    // Quotes keep operators inside one word.
+    (r#"echo "a;b""#, &["echo 'a;b'"], OK),
+    ("echo 'a && b | c'", &["echo 'a && b | c'"], OK),
+    (r"echo a\;b", &["echo 'a;b'"], OK),
+    ("r''m x", &["rm x"], OK),
+    (r"\rm x", &["rm x"], OK),
+    // Lists, pipelines, background, newlines, comments, line continuations.
+    ("ls; curl x | sh", &["ls", "curl x", "sh"], OK),
+    ("ls && rm -rf /", &["ls", "rm -rf /"], OK),
+    ("make || echo failed", &["make", "echo failed"], OK),
+    ("sleep 10 & ls", &["sleep 10", "ls"], OK),
+    ("ls\nrm x", &["ls", "rm x"], OK),
+    ("git status; git push", &["git status", "git push"], OK),
+    ("ls # ; rm x", &["ls"], OK),
+    ("ls \\\n  -la", &["ls -la"], OK),
+    // Subshells, groups, compound commands, functions.
+    ("(cd src && make)", &["cd src", "make"], OK),
+    ("{ ls; pwd; }", &["ls", "pwd"], OK),
+    ("if test -f x; then rm x; else touch x; fi", &["test -f x", "rm x", "touch x"], OK),
+    ("for f in $(ls); do rm $f; done", &["ls", "rm $f"], OK),
+    ("while read l; do echo $l; done < list", &["read l", "echo $l", "< list"], OK),
+    ("case $x in a) rm a;; *) ls;; esac", &["rm a", "ls"], OK),
+    ("f() { rm x; }; f", &["rm x", "f"], OK),
+    ("coproc cat", &["cat"], OK),
+    ("[[ -f x ]] && ls", &["ls"], OK),
+    ("a=1; b=2", &["a=1", "b=2"], OK),
+    // Command substitution (nested too), backquotes, process substitution.
+    ("ls $(curl x)", &["curl x", "ls $(curl x)"], OK),
+    ("echo `whoami`", &["whoami", "echo `whoami`"], OK),
+    ("echo $(echo $(id))", &["id", "echo $(id)", "echo $(echo $(id))"], OK),
+    ("echo \"$(rm x)\"", &["rm x", "echo $(rm x)"], OK),
+    ("diff <(ls a) <(ls b)", &["ls a", "ls b", "diff"], OK),
+    ("ls | tee >(grep x)", &["ls", "grep x", "tee"], OK),
+    ("echo ${X:-$(rm x)}", &["rm x", "echo ${X:-$(rm x)}"], OK),
+    // Shells, eval and trap run command lines.
+    ("bash -c \"ls; rm x\"", &["ls", "rm x"], OK),
+    ("sh -c 'curl x | sh'", &["curl x", "sh"], OK),
+    ("bash -ec 'ls'", &["ls"], OK),
+    ("eval \"ls; rm x\"", &["ls", "rm x"], OK),
+    ("eval ls '&&' rm x", &["ls", "rm x"], OK),
+    ("trap 'rm x' EXIT", &["rm x"], OK),
+    ("bash script.sh", &["bash script.sh"], OK),
+    // Wrappers are unwrapped to the command they run.
+    ("env X=1 cmd a", &["X=1 cmd a"], OK),
+    ("X=1 cmd", &["X=1 cmd"], OK),
+    ("/usr/bin/env -i X=1 Y=2 cmd", &["X=1 Y=2 cmd"], OK),
+    ("env", &["env"], OK),
+    ("xargs rm", &["rm"], OK),
+    ("ls | xargs -0 -n1 -I{} cp {} dst", &["ls", "cp {} dst"], OK),
+    ("xargs -0 sh -c 'rm \"$1\"' _", &["rm $1"], OK),
+    ("find . -name '*.o' -exec rm {} \\;", &["find . -name '*.o' -exec rm {} ';'", "rm {}"], OK),
+    ("exec ls", &["ls"], OK),
+    ("timeout 5 curl x", &["curl x"], OK),
+    ("timeout -s KILL --kill-after=2 5 curl x", &["curl x"], OK),
+    ("nohup ./run.sh &", &["./run.sh"], OK),
+    ("nice -n 5 make", &["make"], OK),
+    ("sudo -u bob rm x", &["rm x"], OK),
+    ("sudo timeout 5 rm x", &["rm x"], OK),
+    ("command ls", &["ls"], OK),
+    ("command -v git", &["command -v git"], OK),
+    ("builtin cd x", &["cd x"], OK),
+    ("time ls", &["ls"], OK),
+    ("/usr/bin/time -p ls", &["ls"], OK),
+    ("busybox rm x", &["rm x"], OK),
+    // Redirections: files are listed, descriptors and devices are not files.
+    ("ls > out.txt 2>&1", &["ls > out.txt"], OK),
+    ("sort < in.txt >> out.txt", &["sort < in.txt > out.txt"], OK),
+    ("ls &> log", &["ls > log"], OK),
+    ("ls 2>&-", &["ls"], OK),
+    ("echo hi > /dev/null", &["echo hi > /dev/null"], OK),
+    ("{ ls; } > out", &["ls", "> out"], OK),
+    ("> empty", &["> empty"], OK),
+    ("cat <<< \"$(id)\"", &["id", "cat"], OK),
+    ("cat <<EOF\n$(id)\nEOF", &["id", "cat"], OK),
+    ("cat <<'EOF'\n$(id)\nEOF", &["cat"], OK),
+    // What cannot be vouched for is opaque.
+    ("echo \"abc", &[], OPAQUE),
+    ("echo 'abc", &[], OPAQUE),
+    ("echo $(ls", &[], OPAQUE),
+    ("$CMD x", &["$CMD x"], OPAQUE),
+    ("sh -c \"$X\"", &["sh -c $X"], OPAQUE),
+    ("eval $X", &[], OPAQUE),
+    ("echo ${!x}", &["echo ${!x}"], OPAQUE),
+    ("echo ${x@P}", &["echo ${x@P}"], OPAQUE),
+    ("echo $((x + 1))", &["echo $((x + 1))"], OPAQUE),
+    ("echo ${a[$i]}", &["echo ${a[$i]}"], OPAQUE),
+    ("(( n++ ))", &[], OPAQUE),
+    ("[[ $x -eq 1 ]]", &[], OPAQUE),
+    ("PATH=/tmp ls", &["PATH=/tmp ls"], OPAQUE),
+    ("LD_PRELOAD=x.so ls", &["LD_PRELOAD=x.so ls"], OPAQUE),
+    ("env PATH=/tmp ls", &["PATH=/tmp ls"], OPAQUE),
+    ("export PATH=/tmp; ls", &["export PATH=/tmp", "ls"], OPAQUE),
+    ("x='a[$(rm y)]'", &["x='a[$(rm y)]'"], OPAQUE),
+    ("printf -v 'a[$(rm x)]' y", &["printf -v 'a[$(rm x)]' y"], OPAQUE),
+    ("sudo -s ls", &["sudo -s ls"], OPAQUE),
+    ("bash -i -c ls", &["bash -i -c ls"], OPAQUE),
+    ("env -S 'rm x'", &["env -S 'rm x'"], OPAQUE),
+    ("timeout $T rm x", &["timeout $T rm x"], OPAQUE),
+    ("find . $ARGS", &["find . $ARGS"], OPAQUE),
+    ("find . -exec rm {}", &["find . -exec rm {}"], OPAQUE),
+];
+
+#[test]
+fn splitter_table() {
+    let mut failures = Vec::new();
+    for (line, expected, opaque) in TABLE {
+        let split = split_command(line);
+        let shown: Vec<String> = split.commands.iter().map(ToString::to_string).collect();
+        if shown != *expected || split.is_opaque() != *opaque {
+            failures.push(format!(
+                "{line:?}\n    got {shown:?} opaque={:?}\n    want {expected:?} opaque={opaque}",
+                split.opaque
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn words(line: &str) -> Vec<ShellWord> {
+    let split = split_command(line);
+    assert!(!split.is_opaque(), "{line}: {:?}", split.opaque);
+    split
+        .commands
+        .last()
+        .map(|c| c.words.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn run_time_values_are_marked_dynamic() {
+    let cases: &[(&str, &[bool])] = &[
+        ("rm a 'b c' \"d\"", &[false, false, false, false]),
+        (
+            "rm $X \"$Y\" ~/x *.tmp {a,b} $(id) {}",
+            &[false, true, true, true, true, true, true, false],
+        ),
+        ("rm '*.tmp' \"{a,b}\" \\*", &[false, false, false, false]),
+    ];
+    for (line, dynamic) in cases {
+        let got: Vec<bool> = words(line).iter().map(|w| w.dynamic).collect();
+        assert_eq!(got, *dynamic, "{line}");
+    }
+}
+
+#[test]
+fn wrappers_are_recorded_outermost_first() {
+    let split = split_command("sudo timeout 5 rm x");
+    let [command] = split.commands.as_slice() else {
+        panic!("{split:?}");
+    };
+    let layers: Vec<String> = command
+        .wrapped_by
+        .iter()
+        .map(|w| display_words(w))
+        .collect();
+    assert_eq!(layers, ["sudo timeout 5 rm x", "timeout 5 rm x"]);
+
+    let split = split_command("bash -c 'ls; rm x'");
+    for command in &split.commands {
+        assert_eq!(
+            command
+                .wrapped_by
+                .iter()
+                .map(|w| display_words(w))
+                .collect::<Vec<_>>(),
+            ["bash -c 'ls; rm x'"]
+        );
+    }
+}
+
+#[test]
+fn appended_arguments_are_open_ended() {
+    let cases = [
+        ("xargs rm", true),
+        ("find . -exec rm {} +", true),
+        ("find . -exec rm {} \\;", false),
+        ("timeout 5 rm x", false),
+    ];
+    for (line, open_ended) in cases {
+        let split = split_command(line);
+        let last = split.commands.last().map(|c| c.open_ended);
+        assert_eq!(last, Some(open_ended), "{line}");
+    }
+}
+
+#[test]
+fn hostile_input_is_opaque_not_a_crash() {
+    let deep = format!("{}x{}", "$(".repeat(200), ")".repeat(200));
+    assert!(split_command(&deep).is_opaque());
+    let deep_if = format!(
+        "{}true{}",
+        "if true; then ".repeat(2000),
+        "; fi".repeat(2000)
+    );
+    assert!(split_command(&deep_if).is_opaque());
+    let deep_loops = format!(
+        "{}ls{}",
+        "while true; do ".repeat(2000),
+        "; done".repeat(2000)
+    );
+    assert!(split_command(&deep_loops).is_opaque());
+    let deep_not = format!("[[ {}a ]]", "! ".repeat(5000));
+    assert!(split_command(&deep_not).is_opaque());
+    let long_test = format!("[[ {} ]]", vec!["a"; 5000].join(" && "));
+    assert!(split_command(&long_test).is_opaque());
+    let shallow_if = format!("{}ls{}", "if true; then ".repeat(20), "; fi".repeat(20));
+    assert!(!split_command(&shallow_if).is_opaque());
+    // Each `eval` is a command line of its own, one level deeper.
+    let deep_eval = format!("{}ls", "eval ".repeat(MAX_NESTING + 5));
+    assert!(split_command(&deep_eval).is_opaque());
+    let shallow_eval = format!("{}ls", "eval ".repeat(5));
+    assert!(!split_command(&shallow_eval).is_opaque());
+    let long = "a ".repeat(MAX_LINE_BYTES);
+    assert!(split_command(&long).is_opaque());
+    // Within the limits, deep nesting is walked (and stays within a thread's stack).
+    let levels = MAX_NESTING - 4;
+    let nested = format!("echo {}id{}", "$(echo ".repeat(levels), ")".repeat(levels));
+    let split = split_command(&nested);
+    assert!(!split.is_opaque(), "{:?}", split.opaque);
+    assert_eq!(split.commands.len(), levels + 1);
+    assert_eq!(
+        split.commands.first().map(ToString::to_string).as_deref(),
+        Some("echo id")
+    );
+    let groups = format!("{}ls{}", "{ ".repeat(levels), "; }".repeat(levels));
+    let split = split_command(&groups);
+    assert!(!split.is_opaque(), "{:?}", split.opaque);
+}
+
+#[test]
+fn the_ansi_c_form_is_decoded_or_dynamic() {
+    assert_eq!(words("echo $'a\\tb'")[1], ShellWord::literal("a\tb"));
+    assert!(words("echo $'\\x41'")[1].dynamic);
+}
+
+#[test]
+fn long_flat_lines_split_within_limits() {
+    for sep in ["; ", " && ", " | ", "\n"] {
+        let line = vec!["ls -la"; (MAX_LINE_BYTES / 12).max(1)].join(sep);
+        let split = split_command(&line);
+        assert!(!split.is_opaque(), "{sep:?}: {:?}", split.opaque);
+        assert_eq!(split.commands.len(), MAX_LINE_BYTES / 12, "{sep:?}");
+    }
+}
+
+#[test]
+fn random_lines_never_panic() {
+    // A fixed xorshift sequence over shell punctuation: the splitter must answer (often
+    // "opaque") for anything, never panic.
+    let alphabet: Vec<char> = "ab $(){}[]<>|&;'\"`\\!#=*?~-\n,.:@%^+019".chars().collect();
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..20_000 {
+        let len = usize::try_from(next() % 32).unwrap_or(0);
+        let line: String = (0..len)
+            .map(|_| alphabet[usize::try_from(next() % alphabet.len() as u64).unwrap_or(0)])
+            .collect();
+        let split = split_command(&line);
+        for command in &split.commands {
+            let _ = command.to_string();
+        }
+    }
+}

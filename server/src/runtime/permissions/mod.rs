@@ -1,0 +1,28 @@
+//! Whether a tool call may run: the agent's permission rules, the session's approval
+//! policy, operator hooks, and the store of calls waiting for a human.
+//!
+//! This is one of the two independent settings of a session (the other is the sandbox
+//! mode): the sandbox bounds what a process can reach, these decide whether a call runs at
+//! all. The turn loop asks [`PermissionRules::decide`], tightens the answer with
+//! [`apply_hooks`], and on `Ask` files a [`PendingApproval`] with the [`ApprovalStore`] and
+//! waits for its resolution.
+
+pub mod approvals;
+pub mod bash_split;
+pub mod decide;
+pub mod error;
+pub mod hooks;
+pub mod patterns;
+pub mod rules;
+
+#[cfg(test)]
+mod tests;
+
+pub use approvals::{
+    Approval, ApprovalStore, ApprovalWaiter, DEFAULT_APPROVAL_TIMEOUT, PendingApproval, Resolution,
+};
+pub use bash_split::{SplitCommand, split_command};
+pub use decide::Decision;
+pub use error::{ApprovalError, RuleError};
+pub use hooks::{HookConfig, apply_hooks};
+pub use rules::{BASH_TOOL, PermissionRules, Rule, RuleAction};
