@@ -3,6 +3,7 @@
 
 mod support;
 
+mod approvals;
 mod bundles;
 mod cli;
 mod providers;

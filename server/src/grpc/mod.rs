@@ -130,7 +130,7 @@ pub async fn serve(
                 .max_encoding_message_size(max),
         )
         .add_service(
-            ApprovalServiceServer::new(approval::Approvals)
+            ApprovalServiceServer::new(approval::Approvals::new(runtime.clone()))
                 .max_decoding_message_size(max)
                 .max_encoding_message_size(max),
         )

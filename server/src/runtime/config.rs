@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::runtime::access::AccessLimits;
 use crate::runtime::bundle::ArchiveLimits;
+use crate::runtime::permissions::HookConfig;
 use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::ProviderSettings;
 use crate::runtime::sandbox::SandboxSettings;
@@ -40,6 +41,9 @@ pub struct RuntimeConfig {
     pub access: AccessLimits,
     /// How long a tool call waits for a human before it is denied by timeout.
     pub approval_timeout: Duration,
+    /// Operator commands asked about every tool call before it runs (they can only
+    /// tighten the rules' decision).
+    pub hooks: Vec<HookConfig>,
 }
 
 impl RuntimeConfig {
@@ -60,6 +64,7 @@ impl RuntimeConfig {
             sandbox: SandboxSettings::default(),
             access: AccessLimits::default(),
             approval_timeout: Duration::from_secs(600),
+            hooks: Vec::new(),
         }
     }
 

@@ -63,6 +63,12 @@ pub enum RuntimeError {
     #[error(transparent)]
     Sandbox(#[from] crate::runtime::sandbox::SandboxError),
 
+    #[error(transparent)]
+    Approval(#[from] crate::runtime::permissions::ApprovalError),
+
+    #[error(transparent)]
+    Rule(#[from] crate::runtime::permissions::RuleError),
+
     #[error("{context}: {source}")]
     Storage {
         context: String,
@@ -108,6 +114,8 @@ impl RuntimeError {
             Self::Bundle(e) => e.kind(),
             Self::Provider(e) => e.kind(),
             Self::Sandbox(e) => e.kind(),
+            Self::Approval(e) => e.kind(),
+            Self::Rule(e) => e.kind(),
             Self::Storage { source, .. } => storage_kind(source),
             Self::Quarantined { .. } => ErrorKind::FailedPrecondition,
         }
@@ -132,6 +140,8 @@ impl RuntimeError {
             Self::Bundle(e) => e.reason(),
             Self::Provider(e) => e.reason(),
             Self::Sandbox(e) => e.reason(),
+            Self::Approval(e) => e.reason(),
+            Self::Rule(e) => e.reason(),
             Self::Storage { source, .. } => match storage_kind(source) {
                 ErrorKind::ResourceExhausted => "DISK_FULL",
                 ErrorKind::Unavailable => "STORAGE_READ_ONLY",

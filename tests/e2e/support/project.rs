@@ -28,6 +28,34 @@ impl Project {
         project
     }
 
+    /// A replay project whose bundle declares builtin `tools` and whose agent has the
+    /// given `allow` / `ask` / `deny` rules (YAML flow lists, e.g. `[Read, "Bash(ls:*)"]`).
+    pub fn with_tools(
+        name: &str,
+        cassette: &[&str],
+        tools: &[&str],
+        allow: &str,
+        ask: &str,
+        deny: &str,
+    ) -> Self {
+        let project = Self::replay(name, cassette);
+        let tools: String = tools
+            .iter()
+            .map(|t| format!("    - {{ name: {t}, source: builtin }}\n"))
+            .collect();
+        project.write(
+            "odyssey.bundle.yaml",
+            &format!(
+                "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: {name}\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      default: true\n  tools:\n{tools}  sandbox:\n    mode: workspace_write\n"
+            ),
+        );
+        project.write(
+            "agents/main/agent.yaml",
+            &format!("apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\n  version: 0.1.0\nspec:\n  kind: prompt\n  prompt: You are a test agent.\n  model:\n    provider: replay\n    name: main\n  tools:\n    allow: {allow}\n    ask: {ask}\n    deny: {deny}\n"),
+        );
+        project
+    }
+
     /// A project whose agent talks to the `openai` provider.
     pub fn openai(name: &str) -> Self {
         let project = Self::replay(name, &[]);

@@ -8,11 +8,15 @@ use uuid::Uuid;
 use super::OdysseyRuntime;
 use crate::runtime::bundle::InstalledBundle;
 use crate::runtime::error::{Result, RuntimeError};
-use crate::runtime::events::{EventPayload, TurnCompleted, TurnContext, TurnOutcome, TurnStarted};
-use crate::runtime::execution::{
-    CancelSignal, ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus, Job,
-    Progress, PushError, Turn, TurnFailure,
+use crate::runtime::events::{
+    ApprovalDecision, ApprovalResolution, EventPayload, TurnCompleted, TurnContext, TurnOutcome,
+    TurnStarted,
 };
+use crate::runtime::execution::{
+    CancelSignal, ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus, Gate, Job,
+    Progress, PushError, Turn, TurnFailure, WorkerSlot,
+};
+use crate::runtime::permissions::PermissionRules;
 use crate::runtime::sandbox::{AppSource, CellPaths};
 use crate::runtime::session::{EventSink, SessionHandle};
 use crate::runtime::tools::{ToolContext, ToolSet};
@@ -121,11 +125,13 @@ impl OdysseyRuntime {
         let session_id = job.request.session_id;
         let execution_id = job.execution_id;
         let signal = self.inner.executions.cancel_signal(execution_id);
+        let runtime = self.clone();
+        let mut slot = WorkerSlot::new(permit, self.inner.slots.clone(), move || runtime.pump());
         match signal {
-            Some(signal) => self.execute(job, &signal).await,
+            Some(signal) => self.execute(job, &signal, &mut slot).await,
             None => tracing::error!(execution = %execution_id, "execution vanished before it ran"),
         }
-        drop(permit);
+        drop(slot);
         self.inner.queue.finish(session_id);
         self.inner
             .sessions
@@ -187,7 +193,7 @@ impl OdysseyRuntime {
     }
 
     /// Runs one turn end to end: events, budgets, cancellation, the turn record.
-    async fn execute(&self, job: Job, signal: &Arc<CancelSignal>) {
+    async fn execute(&self, job: Job, signal: &Arc<CancelSignal>, slot: &mut WorkerSlot) {
         let execution_id = job.execution_id;
         let session = match self.inner.sessions.get(job.request.session_id).await {
             Ok(session) => session,
@@ -237,7 +243,7 @@ impl OdysseyRuntime {
             Ok(turn) => {
                 let deadline = self.inner.config.max_turn_duration;
                 tokio::select! {
-                    result = turn.run(&job.request.prompt, &mut progress) => result,
+                    result = turn.run(&job.request.prompt, &mut progress, slot) => result,
                     () = signal.token().cancelled() => Err(TurnFailure { code: String::new(), message: String::new() }),
                     () = tokio::time::sleep(deadline) => Err(TurnFailure {
                         code: "turn_timeout".into(),
@@ -246,6 +252,9 @@ impl OdysseyRuntime {
                 }
             }
         };
+        let stopped_by = signal.token().is_cancelled().then(|| signal.reason().0);
+        self.close_pending_approval(&session, execution_id, &mut progress, stopped_by)
+            .await;
         let (outcome, error) = match outcome {
             Ok(()) => (TurnOutcome::Completed, String::new()),
             Err(_) if signal.token().is_cancelled() => {
@@ -312,7 +321,24 @@ impl OdysseyRuntime {
         let provider = self.inner.providers.resolve(&context.model, &bundle.root)?;
         let access = self.inner.config.access.grant(&bundle.manifest.sandbox)?;
         let cell = self.prepare_cell(record.id, &bundle).await?;
-        let tools = ToolSet::for_bundle(&bundle.manifest.tools, &self.inner.sandbox, |_| true);
+        let rules = PermissionRules::from_tool_rules(&agent.tools)?;
+        let executions = self.clone();
+        let gate = Gate {
+            rules,
+            policy: record.approval_policy,
+            approvals: self.inner.approvals.clone(),
+            hooks: self.inner.config.hooks.clone(),
+            execution_id: turn_id,
+            on_state: Box::new(move |state| {
+                executions
+                    .inner
+                    .executions
+                    .update(turn_id, |s| s.state = state);
+            }),
+        };
+        let tools = ToolSet::for_bundle(&bundle.manifest.tools, &self.inner.sandbox, |name| {
+            gate.offered(name)
+        });
         let history = session
             .history()
             .iter()
@@ -344,11 +370,42 @@ impl OdysseyRuntime {
             },
             max_steps: self.inner.config.max_turn_steps,
             prior_model_calls: session.stats().model_calls,
+            gate,
         })
     }
 }
 
 impl OdysseyRuntime {
+    /// A turn stopped while it waited for a human: its request ends, and the log says how.
+    async fn close_pending_approval(
+        &self,
+        session: &SessionHandle,
+        execution_id: Uuid,
+        progress: &mut Progress,
+        stopped_by: Option<TurnOutcome>,
+    ) {
+        let Some(request_id) = progress.pending_approval.take() else {
+            return;
+        };
+        self.inner.approvals.cancel_execution(execution_id);
+        let (resolution, reason) = match stopped_by {
+            Some(TurnOutcome::Interrupted) => {
+                (ApprovalResolution::Interrupted, "the server shut down")
+            }
+            Some(_) => (ApprovalResolution::Cancelled, "the turn was cancelled"),
+            None => (ApprovalResolution::Cancelled, "the turn ended"),
+        };
+        let resolved = EventPayload::ApprovalResolved {
+            request_id,
+            decision: ApprovalDecision::Deny,
+            resolution,
+            reason: reason.into(),
+        };
+        if let Err(e) = session.append(Some(execution_id), resolved).await {
+            tracing::warn!(execution = %execution_id, error = %e, "cannot record the end of an approval");
+        }
+    }
+
     /// Creates or reuses the session's sandbox cell with the bundle staged in `app/`.
     pub(super) async fn prepare_cell(
         &self,

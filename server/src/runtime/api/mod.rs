@@ -16,6 +16,7 @@
 //! # Ok(()) }
 //! ```
 
+mod approvals;
 mod bundles;
 mod executions;
 mod info;
@@ -37,6 +38,7 @@ use crate::runtime::config::RuntimeConfig;
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::TurnOutcome;
 use crate::runtime::execution::{ExecutionTable, Queue};
+use crate::runtime::permissions::ApprovalStore;
 use crate::runtime::provider::ProviderRegistry;
 use crate::runtime::sandbox::Sandbox;
 use crate::runtime::session::SessionStore;
@@ -51,6 +53,7 @@ struct Inner {
     config: RuntimeConfig,
     bundles: Arc<BundleStore>,
     sandbox: Arc<Sandbox>,
+    approvals: ApprovalStore,
     /// Probed once at startup.
     capabilities: SandboxCapabilities,
     sessions: SessionStore,
@@ -93,6 +96,7 @@ impl OdysseyRuntime {
                 shutting_down: AtomicBool::new(false),
                 bundles: Arc::new(bundles),
                 sandbox: Arc::new(sandbox),
+                approvals: ApprovalStore::new(config.approval_timeout),
                 capabilities,
                 sessions,
                 providers,

@@ -12,7 +12,10 @@ use crate::runtime::events::EventPayload;
 use crate::runtime::model::ModelSpec;
 use crate::runtime::provider::{ModelDelta, ModelProvider, ModelRequest};
 use crate::runtime::session::SessionHandle;
-use crate::runtime::tools::{ToolContext, ToolSet};
+use crate::runtime::tools::{ToolContext, ToolOutput, ToolSet};
+
+use super::gate::{Call, Gate, Verdict};
+use super::slot::WorkerSlot;
 
 /// Everything a turn needs, resolved before it starts.
 pub(crate) struct Turn {
@@ -28,6 +31,7 @@ pub(crate) struct Turn {
     pub max_steps: u32,
     /// Model calls the session made before this turn.
     pub prior_model_calls: u64,
+    pub gate: Gate,
 }
 
 /// What a turn produced so far. Kept outside the loop's future so that a cancelled or
@@ -38,6 +42,9 @@ pub(crate) struct Progress {
     pub response: String,
     pub usage: TokenUsage,
     pub model_calls: u32,
+    /// The approval request the turn is waiting on, if any: a turn stopped meanwhile
+    /// records how that request ended.
+    pub pending_approval: Option<String>,
 }
 
 /// Why a turn failed, as an event code and message.
@@ -61,6 +68,7 @@ impl Turn {
         &self,
         prompt: &str,
         progress: &mut Progress,
+        slot: &mut WorkerSlot,
     ) -> std::result::Result<(), TurnFailure> {
         progress.messages.push(ChatMessage::user(prompt));
         let specs = self.tools.specs();
@@ -84,7 +92,7 @@ impl Turn {
                 return Ok(());
             }
             for call in calls {
-                let result = self.run_tool(&call).await?;
+                let result = self.run_tool(&call, progress, slot).await?;
                 progress.messages.push(result);
             }
         }
@@ -139,23 +147,49 @@ impl Turn {
         Ok((text, calls))
     }
 
-    async fn run_tool(&self, call: &ToolCall) -> Result<ChatMessage> {
-        let parsed = serde_json::from_str(&call.arguments)
-            .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
-        let arguments = match self.tools.get(&call.name) {
-            Some(tool) => tool.sanitize(&parsed),
-            None => parsed,
+    async fn run_tool(
+        &self,
+        call: &ToolCall,
+        progress: &mut Progress,
+        slot: &mut WorkerSlot,
+    ) -> Result<ChatMessage> {
+        let parsed: Option<serde_json::Value> = if call.arguments.trim().is_empty() {
+            Some(serde_json::Value::Object(Default::default()))
+        } else {
+            serde_json::from_str(&call.arguments).ok()
+        };
+        let tool = self.tools.get(&call.name).cloned();
+        let recorded = match (&tool, &parsed) {
+            (Some(tool), Some(arguments)) => tool.sanitize(arguments),
+            (_, Some(arguments)) => arguments.clone(),
+            (_, None) => serde_json::Value::String(call.arguments.clone()),
         };
         self.emit(EventPayload::ToolCallStarted {
             call_id: call.id.clone(),
             tool: call.name.clone(),
-            arguments,
+            arguments: recorded.clone(),
         })?;
         let ctx = ToolContext {
             call_id: call.id.clone(),
             ..self.tool_context.clone()
         };
-        let output = self.tools.call(ctx, &call.name, &call.arguments).await;
+        let verdict = match (&tool, &parsed) {
+            (Some(tool), Some(arguments)) => {
+                let checked = Call {
+                    tool: tool.as_ref(),
+                    name: &call.name,
+                    arguments,
+                    sanitized: &recorded,
+                };
+                self.gate.check(checked, &ctx, progress, slot).await?
+            }
+            // Unknown tools and malformed arguments are answered by the tool set.
+            _ => Verdict::Run,
+        };
+        let output = match verdict {
+            Verdict::Run => self.tools.call(ctx, &call.name, &call.arguments).await,
+            Verdict::Refuse(reason) => ToolOutput::error(reason),
+        };
         self.emit(EventPayload::ToolCallFinished {
             call_id: call.id.clone(),
             tool: call.name.clone(),

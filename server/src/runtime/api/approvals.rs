@@ -1,0 +1,41 @@
+//! Human decisions on tool calls waiting for approval.
+
+use uuid::Uuid;
+
+use super::OdysseyRuntime;
+use crate::runtime::error::{Result, RuntimeError};
+use crate::runtime::events::ApprovalDecision;
+use crate::runtime::paging::{Page, PageRequest};
+use crate::runtime::permissions::Approval;
+
+impl OdysseyRuntime {
+    /// Pending requests, oldest first, optionally of one session.
+    pub fn list_approvals(
+        &self,
+        session: Option<Uuid>,
+        page: PageRequest,
+    ) -> Result<Page<Approval>> {
+        Ok(self.inner.approvals.list(session, &page)?)
+    }
+
+    /// Resolves a pending request. The waiting turn takes the next free worker slot.
+    pub fn resolve_approval(
+        &self,
+        request_id: &str,
+        decision: ApprovalDecision,
+        reason: String,
+    ) -> Result<Approval> {
+        if request_id.trim().is_empty() {
+            return Err(RuntimeError::invalid("request_id", "is required"));
+        }
+        let approval = self.inner.approvals.resolve(request_id, decision, reason)?;
+        tracing::info!(
+            request = %request_id,
+            session = %approval.request.session_id,
+            tool = %approval.request.tool,
+            ?decision,
+            "approval resolved"
+        );
+        Ok(approval)
+    }
+}
