@@ -29,6 +29,10 @@ pub enum ClientError {
     /// The server (or the transport under it) answered with a gRPC error.
     #[error("{}", status_message(.0))]
     Rpc(#[from] tonic::Status),
+    /// A request this client refuses to send because it cannot be right (a command with
+    /// no program); the server would refuse it with INVALID_ARGUMENT.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
     /// The server answered, but not as the API says it must.
     #[error("unexpected answer from the server: {0}")]
     Protocol(String),

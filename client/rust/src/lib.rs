@@ -4,8 +4,10 @@
 //! [`OdysseyClient`] dials a server and hands out the generated clients of every service;
 //! its typed helpers cover what needs more than one call or more than one message:
 //! streaming archives ([`OdysseyClient::build_bundle`]), following a session's events across
-//! disconnects ([`OdysseyClient::subscribe`]) and watching one turn from its first event to
-//! its last ([`OdysseyClient::run_turn`]).
+//! disconnects ([`OdysseyClient::subscribe`]), watching one turn from its first event to
+//! its last ([`OdysseyClient::run_turn`]), answering approval requests
+//! ([`OdysseyClient::list_approvals`], [`OdysseyClient::resolve_approval`]) and running
+//! operator commands in a session's sandbox ([`OdysseyClient::stream_session_command`]).
 //!
 //! ```no_run
 //! # async fn tour() -> Result<(), odyssey_client::ClientError> {
@@ -22,11 +24,13 @@
 //! # Ok(()) }
 //! ```
 
+mod approvals;
 mod archive;
 mod auth;
 mod bundles;
 mod cli;
 mod client;
+mod commands;
 mod error;
 mod events;
 mod executions;
@@ -39,6 +43,7 @@ pub use auth::BearerAuth;
 pub use bundles::CHUNK_BYTES;
 pub use cli::{Style, run_cli, run_cli_with};
 pub use client::{AuthChannel, OdysseyClient};
+pub use commands::{CommandStream, OperatorCommand};
 pub use error::{ClientError, code_name};
 pub use events::{EventStream, ReconnectPolicy};
 pub use model::{ModelParseError, format_model, parse_model};

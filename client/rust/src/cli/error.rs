@@ -30,6 +30,18 @@ pub(crate) enum CliError {
         outcome: &'static str,
         error: String,
     },
+    /// `odyssey exec`'s command did not exit 0. Its output already said why, so only a
+    /// timeout gets a line; the code becomes ours.
+    #[error("{}", if *.timed_out {
+        format!("the command timed out after {duration_ms} ms and was killed")
+    } else {
+        format!("the command exited with code {code}")
+    })]
+    CommandExited {
+        code: i32,
+        timed_out: bool,
+        duration_ms: u64,
+    },
     /// Ctrl-C during a command that cleans up after itself (the demo's server and home).
     #[cfg(feature = "server")]
     #[error("interrupted")]
@@ -55,10 +67,31 @@ impl CliError {
     pub fn exit_code(&self) -> i32 {
         match self {
             Self::Usage(_) => 2,
+            // A code a process can exit with passes through; a timeout without one is
+            // 124 as with timeout(1); anything else (a signal, a negative code) is 1.
+            Self::CommandExited {
+                code, timed_out, ..
+            } => match *code {
+                1..=255 => *code,
+                _ if *timed_out => 124,
+                _ => 1,
+            },
             #[cfg(feature = "server")]
             Self::Interrupted => 130,
             _ => 1,
         }
+    }
+
+    /// Whether the exit code says it all: a command that failed in `exec` printed its own
+    /// output, and an extra line would mix ours into it.
+    pub fn is_silent(&self) -> bool {
+        matches!(
+            self,
+            Self::CommandExited {
+                timed_out: false,
+                ..
+            }
+        )
     }
 
     /// Whether the error is a closed stdout (`odyssey events … | head`): not worth a message.

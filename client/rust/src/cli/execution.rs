@@ -1,23 +1,34 @@
 //! `odyssey run|submit|status|cancel`: turns and their executions.
 
 use odyssey_api::v1 as pb;
+use pb::session_event::Payload;
 use serde_json::json;
 
+use super::approval::{self, AutoAnswer, Responder};
 use super::args::TurnArgs;
 use super::error::CliError;
 use super::output::Output;
-use super::render::{self, TurnPrinter};
-use super::{Global, json};
+use super::printer::TurnPrinter;
+use super::{Global, json, render};
 use crate::error::ClientError;
 
+/// A turn to submit (`submit`, and the first part of `run`).
 #[derive(Debug, clap::Args)]
-pub(crate) struct RunArgs {
+pub(crate) struct SubmitArgs {
     /// The session id.
     session: String,
     /// What to ask.
     prompt: String,
     #[command(flatten)]
     turn: TurnArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    submit: SubmitArgs,
+    #[command(flatten)]
+    auto: AutoAnswer,
 }
 
 #[derive(Debug, clap::Args)]
@@ -28,21 +39,30 @@ pub(crate) struct ExecutionArgs {
 
 /// Streams one turn. Exits non-zero when the turn did not complete (failed, cancelled,
 /// interrupted), so scripts can tell.
+///
+/// A permission request of the turn is asked on the terminal when there is one; otherwise
+/// it is answered by `--auto-approve`/`--auto-deny`, or left to `odyssey approve`/`deny`
+/// while the stream goes on (the turn resumes whoever answers).
 pub(crate) async fn run(
     args: RunArgs,
     global: &Global,
     output: &mut Output<'_>,
 ) -> Result<(), CliError> {
     let client = global.connect().await?;
+    let submit = args.submit;
     let mut turn = client
-        .run_turn(&args.session, &args.prompt, args.turn.overrides())
+        .run_turn(&submit.session, &submit.prompt, submit.turn.overrides())
         .await?;
+    let mut responder = Responder::for_run(args.auto, output.style.interactive, &global.server);
     let mut printer = TurnPrinter::default();
     while let Some(event) = turn.next().await? {
         if output.json {
             output.json_line(&json::event(&event))?;
         } else {
             printer.event(output, &event)?;
+        }
+        if let Some(Payload::PermissionRequested(request)) = &event.payload {
+            approval::respond(&client, &mut responder, output, request).await?;
         }
     }
     let done = turn
@@ -69,7 +89,7 @@ pub(crate) fn completed_or_error(done: &pb::TurnCompleted) -> Result<(), CliErro
 }
 
 pub(crate) async fn submit(
-    args: RunArgs,
+    args: SubmitArgs,
     global: &Global,
     output: &mut Output<'_>,
 ) -> Result<(), CliError> {

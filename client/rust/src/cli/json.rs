@@ -246,24 +246,9 @@ fn payload_json(payload: &Payload) -> Value {
             "success": p.success,
             "result": p.result,
         }),
-        Payload::ExecCommandBegin(p) => json!({
-            "exec_id": p.exec_id,
-            "argv": p.argv,
-            "cwd": p.cwd,
-            "call_id": p.call_id,
-        }),
-        Payload::ExecCommandOutputDelta(p) => json!({
-            "exec_id": p.exec_id,
-            "stream": enum_name(p.stream, pb::OutputStream::as_str_name),
-            "text": p.text,
-        }),
-        Payload::ExecCommandEnd(p) => json!({
-            "exec_id": p.exec_id,
-            "exit_code": p.exit_code,
-            "duration_ms": p.duration_ms,
-            "timed_out": p.timed_out,
-            "output_truncated": p.output_truncated,
-        }),
+        Payload::ExecCommandBegin(p) => exec_begin(p),
+        Payload::ExecCommandOutputDelta(p) => exec_output(p),
+        Payload::ExecCommandEnd(p) => exec_end(p),
         Payload::PermissionRequested(p) => json!({
             "request_id": p.request_id,
             "call_id": p.call_id,
@@ -292,6 +277,65 @@ fn payload_json(payload: &Payload) -> Value {
             json!({ "code": p.code, "message": p.message, "fatal": p.fatal })
         }
     }
+}
+
+pub(crate) fn exec_begin(p: &pb::ExecCommandBegin) -> Value {
+    json!({ "exec_id": p.exec_id, "argv": p.argv, "cwd": p.cwd, "call_id": p.call_id })
+}
+
+pub(crate) fn exec_output(p: &pb::ExecCommandOutputDelta) -> Value {
+    json!({
+        "exec_id": p.exec_id,
+        "stream": enum_name(p.stream, pb::OutputStream::as_str_name),
+        "text": p.text,
+    })
+}
+
+pub(crate) fn exec_end(p: &pb::ExecCommandEnd) -> Value {
+    json!({
+        "exec_id": p.exec_id,
+        "exit_code": p.exit_code,
+        "duration_ms": p.duration_ms,
+        "timed_out": p.timed_out,
+        "output_truncated": p.output_truncated,
+    })
+}
+
+/// One item of `odyssey exec --json`, shaped like an event: `kind` plus the item under
+/// that name (`{"kind": "output", "output": {"stream": "OUTPUT_STREAM_STDOUT", ...}}`).
+pub(crate) fn command_item(item: &pb::StreamSessionCommandResponse) -> Value {
+    use pb::stream_session_command_response::Item;
+    let (kind, body) = match &item.item {
+        Some(Item::Begin(p)) => ("begin", exec_begin(p)),
+        Some(Item::Output(p)) => ("output", exec_output(p)),
+        Some(Item::End(p)) => ("end", exec_end(p)),
+        None => ("unknown", Value::Null),
+    };
+    let mut object = Map::new();
+    object.insert("kind".into(), Value::from(kind));
+    object.insert(kind.into(), body);
+    Value::Object(object)
+}
+
+pub(crate) fn approval(a: &pb::Approval) -> Value {
+    json!({
+        "request_id": a.request_id,
+        "session_id": a.session_id,
+        "execution_id": a.execution_id,
+        "call_id": a.call_id,
+        "tool": a.tool,
+        "arguments": optional_struct(a.arguments.as_ref()),
+        "summary": a.summary,
+        "requested_at": timestamp(a.requested_at.as_ref()),
+        "expires_at": timestamp(a.expires_at.as_ref()),
+    })
+}
+
+pub(crate) fn resolved_approval(r: &pb::ResolveApprovalResponse) -> Value {
+    json!({
+        "approval": r.approval.as_ref().map_or(Value::Null, approval),
+        "decision": enum_name(r.decision, pb::ApprovalDecision::as_str_name),
+    })
 }
 
 fn chat_message(m: &pb::ChatMessage) -> Value {
@@ -393,5 +437,67 @@ mod tests {
         assert_eq!(value["model"]["provider"], "replay");
         assert_eq!(value["last_sequence"], 12);
         assert_eq!(value["created_at"], Value::Null);
+    }
+
+    #[test]
+    fn command_items_are_tagged_by_kind() {
+        use pb::stream_session_command_response::Item;
+        let output = pb::StreamSessionCommandResponse {
+            item: Some(Item::Output(pb::ExecCommandOutputDelta {
+                exec_id: "x1".into(),
+                stream: pb::OutputStream::Stderr.into(),
+                text: "oops\n".into(),
+            })),
+        };
+        assert_eq!(
+            command_item(&output),
+            json!({
+                "kind": "output",
+                "output": { "exec_id": "x1", "stream": "OUTPUT_STREAM_STDERR", "text": "oops\n" },
+            })
+        );
+        let end = pb::StreamSessionCommandResponse {
+            item: Some(Item::End(pb::ExecCommandEnd {
+                exec_id: "x1".into(),
+                exit_code: 3,
+                ..Default::default()
+            })),
+        };
+        let value = command_item(&end);
+        assert_eq!(value["kind"], "end");
+        assert_eq!(value["end"]["exit_code"], 3);
+        let begin = pb::StreamSessionCommandResponse {
+            item: Some(Item::Begin(pb::ExecCommandBegin {
+                exec_id: "x1".into(),
+                argv: vec!["ls".into()],
+                ..Default::default()
+            })),
+        };
+        assert_eq!(command_item(&begin)["begin"]["argv"], json!(["ls"]));
+    }
+
+    #[test]
+    fn approvals_map_their_fields() {
+        let pending = pb::Approval {
+            request_id: "req-1".into(),
+            session_id: "s1".into(),
+            tool: "Bash".into(),
+            summary: "run `ls`".into(),
+            requested_at: Some(prost_types::Timestamp {
+                seconds: 0,
+                nanos: 0,
+            }),
+            ..Default::default()
+        };
+        let value = approval(&pending);
+        assert_eq!(value["request_id"], "req-1");
+        assert_eq!(value["requested_at"], "1970-01-01T00:00:00Z");
+        assert_eq!(value["expires_at"], Value::Null);
+        let resolved = resolved_approval(&pb::ResolveApprovalResponse {
+            approval: Some(pending),
+            decision: pb::ApprovalDecision::Deny.into(),
+        });
+        assert_eq!(resolved["decision"], "APPROVAL_DECISION_DENY");
+        assert_eq!(resolved["approval"]["tool"], "Bash");
     }
 }

@@ -1,6 +1,8 @@
 //! The `odyssey` command line: argument parsing (clap derive) and dispatch. Each command
 //! group lives in its own file; this one only routes and turns errors into exit codes.
 
+mod approval;
+mod approvals;
 mod args;
 mod bundle;
 mod catalog;
@@ -8,10 +10,15 @@ mod catalog;
 mod demo;
 mod error;
 mod events;
+mod exec;
 mod execution;
+#[cfg(test)]
+pub(crate) mod fake;
 mod files;
 mod json;
 mod output;
+mod printer;
+mod prompt;
 mod render;
 mod session;
 mod time;
@@ -84,16 +91,25 @@ enum Command {
     /// Create, list, show and delete sessions.
     #[command(subcommand)]
     Session(session::SessionCommand),
-    /// Run a turn and stream it: the answer on stdout, activity on stderr.
+    /// Run a turn and stream it: the answer on stdout, activity on stderr. Tool calls
+    /// that need approval are asked on the terminal.
     Run(execution::RunArgs),
     /// Enqueue a turn and print its execution id.
-    Submit(execution::RunArgs),
+    Submit(execution::SubmitArgs),
     /// Show an execution's state.
     Status(execution::ExecutionArgs),
     /// Cancel a queued or running execution.
     Cancel(execution::ExecutionArgs),
     /// Print a session's stored events; with --follow, keep streaming live ones.
     Events(events::EventsArgs),
+    /// Run a command in a session's sandbox, streaming its output; exits with its code.
+    Exec(exec::ExecArgs),
+    /// List the tool calls waiting for approval.
+    Approvals(approvals::ApprovalsArgs),
+    /// Allow a tool call that waits for approval.
+    Approve(approvals::ApproveArgs),
+    /// Refuse a tool call that waits for approval.
+    Deny(approvals::DenyArgs),
 }
 
 /// Runs one `odyssey` invocation in-process and returns its exit code: 0 on success, 1 on
@@ -151,7 +167,9 @@ pub async fn run_cli_with(
         // The reader went away (`| head`): nothing left worth saying.
         Err(e) if e.is_broken_pipe() => 141,
         Err(e) => {
-            let _ = writeln!(output.err, "{}", e.line());
+            if !e.is_silent() {
+                let _ = writeln!(output.err, "{}", e.line());
+            }
             let _ = output.err.flush();
             e.exit_code()
         }
@@ -192,6 +210,10 @@ async fn dispatch(
         Command::Status(args) => execution::status(args, global, output).await,
         Command::Cancel(args) => execution::cancel(args, global, output).await,
         Command::Events(args) => events::run(args, global, output).await,
+        Command::Exec(args) => exec::run(args, global, output).await,
+        Command::Approvals(args) => approvals::list(args, global, output).await,
+        Command::Approve(args) => approvals::approve(args, global, output).await,
+        Command::Deny(args) => approvals::deny(args, global, output).await,
     }
 }
 
@@ -237,6 +259,100 @@ mod tests {
             ["run"]
         );
         assert_eq!(skip_program_name(vec!["run".into()]), ["run"]);
+    }
+
+    #[test]
+    fn exec_takes_the_command_after_a_double_dash() {
+        let cli = parse(&[
+            "exec",
+            "s1",
+            "--cwd",
+            "src",
+            "--timeout-ms",
+            "1500",
+            "--",
+            "ls",
+            "-la",
+            "--color=never",
+        ])
+        .unwrap();
+        let Command::Exec(args) = cli.command else {
+            panic!("not exec: {:?}", cli.command);
+        };
+        let text = format!("{args:?}");
+        assert!(text.contains("session: \"s1\""), "{text}");
+        assert!(text.contains("cwd: Some(\"src\")"), "{text}");
+        assert!(text.contains("timeout_ms: Some(1500)"), "{text}");
+        assert!(
+            text.contains("command: [\"ls\", \"-la\", \"--color=never\"]"),
+            "{text}"
+        );
+        // The command is required, must follow `--`, and a zero timeout is refused.
+        assert!(parse(&["exec", "s1"]).is_err());
+        assert!(parse(&["exec", "s1", "ls"]).is_err());
+        assert!(parse(&["exec", "s1", "--timeout-ms", "0", "--", "ls"]).is_err());
+    }
+
+    #[test]
+    fn approval_commands_parse() {
+        let Command::Approvals(args) = parse(&["approvals", "--session", "s1"]).unwrap().command
+        else {
+            panic!("not approvals");
+        };
+        assert!(format!("{args:?}").contains("Some(\"s1\")"));
+        assert!(matches!(
+            parse(&["approvals"]).unwrap().command,
+            Command::Approvals(_)
+        ));
+
+        let Command::Approve(args) = parse(&["approve", "r1", "--always"]).unwrap().command else {
+            panic!("not approve");
+        };
+        assert_eq!(
+            format!("{args:?}"),
+            "ApproveArgs { request: \"r1\", always: true }"
+        );
+        let Command::Approve(args) = parse(&["approve", "r1"]).unwrap().command else {
+            panic!("not approve");
+        };
+        assert_eq!(
+            format!("{args:?}"),
+            "ApproveArgs { request: \"r1\", always: false }"
+        );
+        assert!(parse(&["approve"]).is_err());
+
+        let Command::Deny(args) = parse(&["deny", "r1", "--reason", "not on main"])
+            .unwrap()
+            .command
+        else {
+            panic!("not deny");
+        };
+        assert_eq!(
+            format!("{args:?}"),
+            "DenyArgs { request: \"r1\", reason: Some(\"not on main\") }"
+        );
+        assert!(parse(&["deny", "r1", "--always"]).is_err());
+    }
+
+    #[test]
+    fn run_auto_answers_are_exclusive_and_only_for_run() {
+        for (flag, approve, deny) in [
+            ("--auto-approve", true, false),
+            ("--auto-deny", false, true),
+        ] {
+            let Command::Run(args) = parse(&["run", "s1", "hi", flag]).unwrap().command else {
+                panic!("not run");
+            };
+            let text = format!("{args:?}");
+            assert!(
+                text.contains(&format!("auto_approve: {approve}, auto_deny: {deny}")),
+                "{text}"
+            );
+        }
+        let both = parse(&["run", "s1", "hi", "--auto-approve", "--auto-deny"]).unwrap_err();
+        assert_eq!(both.kind(), clap::error::ErrorKind::ArgumentConflict);
+        assert!(parse(&["submit", "s1", "hi", "--auto-deny"]).is_err());
+        assert!(parse(&["submit", "s1", "hi", "--cwd", "src"]).is_ok());
     }
 
     #[tokio::test]

@@ -5,26 +5,37 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-/// How human output looks on the error stream (reasoning, tool lines, notes).
+/// How the CLI meets a human: how output looks on the error stream (reasoning, tool
+/// lines, notes), and whether questions may be asked on the terminal.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Style {
     /// Dim reasoning with ANSI codes instead of prefixing it.
     pub color: bool,
+    /// A person is at the terminal: approval requests are asked on stderr and answered
+    /// on stdin. Off, they are left for `odyssey approve`/`deny` (or auto-answered).
+    pub interactive: bool,
 }
 
 impl Style {
-    /// No escape codes: for buffers, pipes and files.
+    /// No escape codes and no questions: for buffers, pipes, files and tests.
     pub fn plain() -> Self {
-        Self { color: false }
+        Self {
+            color: false,
+            interactive: false,
+        }
     }
 
-    /// Color when stderr is a terminal and neither `NO_COLOR` nor `TERM=dumb` says otherwise.
+    /// Color when stderr is a terminal and neither `NO_COLOR` nor `TERM=dumb` says otherwise;
+    /// interactive when stdin and stderr are both terminals (the question goes to one, the
+    /// answer comes from the other).
     pub fn detect() -> Self {
         use std::io::IsTerminal;
         let disabled = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
             || std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        let stderr_tty = io::stderr().is_terminal();
         Self {
-            color: !disabled && io::stderr().is_terminal(),
+            color: !disabled && stderr_tty,
+            interactive: stderr_tty && io::stdin().is_terminal(),
         }
     }
 }

@@ -1,13 +1,10 @@
-//! Human-readable events: one line per stored event (`events`, `demo`), and the live view of
-//! a turn (`run`) that streams the answer to stdout and everything else to stderr.
-
-use std::io;
+//! Human-readable events: one line per stored event (`events`, `demo`), and the words the
+//! live view of a turn (`printer`) shares with it.
 
 use odyssey_api::v1 as pb;
 use pb::session_event::Payload;
 
 use super::json::{event_kind, value_to_json};
-use super::output::Output;
 
 /// Longest tool-argument text shown on a tool line.
 const ARGS_WIDTH: usize = 80;
@@ -100,40 +97,44 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
         Payload::ToolCallFinished(p) => {
             format!("← {} {}", p.tool, tool_result(p.success, &p.result))
         }
-        Payload::ExecCommandBegin(p) => format!("$ {}", shorten(&p.argv.join(" "), DETAIL_WIDTH)),
-        Payload::ExecCommandOutputDelta(p) => format!("{:?}", shorten(&p.text, DETAIL_WIDTH)),
-        Payload::ExecCommandEnd(p) => {
-            let mut text = format!("exit {} after {} ms", p.exit_code, p.duration_ms);
-            if p.timed_out {
-                text.push_str(" (timed out)");
+        Payload::ExecCommandBegin(p) => command_line(p),
+        Payload::ExecCommandOutputDelta(p) => {
+            let text = format!("{:?}", shorten(&p.text, DETAIL_WIDTH));
+            if p.stream == i32::from(pb::OutputStream::Stderr) {
+                format!("stderr {text}")
+            } else {
+                text
             }
-            if p.output_truncated {
-                text.push_str(" (output truncated)");
-            }
-            text
         }
-        Payload::PermissionRequested(p) => format!(
-            "{} wants to run: {} [{}]",
-            p.tool,
-            shorten(&p.summary, 60),
+        Payload::ExecCommandEnd(p) => exec_end(p),
+        Payload::PermissionRequested(p) => {
+            let action = if p.summary.trim().is_empty() {
+                tool_call(&p.tool, p.arguments.as_ref())
+            } else {
+                shorten(&p.summary, 60)
+            };
+            format!("{} asks to run: {action} [{}]", p.tool, p.request_id)
+        }
+        Payload::ApprovalResolved(p) => format!(
+            "{} [{}]",
+            shorten(&approval_outcome(p), DETAIL_WIDTH),
             p.request_id
         ),
-        Payload::ApprovalResolved(p) => {
-            let decision = pb::ApprovalDecision::try_from(p.decision)
-                .map(|d| enum_label(d.as_str_name(), "APPROVAL_DECISION_"))
-                .unwrap_or_else(|_| p.decision.to_string());
-            let resolution = pb::ApprovalResolution::try_from(p.resolution)
-                .map(|r| enum_label(r.as_str_name(), "APPROVAL_RESOLUTION_"))
-                .unwrap_or_else(|_| p.resolution.to_string());
-            format!("{decision} ({resolution}) [{}]", p.request_id)
-        }
         Payload::PlanUpdated(p) => {
             let done = p
                 .steps
                 .iter()
                 .filter(|s| s.status == i32::from(pb::PlanStepStatus::Completed))
                 .count();
-            format!("{done}/{} steps done", p.steps.len())
+            let steps: Vec<String> = p
+                .steps
+                .iter()
+                .map(|s| format!("{} {}", step_mark(s.status), s.text))
+                .collect();
+            shorten(
+                &format!("{done}/{} done: {}", p.steps.len(), steps.join(" · ")),
+                DETAIL_WIDTH,
+            )
         }
         Payload::TokenUsageReported(p) => format!("turn so far: {}", usage(p.turn_total.as_ref())),
         Payload::ErrorOccurred(p) => {
@@ -144,12 +145,72 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
 }
 
 /// `ok: result` or `error: result`, shortened.
-fn tool_result(success: bool, result: &str) -> String {
+pub(crate) fn tool_result(success: bool, result: &str) -> String {
     let label = if success { "ok" } else { "error" };
     if result.trim().is_empty() {
         label.to_owned()
     } else {
         format!("{label}: {}", shorten(result, RESULT_WIDTH))
+    }
+}
+
+/// `$ ls -la (in data/src)`: a process about to run.
+pub(crate) fn command_line(begin: &pb::ExecCommandBegin) -> String {
+    let argv = shorten(&begin.argv.join(" "), DETAIL_WIDTH);
+    if begin.cwd.is_empty() {
+        format!("$ {argv}")
+    } else {
+        format!("$ {argv} (in {})", begin.cwd)
+    }
+}
+
+/// `exit 0 after 12 ms`, plus whether it timed out or lost output.
+pub(crate) fn exec_end(end: &pb::ExecCommandEnd) -> String {
+    let mut text = format!("exit {} after {} ms", end.exit_code, end.duration_ms);
+    if end.timed_out {
+        text.push_str(" (timed out, killed)");
+    }
+    if end.output_truncated {
+        text.push_str(" (output truncated)");
+    }
+    text
+}
+
+/// How an approval request ended, in words: who decided what, and the reason the model
+/// was given for a deny.
+pub(crate) fn approval_outcome(resolved: &pb::ApprovalResolved) -> String {
+    use pb::{ApprovalDecision as D, ApprovalResolution as R};
+    let with_reason = |text: &str| {
+        if resolved.reason.trim().is_empty() {
+            text.to_owned()
+        } else {
+            format!("{text}: {}", resolved.reason.trim())
+        }
+    };
+    match R::try_from(resolved.resolution) {
+        Ok(R::TimedOut) => return with_reason("denied: nobody answered in time"),
+        Ok(R::Cancelled) => return with_reason("cancelled with the turn"),
+        Ok(R::Interrupted) => return with_reason("interrupted (the server stopped)"),
+        Ok(R::Decided | R::Unspecified) | Err(_) => {}
+    }
+    match D::try_from(resolved.decision) {
+        Ok(D::AllowOnce) => "allowed once".to_owned(),
+        Ok(D::AllowAlways) => "allowed for the rest of the session (this exact call)".to_owned(),
+        // The CLI's and the prompt's reasons already start with "denied".
+        Ok(D::Deny) if resolved.reason.trim_start().starts_with("denied") => {
+            resolved.reason.trim().to_owned()
+        }
+        Ok(D::Deny) => with_reason("denied"),
+        Ok(D::Unspecified) | Err(_) => with_reason(&format!("resolved ({})", resolved.decision)),
+    }
+}
+
+/// `[x]` completed, `[>]` in progress, `[ ]` pending: a plan step's checkbox.
+pub(crate) fn step_mark(status: i32) -> &'static str {
+    match pb::PlanStepStatus::try_from(status) {
+        Ok(pb::PlanStepStatus::Completed) => "[x]",
+        Ok(pb::PlanStepStatus::InProgress) => "[>]",
+        Ok(pb::PlanStepStatus::Pending | pb::PlanStepStatus::Unspecified) | Err(_) => "[ ]",
     }
 }
 
@@ -165,96 +226,9 @@ pub(crate) fn event_line(event: &pb::SessionEvent) -> String {
     .to_owned()
 }
 
-/// The live view of one turn for `odyssey run`: the answer streams to stdout as it
-/// arrives; reasoning (dimmed or prefixed), tool activity and the usage line go to stderr
-/// so stdout holds only the answer.
-#[derive(Default)]
-pub(crate) struct TurnPrinter {
-    /// The answer's current line has text and no newline yet.
-    text_open: bool,
-    /// A reasoning line is open on stderr.
-    reasoning_open: bool,
-}
-
-impl TurnPrinter {
-    pub fn event(&mut self, output: &mut Output<'_>, event: &pb::SessionEvent) -> io::Result<()> {
-        let Some(payload) = &event.payload else {
-            return Ok(());
-        };
-        if !matches!(payload, Payload::ReasoningDelta(_)) {
-            self.close_reasoning(output)?;
-        }
-        match payload {
-            Payload::AgentMessageDelta(p) => {
-                output.out.write_all(p.delta.as_bytes())?;
-                output.out.flush()?;
-                self.text_open = !p.delta.ends_with('\n');
-            }
-            Payload::ReasoningDelta(p) => {
-                if !self.reasoning_open {
-                    self.close_text(output)?;
-                    if !output.style.color {
-                        output.err.write_all(b"[reasoning] ")?;
-                    }
-                    self.reasoning_open = true;
-                }
-                let text = output.dim(&p.delta.replace('\n', " "));
-                output.err.write_all(text.as_bytes())?;
-                output.err.flush()?;
-            }
-            Payload::ToolCallStarted(p) => {
-                self.close_text(output)?;
-                output.note(format!("→ {}", tool_call(&p.tool, p.arguments.as_ref())))?;
-            }
-            Payload::ToolCallFinished(p) => {
-                self.close_text(output)?;
-                output.note(format!("← {}", tool_result(p.success, &p.result)))?;
-            }
-            Payload::PermissionRequested(p) => {
-                self.close_text(output)?;
-                output.note(format!(
-                    "? {} waits for approval: {} (request {})",
-                    p.tool,
-                    shorten(&p.summary, 60),
-                    p.request_id
-                ))?;
-            }
-            Payload::ApprovalResolved(_) | Payload::ErrorOccurred(_) => {
-                self.close_text(output)?;
-                output.note(format!("{}: {}", event_kind(event), detail(event)))?;
-            }
-            Payload::TurnCompleted(p) => {
-                self.close_text(output)?;
-                // How a failed turn ended is the command's error line, not repeated here.
-                output.note(output.dim(&format!("tokens: {}", usage(p.usage.as_ref()))))?;
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn close_text(&mut self, output: &mut Output<'_>) -> io::Result<()> {
-        if self.text_open {
-            output.out.write_all(b"\n")?;
-            output.out.flush()?;
-            self.text_open = false;
-        }
-        Ok(())
-    }
-
-    fn close_reasoning(&mut self, output: &mut Output<'_>) -> io::Result<()> {
-        if self.reasoning_open {
-            output.err.write_all(b"\n")?;
-            self.reasoning_open = false;
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::output::Style;
 
     fn event(sequence: u64, payload: Payload) -> pb::SessionEvent {
         pb::SessionEvent {
@@ -281,62 +255,116 @@ mod tests {
         assert_eq!(line, "     3  agent_message_delta        \"Hi \"");
     }
 
+    fn lines(payloads: Vec<Payload>) -> Vec<String> {
+        payloads
+            .into_iter()
+            .enumerate()
+            .map(|(i, payload)| event_line(&event(i as u64 + 1, payload)))
+            .collect()
+    }
+
     #[test]
-    fn turn_printer_splits_answer_and_activity() {
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let mut output = Output {
-            out: &mut out,
-            err: &mut err,
-            json: false,
-            style: Style::plain(),
-        };
-        let mut printer = TurnPrinter::default();
+    fn approval_events_read_as_sentences() {
+        let request = crate::cli::prompt::tests::bash_request("git push");
+        let resolved =
+            |decision: pb::ApprovalDecision, resolution: pb::ApprovalResolution, reason: &str| {
+                Payload::ApprovalResolved(pb::ApprovalResolved {
+                    request_id: "req-1".into(),
+                    decision: decision.into(),
+                    resolution: resolution.into(),
+                    reason: reason.into(),
+                })
+            };
+        use pb::{ApprovalDecision as D, ApprovalResolution as R};
+        assert_eq!(
+            lines(vec![
+                Payload::PermissionRequested(request),
+                resolved(D::AllowOnce, R::Decided, ""),
+                resolved(D::AllowAlways, R::Decided, ""),
+                resolved(D::Deny, R::Decided, "not on main"),
+                resolved(D::Deny, R::TimedOut, ""),
+                resolved(D::Deny, R::Cancelled, ""),
+            ]),
+            [
+                "     1  permission_requested       Bash asks to run: run `git push` in data/ [req-1]",
+                "     2  approval_resolved          allowed once [req-1]",
+                "     3  approval_resolved          allowed for the rest of the session (this exact call) [req-1]",
+                "     4  approval_resolved          denied: not on main [req-1]",
+                "     5  approval_resolved          denied: nobody answered in time [req-1]",
+                "     6  approval_resolved          cancelled with the turn [req-1]",
+            ]
+        );
+    }
+
+    #[test]
+    fn tool_exec_and_plan_events_read_as_lines() {
         let mut args = std::collections::BTreeMap::new();
         args.insert(
-            "path".to_owned(),
-            prost_types::Value::from("README.md".to_owned()),
+            "command".to_owned(),
+            prost_types::Value::from("ls".to_owned()),
         );
-        let events = [
-            Payload::ReasoningDelta(pb::ReasoningDelta {
-                delta: "thinking".into(),
-            }),
-            Payload::AgentMessageDelta(pb::AgentMessageDelta {
-                delta: "Hello ".into(),
-            }),
-            Payload::ToolCallStarted(pb::ToolCallStarted {
-                call_id: "c1".into(),
-                tool: "Read".into(),
-                arguments: Some(prost_types::Struct { fields: args }),
-            }),
-            Payload::ToolCallFinished(pb::ToolCallFinished {
-                call_id: "c1".into(),
-                tool: "Read".into(),
-                success: true,
-                result: "# Demo\nline two".into(),
-            }),
-            Payload::AgentMessageDelta(pb::AgentMessageDelta {
-                delta: "world".into(),
-            }),
-            Payload::TurnCompleted(pb::TurnCompleted {
-                outcome: pb::TurnOutcome::Completed.into(),
-                usage: Some(pb::TokenUsage {
-                    input_tokens: 3,
-                    output_tokens: 2,
-                    total_tokens: 5,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-        ];
-        for (i, payload) in events.into_iter().enumerate() {
-            printer
-                .event(&mut output, &event(i as u64 + 1, payload))
-                .unwrap();
-        }
-        assert_eq!(String::from_utf8(out).unwrap(), "Hello \nworld\n");
         assert_eq!(
-            String::from_utf8(err).unwrap(),
-            "[reasoning] thinking\n→ Read(path=\"README.md\")\n← ok: # Demo line two\ntokens: 3 in · 2 out · 5 total\n"
+            lines(vec![
+                Payload::ToolCallStarted(pb::ToolCallStarted {
+                    call_id: "c1".into(),
+                    tool: "Bash".into(),
+                    arguments: Some(prost_types::Struct { fields: args }),
+                }),
+                Payload::ExecCommandBegin(pb::ExecCommandBegin {
+                    exec_id: "x1".into(),
+                    argv: vec!["bash".into(), "-c".into(), "ls".into()],
+                    cwd: "data".into(),
+                    call_id: "c1".into(),
+                }),
+                Payload::ExecCommandOutputDelta(pb::ExecCommandOutputDelta {
+                    exec_id: "x1".into(),
+                    stream: pb::OutputStream::Stdout.into(),
+                    text: "README.md\nnotes\n".into(),
+                }),
+                Payload::ExecCommandOutputDelta(pb::ExecCommandOutputDelta {
+                    exec_id: "x1".into(),
+                    stream: pb::OutputStream::Stderr.into(),
+                    text: "warning".into(),
+                }),
+                Payload::ExecCommandEnd(pb::ExecCommandEnd {
+                    exec_id: "x1".into(),
+                    exit_code: 0,
+                    duration_ms: 12,
+                    timed_out: false,
+                    output_truncated: true,
+                }),
+                Payload::ToolCallFinished(pb::ToolCallFinished {
+                    call_id: "c1".into(),
+                    tool: "Bash".into(),
+                    success: true,
+                    result: "README.md\nnotes".into(),
+                }),
+                Payload::PlanUpdated(pb::PlanUpdated {
+                    steps: vec![
+                        pb::PlanStep {
+                            text: "list".into(),
+                            status: pb::PlanStepStatus::Completed.into(),
+                        },
+                        pb::PlanStep {
+                            text: "read".into(),
+                            status: pb::PlanStepStatus::InProgress.into(),
+                        },
+                        pb::PlanStep {
+                            text: "run".into(),
+                            status: pb::PlanStepStatus::Pending.into(),
+                        },
+                    ],
+                }),
+            ]),
+            [
+                "     1  tool_call_started          → Bash(command=\"ls\")",
+                "     2  exec_command_begin         $ bash -c ls (in data)",
+                "     3  exec_command_output_delta  \"README.md notes\"",
+                "     4  exec_command_output_delta  stderr \"warning\"",
+                "     5  exec_command_end           exit 0 after 12 ms (output truncated)",
+                "     6  tool_call_finished         ← Bash ok: README.md notes",
+                "     7  plan_updated               1/3 done: [x] list · [>] read · [ ] run",
+            ]
         );
     }
 }

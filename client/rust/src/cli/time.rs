@@ -20,6 +20,25 @@ pub(crate) fn rfc3339(timestamp: Option<&Timestamp>) -> String {
     }
 }
 
+/// How long ago `timestamp` was at `now`, in its largest whole unit: `42s`, `3m`, `5h`,
+/// `2d`; `-` when unset. A timestamp in the future (clock skew) reads `0s`.
+pub(crate) fn age(timestamp: Option<&Timestamp>, now: std::time::SystemTime) -> String {
+    let Some(ts) = timestamp else {
+        return "-".to_owned();
+    };
+    let now_secs = match now.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
+    };
+    let secs = now_secs.saturating_sub(ts.seconds).max(0);
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3_600 => format!("{}m", secs / 60),
+        3_600..86_400 => format!("{}h", secs / 3_600),
+        _ => format!("{}d", secs / 86_400),
+    }
+}
+
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's
 /// `civil_from_days`).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
@@ -50,5 +69,27 @@ mod tests {
         assert_eq!(at(1_774_101_909, 123_456_789), "2026-03-21T14:05:09.123Z");
         assert_eq!(at(-1, 0), "1969-12-31T23:59:59Z");
         assert_eq!(rfc3339(None), "-");
+    }
+
+    #[test]
+    fn ages_use_the_largest_whole_unit() {
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        let ago = |secs: i64| {
+            age(
+                Some(&Timestamp {
+                    seconds: 1_000_000 - secs,
+                    nanos: 0,
+                }),
+                now,
+            )
+        };
+        assert_eq!(ago(0), "0s");
+        assert_eq!(ago(59), "59s");
+        assert_eq!(ago(60), "1m");
+        assert_eq!(ago(3_599), "59m");
+        assert_eq!(ago(7_200), "2h");
+        assert_eq!(ago(3 * 86_400 + 5), "3d");
+        assert_eq!(ago(-30), "0s");
+        assert_eq!(age(None, now), "-");
     }
 }

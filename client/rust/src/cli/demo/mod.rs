@@ -2,6 +2,10 @@
 //! starts a server in-process on a free loopback port with a throwaway home, installs the
 //! embedded demo bundle through the real gRPC API, opens a session, streams one turn
 //! (the recorded `replay` model answers), prints a summary and stops the server.
+//!
+//! The turn asks for approval before it runs a command: on a terminal the demo asks, as
+//! `odyssey run` does; elsewhere (CI, pipes) it denies and says so, because nobody could
+//! answer: the embedded server is unreachable from other shells.
 
 mod files;
 
@@ -10,9 +14,11 @@ use std::path::{Path, PathBuf};
 
 use odyssey_api::v1 as pb;
 use odyssey_server::serve::{ServeArgs, start};
+use pb::session_event::Payload;
 use serde_json::json;
 
 use self::files::demo_files;
+use super::approval::{self, Responder};
 use super::args::model_arg;
 use super::bundle::reference_of;
 use super::error::CliError;
@@ -138,8 +144,10 @@ async fn tour(
     let mut turn = client
         .run_turn(&session.id, PROMPT, pb::TurnOverrides::default())
         .await?;
+    let mut responder = Responder::for_demo(output.style.interactive);
     let mut count = 0u64;
     let mut first = None;
+    let mut approvals = Vec::new();
     while let Some(event) = turn.next().await? {
         count += 1;
         first.get_or_insert(event.sequence);
@@ -148,6 +156,15 @@ async fn tour(
             output.out.flush()?;
         } else {
             output.json_line(&json::event(&event))?;
+        }
+        match &event.payload {
+            Some(Payload::PermissionRequested(request)) => {
+                approval::respond(&client, &mut responder, output, request).await?;
+            }
+            Some(Payload::ApprovalResolved(resolved)) => {
+                approvals.push(render::approval_outcome(resolved));
+            }
+            _ => {}
         }
     }
     let done = turn
@@ -165,6 +182,7 @@ async fn tour(
             ("  outcome", render::outcome(done.outcome).to_owned()),
             ("  events", format!("{count} (sequences {first}..{last})")),
             ("  model calls", done.model_calls.to_string()),
+            ("  approvals", approvals_summary(&approvals)),
             ("  tokens", render::usage(done.usage.as_ref())),
         ])?;
         if !done.response.is_empty() {
@@ -188,6 +206,7 @@ async fn tour(
                 "first_sequence": first,
                 "last_sequence": last,
                 "model_calls": done.model_calls,
+                "approvals": approvals,
                 "usage": json::usage(done.usage.as_ref()),
                 "response": done.response,
                 "home": kept.then(|| home.display().to_string()),
@@ -195,4 +214,31 @@ async fn tour(
         }))?;
     }
     completed_or_error(done)
+}
+
+/// `none`, or how each approval request of the turn ended: `1: denied by the CLI (…)`.
+fn approvals_summary(outcomes: &[String]) -> String {
+    match outcomes {
+        [] => "none".to_owned(),
+        [one] => format!("1: {one}"),
+        many => format!("{}: {}", many.len(), many.join("; ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approvals_are_summarized() {
+        assert_eq!(approvals_summary(&[]), "none");
+        assert_eq!(
+            approvals_summary(&["denied by the CLI (non-interactive)".to_owned()]),
+            "1: denied by the CLI (non-interactive)"
+        );
+        assert_eq!(
+            approvals_summary(&["allowed once".to_owned(), "denied".to_owned()]),
+            "2: allowed once; denied"
+        );
+    }
 }

@@ -1,0 +1,309 @@
+//! The live view of one turn for `odyssey run`: the answer streams to stdout as it
+//! arrives; reasoning (dimmed or prefixed), tool calls, the processes they start, plans,
+//! approvals and the usage line go to stderr, so stdout holds only the answer.
+//!
+//! Permission requests print nothing here: the approval responder shows them, together
+//! with the question or the commands that answer them.
+
+use std::io;
+
+use odyssey_api::v1 as pb;
+use pb::session_event::Payload;
+
+use super::json::event_kind;
+use super::output::Output;
+use super::render::{
+    approval_outcome, command_line, detail, exec_end, step_mark, tool_call, tool_result, usage,
+};
+
+#[derive(Default)]
+pub(crate) struct TurnPrinter {
+    /// The answer's current line has text and no newline yet.
+    text_open: bool,
+    /// A reasoning line is open on stderr.
+    reasoning_open: bool,
+    /// A process's output is on stderr without its final newline.
+    exec_open: bool,
+}
+
+impl TurnPrinter {
+    pub fn event(&mut self, output: &mut Output<'_>, event: &pb::SessionEvent) -> io::Result<()> {
+        let Some(payload) = &event.payload else {
+            return Ok(());
+        };
+        if !matches!(payload, Payload::ReasoningDelta(_)) {
+            self.close_reasoning(output)?;
+        }
+        if !matches!(payload, Payload::ExecCommandOutputDelta(_)) {
+            self.close_exec(output)?;
+        }
+        match payload {
+            Payload::AgentMessageDelta(p) => {
+                output.out.write_all(p.delta.as_bytes())?;
+                output.out.flush()?;
+                self.text_open = !p.delta.ends_with('\n');
+            }
+            Payload::ReasoningDelta(p) => {
+                if !self.reasoning_open {
+                    self.close_text(output)?;
+                    if !output.style.color {
+                        output.err.write_all(b"[reasoning] ")?;
+                    }
+                    self.reasoning_open = true;
+                }
+                let text = output.dim(&p.delta.replace('\n', " "));
+                output.err.write_all(text.as_bytes())?;
+                output.err.flush()?;
+            }
+            Payload::ToolCallStarted(p) => {
+                self.close_text(output)?;
+                output.note(format!("→ {}", tool_call(&p.tool, p.arguments.as_ref())))?;
+            }
+            Payload::ToolCallFinished(p) => {
+                self.close_text(output)?;
+                output.note(format!("← {}", tool_result(p.success, &p.result)))?;
+            }
+            Payload::ExecCommandBegin(p) => {
+                self.close_text(output)?;
+                output.note(format!("  {}", command_line(p)))?;
+            }
+            Payload::ExecCommandOutputDelta(p) => {
+                if p.text.is_empty() {
+                    return Ok(());
+                }
+                self.close_text(output)?;
+                output.err.write_all(output.dim(&p.text).as_bytes())?;
+                output.err.flush()?;
+                self.exec_open = !p.text.ends_with('\n');
+            }
+            Payload::ExecCommandEnd(p) => {
+                self.close_text(output)?;
+                output.note(format!("  {}", output.dim(&exec_end(p))))?;
+            }
+            Payload::PlanUpdated(p) => {
+                self.close_text(output)?;
+                output.note("plan:")?;
+                for step in &p.steps {
+                    output.note(format!("  {} {}", step_mark(step.status), step.text))?;
+                }
+            }
+            // Shown by the responder, with the question or how to answer.
+            Payload::PermissionRequested(_) => self.close_text(output)?,
+            Payload::ApprovalResolved(p) => {
+                self.close_text(output)?;
+                let mark = if p.decision == i32::from(pb::ApprovalDecision::Deny)
+                    || p.resolution != i32::from(pb::ApprovalResolution::Decided)
+                {
+                    "✗"
+                } else {
+                    "✓"
+                };
+                output.note(format!(
+                    "{mark} {} (request {})",
+                    approval_outcome(p),
+                    p.request_id
+                ))?;
+            }
+            Payload::ErrorOccurred(_) => {
+                self.close_text(output)?;
+                output.note(format!("{}: {}", event_kind(event), detail(event)))?;
+            }
+            Payload::TurnCompleted(p) => {
+                self.close_text(output)?;
+                // How a failed turn ended is the command's error line, not repeated here.
+                output.note(output.dim(&format!("tokens: {}", usage(p.usage.as_ref()))))?;
+            }
+            _ => {}
+        }
+        output.err.flush()
+    }
+
+    fn close_text(&mut self, output: &mut Output<'_>) -> io::Result<()> {
+        if self.text_open {
+            output.out.write_all(b"\n")?;
+            output.out.flush()?;
+            self.text_open = false;
+        }
+        Ok(())
+    }
+
+    fn close_reasoning(&mut self, output: &mut Output<'_>) -> io::Result<()> {
+        if self.reasoning_open {
+            output.err.write_all(b"\n")?;
+            self.reasoning_open = false;
+        }
+        Ok(())
+    }
+
+    fn close_exec(&mut self, output: &mut Output<'_>) -> io::Result<()> {
+        if self.exec_open {
+            output.err.write_all(b"\n")?;
+            self.exec_open = false;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::cli::output::Style;
+
+    /// Feeds `payloads` to a fresh printer; returns (stdout, stderr).
+    fn print(payloads: Vec<Payload>) -> (String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut output = Output {
+            out: &mut out,
+            err: &mut err,
+            json: false,
+            style: Style::plain(),
+        };
+        let mut printer = TurnPrinter::default();
+        for (i, payload) in payloads.into_iter().enumerate() {
+            let event = pb::SessionEvent {
+                sequence: i as u64 + 1,
+                payload: Some(payload),
+                ..Default::default()
+            };
+            printer.event(&mut output, &event).unwrap();
+        }
+        (
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    fn arguments(key: &str, value: &str) -> Option<prost_types::Struct> {
+        let mut fields = BTreeMap::new();
+        fields.insert(key.to_owned(), prost_types::Value::from(value.to_owned()));
+        Some(prost_types::Struct { fields })
+    }
+
+    #[test]
+    fn the_answer_goes_to_stdout_and_activity_to_stderr() {
+        let (out, err) = print(vec![
+            Payload::ReasoningDelta(pb::ReasoningDelta {
+                delta: "thinking".into(),
+            }),
+            Payload::AgentMessageDelta(pb::AgentMessageDelta {
+                delta: "Hello ".into(),
+            }),
+            Payload::ToolCallStarted(pb::ToolCallStarted {
+                call_id: "c1".into(),
+                tool: "Read".into(),
+                arguments: arguments("path", "README.md"),
+            }),
+            Payload::ToolCallFinished(pb::ToolCallFinished {
+                call_id: "c1".into(),
+                tool: "Read".into(),
+                success: true,
+                result: "# Demo\nline two".into(),
+            }),
+            Payload::AgentMessageDelta(pb::AgentMessageDelta {
+                delta: "world".into(),
+            }),
+            Payload::TurnCompleted(pb::TurnCompleted {
+                outcome: pb::TurnOutcome::Completed.into(),
+                usage: Some(pb::TokenUsage {
+                    input_tokens: 3,
+                    output_tokens: 2,
+                    total_tokens: 5,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+        ]);
+        assert_eq!(out, "Hello \nworld\n");
+        assert_eq!(
+            err,
+            "[reasoning] thinking\n→ Read(path=\"README.md\")\n← ok: # Demo line two\ntokens: 3 in · 2 out · 5 total\n"
+        );
+    }
+
+    #[test]
+    fn processes_stream_their_output_between_begin_and_end() {
+        let (out, err) = print(vec![
+            Payload::AgentMessageDelta(pb::AgentMessageDelta {
+                delta: "Listing".into(),
+            }),
+            Payload::ToolCallStarted(pb::ToolCallStarted {
+                call_id: "c1".into(),
+                tool: "Bash".into(),
+                arguments: arguments("command", "ls"),
+            }),
+            Payload::ExecCommandBegin(pb::ExecCommandBegin {
+                exec_id: "x1".into(),
+                argv: vec!["bash".into(), "-c".into(), "ls".into()],
+                cwd: String::new(),
+                call_id: "c1".into(),
+            }),
+            Payload::ExecCommandOutputDelta(pb::ExecCommandOutputDelta {
+                exec_id: "x1".into(),
+                stream: pb::OutputStream::Stdout.into(),
+                text: "README.md\nno".into(),
+            }),
+            Payload::ExecCommandOutputDelta(pb::ExecCommandOutputDelta {
+                exec_id: "x1".into(),
+                stream: pb::OutputStream::Stdout.into(),
+                text: "tes".into(),
+            }),
+            Payload::ExecCommandEnd(pb::ExecCommandEnd {
+                exec_id: "x1".into(),
+                exit_code: 2,
+                duration_ms: 7,
+                timed_out: true,
+                output_truncated: false,
+            }),
+            Payload::ToolCallFinished(pb::ToolCallFinished {
+                call_id: "c1".into(),
+                tool: "Bash".into(),
+                success: false,
+                result: "timed out".into(),
+            }),
+        ]);
+        assert_eq!(out, "Listing\n");
+        assert_eq!(
+            err,
+            "→ Bash(command=\"ls\")\n  $ bash -c ls\nREADME.md\nnotes\n  exit 2 after 7 ms (timed out, killed)\n← error: timed out\n"
+        );
+    }
+
+    #[test]
+    fn plans_and_approval_outcomes_are_shown() {
+        let (_, err) = print(vec![
+            Payload::PlanUpdated(pb::PlanUpdated {
+                steps: vec![
+                    pb::PlanStep {
+                        text: "list files".into(),
+                        status: pb::PlanStepStatus::Completed.into(),
+                    },
+                    pb::PlanStep {
+                        text: "run ls".into(),
+                        status: pb::PlanStepStatus::InProgress.into(),
+                    },
+                ],
+            }),
+            Payload::PermissionRequested(crate::cli::prompt::tests::bash_request("ls")),
+            Payload::ApprovalResolved(pb::ApprovalResolved {
+                request_id: "req-1".into(),
+                decision: pb::ApprovalDecision::AllowOnce.into(),
+                resolution: pb::ApprovalResolution::Decided.into(),
+                reason: String::new(),
+            }),
+            Payload::ApprovalResolved(pb::ApprovalResolved {
+                request_id: "req-2".into(),
+                decision: pb::ApprovalDecision::Deny.into(),
+                resolution: pb::ApprovalResolution::Decided.into(),
+                reason: "denied by the CLI (non-interactive)".into(),
+            }),
+        ]);
+        assert_eq!(
+            err,
+            "plan:\n  [x] list files\n  [>] run ls\n\
+             ✓ allowed once (request req-1)\n\
+             ✗ denied by the CLI (non-interactive) (request req-2)\n"
+        );
+    }
+}
