@@ -592,21 +592,19 @@ async fn ordinary_commands_work_in_the_workspace() {
 #[tokio::test]
 async fn home_and_tmpdir_point_inside_the_cell() {
     let fx = Fixture::new();
-    let script = "echo \"$HOME\"; echo \"$TMPDIR\"; pwd; echo tmp > /tmp/probe; env | cut -d= -f1 | sort | tr '\\n' ' '";
+    let script = "echo \"$HOME\"; echo \"$TMPDIR\"; pwd; echo tmp > \"$TMPDIR/probe\"; echo tmp > /tmp/probe; env | cut -d= -f1 | sort | tr '\\n' ' '";
     let out = fx.sh(SandboxMode::WorkspaceWrite, script).await;
     assert_eq!(out.exit_code, 0, "{}", shows(&out));
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines[0], fx.cell.data.display().to_string());
     assert_eq!(lines[1], fx.cell.tmp.display().to_string());
     assert_eq!(lines[2], fx.cell.data.display().to_string());
-    // /tmp inside is the cell's own tmp, unless the cell itself lives under /tmp (then
-    // /tmp is a private tmpfs and only TMPDIR is the cell's).
-    if !fx.cell.root.starts_with("/tmp") {
-        assert_eq!(
-            fs::read_to_string(fx.cell.tmp.join("probe")).expect("probe"),
-            "tmp\n"
-        );
-    }
+    // TMPDIR is the cell's tmp; so is /tmp, unless the cell itself lives under /tmp
+    // (then /tmp is not writable at all, and only TMPDIR is).
+    assert_eq!(
+        fs::read_to_string(fx.cell.tmp.join("probe")).expect("probe"),
+        "tmp\n"
+    );
     let names: Vec<&str> = lines[3].split_whitespace().collect();
     for name in &names {
         assert!(

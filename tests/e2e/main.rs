@@ -6,6 +6,7 @@ mod support;
 mod approvals;
 mod bundles;
 mod cli;
+mod commands;
 mod providers;
 mod recovery;
 mod sessions;

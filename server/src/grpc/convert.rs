@@ -153,6 +153,14 @@ fn turn_outcome(outcome: ev::TurnOutcome) -> i32 {
     }) as i32
 }
 
+pub fn output_stream(stream: ev::OutputStream) -> i32 {
+    let stream = match stream {
+        ev::OutputStream::Stdout => pb::OutputStream::Stdout,
+        ev::OutputStream::Stderr => pb::OutputStream::Stderr,
+    };
+    stream as i32
+}
+
 // ---- models, usage, chat ----
 
 pub fn model(spec: &ModelSpec) -> pb::ModelSpec {
@@ -415,10 +423,7 @@ fn payload(p: &EventPayload) -> pb::session_event::Payload {
             text,
         } => P::ExecCommandOutputDelta(pb::ExecCommandOutputDelta {
             exec_id: exec_id.clone(),
-            stream: match stream {
-                ev::OutputStream::Stdout => pb::OutputStream::Stdout,
-                ev::OutputStream::Stderr => pb::OutputStream::Stderr,
-            } as i32,
+            stream: output_stream(*stream),
             text: text.clone(),
         }),
         EventPayload::ExecCommandEnd {

@@ -2,14 +2,18 @@
 
 use std::pin::Pin;
 
+use std::time::Duration;
+
 use futures::Stream;
 use odyssey_api::v1 as pb;
 use odyssey_api::v1::execution_service_server::ExecutionService;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use super::convert;
-use super::status::{invalid, parse_uuid, to_status, unimplemented};
-use crate::runtime::{ExecutionRequest, OdysseyRuntime};
+use super::status::{invalid, parse_uuid, to_status};
+use crate::runtime::{CommandLine, ExecutionRequest, OdysseyRuntime, SessionCommand};
 
 pub struct Executions {
     runtime: OdysseyRuntime,
@@ -31,6 +35,38 @@ fn execution_request(input: Option<pb::TurnInput>) -> Result<ExecutionRequest, S
         cwd: Some(overrides.cwd).filter(|c| !c.is_empty()),
         model: convert::model_from(overrides.model.as_ref()),
         metadata: input.metadata.into_iter().collect(),
+    })
+}
+
+fn message(item: pb::stream_session_command_response::Item) -> pb::StreamSessionCommandResponse {
+    pb::StreamSessionCommandResponse { item: Some(item) }
+}
+
+/// Exactly one of `argv` and `command_line`.
+fn session_command(
+    session_id: &str,
+    argv: Vec<String>,
+    command_line: String,
+    cwd: String,
+    timeout_ms: u64,
+) -> Result<SessionCommand, Status> {
+    let session_id = parse_uuid("session_id", session_id)?;
+    let command = match (argv.is_empty(), command_line.trim().is_empty()) {
+        (false, true) => CommandLine::Argv(argv),
+        (true, false) => CommandLine::Line(command_line),
+        (true, true) => return Err(invalid("argv", "set argv or command_line")),
+        (false, false) => {
+            return Err(invalid(
+                "command_line",
+                "set argv or command_line, not both",
+            ));
+        }
+    };
+    Ok(SessionCommand {
+        session_id,
+        command,
+        cwd: Some(cwd).filter(|c| !c.is_empty()),
+        timeout: (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms)),
     })
 }
 
@@ -86,21 +122,94 @@ impl ExecutionService for Executions {
 
     async fn run_session_command(
         &self,
-        _: Request<pb::RunSessionCommandRequest>,
+        request: Request<pb::RunSessionCommandRequest>,
     ) -> Result<Response<pb::RunSessionCommandResponse>, Status> {
-        Err(unimplemented(
-            "RunSessionCommand (operator commands in the session sandbox) is not available on this server yet",
-        ))
+        let r = request.into_inner();
+        let command = session_command(&r.session_id, r.argv, r.command_line, r.cwd, r.timeout_ms)?;
+        // The command stops if the caller goes away: tonic drops this future then.
+        let cancel = CancellationToken::new();
+        let _stop_on_drop = cancel.clone().drop_guard();
+        let result = self
+            .runtime
+            .run_session_command(command, |_, _| {}, |_, _, _| {}, cancel)
+            .await
+            .map_err(to_status)?;
+        let outcome = result.outcome;
+        Ok(Response::new(pb::RunSessionCommandResponse {
+            exec_id: result.exec_id,
+            exit_code: outcome.exit_code,
+            stdout: outcome.stdout,
+            stderr: outcome.stderr,
+            output_truncated: outcome.truncated,
+            timed_out: outcome.timed_out,
+            duration_ms: outcome.duration.as_millis() as u64,
+        }))
     }
 
     type StreamSessionCommandStream = CommandStream;
 
     async fn stream_session_command(
         &self,
-        _: Request<pb::StreamSessionCommandRequest>,
+        request: Request<pb::StreamSessionCommandRequest>,
     ) -> Result<Response<Self::StreamSessionCommandStream>, Status> {
-        Err(unimplemented(
-            "StreamSessionCommand (operator commands in the session sandbox) is not available on this server yet",
-        ))
+        use pb::stream_session_command_response::Item;
+        let r = request.into_inner();
+        let command = session_command(&r.session_id, r.argv, r.command_line, r.cwd, r.timeout_ms)?;
+        // Unbounded, yet bounded in fact: the sandbox caps each output stream (1 MiB by
+        // default), so a slow reader holds at most that much; output is never dropped.
+        let (tx, rx) = mpsc::unbounded_channel();
+        let runtime = self.runtime.clone();
+        tokio::spawn(async move {
+            let cancel = CancellationToken::new();
+            let watcher = {
+                let (tx, cancel) = (tx.clone(), cancel.clone());
+                tokio::spawn(async move {
+                    tx.closed().await;
+                    cancel.cancel();
+                })
+            };
+            let output_tx = tx.clone();
+            let begin_tx = tx.clone();
+            let exec_id = std::sync::Arc::new(std::sync::OnceLock::new());
+            let exec_for_output = exec_id.clone();
+            let result = runtime
+                .run_session_command(
+                    command,
+                    move |stream, text| {
+                        let item = Item::Output(pb::ExecCommandOutputDelta {
+                            exec_id: exec_for_output.get().cloned().unwrap_or_default(),
+                            stream: convert::output_stream(stream),
+                            text: text.to_string(),
+                        });
+                        let _ = output_tx.send(Ok(message(item)));
+                    },
+                    move |id, argv, cwd| {
+                        let _ = exec_id.set(id.to_string());
+                        let _ = begin_tx.send(Ok(message(Item::Begin(pb::ExecCommandBegin {
+                            exec_id: id.to_string(),
+                            argv: argv.to_vec(),
+                            cwd: cwd.to_string(),
+                            call_id: String::new(),
+                        }))));
+                    },
+                    cancel,
+                )
+                .await;
+            let last = match result {
+                Ok(result) => Ok(message(Item::End(pb::ExecCommandEnd {
+                    exec_id: result.exec_id,
+                    exit_code: result.outcome.exit_code,
+                    duration_ms: result.outcome.duration.as_millis() as u64,
+                    timed_out: result.outcome.timed_out,
+                    output_truncated: result.outcome.truncated,
+                }))),
+                Err(e) => Err(to_status(e)),
+            };
+            let _ = tx.send(last);
+            watcher.abort();
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::UnboundedReceiverStream::new(rx),
+        )))
     }
 }

@@ -19,7 +19,8 @@ pub mod session;
 pub mod tools;
 
 pub use api::{
-    ModelAvailability, OdysseyRuntime, SandboxCapabilities, ServerInfo, SessionFilter, SessionSpec,
+    CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, SandboxCapabilities, ServerInfo,
+    SessionCommand, SessionFilter, SessionSpec,
 };
 pub use bundle::InstallOptions;
 pub use config::RuntimeConfig;

@@ -18,6 +18,7 @@
 
 mod approvals;
 mod bundles;
+mod commands;
 mod executions;
 mod info;
 mod sessions;
@@ -30,6 +31,7 @@ use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
 pub use bundles::ModelAvailability;
+pub use commands::{CommandLine, CommandResult, SessionCommand};
 pub use info::{SandboxCapabilities, ServerInfo};
 pub use sessions::{SessionFilter, SessionSpec};
 

@@ -135,9 +135,8 @@ pub struct BwrapPlan<'a> {
     pub view: &'a CellView,
     pub cell_tmp: &'a Path,
     /// Whether the cell's tmp also appears as `/tmp`. Not when the cell itself lives under
-    /// `/tmp`: binding over `/tmp` would hide the cell's own binds; `/tmp` is then a
-    /// private tmpfs (mounted before the cell, so the cell's binds land on top of it) and
-    /// only `TMPDIR` is the cell's.
+    /// `/tmp`: binding over `/tmp` would hide the cell's own binds, so `/tmp` is then not
+    /// writable and only `TMPDIR` (the cell's tmp) is.
     pub bind_tmp: bool,
     pub network: bool,
     pub env: &'a [(OsString, OsString)],
@@ -181,9 +180,6 @@ impl BwrapPlan<'_> {
             args.bind("--ro-bind-try", Path::new(entry), Path::new(entry));
         }
         args.flags(&["--proc", "/proc", "--dev", "/dev"]);
-        if !self.bind_tmp {
-            args.flags(&["--tmpfs", "/tmp"]);
-        }
         for (path, writable) in self.view.binds() {
             args.bind(if writable { "--bind" } else { "--ro-bind" }, path, path);
         }
@@ -204,7 +200,9 @@ impl BwrapPlan<'_> {
         read_only.extend([PathBuf::from("/etc"), PathBuf::from("/proc")]);
         read_only.extend(self.view.read_only.iter().cloned());
         let mut read_write = self.view.read_write.clone();
-        read_write.push(PathBuf::from("/tmp"));
+        if self.bind_tmp {
+            read_write.push(PathBuf::from("/tmp"));
+        }
         (read_only, read_write, vec![PathBuf::from("/dev")])
     }
 }
@@ -406,7 +404,7 @@ mod tests {
         assert!(!args.contains(&"--unshare-net".to_owned()));
         assert!(helper.network);
         assert!(!after(&args, "--bind", 2).iter().any(|p| p[1] == "/tmp"));
-        assert!(after(&args, "--tmpfs", 1).iter().any(|p| p[0] == "/tmp"));
+        assert!(!helper.read_write.contains(&PathBuf::from("/tmp")));
     }
 
     #[test]
