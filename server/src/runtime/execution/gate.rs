@@ -93,7 +93,7 @@ impl Gate {
             Decision::Ask { reason } => reason,
         };
         let summary = match &subject {
-            Some(subject) => format!("{name}: {subject}"),
+            Some(subject) => subject.clone(),
             None => format!("{name} {sanitized}"),
         };
         let (request_id, waiter) = self.approvals.request(PendingApproval {
