@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::grpc::{self, GrpcOptions};
+use crate::runtime::permissions::HookConfig;
 use crate::runtime::{OdysseyRuntime, RuntimeConfig, RuntimeError, SandboxMode};
 
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +102,34 @@ pub struct ServeArgs {
     /// Let sessions run without a sandbox (danger_full_access).
     #[arg(long)]
     pub allow_danger_full_access: bool,
+    /// Let bundles that ask for it (`network: ["*"]`) open network connections.
+    #[arg(long)]
+    pub allow_network: bool,
+    /// A host folder bundles may mount (with what lies below it); repeatable.
+    #[arg(long = "mount-root", value_name = "DIR")]
+    pub mount_roots: Vec<PathBuf>,
+    /// A host environment variable bundles may map into the sandbox; repeatable.
+    #[arg(long = "env-allow", value_name = "NAME")]
+    pub env_allowlist: Vec<String>,
+    /// How long a tool call waits for a human before it is denied by timeout, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub approval_timeout_seconds: u64,
+    /// A program asked about every tool call before it runs (the pending call as JSON on
+    /// stdin; answers allow / deny / ask on stdout); repeatable. Hooks can only tighten.
+    #[arg(long = "pre-tool-hook", value_name = "PROGRAM")]
+    pub pre_tool_hooks: Vec<PathBuf>,
+    /// How long a pre-tool hook may take before the call is denied, in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    pub pre_tool_hook_timeout_ms: u64,
+    /// The `odyssey-sandbox` helper [default: $ODYSSEY_SANDBOX_HELPER, else beside odysseyd].
+    #[arg(long)]
+    pub sandbox_helper: Option<PathBuf>,
+    /// The user id sandboxed processes run as when the server runs as root.
+    #[arg(long, default_value_t = 65534)]
+    pub sandbox_uid: u32,
+    /// The group id sandboxed processes run as when the server runs as root.
+    #[arg(long, default_value_t = 65534)]
+    pub sandbox_gid: u32,
     /// Base URL for a provider, e.g. `openai=http://127.0.0.1:8080/v1` (repeatable).
     #[arg(long = "provider-base-url", value_name = "NAME=URL")]
     pub provider_base_urls: Vec<String>,
@@ -133,6 +162,23 @@ impl ServeArgs {
         config.max_turn_duration = Duration::from_secs(self.max_turn_seconds.max(1));
         config.sandbox_mode_override = self.sandbox_mode.map(SandboxMode::from);
         config.allow_danger_full_access = self.allow_danger_full_access;
+        config.access.allow_network = self.allow_network;
+        config.access.mount_roots = self.mount_roots.clone();
+        config.access.env_allowlist = self.env_allowlist.clone();
+        config.approval_timeout = Duration::from_secs(self.approval_timeout_seconds.max(1));
+        config.hooks = self
+            .pre_tool_hooks
+            .iter()
+            .map(|program| {
+                HookConfig::new(
+                    vec![program.display().to_string()],
+                    Duration::from_millis(self.pre_tool_hook_timeout_ms.max(1)),
+                )
+            })
+            .collect();
+        config.sandbox.helper = self.sandbox_helper.clone();
+        config.sandbox.sandbox_uid = self.sandbox_uid;
+        config.sandbox.sandbox_gid = self.sandbox_gid;
         for entry in &self.provider_base_urls {
             let (name, url) = entry
                 .split_once('=')

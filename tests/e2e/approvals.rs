@@ -389,3 +389,84 @@ async fn the_never_policy_denies_what_would_ask_and_says_why() {
             .any(|e| payload_kind(e) == "permission_requested")
     );
 }
+
+#[tokio::test]
+async fn an_operator_hook_can_deny_what_the_rules_allow() {
+    let hooks = tempfile::tempdir().expect("hook dir");
+    let hook = hooks.path().join("deny-rm.sh");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\nif grep -q 'rm ' ; then echo '{\"decision\": \"deny\", \"reason\": \"no deleting here\"}'; else echo '{\"decision\": \"allow\"}'; fi\n",
+    )
+    .expect("write hook");
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let server = TestServer::start_with(|args| args.pre_tool_hooks = vec![hook.clone()]).await;
+    let delete = r#"{"tool_calls": [{"id": "call_rm", "name": "Bash", "arguments": {"command": "rm -f nothing"}}]}"#;
+    let session = server
+        .session_on(&Project::with_tools(
+            "hooked",
+            &[delete, r#"{"text": "refused"}"#],
+            &["Bash"],
+            "[Bash]",
+            "[]",
+            "[]",
+        ))
+        .await;
+    let status = server.run(&session.id, "clean up").await;
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{status:?}"
+    );
+    assert_eq!(status.response, "refused");
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let finished = events
+        .iter()
+        .find_map(|e| match &e.payload {
+            Some(Payload::ToolCallFinished(f)) => Some(f.clone()),
+            _ => None,
+        })
+        .expect("tool_call_finished");
+    assert!(!finished.success);
+    assert!(
+        finished.result.contains("no deleting here"),
+        "{}",
+        finished.result
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| payload_kind(e) == "exec_command_begin"),
+        "nothing ran"
+    );
+}
+
+#[tokio::test]
+async fn a_bundle_asking_for_more_than_the_operator_allows_is_refused_at_session_creation() {
+    let project = Project::replay("netty", &[r#"{"text": "hi"}"#]);
+    project.write(
+        "odyssey.bundle.yaml",
+        "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: netty\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n  sandbox:\n    mode: workspace_write\n    permissions:\n      network: [\"*\"]\n",
+    );
+    let closed = TestServer::start().await;
+    closed.install(&project).await;
+    let refused = closed
+        .sessions()
+        .create_session(pb::CreateSessionRequest {
+            bundle_reference: "netty".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("network not allowed");
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    assert!(
+        refused.message().contains("allow_network"),
+        "{}",
+        refused.message()
+    );
+
+    let open = TestServer::start_with(|args| args.allow_network = true).await;
+    open.install(&project).await;
+    open.create_session("netty").await;
+}

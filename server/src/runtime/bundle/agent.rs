@@ -147,6 +147,22 @@ pub(crate) fn load_agent(
     check_rules("spec.tools.allow", &spec.tools.allow).map_err(|(f, m)| err(&f, m))?;
     check_rules("spec.tools.ask", &spec.tools.ask).map_err(|(f, m)| err(&f, m))?;
     check_rules("spec.tools.deny", &spec.tools.deny).map_err(|(f, m)| err(&f, m))?;
+    // The rules must parse now, not at the first turn that needs them.
+    crate::runtime::permissions::PermissionRules::parse(
+        &spec.tools.allow,
+        &spec.tools.ask,
+        &spec.tools.deny,
+    )
+    .map_err(|e| match e {
+        crate::runtime::permissions::RuleError::Malformed {
+            field,
+            entry,
+            message,
+        } => err(
+            &format!("spec.{field}"),
+            format!("invalid permission rule `{entry}`: {message}"),
+        ),
+    })?;
 
     Ok(AgentDefinition {
         id: src.id.to_owned(),

@@ -65,3 +65,25 @@ impl From<WriteError> for crate::runtime::tools::ToolOutput {
         Self::error(e.to_string())
     }
 }
+
+/// Gives a file written inside the workspace (and the folders created for it) the
+/// workspace's owner. When the server runs as root, sandboxed processes run as an
+/// unprivileged user that owns the workspace; a root-owned file there would be one
+/// they cannot edit. Without root nothing changes (the file is already the server's).
+pub(crate) fn adopt_workspace_owner(real: &Path, workspace: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(owner) = fs::metadata(workspace) else {
+        return;
+    };
+    let (uid, gid) = (owner.uid(), owner.gid());
+    for path in real
+        .ancestors()
+        .take_while(|p| *p != workspace && p.starts_with(workspace))
+    {
+        let needs = fs::symlink_metadata(path).is_ok_and(|m| m.uid() != uid || m.gid() != gid);
+        if needs {
+            // Best effort: an unprivileged server cannot chown, and needs not.
+            let _ = std::os::unix::fs::lchown(path, Some(uid), Some(gid));
+        }
+    }
+}

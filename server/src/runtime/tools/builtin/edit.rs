@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::args::{invalid, parse};
-use super::atomic::write_atomic;
+use super::atomic::{adopt_workspace_owner, write_atomic};
 use super::paths::{Access, Scope};
 use super::redact::summarize_fields;
 use super::text::{human_bytes, looks_binary};
@@ -102,6 +102,7 @@ impl Tool for EditTool {
                 (_, true) => text.replace(args.old_text.as_str(), &args.new_text),
             };
             write_atomic(&resolved.real, updated.as_bytes(), &args.path)?;
+            adopt_workspace_owner(&resolved.real, &ctx.cell.data);
             let plural = if count == 1 { "" } else { "s" };
             Ok(ToolOutput::ok(format!(
                 "replaced {count} occurrence{plural} in `{}`",

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::args::parse;
-use super::atomic::write_atomic;
+use super::atomic::{adopt_workspace_owner, write_atomic};
 use super::paths::{Access, Scope};
 use super::redact::summarize_fields;
 use super::{blocking, path_subject, spec_of};
@@ -59,6 +59,7 @@ impl Tool for WriteTool {
                 )));
             }
             write_atomic(&resolved.real, args.content.as_bytes(), &args.path)?;
+            adopt_workspace_owner(&resolved.real, &ctx.cell.data);
             let verb = if resolved.exists {
                 "replaced"
             } else {
