@@ -470,3 +470,70 @@ async fn a_bundle_asking_for_more_than_the_operator_allows_is_refused_at_session
     open.install(&project).await;
     open.create_session("netty").await;
 }
+
+#[tokio::test]
+async fn cancelling_a_turn_kills_its_running_command_and_children() {
+    let server = TestServer::start().await;
+    let marker = format!("{}.{}", 300, std::process::id());
+    let call = format!(
+        r#"{{"tool_calls": [{{"id": "call_s", "name": "Bash", "arguments": {{"command": "sleep {marker} & sleep {marker}; wait"}}}}]}}"#
+    );
+    let session = server
+        .session_on(&Project::with_tools(
+            "sleeper",
+            &[&call],
+            &["Bash"],
+            "[Bash]",
+            "[]",
+            "[]",
+        ))
+        .await;
+    let execution = server.submit(&session.id, "sleep").await.expect("submit");
+    let running = || {
+        std::fs::read_dir("/proc")
+            .map(|dir| {
+                dir.filter_map(Result::ok)
+                    .filter(|e| {
+                        std::fs::read(e.path().join("cmdline"))
+                            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker))
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let mut started = false;
+    for _ in 0..200 {
+        if running() >= 2 {
+            started = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(started, "the command started");
+    let began = std::time::Instant::now();
+    let status = server
+        .executions()
+        .cancel_execution(pb::CancelExecutionRequest {
+            execution_id: execution.clone(),
+        })
+        .await
+        .expect("cancel")
+        .into_inner()
+        .status
+        .expect("status");
+    assert_eq!(status.state, pb::ExecutionState::Cancelled as i32);
+    let mut gone = false;
+    for _ in 0..100 {
+        if running() == 0 {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(gone, "the command and its child were killed");
+    assert!(
+        began.elapsed() < Duration::from_secs(1),
+        "within a second: {:?}",
+        began.elapsed()
+    );
+}
