@@ -193,45 +193,4 @@ mod tests {
         assert_eq!(timeout_ms(Some(Duration::from_secs(3))), 3000);
         assert_eq!(timeout_ms(Some(Duration::MAX)), u64::MAX);
     }
-
-    #[tokio::test]
-    async fn run_session_command_sends_a_command_line() {
-        let server = crate::cli::fake::FakeServer::start().await;
-        let client = OdysseyClient::connect(server.url.clone(), None)
-            .await
-            .unwrap();
-        let done = client
-            .run_session_command(
-                "s1",
-                OperatorCommand::Line("git status --short".into()),
-                Some("repo"),
-                Some(Duration::from_secs(2)),
-            )
-            .await
-            .unwrap();
-        assert_eq!((done.exit_code, done.stdout.as_str()), (0, "ok\n"));
-        let sent = &server.received().run[0];
-        assert!(sent.argv.is_empty());
-        assert_eq!(sent.command_line, "git status --short");
-        assert_eq!((sent.cwd.as_str(), sent.timeout_ms), ("repo", 2000));
-    }
-
-    #[tokio::test]
-    async fn the_stream_ends_after_its_end_item() {
-        let server = crate::cli::fake::FakeServer::start().await;
-        let client = OdysseyClient::connect(server.url.clone(), None)
-            .await
-            .unwrap();
-        let mut stream = client
-            .stream_session_command("s1", vec!["make".to_owned()].into(), None, None)
-            .await
-            .unwrap();
-        let mut items = 0;
-        while stream.next().await.unwrap().is_some() {
-            items += 1;
-        }
-        assert_eq!(items, 4);
-        assert_eq!(stream.end().map(|e| e.exit_code), Some(3));
-        assert!(stream.next().await.unwrap().is_none());
-    }
 }

@@ -179,7 +179,6 @@ pub(crate) async fn respond(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::fake::FakeServer;
     use crate::cli::prompt::tests::bash_request;
 
     async fn decided(responder: &mut Responder) -> (Option<Answer>, String) {
@@ -290,63 +289,5 @@ mod tests {
         let answer = answer.unwrap();
         assert_eq!(answer.decision, pb::ApprovalDecision::AllowAlways);
         assert!(err.contains("asks for approval (request req-1)"), "{err}");
-    }
-
-    /// Runs `respond` against the fake; returns (result, stderr).
-    async fn respond_with(
-        server: &FakeServer,
-        responder: &mut Responder,
-        request_id: &str,
-    ) -> (Result<(), CliError>, String) {
-        let client = OdysseyClient::connect(server.url.clone(), None)
-            .await
-            .unwrap();
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let mut output = Output {
-            out: &mut out,
-            err: &mut err,
-            json: false,
-            style: crate::cli::output::Style::plain(),
-        };
-        let mut request = bash_request("ls");
-        request.request_id = request_id.into();
-        let result = respond(&client, responder, &mut output, &request).await;
-        (result, String::from_utf8(err).unwrap())
-    }
-
-    #[tokio::test]
-    async fn answers_are_sent_and_waiting_sends_nothing() {
-        let server = FakeServer::start().await;
-        let (result, _) = respond_with(&server, &mut Responder::Deny(AutoDeny::Flag), "r1").await;
-        result.unwrap();
-        let (result, _) = respond_with(&server, &mut Responder::Wait { server: None }, "r1").await;
-        result.unwrap();
-        let sent = server.received().resolve;
-        assert_eq!(sent.len(), 1, "waiting sent nothing");
-        assert_eq!(sent[0].request_id, "r1");
-        assert_eq!(sent[0].decision, i32::from(pb::ApprovalDecision::Deny));
-        assert_eq!(sent[0].reason, NON_INTERACTIVE_DENY);
-    }
-
-    #[tokio::test]
-    async fn a_request_answered_elsewhere_is_a_note_not_an_error() {
-        let server = FakeServer::start().await;
-        let (result, err) = respond_with(&server, &mut Responder::AllowOnce, "done").await;
-        result.unwrap();
-        assert!(
-            err.ends_with(
-                "  request done was already answered elsewhere: request done was already resolved\n"
-            ),
-            "{err}"
-        );
-        // A request the server forgot (expired, removed) is the same story.
-        let (result, _) = respond_with(&server, &mut Responder::AllowOnce, "nope").await;
-        result.unwrap();
-        // Other failures end the command.
-        let (result, _) = respond_with(&server, &mut Responder::AllowOnce, "old").await;
-        assert_eq!(
-            result.unwrap_err().line(),
-            "odyssey: this server has no approvals (UNIMPLEMENTED)"
-        );
     }
 }

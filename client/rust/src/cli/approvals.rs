@@ -162,7 +162,6 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::cli::fake::{FakeServer, odyssey};
     use crate::cli::output::Style;
 
     fn pending(id: &str, summary: &str, seconds: i64) -> pb::Approval {
@@ -241,92 +240,5 @@ mod tests {
             decision: pb::ApprovalDecision::Deny.into(),
         };
         assert_eq!(resolved_line("r9", &bare), "Denied: request r9");
-    }
-
-    #[tokio::test]
-    async fn approvals_follow_pages_and_filter_by_session() {
-        let server = FakeServer::start().await;
-        let (code, out, err) =
-            odyssey(&["--server", &server.url, "approvals", "--session", "s1"]).await;
-        assert_eq!(code, 0, "{err}");
-        let rows: Vec<&str> = out.lines().collect();
-        assert_eq!(rows.len(), 3, "{out}");
-        assert!(
-            rows[0].starts_with("REQUEST  SESSION  TOOL  SUMMARY"),
-            "{out}"
-        );
-        assert!(
-            rows[1].starts_with("r1       s1       Bash  run `ls r1`"),
-            "{out}"
-        );
-        assert!(
-            rows[2].starts_with("r2       s1       Bash  run `ls r2`"),
-            "{out}"
-        );
-        let sent = server.received().list;
-        assert_eq!(sent.len(), 2);
-        assert!(sent.iter().all(|r| r.session_id == "s1" && r.page_size > 0));
-        assert_eq!(
-            (sent[0].page_token.as_str(), sent[1].page_token.as_str()),
-            ("", "page-2")
-        );
-
-        let (code, out, _) = odyssey(&["--server", &server.url, "--json", "approvals"]).await;
-        assert_eq!(code, 0);
-        assert_eq!(out.lines().count(), 2, "{out}");
-        assert_eq!(server.received().list[2].session_id, "");
-    }
-
-    #[tokio::test]
-    async fn approve_and_deny_send_the_decision() {
-        let server = FakeServer::start().await;
-        let url = server.url.as_str();
-        let (code, out, err) = odyssey(&["--server", url, "approve", "r1"]).await;
-        assert_eq!(code, 0, "{err}");
-        assert_eq!(
-            out,
-            "Allowed once: Bash — run `ls r1` (request r1, session s1)\n"
-        );
-        let (code, out, _) = odyssey(&["--server", url, "approve", "r1", "--always"]).await;
-        assert_eq!(code, 0);
-        assert!(
-            out.starts_with("Allowed for the rest of the session: "),
-            "{out}"
-        );
-        let (code, out, _) = odyssey(&["--server", url, "deny", "r1", "--reason", "not now"]).await;
-        assert_eq!(code, 0);
-        assert!(out.starts_with("Denied: "), "{out}");
-        let (code, _, _) = odyssey(&["--server", url, "deny", "r1"]).await;
-        assert_eq!(code, 0);
-
-        let sent: Vec<(i32, String)> = server
-            .received()
-            .resolve
-            .into_iter()
-            .map(|r| (r.decision, r.reason))
-            .collect();
-        assert_eq!(
-            sent,
-            [
-                (pb::ApprovalDecision::AllowOnce.into(), String::new()),
-                (pb::ApprovalDecision::AllowAlways.into(), String::new()),
-                (pb::ApprovalDecision::Deny.into(), "not now".to_owned()),
-                (pb::ApprovalDecision::Deny.into(), String::new()),
-            ]
-        );
-    }
-
-    #[tokio::test]
-    async fn unknown_and_answered_requests_are_one_line_errors() {
-        let server = FakeServer::start().await;
-        let (code, _, err) = odyssey(&["--server", &server.url, "approve", "nope"]).await;
-        assert_eq!(code, 1);
-        assert_eq!(err, "odyssey: no approval request nope (NOT_FOUND)\n");
-        let (code, _, err) = odyssey(&["--server", &server.url, "deny", "done"]).await;
-        assert_eq!(code, 1);
-        assert_eq!(
-            err,
-            "odyssey: request done was already resolved (FAILED_PRECONDITION)\n"
-        );
     }
 }

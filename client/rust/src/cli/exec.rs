@@ -131,7 +131,6 @@ fn exit_status(end: &pb::ExecCommandEnd) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::fake::{FakeServer, odyssey};
     use crate::cli::output::Style;
 
     fn output_item(stream: pb::OutputStream, text: &str) -> pb::StreamSessionCommandResponse {
@@ -197,73 +196,5 @@ mod tests {
         assert_eq!(exit_status(&end(-1, false)).unwrap_err().exit_code(), 1);
         assert_eq!(exit_status(&end(0, true)).unwrap_err().exit_code(), 124);
         assert_eq!(exit_status(&end(300, false)).unwrap_err().exit_code(), 1);
-    }
-
-    #[tokio::test]
-    async fn exec_streams_both_streams_and_exits_with_the_code() {
-        let server = FakeServer::start().await;
-        let (code, out, err) = odyssey(&[
-            "--server",
-            &server.url,
-            "exec",
-            "s1",
-            "--cwd",
-            "src",
-            "--timeout-ms",
-            "2500",
-            "--",
-            "make",
-            "-j2",
-        ])
-        .await;
-        assert_eq!(code, 3, "{err}");
-        assert_eq!(out, "building\n");
-        // The command's own stderr, closed with a newline, and no line of ours.
-        assert_eq!(err, "warning: slow\n");
-        let sent = server.received().stream;
-        assert_eq!(sent.len(), 1);
-        assert_eq!(sent[0].session_id, "s1");
-        assert_eq!(sent[0].argv, ["make", "-j2"]);
-        assert_eq!(sent[0].command_line, "");
-        assert_eq!(sent[0].cwd, "src");
-        assert_eq!(sent[0].timeout_ms, 2500);
-    }
-
-    #[tokio::test]
-    async fn exec_json_prints_begin_output_and_end() {
-        let server = FakeServer::start().await;
-        let (code, out, _) = odyssey(&[
-            "--server",
-            &server.url,
-            "--json",
-            "exec",
-            "s1",
-            "--",
-            "make",
-        ])
-        .await;
-        assert_eq!(code, 3);
-        let kinds: Vec<String> = out
-            .lines()
-            .map(|l| {
-                let value: serde_json::Value = serde_json::from_str(l).unwrap();
-                value["kind"].as_str().unwrap().to_owned()
-            })
-            .collect();
-        assert_eq!(kinds, ["begin", "output", "output", "end"]);
-        assert_eq!(server.received().stream[0].timeout_ms, 0);
-    }
-
-    #[tokio::test]
-    async fn a_stream_without_its_end_is_an_error() {
-        let server = FakeServer::start().await;
-        let (code, out, err) =
-            odyssey(&["--server", &server.url, "exec", "s1", "--", "hang"]).await;
-        assert_eq!(code, 1);
-        assert_eq!(out, "building\n");
-        assert!(
-            err.starts_with("warning: slow\nodyssey: unexpected answer from the server: "),
-            "{err}"
-        );
     }
 }

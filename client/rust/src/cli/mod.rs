@@ -12,8 +12,6 @@ mod error;
 mod events;
 mod exec;
 mod execution;
-#[cfg(test)]
-pub(crate) mod fake;
 mod files;
 mod json;
 mod output;
