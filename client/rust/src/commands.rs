@@ -15,8 +15,9 @@ use crate::error::ClientError;
 pub enum OperatorCommand {
     /// The program and its arguments, passed as they are.
     Argv(Vec<String>),
-    /// A command line the server splits with shell quoting rules. No shell runs it, so
-    /// pipes, `;` and `$(…)` are plain characters, not operators.
+    /// One plain command the server splits with shell quoting rules. No shell runs it:
+    /// the server refuses lines with operators (`;`, `|`, `&&`, redirections, `$(…)`,
+    /// variables) with INVALID_ARGUMENT; send `Argv(["bash", "-c", line])` for those.
     Line(String),
 }
 
