@@ -142,11 +142,7 @@ impl RuntimeError {
             Self::Sandbox(e) => e.reason(),
             Self::Approval(e) => e.reason(),
             Self::Rule(e) => e.reason(),
-            Self::Storage { source, .. } => match storage_kind(source) {
-                ErrorKind::ResourceExhausted => "DISK_FULL",
-                ErrorKind::Unavailable => "STORAGE_READ_ONLY",
-                _ => "STORAGE_ERROR",
-            },
+            Self::Storage { source, .. } => storage_reason(source),
             Self::Quarantined { .. } => "SESSION_QUARANTINED",
         }
     }
@@ -170,12 +166,21 @@ impl RuntimeError {
 }
 
 /// Disk full and read-only file systems are conditions an operator fixes, not bugs.
-fn storage_kind(e: &std::io::Error) -> ErrorKind {
+pub(crate) fn storage_kind(e: &std::io::Error) -> ErrorKind {
     use std::io::ErrorKind as Io;
     match e.kind() {
         Io::StorageFull | Io::QuotaExceeded => ErrorKind::ResourceExhausted,
         Io::ReadOnlyFilesystem => ErrorKind::Unavailable,
         _ => ErrorKind::Internal,
+    }
+}
+
+/// The ErrorInfo reason of a storage failure, matching [`storage_kind`].
+pub(crate) fn storage_reason(e: &std::io::Error) -> &'static str {
+    match storage_kind(e) {
+        ErrorKind::ResourceExhausted => "DISK_FULL",
+        ErrorKind::Unavailable => "STORAGE_READ_ONLY",
+        _ => "STORAGE_ERROR",
     }
 }
 

@@ -8,7 +8,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::runtime::error::ErrorKind;
+use crate::runtime::error::{ErrorKind, storage_kind, storage_reason};
 
 /// The reference forms `resolve`, `delete` and `export` accept; quoted in every reference error
 /// so a user sees the fix next to the mistake.
@@ -154,7 +154,7 @@ impl BundleError {
             Self::VersionExists { .. } => ErrorKind::AlreadyExists,
             Self::DirectoryNotEmpty { .. } => ErrorKind::FailedPrecondition,
             Self::Corrupt { .. } => ErrorKind::Internal,
-            Self::Io { source, .. } => io_kind(source),
+            Self::Io { source, .. } => storage_kind(source),
         }
     }
 
@@ -172,11 +172,7 @@ impl BundleError {
             Self::VersionExists { .. } => "BUNDLE_VERSION_EXISTS",
             Self::DirectoryNotEmpty { .. } => "DIRECTORY_NOT_EMPTY",
             Self::Corrupt { .. } => "BUNDLE_CORRUPT",
-            Self::Io { source, .. } => match io_kind(source) {
-                ErrorKind::ResourceExhausted => "DISK_FULL",
-                ErrorKind::Unavailable => "STORAGE_READ_ONLY",
-                _ => "STORAGE_ERROR",
-            },
+            Self::Io { source, .. } => storage_reason(source),
         }
     }
 
@@ -191,14 +187,5 @@ impl BundleError {
             Self::InvalidName { field, .. } => Some(field),
             _ => None,
         }
-    }
-}
-
-/// A full disk or quota and a read-only file system are operator conditions, not bugs.
-fn io_kind(e: &io::Error) -> ErrorKind {
-    match e.kind() {
-        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => ErrorKind::ResourceExhausted,
-        io::ErrorKind::ReadOnlyFilesystem => ErrorKind::Unavailable,
-        _ => ErrorKind::Internal,
     }
 }

@@ -7,7 +7,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::runtime::error::ErrorKind;
+use crate::runtime::error::{ErrorKind, storage_kind, storage_reason};
 
 /// The hint every "bubblewrap is missing" message carries, so the fix is one copy away.
 pub const BUBBLEWRAP_INSTALL_HINT: &str = "apt-get install bubblewrap";
@@ -102,7 +102,7 @@ impl SandboxError {
             Self::InvalidRequest { .. } => ErrorKind::InvalidArgument,
             Self::PathEscape { .. } => ErrorKind::PermissionDenied,
             Self::Spawn { .. } => ErrorKind::Internal,
-            Self::Io { source, .. } => io_kind(source),
+            Self::Io { source, .. } => storage_kind(source),
         }
     }
 
@@ -116,11 +116,7 @@ impl SandboxError {
             Self::Unreachable { .. } => "SANDBOX_PATH_UNREACHABLE",
             Self::AlreadyRunning { .. } => "EXEC_ALREADY_RUNNING",
             Self::Spawn { .. } => "SANDBOX_SPAWN_FAILED",
-            Self::Io { source, .. } => match io_kind(source) {
-                ErrorKind::ResourceExhausted => "DISK_FULL",
-                ErrorKind::Unavailable => "STORAGE_READ_ONLY",
-                _ => "STORAGE_ERROR",
-            },
+            Self::Io { source, .. } => storage_reason(source),
         }
     }
 
@@ -130,14 +126,5 @@ impl SandboxError {
             Self::InvalidRequest { field, .. } | Self::PathEscape { field, .. } => Some(field),
             _ => None,
         }
-    }
-}
-
-/// A full disk or quota and a read-only file system are operator conditions, not bugs.
-fn io_kind(e: &io::Error) -> ErrorKind {
-    match e.kind() {
-        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => ErrorKind::ResourceExhausted,
-        io::ErrorKind::ReadOnlyFilesystem => ErrorKind::Unavailable,
-        _ => ErrorKind::Internal,
     }
 }
