@@ -6,10 +6,9 @@ use std::time::Duration;
 
 use odyssey_api::v1 as pb;
 use odyssey_api::v1::approval_service_client::ApprovalServiceClient;
-use pb::session_event::Payload;
 use tonic::Code;
 
-use crate::support::{Project, TestServer, payload_kind};
+use crate::support::{Project, TestServer, first_payload, payload_kind};
 
 const BASH_CALL: &str = r#"{"tool_calls": [{"id": "call_b", "name": "Bash", "arguments": {"command": "echo approved > proof.txt"}}]}"#;
 
@@ -284,13 +283,7 @@ async fn an_unanswered_request_times_out_as_denied_by_timeout() {
         "{status:?}"
     );
     let events = server.events(&session.id, 0, status.last_sequence).await;
-    let resolved = events
-        .iter()
-        .find_map(|e| match &e.payload {
-            Some(Payload::ApprovalResolved(r)) => Some(r.clone()),
-            _ => None,
-        })
-        .expect("approval_resolved");
+    let resolved = first_payload!(events, ApprovalResolved).expect("approval_resolved");
     assert_eq!(resolved.resolution, pb::ApprovalResolution::TimedOut as i32);
     assert_eq!(resolved.decision, pb::ApprovalDecision::Deny as i32);
 }
@@ -334,13 +327,7 @@ async fn a_waiting_turn_gives_its_slot_to_other_sessions_and_cancel_ends_the_req
         .expect("status");
     assert_eq!(cancelled.state, pb::ExecutionState::Cancelled as i32);
     let events = server.events(&waiter.id, 0, cancelled.last_sequence).await;
-    let resolved = events
-        .iter()
-        .find_map(|e| match &e.payload {
-            Some(Payload::ApprovalResolved(r)) => Some(r.clone()),
-            _ => None,
-        })
-        .expect("approval_resolved recorded");
+    let resolved = first_payload!(events, ApprovalResolved).expect("approval_resolved recorded");
     assert_eq!(
         resolved.resolution,
         pb::ApprovalResolution::Cancelled as i32
@@ -374,13 +361,7 @@ async fn the_never_policy_denies_what_would_ask_and_says_why() {
     let status = server.run(&session.id, "go").await;
     assert_eq!(status.state, pb::ExecutionState::Completed as i32);
     let events = server.events(&session.id, 0, status.last_sequence).await;
-    let finished = events
-        .iter()
-        .find_map(|e| match &e.payload {
-            Some(Payload::ToolCallFinished(f)) => Some(f.clone()),
-            _ => None,
-        })
-        .expect("tool_call_finished");
+    let finished = first_payload!(events, ToolCallFinished).expect("tool_call_finished");
     assert!(!finished.success);
     assert!(finished.result.contains("never"), "{}", finished.result);
     assert!(
@@ -421,13 +402,7 @@ async fn an_operator_hook_can_deny_what_the_rules_allow() {
     );
     assert_eq!(status.response, "refused");
     let events = server.events(&session.id, 0, status.last_sequence).await;
-    let finished = events
-        .iter()
-        .find_map(|e| match &e.payload {
-            Some(Payload::ToolCallFinished(f)) => Some(f.clone()),
-            _ => None,
-        })
-        .expect("tool_call_finished");
+    let finished = first_payload!(events, ToolCallFinished).expect("tool_call_finished");
     assert!(!finished.success);
     assert!(
         finished.result.contains("no deleting here"),

@@ -9,7 +9,7 @@ use odyssey_server::testing::openai_wire::{
 };
 use pb::session_event::Payload;
 
-use crate::support::{Project, TestServer, payload_kind};
+use crate::support::{Project, TestServer, first_payload, payload_kind};
 
 const KEY: &str = "sk-test-loopback-key-0123456789";
 
@@ -85,13 +85,7 @@ async fn an_openai_turn_streams_and_round_trips_a_tool_call() {
         .filter(|e| payload_kind(e) == "agent_message_delta")
         .count();
     assert!(deltas >= 9, "text arrived as it streamed ({deltas} deltas)");
-    let started = events
-        .iter()
-        .find_map(|e| match &e.payload {
-            Some(Payload::ToolCallStarted(s)) => Some(s.clone()),
-            _ => None,
-        })
-        .expect("tool call started");
+    let started = first_payload!(events, ToolCallStarted).expect("tool call started");
     assert_eq!(
         (started.call_id.as_str(), started.tool.as_str()),
         ("call_abc", "Read")
@@ -148,13 +142,7 @@ async fn a_provider_error_fails_the_turn_cleanly_with_the_message_and_no_key() {
         status.error
     );
     let events = server.events(&session.id, 0, status.last_sequence).await;
-    let error = events
-        .iter()
-        .find_map(|e| match &e.payload {
-            Some(Payload::ErrorOccurred(err)) => Some(err.clone()),
-            _ => None,
-        })
-        .expect("error event");
+    let error = first_payload!(events, ErrorOccurred).expect("error event");
     assert!(error.fatal);
     assert!(!error.message.contains(KEY));
     let Some(Payload::TurnCompleted(done)) = &events.last().and_then(|e| e.payload.clone()) else {

@@ -8,7 +8,7 @@ use odyssey_api::v1 as pb;
 use pb::session_event::Payload;
 use tonic::Code;
 
-use crate::support::{Project, TestServer, bad_fields, payload_kind, turn};
+use crate::support::{Project, TestServer, bad_fields, first_payload, payload_kind, turn};
 
 /// A cassette answer streamed in `chunks` pieces, `delay_ms` apart.
 fn slow_answer(chunks: usize, delay_ms: u64) -> String {
@@ -104,22 +104,10 @@ async fn a_call_to_a_missing_tool_goes_back_to_the_model_and_the_turn_goes_on() 
     );
     assert_eq!(status.response, "No Read tool here.");
     let events = server.events(&session.id, 0, status.last_sequence).await;
-    let finished = events
-        .iter()
-        .find_map(|e| match &e.payload {
-            Some(Payload::ToolCallFinished(f)) => Some(f.clone()),
-            _ => None,
-        })
-        .expect("tool_call_finished");
+    let finished = first_payload!(events, ToolCallFinished).expect("tool_call_finished");
     assert_eq!(finished.call_id, "call_1");
     assert!(!finished.success);
-    let started = events
-        .iter()
-        .find_map(|e| match &e.payload {
-            Some(Payload::ToolCallStarted(s)) => Some(s.clone()),
-            _ => None,
-        })
-        .expect("tool_call_started");
+    let started = first_payload!(events, ToolCallStarted).expect("tool_call_started");
     assert_eq!(started.tool, "Read");
     assert!(
         started
@@ -426,10 +414,7 @@ async fn the_step_and_time_budgets_end_a_turn_with_an_error_event() {
         status.error
     );
     let events = server.events(&session.id, 0, status.last_sequence).await;
-    let code = events.iter().find_map(|e| match &e.payload {
-        Some(Payload::ErrorOccurred(err)) => Some(err.code.clone()),
-        _ => None,
-    });
+    let code = first_payload!(events, ErrorOccurred).map(|p| p.code);
     assert_eq!(code.as_deref(), Some("step_budget_exceeded"));
 
     let slow = server
@@ -438,9 +423,6 @@ async fn the_step_and_time_budgets_end_a_turn_with_an_error_event() {
     let status = server.run(&slow.id, "take your time").await;
     assert_eq!(status.state, pb::ExecutionState::Failed as i32);
     let events = server.events(&slow.id, 0, status.last_sequence).await;
-    let code = events.iter().find_map(|e| match &e.payload {
-        Some(Payload::ErrorOccurred(err)) => Some(err.code.clone()),
-        _ => None,
-    });
+    let code = first_payload!(events, ErrorOccurred).map(|p| p.code);
     assert_eq!(code.as_deref(), Some("turn_timeout"));
 }

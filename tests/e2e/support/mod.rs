@@ -448,3 +448,14 @@ pub fn payload_kind(event: &pb::SessionEvent) -> &'static str {
         None => "none",
     }
 }
+
+/// The first payload of a kind among events: `first_payload!(events, ToolCallFinished)`.
+macro_rules! first_payload {
+    ($events:expr, $variant:ident) => {
+        $events.iter().find_map(|e| match &e.payload {
+            Some(odyssey_api::v1::session_event::Payload::$variant(p)) => Some(p.clone()),
+            _ => None,
+        })
+    };
+}
+pub(crate) use first_payload;
