@@ -27,6 +27,10 @@ pub enum ProviderError {
     )]
     NotConfigured { provider: String, env_var: String },
 
+    /// The provider has no public endpoint (Azure, Phind) and the operator named none.
+    #[error("provider `{provider}` has no base URL: {hint}")]
+    NoBaseUrl { provider: String, hint: String },
+
     /// The provider refused the request (4xx other than 429): retrying it unchanged fails
     /// again, so the provider's own explanation is the useful part.
     #[error("provider `{provider}` rejected the request (HTTP {status}): {message}")]
@@ -104,6 +108,7 @@ impl ProviderError {
             | Self::InvalidModel { .. }
             | Self::CassettePathRefused { .. } => ErrorKind::InvalidArgument,
             Self::NotConfigured { .. }
+            | Self::NoBaseUrl { .. }
             | Self::Http { .. }
             | Self::CassetteExhausted { .. }
             | Self::CassetteMismatch { .. }
@@ -120,7 +125,7 @@ impl ProviderError {
         match self {
             Self::UnknownProvider { .. } => "UNKNOWN_PROVIDER",
             Self::InvalidModel { .. } => "INVALID_MODEL",
-            Self::NotConfigured { .. } => "PROVIDER_NOT_CONFIGURED",
+            Self::NotConfigured { .. } | Self::NoBaseUrl { .. } => "PROVIDER_NOT_CONFIGURED",
             Self::Http { .. } => "PROVIDER_HTTP_ERROR",
             Self::Unavailable { .. } => "PROVIDER_UNAVAILABLE",
             Self::Timeout { .. } => "PROVIDER_TIMEOUT",

@@ -4,6 +4,7 @@
 //! produces them. The turn loop turns deltas into session events as they arrive, so text
 //! reaches subscribers while the model is still writing.
 
+mod anthropic;
 mod error;
 mod openai;
 mod registry;

@@ -52,7 +52,33 @@ pub(crate) struct OpenAiConfig {
     /// Longest silence between two pieces of the stream.
     pub idle_timeout: Duration,
     pub retry: RetryPolicy,
+    pub auth: WireAuth,
+    pub endpoint: Endpoint,
 }
+
+/// How the key travels. An empty key (local servers) sends no header at all.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum WireAuth {
+    /// `Authorization: Bearer <key>`: OpenAI and nearly every compatible server.
+    Bearer,
+    /// `api-key: <key>`: Azure OpenAI.
+    ApiKeyHeader,
+}
+
+/// Where the chat-completions call goes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Endpoint {
+    /// `{base_url}/chat/completions`.
+    ChatCompletions,
+    /// Azure's `{base_url}/openai/deployments/{model}/chat/completions?api-version=...`:
+    /// the model name is the deployment name, and the API version comes from the model
+    /// config's `api_version`, else [`AZURE_API_VERSION`].
+    AzureDeployment,
+}
+
+/// The latest generally available Azure OpenAI data-plane API version that streams chat
+/// completions with usage; a model config's `api_version` overrides it.
+pub(crate) const AZURE_API_VERSION: &str = "2024-10-21";
 
 /// A provider speaking the chat-completions wire format. Cheap to clone and share.
 #[derive(Clone)]
@@ -71,15 +97,47 @@ impl OpenAiProvider {
     }
 }
 
+impl OpenAiProvider {
+    /// The URL of one call: fixed, except on Azure where it names the deployment.
+    fn endpoint_for(&self, request: &ModelRequest) -> Result<Arc<str>, ProviderError> {
+        if self.config.endpoint == Endpoint::ChatCompletions {
+            return Ok(self.endpoint.clone());
+        }
+        let version = request
+            .model
+            .config_str("api_version")
+            .unwrap_or(AZURE_API_VERSION);
+        let mut url =
+            reqwest::Url::parse(&self.config.base_url).map_err(|e| ProviderError::Setup {
+                provider: self.config.name.clone(),
+                message: format!("base_url `{}` is not a URL: {e}", self.config.base_url),
+            })?;
+        url.path_segments_mut()
+            .map_err(|()| ProviderError::Setup {
+                provider: self.config.name.clone(),
+                message: format!("base_url `{}` cannot have a path", self.config.base_url),
+            })?
+            .pop_if_empty()
+            .extend(["openai", "deployments", request.model.name.as_str()])
+            .extend(["chat", "completions"]);
+        url.query_pairs_mut().append_pair("api-version", version);
+        Ok(url.as_str().into())
+    }
+}
+
 impl ModelProvider for OpenAiProvider {
     fn stream(
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ModelDelta, ProviderError>> {
+        let endpoint = match self.endpoint_for(&request) {
+            Ok(endpoint) => endpoint,
+            Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
+        };
         let call = Call {
             request: CallRequest {
                 config: self.config.clone(),
-                endpoint: self.endpoint.clone(),
+                endpoint,
                 body: Bytes::from(request::body(&request).to_string()),
                 model: request.model.name,
             },
@@ -220,10 +278,14 @@ impl CallRequest {
     async fn attempt(&self) -> Result<reqwest::Response, AttemptError> {
         let config = &self.config;
         tracing::debug!(provider = %config.name, model = %self.model, "starting model call");
-        let send = config
-            .client
-            .post(&*self.endpoint)
-            .bearer_auth(&config.api_key)
+        let mut builder = config.client.post(&*self.endpoint);
+        if !config.api_key.is_empty() {
+            builder = match config.auth {
+                WireAuth::Bearer => builder.bearer_auth(&config.api_key),
+                WireAuth::ApiKeyHeader => builder.header("api-key", &config.api_key),
+            };
+        }
+        let send = builder
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream")
             .body(self.body.clone())
@@ -294,26 +356,29 @@ impl CallRequest {
         }))
     }
 
-    /// The provider's explanation from an error body: `error.message` when it is JSON,
-    /// else the body itself, shortened.
     async fn error_message(&self, response: reqwest::Response) -> String {
-        let status = response.status();
-        let body =
-            match tokio::time::timeout(self.config.request_timeout, read_limited(response)).await {
-                Ok(Ok(body)) => body,
-                Ok(Err(e)) => format!("(unreadable error body: {})", error_chain(&e)),
-                Err(_) => "(error body not received in time)".into(),
-            };
-        let message = match serde_json::from_str::<ErrorBody>(&body) {
-            Ok(parsed) => parsed.error.message(),
-            Err(_) if body.trim().is_empty() => status
-                .canonical_reason()
-                .unwrap_or("no error body")
-                .to_owned(),
-            Err(_) => body,
-        };
-        shorten(message.trim(), MAX_ERROR_CHARS)
+        error_message(response, self.config.request_timeout).await
     }
+}
+
+/// The provider's explanation from an error body: `error.message` when it is JSON (OpenAI's
+/// and Anthropic's error bodies share that shape), else the body itself, shortened.
+pub(super) async fn error_message(response: reqwest::Response, timeout: Duration) -> String {
+    let status = response.status();
+    let body = match tokio::time::timeout(timeout, read_limited(response)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(e)) => format!("(unreadable error body: {})", error_chain(&e)),
+        Err(_) => "(error body not received in time)".into(),
+    };
+    let message = match serde_json::from_str::<ErrorBody>(&body) {
+        Ok(parsed) => parsed.error.message(),
+        Err(_) if body.trim().is_empty() => status
+            .canonical_reason()
+            .unwrap_or("no error body")
+            .to_owned(),
+        Err(_) => body,
+    };
+    shorten(message.trim(), MAX_ERROR_CHARS)
 }
 
 /// Reads at most [`MAX_ERROR_BODY_BYTES`] of a body: an error page has no business being
@@ -332,7 +397,7 @@ async fn read_limited(mut response: reqwest::Response) -> Result<String, reqwest
 
 /// The wait a provider asked for: OpenAI's `retry-after-ms`, else standard `Retry-After`
 /// in seconds (the HTTP-date form is not used by model providers and is ignored).
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+pub(super) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let number = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
     // Bounded so a hostile value cannot overflow `Duration`; anything this long is
     // refused by the retry policy anyway.

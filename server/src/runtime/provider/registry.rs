@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use super::ModelProvider;
+use super::anthropic::AnthropicProvider;
 use super::error::ProviderError;
-use super::openai::{self, OpenAiConfig, OpenAiProvider};
+use super::openai::{self, Endpoint, OpenAiConfig, OpenAiProvider, WireAuth};
 use super::replay::{CassetteCache, ReplayProvider, cassette_path};
 use super::retry::RetryPolicy;
 use crate::runtime::model::ModelSpec;
@@ -22,19 +23,97 @@ use crate::runtime::model::ModelSpec;
 /// The name of the deterministic cassette provider.
 const REPLAY: &str = "replay";
 
-/// A provider speaking the OpenAI chat-completions wire format.
+/// A provider reached over HTTP: its wire format, where it lives, how it authenticates.
 struct WireProvider {
     name: &'static str,
-    default_base_url: &'static str,
-    default_key_env: &'static str,
+    format: WireFormat,
+    /// `None`: there is no public endpoint, the operator must give one.
+    default_base_url: Option<&'static str>,
+    /// An environment variable that may hold the base URL (Azure's resource endpoint).
+    base_url_env: Option<&'static str>,
+    /// `None`: a local server that needs no key (one from the settings is still sent).
+    default_key_env: Option<&'static str>,
 }
 
-/// Adding an OpenAI-compatible provider is one line here.
-const WIRE_PROVIDERS: [WireProvider; 1] = [WireProvider {
-    name: "openai",
-    default_base_url: "https://api.openai.com/v1",
-    default_key_env: "OPENAI_API_KEY",
-}];
+/// How requests are shaped and authenticated.
+#[derive(Clone, Copy, PartialEq)]
+enum WireFormat {
+    /// `POST {base}/chat/completions`, `Authorization: Bearer`.
+    OpenAiChat,
+    /// Chat completions at `{base}/openai/deployments/{model}/chat/completions?api-version=`
+    /// with an `api-key` header.
+    AzureOpenAi,
+    /// Anthropic's Messages API.
+    Anthropic,
+}
+
+impl WireProvider {
+    /// A hosted service with a bearer key.
+    const fn hosted(name: &'static str, base_url: &'static str, key_env: &'static str) -> Self {
+        Self {
+            name,
+            format: WireFormat::OpenAiChat,
+            default_base_url: Some(base_url),
+            base_url_env: None,
+            default_key_env: Some(key_env),
+        }
+    }
+
+    /// A server on the operator's machine: no key, its usual loopback port.
+    const fn local(name: &'static str, base_url: &'static str) -> Self {
+        Self {
+            name,
+            format: WireFormat::OpenAiChat,
+            default_base_url: Some(base_url),
+            base_url_env: None,
+            default_key_env: None,
+        }
+    }
+}
+
+/// Every HTTP provider; adding an OpenAI-compatible one is one line here.
+const WIRE_PROVIDERS: &[WireProvider] = &[
+    WireProvider::hosted("openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+    WireProvider {
+        name: "azure_openai",
+        format: WireFormat::AzureOpenAi,
+        default_base_url: None,
+        base_url_env: Some("AZURE_OPENAI_ENDPOINT"),
+        default_key_env: Some("AZURE_OPENAI_API_KEY"),
+    },
+    WireProvider::hosted(
+        "deepseek",
+        "https://api.deepseek.com/v1",
+        "DEEPSEEK_API_KEY",
+    ),
+    WireProvider::hosted("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+    WireProvider::hosted(
+        "openrouter",
+        "https://openrouter.ai/api/v1",
+        "OPENROUTER_API_KEY",
+    ),
+    WireProvider::hosted("xai", "https://api.x.ai/v1", "XAI_API_KEY"),
+    WireProvider::hosted("minimax", "https://api.minimax.io/v1", "MINIMAX_API_KEY"),
+    // Phind documents no public API endpoint: the operator names the server.
+    WireProvider {
+        name: "phind",
+        format: WireFormat::OpenAiChat,
+        default_base_url: None,
+        base_url_env: None,
+        default_key_env: Some("PHIND_API_KEY"),
+    },
+    WireProvider::local("llama_cpp", "http://127.0.0.1:8080/v1"),
+    WireProvider::local("ollama", "http://127.0.0.1:11434/v1"),
+    WireProvider::local("vllm", "http://127.0.0.1:8000/v1"),
+    WireProvider::local("lmstudio", "http://127.0.0.1:1234/v1"),
+    WireProvider {
+        name: "anthropic",
+        format: WireFormat::Anthropic,
+        default_base_url: Some("https://api.anthropic.com"),
+        base_url_env: None,
+        default_key_env: Some("ANTHROPIC_API_KEY"),
+    },
+];
 
 /// Operator settings for one provider; every field has a sensible default.
 #[derive(Clone)]
@@ -93,14 +172,18 @@ impl std::fmt::Debug for ProviderSettings {
 enum KeySource {
     Settings,
     Env(String),
+    /// A local server: no key needed, none sent.
+    NotNeeded,
 }
 
-/// One OpenAI-wire provider, its key resolved, its client built on first use.
+/// One HTTP provider, its key and base URL resolved, its client built on first use.
 struct WireSlot {
     spec: &'static WireProvider,
     settings: ProviderSettings,
     key: Result<(String, KeySource), String>,
-    provider: Mutex<Option<Arc<OpenAiProvider>>>,
+    /// `None` when the provider has no public endpoint and the operator gave none.
+    base_url: Option<String>,
+    provider: Mutex<Option<Arc<dyn ModelProvider>>>,
 }
 
 /// Resolves model specs to providers, caching what is expensive to build.
@@ -126,21 +209,19 @@ impl ProviderRegistry {
             .iter()
             .map(|spec| {
                 let settings = settings.remove(spec.name).unwrap_or_default();
-                let env_var = settings
-                    .api_key_env
+                let key = resolve_key(spec, &settings, &env);
+                let base_url = settings
+                    .base_url
                     .clone()
-                    .unwrap_or_else(|| spec.default_key_env.to_owned());
-                let key = match settings.api_key.clone().filter(|k| !k.is_empty()) {
-                    Some(key) => Ok((key, KeySource::Settings)),
-                    None => match env(&env_var).filter(|k| !k.trim().is_empty()) {
-                        Some(key) => Ok((key.trim().to_owned(), KeySource::Env(env_var))),
-                        None => Err(env_var),
-                    },
-                };
+                    .or_else(|| spec.base_url_env.and_then(&env))
+                    .map(|url| url.trim().to_owned())
+                    .filter(|url| !url.is_empty())
+                    .or_else(|| spec.default_base_url.map(str::to_owned));
                 WireSlot {
                     spec,
                     settings,
                     key,
+                    base_url,
                     provider: Mutex::new(None),
                 }
             })
@@ -195,7 +276,7 @@ impl ProviderRegistry {
         if spec.config_value("base_url").is_some() {
             tracing::debug!(model = %spec, "model config base_url ignored: the server holds this provider's key");
         }
-        Ok(slot.provider()?)
+        slot.provider()
     }
 
     /// Whether `spec` can be used right now and why, for ListModels. Never contains a key.
@@ -216,11 +297,18 @@ impl ProviderRegistry {
                 Err(e) => (false, e.to_string()),
             };
         }
-        match self.wire_slot(spec).map(|slot| &slot.key) {
-            Ok(Ok((_, KeySource::Env(var)))) => (true, format!("key from {var}")),
-            Ok(Ok((_, KeySource::Settings))) => (true, "key from server settings".into()),
-            Ok(Err(var)) => (false, format!("missing {var}")),
-            Err(e) => (false, e.to_string()),
+        let slot = match self.wire_slot(spec) {
+            Ok(slot) => slot,
+            Err(e) => return (false, e.to_string()),
+        };
+        let Some(base_url) = &slot.base_url else {
+            return (false, slot.missing_base_url().to_string());
+        };
+        match &slot.key {
+            Ok((_, KeySource::Env(var))) => (true, format!("key from {var}")),
+            Ok((_, KeySource::Settings)) => (true, "key from server settings".into()),
+            Ok((_, KeySource::NotNeeded)) => (true, format!("no key needed; calls {base_url}")),
+            Err(var) => (false, format!("missing {var}")),
         }
     }
 
@@ -235,9 +323,34 @@ impl ProviderRegistry {
     }
 }
 
+/// The key from the settings, else from the environment; `Err` names the variable that
+/// should hold it. Local servers run without one.
+fn resolve_key(
+    spec: &WireProvider,
+    settings: &ProviderSettings,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<(String, KeySource), String> {
+    if let Some(key) = settings.api_key.clone().filter(|k| !k.is_empty()) {
+        return Ok((key, KeySource::Settings));
+    }
+    let env_var = settings
+        .api_key_env
+        .clone()
+        .or_else(|| spec.default_key_env.map(str::to_owned));
+    let Some(env_var) = env_var else {
+        return Ok((String::new(), KeySource::NotNeeded));
+    };
+    match env(&env_var).filter(|k| !k.trim().is_empty()) {
+        Some(key) => Ok((key.trim().to_owned(), KeySource::Env(env_var))),
+        // An operator-named variable on a local server is optional, like the key itself.
+        None if spec.default_key_env.is_none() => Ok((String::new(), KeySource::NotNeeded)),
+        None => Err(env_var),
+    }
+}
+
 impl WireSlot {
     /// The shared provider instance, built (with its HTTP client) on first use.
-    fn provider(&self) -> Result<Arc<OpenAiProvider>, ProviderError> {
+    fn provider(&self) -> Result<Arc<dyn ModelProvider>, ProviderError> {
         let (key, _) = self
             .key
             .as_ref()
@@ -245,6 +358,10 @@ impl WireSlot {
                 provider: self.spec.name.to_owned(),
                 env_var: env_var.clone(),
             })?;
+        let base_url = self
+            .base_url
+            .clone()
+            .ok_or_else(|| self.missing_base_url())?;
         let mut cached = self
             .provider
             .lock()
@@ -252,11 +369,6 @@ impl WireSlot {
         if let Some(provider) = cached.as_ref() {
             return Ok(provider.clone());
         }
-        let settings = &self.settings;
-        let base_url = settings
-            .base_url
-            .clone()
-            .unwrap_or_else(|| self.spec.default_base_url.to_owned());
         // A typo in the operator's URL is a setup problem, not a provider outage.
         if let Err(e) = reqwest::Url::parse(&base_url) {
             return Err(ProviderError::Setup {
@@ -264,7 +376,8 @@ impl WireSlot {
                 message: format!("base_url `{base_url}` is not a URL: {e}"),
             });
         }
-        let provider = Arc::new(OpenAiProvider::new(OpenAiConfig {
+        let settings = &self.settings;
+        let config = OpenAiConfig {
             name: self.spec.name.to_owned(),
             base_url,
             api_key: key.clone(),
@@ -275,9 +388,32 @@ impl WireSlot {
                 max_retries: settings.max_retries,
                 max_delay: settings.max_retry_delay,
             },
-        }));
+            auth: WireAuth::Bearer,
+            endpoint: Endpoint::ChatCompletions,
+        };
+        let provider: Arc<dyn ModelProvider> = match self.spec.format {
+            WireFormat::OpenAiChat => Arc::new(OpenAiProvider::new(config)),
+            WireFormat::AzureOpenAi => Arc::new(OpenAiProvider::new(OpenAiConfig {
+                auth: WireAuth::ApiKeyHeader,
+                endpoint: Endpoint::AzureDeployment,
+                ..config
+            })),
+            WireFormat::Anthropic => Arc::new(AnthropicProvider::new(config)),
+        };
         *cached = Some(provider.clone());
         Ok(provider)
+    }
+
+    fn missing_base_url(&self) -> ProviderError {
+        let env = self
+            .spec
+            .base_url_env
+            .map(|var| format!(" or {var} in the server's environment"))
+            .unwrap_or_default();
+        ProviderError::NoBaseUrl {
+            provider: self.spec.name.to_owned(),
+            hint: format!("set `base_url` in the server's provider settings{env}"),
+        }
     }
 }
 

@@ -114,5 +114,6 @@ pub(crate) fn validate_config(spec: &ModelSpec) -> Result<(), ProviderError> {
     check("top_p", Value::is_number, "a number")?;
     check("max_tokens", Value::is_u64, "a non-negative integer")?;
     check("reasoning_effort", Value::is_string, "a string")?;
+    check("api_version", Value::is_string, "a string")?;
     check("extra_body", Value::is_object, "a JSON object")
 }

@@ -20,12 +20,39 @@ fn spec_with(config: serde_json::Value) -> ModelSpec {
 #[test]
 fn unknown_providers_and_empty_names_are_invalid() {
     let registry = registry(&[]);
-    assert_eq!(registry.known_providers(), ["openai", "replay"]);
+    assert_eq!(
+        registry.known_providers(),
+        [
+            "openai",
+            "azure_openai",
+            "deepseek",
+            "groq",
+            "openrouter",
+            "xai",
+            "minimax",
+            "phind",
+            "llama_cpp",
+            "ollama",
+            "vllm",
+            "lmstudio",
+            "anthropic",
+            "replay"
+        ]
+    );
     let e = registry
         .validate(&ModelSpec::new("acme", "m1"))
         .expect_err("unknown provider refused");
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    assert!(e.to_string().contains("openai, replay"), "{e}");
+    for name in [
+        "openai",
+        "deepseek",
+        "azure_openai",
+        "ollama",
+        "anthropic",
+        "replay",
+    ] {
+        assert!(e.to_string().contains(name), "{e}");
+    }
     let e = registry
         .validate(&ModelSpec::new("openai", " "))
         .expect_err("empty name refused");
@@ -120,4 +147,71 @@ fn a_malformed_operator_base_url_is_a_setup_error() {
         .err()
         .map(|e| e.reason());
     assert_eq!(e, Some("PROVIDER_SETUP_FAILED"));
+}
+
+#[test]
+fn availability_names_each_providers_key_variable() {
+    let root = Path::new(".");
+    for (provider, var) in [
+        ("deepseek", "DEEPSEEK_API_KEY"),
+        ("groq", "GROQ_API_KEY"),
+        ("openrouter", "OPENROUTER_API_KEY"),
+        ("xai", "XAI_API_KEY"),
+        ("minimax", "MINIMAX_API_KEY"),
+        ("anthropic", "ANTHROPIC_API_KEY"),
+    ] {
+        let spec = ModelSpec::new(provider, "m");
+        assert_eq!(
+            registry(&[]).availability(&spec, root),
+            (false, format!("missing {var}"))
+        );
+    }
+    let with_key = registry(&[("DEEPSEEK_API_KEY", "sk-d")]);
+    assert_eq!(
+        with_key.availability(&ModelSpec::new("deepseek", "deepseek-chat"), root),
+        (true, "key from DEEPSEEK_API_KEY".to_owned())
+    );
+}
+
+#[test]
+fn local_servers_need_no_key_and_say_where_they_call() {
+    let root = Path::new(".");
+    for (provider, url) in [
+        ("llama_cpp", "http://127.0.0.1:8080/v1"),
+        ("ollama", "http://127.0.0.1:11434/v1"),
+        ("vllm", "http://127.0.0.1:8000/v1"),
+        ("lmstudio", "http://127.0.0.1:1234/v1"),
+    ] {
+        let spec = ModelSpec::new(provider, "m");
+        assert_eq!(
+            registry(&[]).availability(&spec, root),
+            (true, format!("no key needed; calls {url}"))
+        );
+        assert!(registry(&[]).resolve(&spec, root).is_ok());
+    }
+}
+
+#[test]
+fn providers_without_a_public_endpoint_need_a_base_url() {
+    let root = Path::new(".");
+    let azure = ModelSpec::new("azure_openai", "my-deployment");
+    let keyed = registry(&[("AZURE_OPENAI_API_KEY", "k")]);
+    let (ok, message) = keyed.availability(&azure, root);
+    assert!(
+        !ok && message.contains("AZURE_OPENAI_ENDPOINT"),
+        "{message}"
+    );
+    let e = keyed.resolve(&azure, root).err().map(|e| e.kind());
+    assert_eq!(e, Some(ErrorKind::FailedPrecondition));
+    let full = registry(&[
+        ("AZURE_OPENAI_API_KEY", "k"),
+        ("AZURE_OPENAI_ENDPOINT", "https://res.openai.azure.com"),
+    ]);
+    assert_eq!(
+        full.availability(&azure, root),
+        (true, "key from AZURE_OPENAI_API_KEY".to_owned())
+    );
+    let phind = registry(&[("PHIND_API_KEY", "k")]);
+    let (ok, message) = phind.availability(&ModelSpec::new("phind", "m"), root);
+    assert!(!ok && message.contains("base_url"), "{message}");
 }
