@@ -51,6 +51,17 @@ struct Shared {
 struct ServerState {
     mode: Mode,
     requests: Vec<Value>,
+    calls: Vec<RecordedCall>,
+}
+
+/// How a request reached the server, for tests of URLs and auth headers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedCall {
+    /// E.g. `/v1/chat/completions` or Azure's `/openai/deployments/d/...?api-version=...`.
+    pub path_and_query: String,
+    pub authorization: Option<String>,
+    /// Azure's `api-key` header.
+    pub api_key: Option<String>,
 }
 
 impl OpenAiWireServer {
@@ -63,10 +74,15 @@ impl OpenAiWireServer {
             state: Mutex::new(ServerState {
                 mode: script.mode,
                 requests: Vec::new(),
+                calls: Vec::new(),
             }),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat_completions))
+            .route(
+                "/openai/deployments/{deployment}/chat/completions",
+                post(chat_completions),
+            )
             .with_state(shared.clone());
         let (shutdown, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -88,6 +104,16 @@ impl OpenAiWireServer {
     /// `http://127.0.0.1:PORT/v1`, the value for a provider's base URL.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT`, for providers whose paths do not start at `/v1` (Azure).
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Path, query and auth headers of every request so far, in order.
+    pub fn calls(&self) -> Vec<RecordedCall> {
+        self.shared.lock().calls.clone()
     }
 
     /// The JSON bodies received so far, in order (including refused ones).
@@ -123,9 +149,24 @@ impl Shared {
 
 async fn chat_completions(
     State(shared): State<Arc<Shared>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let header_text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    shared.lock().calls.push(RecordedCall {
+        path_and_query: uri
+            .path_and_query()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_default(),
+        authorization: header_text("authorization"),
+        api_key: header_text("api-key"),
+    });
     let request: Value = match serde_json::from_slice(&body) {
         Ok(request) => request,
         Err(e) => {
@@ -163,13 +204,19 @@ async fn chat_completions(
     render(reply).await
 }
 
-/// `None` when the request carries the right key; else OpenAI's 401, which (unlike the
-/// real service, which masks it) quotes the key in full so tests prove it gets redacted.
+/// `None` when the request carries the right key (as a bearer token, or Azure's `api-key`
+/// header), or when the script has no key (a local server); else OpenAI's 401, which
+/// (unlike the real service, which masks it) quotes the key in full so tests prove it
+/// gets redacted.
 fn check_key(headers: &HeaderMap, api_key: &str) -> Option<Response> {
+    if api_key.is_empty() {
+        return None;
+    }
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .or_else(|| headers.get("api-key").and_then(|v| v.to_str().ok()));
     match given {
         Some(key) if key == api_key => None,
         Some(key) => Some(error_response(

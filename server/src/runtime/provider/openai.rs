@@ -7,6 +7,8 @@
 //! may already hold part of the answer.
 
 mod decode;
+#[cfg(test)]
+mod family_tests;
 mod request;
 #[cfg(test)]
 mod tests;
