@@ -5,4 +5,5 @@
 //! byte of the runtime's own client code runs in tests, end-to-end tests and benchmarks.
 //! Compiled for this crate's tests and, for other crates, with the `testing` feature.
 
+pub mod gemini_wire;
 pub mod openai_wire;

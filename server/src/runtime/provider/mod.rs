@@ -5,6 +5,7 @@
 //! reaches subscribers while the model is still writing.
 
 mod error;
+mod gemini;
 mod openai;
 mod registry;
 mod replay;

@@ -18,6 +18,7 @@ use super::openai::{self, OpenAiConfig, OpenAiProvider};
 use super::replay::{CassetteCache, ReplayProvider, cassette_path};
 use super::retry::RetryPolicy;
 use crate::runtime::model::ModelSpec;
+use google::{GOOGLE_NAMES, GoogleSlot};
 
 /// The name of the deterministic cassette provider.
 const REPLAY: &str = "replay";
@@ -106,6 +107,7 @@ struct WireSlot {
 /// Resolves model specs to providers, caching what is expensive to build.
 pub struct ProviderRegistry {
     wire: Vec<WireSlot>,
+    google: Vec<GoogleSlot>,
     cassettes: CassetteCache,
 }
 
@@ -145,11 +147,13 @@ impl ProviderRegistry {
                 }
             })
             .collect();
+        let google = GoogleSlot::all(&mut settings, &env);
         for name in settings.keys().filter(|name| name.as_str() != REPLAY) {
             tracing::warn!(provider = %name, "settings for an unknown model provider are ignored");
         }
         Self {
             wire,
+            google,
             cassettes: CassetteCache::default(),
         }
     }
@@ -159,6 +163,7 @@ impl ProviderRegistry {
         WIRE_PROVIDERS
             .iter()
             .map(|p| p.name)
+            .chain(GOOGLE_NAMES)
             .chain([REPLAY])
             .collect()
     }
@@ -175,6 +180,9 @@ impl ProviderRegistry {
         if spec.provider == REPLAY {
             return cassette_path(spec).map(drop);
         }
+        if GOOGLE_NAMES.contains(&spec.provider.as_str()) {
+            return openai::validate_config(spec);
+        }
         self.wire_slot(spec)?;
         openai::validate_config(spec)
     }
@@ -190,6 +198,9 @@ impl ProviderRegistry {
         if spec.provider == REPLAY {
             let cassette = self.cassettes.get(bundle_root, &cassette_path(spec)?)?;
             return Ok(Arc::new(ReplayProvider::new(cassette)));
+        }
+        if let Some(slot) = self.google_slot(spec) {
+            return slot.provider();
         }
         let slot = self.wire_slot(spec)?;
         if spec.config_value("base_url").is_some() {
@@ -216,12 +227,20 @@ impl ProviderRegistry {
                 Err(e) => (false, e.to_string()),
             };
         }
-        match self.wire_slot(spec).map(|slot| &slot.key) {
+        let key = match self.google_slot(spec) {
+            Some(slot) => Ok(&slot.key),
+            None => self.wire_slot(spec).map(|slot| &slot.key),
+        };
+        match key {
             Ok(Ok((_, KeySource::Env(var)))) => (true, format!("key from {var}")),
             Ok(Ok((_, KeySource::Settings))) => (true, "key from server settings".into()),
             Ok(Err(var)) => (false, format!("missing {var}")),
             Err(e) => (false, e.to_string()),
         }
+    }
+
+    fn google_slot(&self, spec: &ModelSpec) -> Option<&GoogleSlot> {
+        self.google.iter().find(|slot| slot.name == spec.provider)
     }
 
     fn wire_slot(&self, spec: &ModelSpec) -> Result<&WireSlot, ProviderError> {
@@ -308,5 +327,6 @@ fn install_crypto_provider() {
     });
 }
 
+mod google;
 #[cfg(test)]
 mod tests;

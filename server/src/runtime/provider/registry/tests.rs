@@ -20,12 +20,18 @@ fn spec_with(config: serde_json::Value) -> ModelSpec {
 #[test]
 fn unknown_providers_and_empty_names_are_invalid() {
     let registry = registry(&[]);
-    assert_eq!(registry.known_providers(), ["openai", "replay"]);
+    assert_eq!(
+        registry.known_providers(),
+        ["openai", "google", "gemini", "replay"]
+    );
     let e = registry
         .validate(&ModelSpec::new("acme", "m1"))
         .expect_err("unknown provider refused");
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    assert!(e.to_string().contains("openai, replay"), "{e}");
+    assert!(
+        e.to_string().contains("openai, google, gemini, replay"),
+        "{e}"
+    );
     let e = registry
         .validate(&ModelSpec::new("openai", " "))
         .expect_err("empty name refused");
@@ -120,4 +126,38 @@ fn a_malformed_operator_base_url_is_a_setup_error() {
         .err()
         .map(|e| e.reason());
     assert_eq!(e, Some("PROVIDER_SETUP_FAILED"));
+}
+
+#[test]
+fn google_and_gemini_both_resolve_to_the_gemini_api() {
+    let registry = registry(&[("GEMINI_API_KEY", "AIza-env")]);
+    for name in ["google", "gemini"] {
+        let spec = ModelSpec::new(name, "gemini-2.5-flash");
+        assert!(registry.validate(&spec).is_ok(), "{name}");
+        assert!(registry.resolve(&spec, Path::new(".")).is_ok(), "{name}");
+    }
+}
+
+#[test]
+fn gemini_availability_names_the_key_variables() {
+    let spec = ModelSpec::new("gemini", "gemini-2.5-flash");
+    let root = Path::new(".");
+    assert_eq!(
+        registry(&[("GEMINI_API_KEY", "a"), ("GOOGLE_API_KEY", "b")]).availability(&spec, root),
+        (true, "key from GEMINI_API_KEY".to_owned())
+    );
+    assert_eq!(
+        registry(&[("GOOGLE_API_KEY", "b")]).availability(&spec, root),
+        (true, "key from GOOGLE_API_KEY".to_owned())
+    );
+    assert_eq!(
+        registry(&[]).availability(&ModelSpec::new("google", "g"), root),
+        (false, "missing GEMINI_API_KEY or GOOGLE_API_KEY".to_owned())
+    );
+    let e = registry(&[])
+        .resolve(&spec, root)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("GEMINI_API_KEY or GOOGLE_API_KEY"), "{e}");
 }
