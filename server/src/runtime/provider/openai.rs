@@ -5,9 +5,17 @@
 //! server-sent events. Starting the call is retried (429, 5xx, connection failures) with
 //! bounded backoff; once the response is accepted nothing is retried, because the caller
 //! may already hold part of the answer.
+//!
+//! `openai` also speaks the Responses API (`POST {base_url}/responses`), chosen per model
+//! with `api: responses` in the model config (default `chat_completions`): the transport,
+//! retries and errors are shared, only the body and the event decoding differ.
 
 mod decode;
 mod request;
+mod responses;
+mod responses_request;
+#[cfg(test)]
+mod responses_tests;
 #[cfg(test)]
 mod tests;
 
@@ -26,6 +34,8 @@ use super::retry::{RetryDecision, RetryPolicy};
 use super::sse::{SseEvents, error_chain};
 use super::{ModelDelta, ModelProvider, ModelRequest, ProviderError};
 use decode::{ChunkDecoder, ErrorBody, Flow};
+use request::Api;
+use responses::ResponsesDecoder;
 
 pub(crate) use request::validate_config;
 
@@ -59,14 +69,18 @@ pub(crate) struct OpenAiConfig {
 pub(crate) struct OpenAiProvider {
     config: Arc<OpenAiConfig>,
     endpoint: Arc<str>,
+    responses_endpoint: Arc<str>,
 }
 
 impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Self {
-        let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        let base = config.base_url.trim_end_matches('/');
+        let endpoint = format!("{base}/chat/completions");
+        let responses_endpoint = format!("{base}/responses");
         Self {
             config: Arc::new(config),
             endpoint: endpoint.into(),
+            responses_endpoint: responses_endpoint.into(),
         }
     }
 }
@@ -76,12 +90,21 @@ impl ModelProvider for OpenAiProvider {
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ModelDelta, ProviderError>> {
+        let api = Api::of(&request.model);
+        let (endpoint, body) = match api {
+            Api::ChatCompletions => (self.endpoint.clone(), request::body(&request)),
+            Api::Responses => (
+                self.responses_endpoint.clone(),
+                responses_request::body(&request),
+            ),
+        };
         let call = Call {
             request: CallRequest {
                 config: self.config.clone(),
-                endpoint: self.endpoint.clone(),
-                body: Bytes::from(request::body(&request).to_string()),
+                endpoint,
+                body: Bytes::from(body.to_string()),
                 model: request.model.name,
+                api,
             },
             phase: Phase::Start,
             pending: VecDeque::new(),
@@ -110,13 +133,14 @@ struct CallRequest {
     endpoint: Arc<str>,
     body: Bytes,
     model: String,
+    api: Api,
 }
 
 enum Phase {
     Start,
     Streaming {
         events: SseEvents,
-        decoder: ChunkDecoder,
+        decoder: Decoder,
     },
     /// `[DONE]` arrived; reading the body to its end returns the connection to the pool.
     Draining(SseEvents),
@@ -160,7 +184,7 @@ impl Call {
                         let config = &self.request.config;
                         self.phase = Phase::Streaming {
                             events: SseEvents::new(response, config.idle_timeout, &config.name),
-                            decoder: ChunkDecoder::new(&config.name),
+                            decoder: Decoder::new(self.request.api, &config.name),
                         };
                     }
                     Err(e) => return Some(Err(e)),
@@ -184,6 +208,39 @@ impl Call {
                     }
                 }
             }
+        }
+    }
+}
+
+/// The decoder of the call's wire format.
+enum Decoder {
+    Chat(ChunkDecoder),
+    Responses(ResponsesDecoder),
+}
+
+impl Decoder {
+    fn new(api: Api, provider: &str) -> Self {
+        match api {
+            Api::ChatCompletions => Self::Chat(ChunkDecoder::new(provider)),
+            Api::Responses => Self::Responses(ResponsesDecoder::new(provider)),
+        }
+    }
+
+    fn on_data(
+        &mut self,
+        data: &str,
+        out: &mut VecDeque<ModelDelta>,
+    ) -> Result<Flow, ProviderError> {
+        match self {
+            Self::Chat(decoder) => decoder.on_data(data, out),
+            Self::Responses(decoder) => decoder.on_data(data, out),
+        }
+    }
+
+    fn on_end(&mut self, out: &mut VecDeque<ModelDelta>) -> Result<(), ProviderError> {
+        match self {
+            Self::Chat(decoder) => decoder.on_end(out),
+            Self::Responses(decoder) => decoder.on_end(out),
         }
     }
 }
