@@ -224,7 +224,13 @@ async fn generate(
     });
     let key = headers.get("x-goog-api-key").and_then(|v| v.to_str().ok());
     if key != Some(shared.api_key.as_str()) {
-        return error_response(400, "API key not valid. Please pass a valid API key.", None);
+        // Unlike the real service, the message quotes the key, so tests prove it is
+        // redacted before it reaches an event.
+        let message = format!(
+            "API key not valid ({}). Please pass a valid API key.",
+            key.unwrap_or_default()
+        );
+        return error_response(400, &message, None);
     }
     if !query.unwrap_or_default().split('&').any(|p| p == "alt=sse") {
         return error_response(

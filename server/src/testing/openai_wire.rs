@@ -1,4 +1,5 @@
-//! A loopback server speaking OpenAI's chat-completions wire format.
+//! A loopback server speaking OpenAI's chat-completions wire format, and the Responses API
+//! on `/v1/responses` (scripted with [`ResponsesBuilder`] replies).
 //!
 //! ```text
 //! let server = OpenAiWireServer::start(Script::new("sk-test").reply(Reply::text("Hello there"))).await?;

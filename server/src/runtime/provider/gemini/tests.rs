@@ -270,6 +270,7 @@ async fn a_wrong_key_is_refused_and_never_shown() {
         [Err(e @ ProviderError::Http { status: 400, .. })] => {
             assert!(e.to_string().contains("API key not valid"), "{e}");
             assert!(!e.to_string().contains("AIza-wrong-key"), "{e}");
+            assert!(e.to_string().contains("[REDACTED]"), "{e}");
         }
         other => panic!("expected one HTTP error, got {other:?}"),
     }
