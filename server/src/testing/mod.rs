@@ -6,4 +6,5 @@
 //! Compiled for this crate's tests and, for other crates, with the `testing` feature.
 
 pub mod anthropic_wire;
+pub mod gemini_wire;
 pub mod openai_wire;

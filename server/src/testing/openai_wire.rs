@@ -1,4 +1,5 @@
-//! A loopback server speaking OpenAI's chat-completions wire format.
+//! A loopback server speaking OpenAI's chat-completions wire format, and the Responses API
+//! on `/v1/responses` (scripted with [`ResponsesBuilder`] replies).
 //!
 //! ```text
 //! let server = OpenAiWireServer::start(Script::new("sk-test").reply(Reply::text("Hello there"))).await?;
@@ -11,6 +12,7 @@
 //! non-streaming requests, records every request body, and answers each request with the
 //! next scripted [`Reply`]. Dropped, it stops listening.
 
+mod responses;
 mod script;
 
 use std::convert::Infallible;
@@ -31,6 +33,8 @@ use tokio::task::JoinHandle;
 pub use script::{
     Reply, Script, StreamBuilder, WireEvent, WireUsage, chunk, error_object, split, usage_chunk,
 };
+
+pub use responses::{ResponsesBuilder, ResponsesUsage};
 
 use script::{Mode, estimate_tokens};
 
@@ -83,6 +87,7 @@ impl OpenAiWireServer {
                 "/openai/deployments/{deployment}/chat/completions",
                 post(chat_completions),
             )
+            .route("/v1/responses", post(responses_api))
             .with_state(shared.clone());
         let (shutdown, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -153,6 +158,28 @@ async fn chat_completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    answer(&shared, &uri, &headers, &body, echo_reply).await
+}
+
+/// The Responses API route: same key check, recording and script as chat completions;
+/// scripts answer it with [`ResponsesBuilder`] replies.
+async fn responses_api(
+    State(shared): State<Arc<Shared>>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    answer(&shared, &uri, &headers, &body, responses_echo_reply).await
+}
+
+/// Checks, records and answers one request; `echo` builds the answer in echo mode.
+async fn answer(
+    shared: &Shared,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+    echo: fn(&Value) -> Reply,
+) -> Response {
     let header_text = |name: &str| {
         headers
             .get(name)
@@ -167,7 +194,7 @@ async fn chat_completions(
         authorization: header_text("authorization"),
         api_key: header_text("api-key"),
     });
-    let request: Value = match serde_json::from_slice(&body) {
+    let request: Value = match serde_json::from_slice(body) {
         Ok(request) => request,
         Err(e) => {
             return error_response(
@@ -178,7 +205,7 @@ async fn chat_completions(
         }
     };
     shared.lock().requests.push(request.clone());
-    if let Some(refusal) = check_key(&headers, &shared.api_key) {
+    if let Some(refusal) = check_key(headers, &shared.api_key) {
         return refusal;
     }
     if request.get("stream") != Some(&Value::Bool(true)) {
@@ -192,7 +219,7 @@ async fn chat_completions(
         let mut state = shared.lock();
         let index = state.requests.len();
         match &mut state.mode {
-            Mode::Echo => echo_reply(&request),
+            Mode::Echo => echo(&request),
             Mode::Scripted(replies) => replies.pop_front().unwrap_or_else(|| {
                 Reply::error(
                     500,
@@ -287,6 +314,27 @@ fn error_response(status: u16, message: &str, retry_after: Option<u64>) -> Respo
             .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }
     response
+}
+
+/// The Responses API echo answer: the start of the last input item's text, with usage.
+fn responses_echo_reply(request: &Value) -> Reply {
+    let last = request["input"]
+        .as_array()
+        .and_then(|items| items.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let text: String = match last.chars().take(64).collect::<String>() {
+        start if start.is_empty() => "ok".to_owned(),
+        start => format!("echo: {start}"),
+    };
+    ResponsesBuilder::new()
+        .text(&text, 2)
+        .completed(ResponsesUsage {
+            input_tokens: estimate_tokens(&request.to_string()),
+            output_tokens: estimate_tokens(&text),
+            ..ResponsesUsage::default()
+        })
+        .build()
 }
 
 /// The echo answer: the start of the last message, in two deltas, with usage.

@@ -6,6 +6,7 @@
 
 mod anthropic;
 mod error;
+mod gemini;
 mod openai;
 mod registry;
 mod replay;

@@ -5,11 +5,19 @@
 //! server-sent events. Starting the call is retried (429, 5xx, connection failures) with
 //! bounded backoff; once the response is accepted nothing is retried, because the caller
 //! may already hold part of the answer.
+//!
+//! `openai` also speaks the Responses API (`POST {base_url}/responses`), chosen per model
+//! with `api: responses` in the model config (default `chat_completions`): the transport,
+//! retries and errors are shared, only the body and the event decoding differ.
 
 mod decode;
 #[cfg(test)]
 mod family_tests;
 mod request;
+mod responses;
+mod responses_request;
+#[cfg(test)]
+mod responses_tests;
 #[cfg(test)]
 mod tests;
 
@@ -28,6 +36,8 @@ use super::retry::{RetryDecision, RetryPolicy};
 use super::sse::{SseEvents, error_chain};
 use super::{ModelDelta, ModelProvider, ModelRequest, ProviderError};
 use decode::{ChunkDecoder, ErrorBody, Flow};
+use request::Api;
+use responses::ResponsesDecoder;
 
 pub(crate) use request::validate_config;
 
@@ -87,23 +97,38 @@ pub(crate) const AZURE_API_VERSION: &str = "2024-10-21";
 pub(crate) struct OpenAiProvider {
     config: Arc<OpenAiConfig>,
     endpoint: Arc<str>,
+    responses_endpoint: Arc<str>,
 }
 
 impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Self {
-        let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        let base = config.base_url.trim_end_matches('/');
+        let endpoint = format!("{base}/chat/completions");
+        let responses_endpoint = format!("{base}/responses");
         Self {
             config: Arc::new(config),
             endpoint: endpoint.into(),
+            responses_endpoint: responses_endpoint.into(),
         }
     }
 }
 
 impl OpenAiProvider {
-    /// The URL of one call: fixed, except on Azure where it names the deployment.
-    fn endpoint_for(&self, request: &ModelRequest) -> Result<Arc<str>, ProviderError> {
-        if self.config.endpoint == Endpoint::ChatCompletions {
-            return Ok(self.endpoint.clone());
+    /// The URL of one call: fixed per API, except on Azure where it names the deployment
+    /// (Azure is only called through chat completions).
+    fn endpoint_for(&self, request: &ModelRequest, api: Api) -> Result<Arc<str>, ProviderError> {
+        match (self.config.endpoint, api) {
+            (Endpoint::ChatCompletions, Api::ChatCompletions) => return Ok(self.endpoint.clone()),
+            (Endpoint::ChatCompletions, Api::Responses) => {
+                return Ok(self.responses_endpoint.clone());
+            }
+            (Endpoint::AzureDeployment, Api::Responses) => {
+                return Err(ProviderError::invalid_model(
+                    request.model.to_string(),
+                    "`api: responses` is not supported through Azure deployments; use chat_completions",
+                ));
+            }
+            (Endpoint::AzureDeployment, Api::ChatCompletions) => {}
         }
         let version = request
             .model
@@ -132,16 +157,22 @@ impl ModelProvider for OpenAiProvider {
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ModelDelta, ProviderError>> {
-        let endpoint = match self.endpoint_for(&request) {
+        let api = Api::of(&request.model);
+        let endpoint = match self.endpoint_for(&request, api) {
             Ok(endpoint) => endpoint,
             Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
+        };
+        let body = match api {
+            Api::ChatCompletions => request::body(&request),
+            Api::Responses => responses_request::body(&request),
         };
         let call = Call {
             request: CallRequest {
                 config: self.config.clone(),
                 endpoint,
-                body: Bytes::from(request::body(&request).to_string()),
+                body: Bytes::from(body.to_string()),
                 model: request.model.name,
+                api,
             },
             phase: Phase::Start,
             pending: VecDeque::new(),
@@ -170,13 +201,14 @@ struct CallRequest {
     endpoint: Arc<str>,
     body: Bytes,
     model: String,
+    api: Api,
 }
 
 enum Phase {
     Start,
     Streaming {
         events: SseEvents,
-        decoder: ChunkDecoder,
+        decoder: Decoder,
     },
     /// `[DONE]` arrived; reading the body to its end returns the connection to the pool.
     Draining(SseEvents),
@@ -220,7 +252,7 @@ impl Call {
                         let config = &self.request.config;
                         self.phase = Phase::Streaming {
                             events: SseEvents::new(response, config.idle_timeout, &config.name),
-                            decoder: ChunkDecoder::new(&config.name),
+                            decoder: Decoder::new(self.request.api, &config.name),
                         };
                     }
                     Err(e) => return Some(Err(e)),
@@ -244,6 +276,39 @@ impl Call {
                     }
                 }
             }
+        }
+    }
+}
+
+/// The decoder of the call's wire format.
+enum Decoder {
+    Chat(ChunkDecoder),
+    Responses(ResponsesDecoder),
+}
+
+impl Decoder {
+    fn new(api: Api, provider: &str) -> Self {
+        match api {
+            Api::ChatCompletions => Self::Chat(ChunkDecoder::new(provider)),
+            Api::Responses => Self::Responses(ResponsesDecoder::new(provider)),
+        }
+    }
+
+    fn on_data(
+        &mut self,
+        data: &str,
+        out: &mut VecDeque<ModelDelta>,
+    ) -> Result<Flow, ProviderError> {
+        match self {
+            Self::Chat(decoder) => decoder.on_data(data, out),
+            Self::Responses(decoder) => decoder.on_data(data, out),
+        }
+    }
+
+    fn on_end(&mut self, out: &mut VecDeque<ModelDelta>) -> Result<(), ProviderError> {
+        match self {
+            Self::Chat(decoder) => decoder.on_end(out),
+            Self::Responses(decoder) => decoder.on_end(out),
         }
     }
 }

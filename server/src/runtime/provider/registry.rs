@@ -19,6 +19,7 @@ use super::openai::{self, Endpoint, OpenAiConfig, OpenAiProvider, WireAuth};
 use super::replay::{CassetteCache, ReplayProvider, cassette_path};
 use super::retry::RetryPolicy;
 use crate::runtime::model::ModelSpec;
+use google::{GOOGLE_NAMES, GoogleSlot};
 
 /// The name of the deterministic cassette provider.
 const REPLAY: &str = "replay";
@@ -189,6 +190,7 @@ struct WireSlot {
 /// Resolves model specs to providers, caching what is expensive to build.
 pub struct ProviderRegistry {
     wire: Vec<WireSlot>,
+    google: Vec<GoogleSlot>,
     cassettes: CassetteCache,
 }
 
@@ -226,11 +228,13 @@ impl ProviderRegistry {
                 }
             })
             .collect();
+        let google = GoogleSlot::all(&mut settings, &env);
         for name in settings.keys().filter(|name| name.as_str() != REPLAY) {
             tracing::warn!(provider = %name, "settings for an unknown model provider are ignored");
         }
         Self {
             wire,
+            google,
             cassettes: CassetteCache::default(),
         }
     }
@@ -240,6 +244,7 @@ impl ProviderRegistry {
         WIRE_PROVIDERS
             .iter()
             .map(|p| p.name)
+            .chain(GOOGLE_NAMES)
             .chain([REPLAY])
             .collect()
     }
@@ -256,6 +261,9 @@ impl ProviderRegistry {
         if spec.provider == REPLAY {
             return cassette_path(spec).map(drop);
         }
+        if GOOGLE_NAMES.contains(&spec.provider.as_str()) {
+            return openai::validate_config(spec);
+        }
         self.wire_slot(spec)?;
         openai::validate_config(spec)
     }
@@ -271,6 +279,9 @@ impl ProviderRegistry {
         if spec.provider == REPLAY {
             let cassette = self.cassettes.get(bundle_root, &cassette_path(spec)?)?;
             return Ok(Arc::new(ReplayProvider::new(cassette)));
+        }
+        if let Some(slot) = self.google_slot(spec) {
+            return slot.provider();
         }
         let slot = self.wire_slot(spec)?;
         if spec.config_value("base_url").is_some() {
@@ -297,19 +308,29 @@ impl ProviderRegistry {
                 Err(e) => (false, e.to_string()),
             };
         }
-        let slot = match self.wire_slot(spec) {
-            Ok(slot) => slot,
-            Err(e) => return (false, e.to_string()),
+        let (key, base_url) = match self.google_slot(spec) {
+            Some(slot) => (&slot.key, slot.base_url()),
+            None => {
+                let slot = match self.wire_slot(spec) {
+                    Ok(slot) => slot,
+                    Err(e) => return (false, e.to_string()),
+                };
+                let Some(base_url) = &slot.base_url else {
+                    return (false, slot.missing_base_url().to_string());
+                };
+                (&slot.key, base_url.as_str())
+            }
         };
-        let Some(base_url) = &slot.base_url else {
-            return (false, slot.missing_base_url().to_string());
-        };
-        match &slot.key {
+        match key {
             Ok((_, KeySource::Env(var))) => (true, format!("key from {var}")),
             Ok((_, KeySource::Settings)) => (true, "key from server settings".into()),
             Ok((_, KeySource::NotNeeded)) => (true, format!("no key needed; calls {base_url}")),
             Err(var) => (false, format!("missing {var}")),
         }
+    }
+
+    fn google_slot(&self, spec: &ModelSpec) -> Option<&GoogleSlot> {
+        self.google.iter().find(|slot| slot.name == spec.provider)
     }
 
     fn wire_slot(&self, spec: &ModelSpec) -> Result<&WireSlot, ProviderError> {
@@ -444,5 +465,6 @@ fn install_crypto_provider() {
     });
 }
 
+mod google;
 #[cfg(test)]
 mod tests;

@@ -132,6 +132,37 @@ async fn azure_defaults_the_api_version() {
 }
 
 #[tokio::test]
+async fn azure_refuses_the_responses_api_without_calling() {
+    let server = start("azure-key").await;
+    let settings = ProviderSettings {
+        base_url: Some(server.origin()),
+        api_key: Some("azure-key".into()),
+        ..ProviderSettings::default()
+    };
+    let registry =
+        ProviderRegistry::with_env(HashMap::from([("azure_openai".into(), settings)]), |_| None);
+    let mut spec = ModelSpec::new("azure_openai", "dep");
+    spec.config = json!({ "api": "responses" }).as_object().cloned();
+    let provider = match registry.resolve(&spec, Path::new("/nonexistent")) {
+        Ok(provider) => provider,
+        Err(e) => panic!("resolve failed: {e}"),
+    };
+    let request = ModelRequest {
+        model: spec,
+        system_prompt: String::new(),
+        messages: vec![ChatMessage::user("hi")],
+        tools: Vec::new(),
+        call_index: 0,
+    };
+    let items: Vec<_> = provider.stream(request).collect().await;
+    match items.as_slice() {
+        [Err(e)] => assert_eq!(e.reason(), "INVALID_MODEL", "{e}"),
+        other => panic!("expected one error, got {} items", other.len()),
+    }
+    assert!(server.calls().is_empty());
+}
+
+#[tokio::test]
 async fn ollama_calls_without_any_key() {
     let server = start("").await;
     let settings = ProviderSettings {

@@ -100,6 +100,27 @@ fn tool(tool: &ToolSpec) -> Value {
     })
 }
 
+/// Which OpenAI API a model is called through (model config `api`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Api {
+    ChatCompletions,
+    /// Recommended by OpenAI for reasoning models: it streams reasoning summaries.
+    Responses,
+}
+
+/// The values of the model config's `api`.
+const API_NAMES: [&str; 2] = ["chat_completions", "responses"];
+
+impl Api {
+    /// `validate_config` refuses unknown values, so anything else here is the default.
+    pub fn of(spec: &ModelSpec) -> Self {
+        match spec.config_str("api") {
+            Some("responses") => Self::Responses,
+            _ => Self::ChatCompletions,
+        }
+    }
+}
+
 /// Checks the types of the config values this format passes through, so a typo in a
 /// bundle fails at install time instead of as a provider 400 mid-session.
 pub(crate) fn validate_config(spec: &ModelSpec) -> Result<(), ProviderError> {
@@ -115,5 +136,10 @@ pub(crate) fn validate_config(spec: &ModelSpec) -> Result<(), ProviderError> {
     check("max_tokens", Value::is_u64, "a non-negative integer")?;
     check("reasoning_effort", Value::is_string, "a string")?;
     check("api_version", Value::is_string, "a string")?;
-    check("extra_body", Value::is_object, "a JSON object")
+    check("extra_body", Value::is_object, "a JSON object")?;
+    check(
+        "api",
+        |v| v.as_str().is_some_and(|api| API_NAMES.contains(&api)),
+        "`chat_completions` or `responses`",
+    )
 }

@@ -36,6 +36,8 @@ fn unknown_providers_and_empty_names_are_invalid() {
             "vllm",
             "lmstudio",
             "anthropic",
+            "google",
+            "gemini",
             "replay"
         ]
     );
@@ -49,6 +51,8 @@ fn unknown_providers_and_empty_names_are_invalid() {
         "azure_openai",
         "ollama",
         "anthropic",
+        "google",
+        "gemini",
         "replay",
     ] {
         assert!(e.to_string().contains(name), "{e}");
@@ -214,4 +218,38 @@ fn providers_without_a_public_endpoint_need_a_base_url() {
     let phind = registry(&[("PHIND_API_KEY", "k")]);
     let (ok, message) = phind.availability(&ModelSpec::new("phind", "m"), root);
     assert!(!ok && message.contains("base_url"), "{message}");
+}
+
+#[test]
+fn google_and_gemini_both_resolve_to_the_gemini_api() {
+    let registry = registry(&[("GEMINI_API_KEY", "AIza-env")]);
+    for name in ["google", "gemini"] {
+        let spec = ModelSpec::new(name, "gemini-2.5-flash");
+        assert!(registry.validate(&spec).is_ok(), "{name}");
+        assert!(registry.resolve(&spec, Path::new(".")).is_ok(), "{name}");
+    }
+}
+
+#[test]
+fn gemini_availability_names_the_key_variables() {
+    let spec = ModelSpec::new("gemini", "gemini-2.5-flash");
+    let root = Path::new(".");
+    assert_eq!(
+        registry(&[("GEMINI_API_KEY", "a"), ("GOOGLE_API_KEY", "b")]).availability(&spec, root),
+        (true, "key from GEMINI_API_KEY".to_owned())
+    );
+    assert_eq!(
+        registry(&[("GOOGLE_API_KEY", "b")]).availability(&spec, root),
+        (true, "key from GOOGLE_API_KEY".to_owned())
+    );
+    assert_eq!(
+        registry(&[]).availability(&ModelSpec::new("google", "g"), root),
+        (false, "missing GEMINI_API_KEY or GOOGLE_API_KEY".to_owned())
+    );
+    let e = registry(&[])
+        .resolve(&spec, root)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("GEMINI_API_KEY or GOOGLE_API_KEY"), "{e}");
 }
