@@ -5,6 +5,7 @@
 //! reaches subscribers while the model is still writing.
 
 mod anthropic;
+mod call;
 mod error;
 mod gemini;
 mod openai;

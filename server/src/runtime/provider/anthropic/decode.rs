@@ -12,16 +12,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::runtime::chat::TokenUsage;
+use crate::runtime::provider::call::{Decoder, Flow};
 use crate::runtime::provider::error::shorten;
 use crate::runtime::provider::{ModelDelta, ProviderError};
-
-/// What the stream does after an event.
-#[derive(Debug, PartialEq)]
-pub(super) enum Flow {
-    Continue,
-    /// `message_stop`: the answer is complete.
-    Done,
-}
 
 /// The decoding state of one model call.
 pub(super) struct EventDecoder {
@@ -41,20 +34,10 @@ struct PartialToolUse {
     json: String,
 }
 
-impl EventDecoder {
-    pub fn new(provider: &str) -> Self {
-        Self {
-            provider: provider.to_owned(),
-            tools: HashMap::new(),
-            thinking_blocks: 0,
-            usage: WireUsage::default(),
-            finished: false,
-        }
-    }
-
+impl Decoder for EventDecoder {
     /// Decodes one SSE `data` payload, appending the deltas it completes to `out`.
     /// The payload's own `type` decides, so a missing `event:` line does not matter.
-    pub fn on_data(
+    fn on_data(
         &mut self,
         data: &str,
         out: &mut VecDeque<ModelDelta>,
@@ -97,7 +80,7 @@ impl EventDecoder {
 
     /// The stream closed. Without `message_stop` the answer was cut off, and passing it on
     /// as complete would let the turn act on half a thought.
-    pub fn on_end(&self) -> Result<(), ProviderError> {
+    fn on_end(&mut self, _out: &mut VecDeque<ModelDelta>) -> Result<(), ProviderError> {
         if self.finished {
             return Ok(());
         }
@@ -106,6 +89,18 @@ impl EventDecoder {
             message: "the stream ended before the model finished its answer".into(),
             retry_after: None,
         })
+    }
+}
+
+impl EventDecoder {
+    pub fn new(provider: &str) -> Self {
+        Self {
+            provider: provider.to_owned(),
+            tools: HashMap::new(),
+            thinking_blocks: 0,
+            usage: WireUsage::default(),
+            finished: false,
+        }
     }
 
     fn on_block_start(&mut self, index: u64, block: ContentBlock, out: &mut VecDeque<ModelDelta>) {

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::request::SIGNATURE_SEPARATOR;
 use crate::runtime::chat::TokenUsage;
+use crate::runtime::provider::call::{Decoder, Flow};
 use crate::runtime::provider::error::shorten;
 use crate::runtime::provider::{ModelDelta, ProviderError};
 
@@ -38,26 +39,17 @@ pub(super) struct ChunkDecoder {
     finished: bool,
 }
 
-impl ChunkDecoder {
-    pub fn new(provider: &str) -> Self {
-        Self {
-            provider: provider.to_owned(),
-            calls: Vec::new(),
-            usage: None,
-            finished: false,
-        }
-    }
-
+impl Decoder for ChunkDecoder {
     /// Decodes one SSE `data` payload, appending the deltas it completes to `out`.
     /// An `Err` ends the call.
-    pub fn on_data(
+    fn on_data(
         &mut self,
         data: &str,
         out: &mut VecDeque<ModelDelta>,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<Flow, ProviderError> {
         let data = data.trim();
         if data.is_empty() {
-            return Ok(());
+            return Ok(Flow::Continue);
         }
         let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
             self.protocol(format!(
@@ -76,7 +68,7 @@ impl ChunkDecoder {
         }
         // Only the first candidate is ours: requests never ask for more.
         let Some(candidate) = chunk.candidates.unwrap_or_default().into_iter().next() else {
-            return Ok(());
+            return Ok(Flow::Continue);
         };
         for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
             self.on_part(part, out);
@@ -91,11 +83,11 @@ impl ChunkDecoder {
             }
             self.finished = true;
         }
-        Ok(())
+        Ok(Flow::Continue)
     }
 
     /// The stream closed. Without a `finishReason` the answer was cut off.
-    pub fn on_end(&mut self, out: &mut VecDeque<ModelDelta>) -> Result<(), ProviderError> {
+    fn on_end(&mut self, out: &mut VecDeque<ModelDelta>) -> Result<(), ProviderError> {
         if !self.finished {
             return Err(
                 self.unavailable("the stream ended before the model finished its answer".into())
@@ -106,6 +98,17 @@ impl ChunkDecoder {
             out.push_back(ModelDelta::Usage(usage));
         }
         Ok(())
+    }
+}
+
+impl ChunkDecoder {
+    pub fn new(provider: &str) -> Self {
+        Self {
+            provider: provider.to_owned(),
+            calls: Vec::new(),
+            usage: None,
+            finished: false,
+        }
     }
 
     fn on_part(&mut self, part: Part, out: &mut VecDeque<ModelDelta>) {

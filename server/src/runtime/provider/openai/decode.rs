@@ -11,16 +11,9 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Deserialize;
 
 use crate::runtime::chat::TokenUsage;
+use crate::runtime::provider::call::{Decoder, Flow};
 use crate::runtime::provider::error::shorten;
 use crate::runtime::provider::{ModelDelta, ProviderError};
-
-/// What the stream does after a chunk.
-#[derive(Debug, PartialEq)]
-pub(super) enum Flow {
-    Continue,
-    /// `[DONE]`: the answer is complete.
-    Done,
-}
 
 /// The decoding state of one model call.
 pub(super) struct ChunkDecoder {
@@ -31,26 +24,42 @@ pub(super) struct ChunkDecoder {
     finished: bool,
 }
 
+/// A tool call being assembled; the Responses decoder assembles its calls the same way.
 #[derive(Default)]
-struct PartialCall {
-    id: String,
-    name: String,
-    arguments: String,
+pub(super) struct PartialCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
 }
 
-impl ChunkDecoder {
-    pub fn new(provider: &str) -> Self {
-        Self {
-            provider: provider.to_owned(),
-            calls: BTreeMap::new(),
-            usage: None,
-            finished: false,
+impl PartialCall {
+    /// The finished call, or `None` without a name: nothing could run it. A missing id
+    /// gets a stand-in unique within the answer, and a call without arguments is a call
+    /// with no arguments (`{}`), not a broken one.
+    pub fn finish(self, index: u64) -> Option<ModelDelta> {
+        if self.name.is_empty() {
+            return None;
         }
+        Some(ModelDelta::ToolCall {
+            id: if self.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                self.id
+            },
+            name: self.name,
+            arguments: if self.arguments.trim().is_empty() {
+                "{}".into()
+            } else {
+                self.arguments
+            },
+        })
     }
+}
 
+impl Decoder for ChunkDecoder {
     /// Decodes one SSE `data` payload, appending the deltas it completes to `out`.
     /// An `Err` ends the call: the provider reported an error or stopped making sense.
-    pub fn on_data(
+    fn on_data(
         &mut self,
         data: &str,
         out: &mut VecDeque<ModelDelta>,
@@ -96,7 +105,7 @@ impl ChunkDecoder {
 
     /// The stream closed. Without `[DONE]` or a `finish_reason` the answer was cut off,
     /// and passing it on as complete would let the turn act on half a thought.
-    pub fn on_end(&mut self, out: &mut VecDeque<ModelDelta>) -> Result<(), ProviderError> {
+    fn on_end(&mut self, out: &mut VecDeque<ModelDelta>) -> Result<(), ProviderError> {
         if !self.finished {
             return Err(ProviderError::Unavailable {
                 provider: self.provider.clone(),
@@ -105,6 +114,17 @@ impl ChunkDecoder {
             });
         }
         self.finish(out)
+    }
+}
+
+impl ChunkDecoder {
+    pub fn new(provider: &str) -> Self {
+        Self {
+            provider: provider.to_owned(),
+            calls: BTreeMap::new(),
+            usage: None,
+            finished: false,
+        }
     }
 
     fn on_delta(&mut self, delta: Delta, out: &mut VecDeque<ModelDelta>) {
@@ -155,25 +175,12 @@ impl ChunkDecoder {
 
     fn release_calls(&mut self, out: &mut VecDeque<ModelDelta>) -> Result<(), ProviderError> {
         for (index, call) in std::mem::take(&mut self.calls) {
-            if call.name.is_empty() {
+            let Some(delta) = call.finish(index) else {
                 return Err(
                     self.protocol(format!("tool call at index {index} has no function name"))
                 );
-            }
-            out.push_back(ModelDelta::ToolCall {
-                id: if call.id.is_empty() {
-                    format!("call_{index}")
-                } else {
-                    call.id
-                },
-                name: call.name,
-                // A call without arguments is a call with no arguments, not a broken one.
-                arguments: if call.arguments.trim().is_empty() {
-                    "{}".into()
-                } else {
-                    call.arguments
-                },
-            });
+            };
+            out.push_back(delta);
         }
         Ok(())
     }

@@ -13,8 +13,9 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::decode::Flow;
+use super::decode::PartialCall;
 use crate::runtime::chat::TokenUsage;
+use crate::runtime::provider::call::{Decoder, Flow};
 use crate::runtime::provider::error::shorten;
 use crate::runtime::provider::{ModelDelta, ProviderError};
 
@@ -28,25 +29,9 @@ pub(super) struct ResponsesDecoder {
     finished: bool,
 }
 
-#[derive(Default)]
-struct PartialCall {
-    call_id: String,
-    name: String,
-    arguments: String,
-}
-
-impl ResponsesDecoder {
-    pub fn new(provider: &str) -> Self {
-        Self {
-            provider: provider.to_owned(),
-            calls: BTreeMap::new(),
-            summary_started: false,
-            finished: false,
-        }
-    }
-
+impl Decoder for ResponsesDecoder {
     /// Decodes one SSE `data` payload, appending the deltas it completes to `out`.
-    pub fn on_data(
+    fn on_data(
         &mut self,
         data: &str,
         out: &mut VecDeque<ModelDelta>,
@@ -84,7 +69,7 @@ impl ResponsesDecoder {
                         .calls
                         .entry(event.output_index.unwrap_or(0))
                         .or_default();
-                    call.call_id = item.call_id.unwrap_or_default();
+                    call.id = item.call_id.unwrap_or_default();
                     call.name = item.name.unwrap_or_default();
                     call.arguments = item.arguments.unwrap_or_default();
                 }
@@ -107,7 +92,7 @@ impl ResponsesDecoder {
                     let mut call = self.calls.remove(&index).unwrap_or_default();
                     // The finished item is authoritative for whatever it carries.
                     if let Some(id) = item.call_id.filter(|v| !v.is_empty()) {
-                        call.call_id = id;
+                        call.id = id;
                     }
                     if let Some(name) = item.name.filter(|v| !v.is_empty()) {
                         call.name = name;
@@ -150,11 +135,22 @@ impl ResponsesDecoder {
     }
 
     /// The stream closed. Without `response.completed` the answer was cut off.
-    pub fn on_end(&mut self, _out: &mut VecDeque<ModelDelta>) -> Result<(), ProviderError> {
+    fn on_end(&mut self, _out: &mut VecDeque<ModelDelta>) -> Result<(), ProviderError> {
         if self.finished {
             return Ok(());
         }
         Err(self.unavailable("the stream ended before the model finished its answer".into()))
+    }
+}
+
+impl ResponsesDecoder {
+    pub fn new(provider: &str) -> Self {
+        Self {
+            provider: provider.to_owned(),
+            calls: BTreeMap::new(),
+            summary_started: false,
+            finished: false,
+        }
     }
 
     fn call(&mut self, output_index: Option<u64>) -> Option<&mut PartialCall> {
@@ -167,22 +163,10 @@ impl ResponsesDecoder {
         call: PartialCall,
         out: &mut VecDeque<ModelDelta>,
     ) -> Result<(), ProviderError> {
-        if call.name.is_empty() {
+        let Some(delta) = call.finish(index) else {
             return Err(self.protocol(format!("function call at output index {index} has no name")));
-        }
-        out.push_back(ModelDelta::ToolCall {
-            id: if call.call_id.is_empty() {
-                format!("call_{index}")
-            } else {
-                call.call_id
-            },
-            name: call.name,
-            arguments: if call.arguments.trim().is_empty() {
-                "{}".into()
-            } else {
-                call.arguments
-            },
-        });
+        };
+        out.push_back(delta);
         Ok(())
     }
 
