@@ -6,6 +6,7 @@
 
 mod anthropic;
 mod call;
+pub mod context_window;
 mod error;
 mod gemini;
 mod openai;
@@ -15,6 +16,8 @@ mod retry;
 mod sse;
 
 pub use error::ProviderError;
+#[cfg(test)]
+pub(crate) use replay::{Cassette, ReplayProvider};
 pub use registry::{ProviderRegistry, ProviderSettings};
 
 use futures::stream::BoxStream;
