@@ -452,7 +452,13 @@ mod tests {
         let body = &value["history_compacted"];
         assert_eq!(body["summary"], "S");
         assert_eq!(body["through_turn_id"], "t2");
-        assert_eq!((body["tokens_before"].as_u64(), body["tokens_after"].as_u64()), (Some(900), Some(300)));
+        assert_eq!(
+            (
+                body["tokens_before"].as_u64(),
+                body["tokens_after"].as_u64()
+            ),
+            (Some(900), Some(300))
+        );
         assert_eq!(body["usage"]["output_tokens"], 40);
         let recalled = pb::SessionEvent {
             payload: Some(Payload::MemoryRecalled(pb::MemoryRecalled {
@@ -462,7 +468,10 @@ mod tests {
             ..delta_event()
         };
         let value = event(&recalled);
-        assert_eq!(value["memory_recalled"], json!({ "records": 3, "section": "## Memory" }));
+        assert_eq!(
+            value["memory_recalled"],
+            json!({ "records": 3, "section": "## Memory" })
+        );
     }
 
     #[test]

@@ -21,7 +21,11 @@ use crate::runtime::sandbox::CellPaths;
 
 impl OdysseyRuntime {
     /// What submit can check of a turn's overrides before queueing it.
-    pub(super) fn check_overrides(&self, session_id: Uuid, request: &ExecutionRequest) -> Result<()> {
+    pub(super) fn check_overrides(
+        &self,
+        session_id: Uuid,
+        request: &ExecutionRequest,
+    ) -> Result<()> {
         if let Some(model) = &request.model {
             self.inner.providers.validate(model).map_err(|e| {
                 if e.kind() == ErrorKind::InvalidArgument {
@@ -32,7 +36,8 @@ impl OdysseyRuntime {
             })?;
         }
         if let Some(cwd) = &request.cwd {
-            let cell = CellPaths::under(self.inner.config.sandbox_dir().join(session_id.to_string()));
+            let cell =
+                CellPaths::under(self.inner.config.sandbox_dir().join(session_id.to_string()));
             if cell.data.is_dir() {
                 workspace_dir(&cell.data, cwd)?;
             }

@@ -52,5 +52,6 @@ pub use reference::{BundleReference, DEFAULT_NAMESPACE, VersionSelector};
 pub use scaffold::{scaffold_archive, write_scaffold};
 pub use store::{BundleStore, InstallOptions};
 pub use types::{
-    AgentDefinition, AgentMemory, BundleId, BundleManifest, SandboxSpec, SkillSummary, ToolEntry, ToolRules,
+    AgentDefinition, AgentMemory, BundleId, BundleManifest, SandboxSpec, SkillSummary, ToolEntry,
+    ToolRules,
 };

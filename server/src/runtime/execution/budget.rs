@@ -108,10 +108,18 @@ mod tests {
             ..TokenBudgets::default()
         };
         assert!(budgets.check_output(&progress(1_000, 100)).is_ok());
-        let failure = budgets.check_output(&progress(0, 101)).err().expect("over");
+        let failure = budgets.check_output(&progress(0, 101)).expect_err("over");
         assert_eq!(failure.code, "output_token_budget_exceeded");
-        assert!(failure.message.contains("101 output tokens, over its budget of 100"));
-        assert!(TokenBudgets::default().check_output(&progress(0, u64::MAX / 2)).is_ok());
+        assert!(
+            failure
+                .message
+                .contains("101 output tokens, over its budget of 100")
+        );
+        assert!(
+            TokenBudgets::default()
+                .check_output(&progress(0, u64::MAX / 2))
+                .is_ok()
+        );
     }
 
     #[test]
@@ -122,8 +130,12 @@ mod tests {
             ..TokenBudgets::default()
         };
         assert!(budgets.check_session(&progress(30, 9)).is_ok());
-        let failure = budgets.check_session(&progress(30, 10)).err().expect("spent");
+        let failure = budgets.check_session(&progress(30, 10)).expect_err("spent");
         assert_eq!(failure.code, "session_token_budget_exhausted");
-        assert!(failure.message.contains("(100 of 100 tokens)"), "{}", failure.message);
+        assert!(
+            failure.message.contains("(100 of 100 tokens)"),
+            "{}",
+            failure.message
+        );
     }
 }

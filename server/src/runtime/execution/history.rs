@@ -37,7 +37,8 @@ impl Turn {
                 match self.compact(first_kept, budget, progress).await? {
                     Some(summary) => {
                         let kept = &history.turns[first_kept..];
-                        let fit = fit_newest(Some(summary.tokens), &turn_tokens[first_kept..], budget);
+                        let fit =
+                            fit_newest(Some(summary.tokens), &turn_tokens[first_kept..], budget);
                         return Ok(assemble(
                             fit.summary.then_some(&summary),
                             &kept[fit.first_turn..],

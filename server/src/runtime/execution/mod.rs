@@ -14,8 +14,8 @@ pub use status::{
     CancelSignal, ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus,
 };
 
-pub(crate) use budget::{TokenBudgets, ensure_session_budget};
 pub use budget::tokens_spent;
+pub(crate) use budget::{TokenBudgets, ensure_session_budget};
 pub(crate) use gate::Gate;
 pub(crate) use long_term_memory::TurnMemory;
 pub(crate) use queue::{Job, PushError, Queue};

@@ -127,7 +127,11 @@ fn render_turn(messages: &[ChatMessage]) -> String {
                 }
             }
             Role::Tool => {
-                let label = if message.is_error { "Tool error" } else { "Tool result" };
+                let label = if message.is_error {
+                    "Tool error"
+                } else {
+                    "Tool result"
+                };
                 text.push_str(&format!("{label}: {}\n", excerpt(message.content.trim())));
             }
         }
@@ -140,7 +144,11 @@ fn excerpt(text: &str) -> String {
     if text.len() <= TRANSCRIPT_ITEM_BYTES {
         return text.to_owned();
     }
-    format!("{} […{} bytes cut]", cut(text, TRANSCRIPT_ITEM_BYTES), text.len() - TRANSCRIPT_ITEM_BYTES)
+    format!(
+        "{} […{} bytes cut]",
+        cut(text, TRANSCRIPT_ITEM_BYTES),
+        text.len() - TRANSCRIPT_ITEM_BYTES
+    )
 }
 
 /// The longest prefix of `text` of at most `max` bytes ending on a character boundary.
@@ -207,7 +215,10 @@ mod tests {
     fn the_transcript_names_who_said_what_and_cuts_long_results() {
         let t = turn(1);
         let text = transcript(Some("they met"), &[&t], 10_000);
-        assert!(text.starts_with("Earlier summary:\nthey met\n\nTranscript:\n"), "{text}");
+        assert!(
+            text.starts_with("Earlier summary:\nthey met\n\nTranscript:\n"),
+            "{text}"
+        );
         assert!(text.contains("User: question 1\n"));
         assert!(text.contains("Assistant called Read({\"path\":\"notes.md\"})\n"));
         assert!(text.contains("Tool result: zzz"));
@@ -273,14 +284,20 @@ mod tests {
 
         let (summary, spent) = summarize(&provider, call(1), 100).await;
         assert!(matches!(summary, Err(CompactionError::Empty)));
-        assert_eq!(spent.output_tokens, 1, "a failed compaction still reports usage");
+        assert_eq!(
+            spent.output_tokens, 1,
+            "a failed compaction still reports usage"
+        );
 
         let (summary, _) = summarize(&provider, call(2), 64).await;
         assert!(summary.expect("summary").len() <= 64 * 6);
 
         let (summary, spent) = summarize(&provider, call(3), 100).await;
         let e = summary.expect_err("the cassette has no fourth entry");
-        assert!(e.to_string().contains("has no entry for model call 3"), "{e}");
+        assert!(
+            e.to_string().contains("has no entry for model call 3"),
+            "{e}"
+        );
         assert!(spent.is_zero());
     }
 }

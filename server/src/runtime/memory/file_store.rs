@@ -137,7 +137,9 @@ fn read(path: &Path) -> Result<Vec<MemoryRecord>, MemoryError> {
         }
         match serde_json::from_str(line) {
             Ok(record) => records.push(record),
-            Err(e) => tracing::warn!(file = %path.display(), line = number + 1, error = %e, "skipping an unreadable memory record"),
+            Err(e) => {
+                tracing::warn!(file = %path.display(), line = number + 1, error = %e, "skipping an unreadable memory record")
+            }
         }
     }
     Ok(records)
@@ -229,19 +231,44 @@ mod tests {
     async fn records_are_recalled_newest_last_within_the_limit() {
         let dir = tempfile::tempdir().expect("dir");
         let memory = store(&dir, 10, 1 << 20);
-        assert!(memory.recall(scope("main"), 5).await.expect("empty").is_empty());
+        assert!(
+            memory
+                .recall(scope("main"), 5)
+                .await
+                .expect("empty")
+                .is_empty()
+        );
         for n in 0..4 {
-            memory.capture(scope("main"), record(n, 3)).await.expect("capture");
+            memory
+                .capture(scope("main"), record(n, 3))
+                .await
+                .expect("capture");
         }
         let recalled = memory.recall(scope("main"), 2).await.expect("recall");
         let prompts: Vec<&str> = recalled.iter().map(|r| r.prompt.as_str()).collect();
         assert_eq!(prompts, ["prompt 2", "prompt 3"]);
-        assert!(memory.recall(scope("other"), 5).await.expect("other").is_empty(), "per agent");
+        assert!(
+            memory
+                .recall(scope("other"), 5)
+                .await
+                .expect("other")
+                .is_empty(),
+            "per agent"
+        );
         let file = dir.path().join("memory/local/notes/main.jsonl");
-        assert_eq!(std::fs::read_to_string(&file).expect("file").lines().count(), 4);
+        assert_eq!(
+            std::fs::read_to_string(&file)
+                .expect("file")
+                .lines()
+                .count(),
+            4
+        );
         let mode = std::fs::metadata(&file).expect("meta").permissions().mode();
         assert_eq!(mode & 0o077, 0, "private file: {mode:o}");
-        let mode = std::fs::metadata(file.parent().expect("dir")).expect("meta").permissions().mode();
+        let mode = std::fs::metadata(file.parent().expect("dir"))
+            .expect("meta")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o077, 0, "private folder: {mode:o}");
     }
 
@@ -250,14 +277,20 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let memory = store(&dir, 3, 1_000);
         for n in 0..10 {
-            memory.capture(scope("main"), record(n, 10)).await.expect("capture");
+            memory
+                .capture(scope("main"), record(n, 10))
+                .await
+                .expect("capture");
         }
         let kept = memory.recall(scope("main"), 100).await.expect("recall");
         let stamps: Vec<u64> = kept.iter().map(|r| r.created_at_ms).collect();
         assert_eq!(stamps, [7, 8, 9], "oldest dropped first");
 
         for n in 10..20 {
-            memory.capture(scope("main"), record(n, 300)).await.expect("capture");
+            memory
+                .capture(scope("main"), record(n, 300))
+                .await
+                .expect("capture");
         }
         let file = dir.path().join("memory/local/notes/main.jsonl");
         let size = std::fs::metadata(&file).expect("meta").len();
@@ -266,7 +299,10 @@ mod tests {
         assert_eq!(kept.len(), 2, "two 400-byte records fit in 1000 bytes");
         assert_eq!(kept[1].created_at_ms, 19);
 
-        memory.capture(scope("main"), record(20, 5_000)).await.expect("capture");
+        memory
+            .capture(scope("main"), record(20, 5_000))
+            .await
+            .expect("capture");
         let kept = memory.recall(scope("main"), 100).await.expect("recall");
         assert!(kept.is_empty(), "a record over the byte bound is not kept");
     }
@@ -275,12 +311,22 @@ mod tests {
     async fn damaged_lines_are_skipped_and_bad_scopes_refused() {
         let dir = tempfile::tempdir().expect("dir");
         let memory = store(&dir, 10, 1 << 20);
-        memory.capture(scope("main"), record(1, 1)).await.expect("capture");
+        memory
+            .capture(scope("main"), record(1, 1))
+            .await
+            .expect("capture");
         let file = dir.path().join("memory/local/notes/main.jsonl");
         let mut text = std::fs::read_to_string(&file).expect("read");
         text.push_str("{not json\n");
         std::fs::write(&file, text).expect("write");
-        assert_eq!(memory.recall(scope("main"), 10).await.expect("recall").len(), 1);
+        assert_eq!(
+            memory
+                .recall(scope("main"), 10)
+                .await
+                .expect("recall")
+                .len(),
+            1
+        );
 
         for agent in ["../escape", "", ".hidden", "a/b"] {
             let e = memory

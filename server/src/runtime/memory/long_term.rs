@@ -27,7 +27,11 @@ pub struct MemoryScope {
 
 impl std::fmt::Display for MemoryScope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{} agent {}", self.namespace, self.bundle, self.agent_id)
+        write!(
+            f,
+            "{}/{} agent {}",
+            self.namespace, self.bundle, self.agent_id
+        )
     }
 }
 
@@ -68,7 +72,9 @@ fn shorten(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
-    let mut short = cut(text, max.saturating_sub('…'.len_utf8())).trim_end().to_owned();
+    let mut short = cut(text, max.saturating_sub('…'.len_utf8()))
+        .trim_end()
+        .to_owned();
     short.push('…');
     short
 }
@@ -149,15 +155,23 @@ mod tests {
         assert_eq!(r.response, "Noted.");
         assert!(r.prompt.len() <= 20);
         let r = record("ééééééééééééééé", "ok");
-        assert!(r.prompt.len() <= 20 && r.prompt.ends_with('…'), "{}", r.prompt);
+        assert!(
+            r.prompt.len() <= 20 && r.prompt.ends_with('…'),
+            "{}",
+            r.prompt
+        );
     }
 
     #[test]
     fn the_section_lists_records_oldest_first_on_one_line_each() {
         let section = memory_section(&[record("a\nb", "c"), record("d", "e")]);
         assert!(section.starts_with("## Memory\n"));
-        let a = section.find("The user asked: a b\n  You answered: c").expect("first");
-        let d = section.find("The user asked: d\n  You answered: e").expect("second");
+        let a = section
+            .find("The user asked: a b\n  You answered: c")
+            .expect("first");
+        let d = section
+            .find("The user asked: d\n  You answered: e")
+            .expect("second");
         assert!(a < d);
     }
 
@@ -168,6 +182,9 @@ mod tests {
             "You help.\n\n## Memory\n\n- x"
         );
         assert_eq!(with_memory_section("You help.".into(), None), "You help.");
-        assert_eq!(with_memory_section("You help.".into(), Some(" ")), "You help.");
+        assert_eq!(
+            with_memory_section("You help.".into(), Some(" ")),
+            "You help."
+        );
     }
 }

@@ -61,7 +61,10 @@ impl std::fmt::Debug for MemorySettings {
             .field("recall_records", &self.recall_records)
             .field(
                 "provider",
-                &self.provider.as_ref().map_or("files under <home>/memory", |_| "custom"),
+                &self
+                    .provider
+                    .as_ref()
+                    .map_or("files under <home>/memory", |_| "custom"),
             )
             .finish()
     }

@@ -122,7 +122,12 @@ pub fn plan(summary: Option<u64>, turns: &[u64], budget: u64, max_turns: usize) 
 /// The summary if it fits, then as many of the newest turns as fit in what is left.
 pub fn fit_newest(summary: Option<u64>, turns: &[u64], budget: u64) -> Selection {
     let summary_fits = summary.is_some_and(|s| s <= budget);
-    let mut left = budget - if summary_fits { summary.unwrap_or(0) } else { 0 };
+    let mut left = budget
+        - if summary_fits {
+            summary.unwrap_or(0)
+        } else {
+            0
+        };
     let mut first_turn = turns.len();
     while first_turn > 0 && turns[first_turn - 1] <= left {
         left -= turns[first_turn - 1];
@@ -182,7 +187,11 @@ mod tests {
                 ids.iter().map(|id| call(id)).collect(),
             ));
             for id in &ids {
-                messages.push(ChatMessage::tool_result(id.clone(), "y".repeat(body), false));
+                messages.push(ChatMessage::tool_result(
+                    id.clone(),
+                    "y".repeat(body),
+                    false,
+                ));
             }
         }
         messages.push(ChatMessage::assistant(format!("answer {n}"), Vec::new()));
@@ -271,7 +280,10 @@ mod tests {
             Plan::Compact { first_kept: 2 }
         );
         // A newest turn too big to send is summarized too.
-        assert_eq!(plan(None, &[10, 500], 100, 64), Plan::Compact { first_kept: 2 });
+        assert_eq!(
+            plan(None, &[10, 500], 100, 64),
+            Plan::Compact { first_kept: 2 }
+        );
         assert_eq!(plan(None, &[500], 100, 64), Plan::Compact { first_kept: 1 });
     }
 
@@ -289,7 +301,10 @@ mod tests {
 
     #[test]
     fn a_full_history_compacts_even_when_it_fits() {
-        assert_eq!(plan(None, &[1; 8], 1000, 8), Plan::Compact { first_kept: 4 });
+        assert_eq!(
+            plan(None, &[1; 8], 1000, 8),
+            Plan::Compact { first_kept: 4 }
+        );
         assert_eq!(plan(None, &[1; 7], 1000, 8), Plan::Fits);
     }
 
@@ -321,7 +336,9 @@ mod tests {
     #[test]
     fn the_budget_leaves_room_for_margin_answer_and_fixed_parts() {
         let mut model = ModelSpec::new("replay", "main");
-        model.config = serde_json::json!({ "context_window": 1000 }).as_object().cloned();
+        model.config = serde_json::json!({ "context_window": 1000 })
+            .as_object()
+            .cloned();
         let budget = WindowBudget::for_model(&model, 50);
         assert_eq!(budget.context_window, 1000);
         assert_eq!(budget.output_reserve, 250, "a quarter of a small window");
@@ -329,7 +346,10 @@ mod tests {
         model.config = serde_json::json!({ "context_window": 1000, "max_tokens": 100 })
             .as_object()
             .cloned();
-        assert_eq!(WindowBudget::for_model(&model, 50).history(), 1000 - 100 - 100 - 50);
+        assert_eq!(
+            WindowBudget::for_model(&model, 50).history(),
+            1000 - 100 - 100 - 50
+        );
         let huge = WindowBudget {
             fixed: 5000,
             ..WindowBudget::for_model(&model, 0)

@@ -103,7 +103,9 @@ fn configured(spec: &ModelSpec) -> Result<Option<u64>, ProviderError> {
             Some(window) if window > 0 => Ok(Some(window)),
             _ => Err(ProviderError::invalid_model(
                 spec.to_string(),
-                format!("config `{CONTEXT_WINDOW_KEY}` must be a positive integer (tokens), not {value}"),
+                format!(
+                    "config `{CONTEXT_WINDOW_KEY}` must be a positive integer (tokens), not {value}"
+                ),
             )),
         },
     }
@@ -169,7 +171,14 @@ mod tests {
         );
         assert_eq!(context_window(&configured), 4096);
         assert!(validate(&configured).is_ok());
-        assert!(validate(&spec("openai", "gpt-4o", serde_json::json!({ "context_window": null }))).is_ok());
+        assert!(
+            validate(&spec(
+                "openai",
+                "gpt-4o",
+                serde_json::json!({ "context_window": null })
+            ))
+            .is_ok()
+        );
         for bad in [
             serde_json::json!(0),
             serde_json::json!(-5),
@@ -183,7 +192,8 @@ mod tests {
             ))
             .expect_err("refused");
             assert!(
-                e.to_string().contains("`context_window` must be a positive integer"),
+                e.to_string()
+                    .contains("`context_window` must be a positive integer"),
                 "{e}"
             );
         }

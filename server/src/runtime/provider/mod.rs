@@ -16,9 +16,9 @@ mod retry;
 mod sse;
 
 pub use error::ProviderError;
+pub use registry::{ProviderRegistry, ProviderSettings};
 #[cfg(test)]
 pub(crate) use replay::{Cassette, ReplayProvider};
-pub use registry::{ProviderRegistry, ProviderSettings};
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};

@@ -131,7 +131,10 @@ mod tests {
             response: text.into(),
             error: String::new(),
             usage: Default::default(),
-            messages: vec![ChatMessage::user(text), ChatMessage::assistant(text, vec![])],
+            messages: vec![
+                ChatMessage::user(text),
+                ChatMessage::assistant(text, vec![]),
+            ],
             model_calls: 1,
         })
     }
@@ -141,12 +144,21 @@ mod tests {
         let mut history = History::default();
         let ids: Vec<Uuid> = (0..4).map(|_| Uuid::now_v7()).collect();
         for (i, id) in ids.iter().enumerate() {
-            history.observe(&event(*id, completed(TurnOutcome::Completed, &format!("t{i}"))));
+            history.observe(&event(
+                *id,
+                completed(TurnOutcome::Completed, &format!("t{i}")),
+            ));
         }
-        history.observe(&event(Uuid::now_v7(), completed(TurnOutcome::Failed, "lost")));
+        history.observe(&event(
+            Uuid::now_v7(),
+            completed(TurnOutcome::Failed, "lost"),
+        ));
         let snapshot = history.snapshot();
         assert_eq!(snapshot.turns.len(), 4, "failed turns are not remembered");
-        assert_eq!(snapshot.turns[0].tokens, messages_tokens(&snapshot.turns[0].messages));
+        assert_eq!(
+            snapshot.turns[0].tokens,
+            messages_tokens(&snapshot.turns[0].messages)
+        );
 
         history.observe(&event(
             ids[3],
@@ -164,7 +176,10 @@ mod tests {
         assert_eq!(kept, [ids[2], ids[3]]);
         let summary = snapshot.summary.expect("summary");
         assert_eq!(&*summary.text, "t0 and t1 happened");
-        assert_eq!(summary.tokens, message_tokens(&summary_message("t0 and t1 happened")));
+        assert_eq!(
+            summary.tokens,
+            message_tokens(&summary_message("t0 and t1 happened"))
+        );
 
         history.observe(&event(
             ids[3],
@@ -173,14 +188,20 @@ mod tests {
                 section: "## Memory".into(),
             },
         ));
-        assert_eq!(history.snapshot().memory_section.as_deref(), Some("## Memory"));
+        assert_eq!(
+            history.snapshot().memory_section.as_deref(),
+            Some("## Memory")
+        );
     }
 
     #[test]
     fn the_ring_keeps_the_newest_turns() {
         let mut history = History::default();
         for i in 0..MEMORY_TURNS + 3 {
-            history.observe(&event(Uuid::now_v7(), completed(TurnOutcome::Completed, &format!("t{i}"))));
+            history.observe(&event(
+                Uuid::now_v7(),
+                completed(TurnOutcome::Completed, &format!("t{i}")),
+            ));
         }
         let snapshot = history.snapshot();
         assert_eq!(snapshot.turns.len(), MEMORY_TURNS);

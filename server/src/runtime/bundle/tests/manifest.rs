@@ -388,8 +388,19 @@ fn broken_yaml_keeps_the_parser_position() {
 #[test]
 fn agent_memory_is_on_unless_the_agent_switches_it_off() {
     let dir = project();
-    assert!(load(dir.path()).unwrap().manifest.default_agent().memory.enabled);
-    for (memory, enabled) in [("{ enabled: false }", false), ("{ enabled: true }", true), ("{}", true)] {
+    assert!(
+        load(dir.path())
+            .unwrap()
+            .manifest
+            .default_agent()
+            .memory
+            .enabled
+    );
+    for (memory, enabled) in [
+        ("{ enabled: false }", false),
+        ("{ enabled: true }", true),
+        ("{}", true),
+    ] {
         write(
             dir.path(),
             "agents/hello/agent.yaml",
@@ -398,7 +409,10 @@ fn agent_memory_is_on_unless_the_agent_switches_it_off() {
         let agent = load(dir.path()).unwrap().manifest.default_agent().clone();
         assert_eq!(agent.memory.enabled, enabled, "{memory}");
     }
-    for (memory, part) in [("{ enable: false }", "enable"), ("{ enabled: nope }", "boolean")] {
+    for (memory, part) in [
+        ("{ enable: false }", "enable"),
+        ("{ enabled: nope }", "boolean"),
+    ] {
         write(
             dir.path(),
             "agents/hello/agent.yaml",
