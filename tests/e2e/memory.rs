@@ -3,8 +3,13 @@
 //! the replay provider), a failing compaction falling back to truncation, long-term
 //! memory across sessions and switched off, token budgets, and turn overrides.
 
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use odyssey_api::v1 as pb;
 use odyssey_server::runtime::memory::compaction::{SUMMARY_INSTRUCTION, SUMMARY_PREFACE};
+use odyssey_server::runtime::memory::{MemoryError, MemoryProvider, MemoryRecord, MemoryScope};
 use odyssey_server::runtime::provider::ProviderSettings;
 use odyssey_server::serve::ServeArgs;
 use odyssey_server::testing::openai_wire::{
@@ -674,4 +679,84 @@ async fn turn_overrides_are_checked_and_recorded_in_the_turn_context() {
     let context = started.context.expect("context");
     assert_eq!(context.model.map(|m| m.name), Some("gpt-other".to_owned()));
     assert_eq!(context.cwd, ".");
+}
+
+/// An embedder's memory store: records kept in the embedding program's own memory.
+#[derive(Clone, Default)]
+struct Notebook(Arc<Mutex<Vec<(MemoryScope, MemoryRecord)>>>);
+
+impl MemoryProvider for Notebook {
+    fn capture(
+        &self,
+        scope: MemoryScope,
+        record: MemoryRecord,
+    ) -> BoxFuture<'static, Result<(), MemoryError>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((scope, record));
+        futures::future::ready(Ok(())).boxed()
+    }
+
+    fn recall(
+        &self,
+        scope: MemoryScope,
+        limit: usize,
+    ) -> BoxFuture<'static, Result<Vec<MemoryRecord>, MemoryError>> {
+        let notes = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mine: Vec<MemoryRecord> = notes
+            .iter()
+            .filter(|(s, _)| *s == scope)
+            .map(|(_, r)| r.clone())
+            .collect();
+        let recent = mine[mine.len().saturating_sub(limit)..].to_vec();
+        futures::future::ready(Ok(recent)).boxed()
+    }
+}
+
+#[tokio::test]
+async fn an_embedder_can_supply_its_own_memory_store() {
+    let notebook = Notebook::default();
+    let store = notebook.clone();
+    let server = TestServer::start_configured(
+        |_| {},
+        move |config| config.memory.provider = Some(Arc::new(store)),
+    )
+    .await;
+    let project = Project::replay(
+        "diary",
+        &[r#"{"text": "Noted: teal."}"#, r#"{"text": "Teal."}"#],
+    );
+    let first = server.session_on(&project).await;
+    let done = completed(&server, &first.id, "My favourite colour is teal.").await;
+    {
+        let notes = notebook.0.lock().unwrap_or_else(|p| p.into_inner());
+        assert_eq!(notes.len(), 1);
+        let (scope, record) = &notes[0];
+        assert_eq!(
+            (
+                scope.namespace.as_str(),
+                scope.bundle.as_str(),
+                scope.agent_id.as_str()
+            ),
+            ("local", "diary", "main")
+        );
+        assert_eq!(record.prompt, "My favourite colour is teal.");
+        assert_eq!(record.response, "Noted: teal.");
+        assert_eq!(record.turn_id.to_string(), done.execution_id);
+    }
+    assert!(
+        !server.home().join("memory").exists(),
+        "the files are not used"
+    );
+
+    let second = server.create_session("diary").await;
+    let status = completed(&server, &second.id, "Which colour?").await;
+    let events = server.events(&second.id, 0, status.last_sequence).await;
+    let recalled = first_payload!(events, MemoryRecalled).expect("memory_recalled");
+    assert!(
+        recalled.section.contains("My favourite colour is teal."),
+        "{}",
+        recalled.section
+    );
 }
