@@ -133,6 +133,16 @@ pub struct ServeArgs {
     /// Base URL for a provider, e.g. `openai=http://127.0.0.1:8080/v1` (repeatable).
     #[arg(long = "provider-base-url", value_name = "NAME=URL")]
     pub provider_base_urls: Vec<String>,
+    /// Output tokens one turn may produce over all its model calls [default: no limit].
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_turn_output_tokens: Option<u64>,
+    /// Tokens (input + output) a session may spend unless created with its own budget
+    /// [default: no limit].
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_token_budget: Option<u64>,
+    /// Switch long-term memory off: no records of turns, no recall into new sessions.
+    #[arg(long)]
+    pub no_long_term_memory: bool,
 }
 
 impl ServeArgs {
@@ -190,6 +200,9 @@ impl ServeArgs {
                 .or_default()
                 .base_url = Some(url.to_string());
         }
+        config.max_turn_output_tokens = self.max_turn_output_tokens;
+        config.session_token_budget = self.session_token_budget;
+        config.memory.enabled = !self.no_long_term_memory;
         Ok(config)
     }
 

@@ -18,6 +18,8 @@ pub struct SessionOptions {
     pub sandbox_mode: Option<pb::SandboxMode>,
     pub approval_policy: Option<pb::ApprovalPolicy>,
     pub metadata: BTreeMap<String, String>,
+    /// Tokens (input + output) the session may spend [default: the server's].
+    pub token_budget: Option<u64>,
 }
 
 /// Which sessions [`OdysseyClient::list_sessions`] returns.
@@ -50,6 +52,7 @@ impl OdysseyClient {
                 .unwrap_or(pb::ApprovalPolicy::Unspecified)
                 .into(),
             metadata: options.metadata.into_iter().collect::<HashMap<_, _>>(),
+            token_budget: options.token_budget.unwrap_or(0),
         };
         let response = self.sessions().create_session(request).await?.into_inner();
         response

@@ -323,6 +323,7 @@ pub fn session(info: &SessionInfo) -> pb::Session {
         last_sequence: info.stats.last_sequence,
         metadata: r.metadata.clone().into_iter().collect(),
         usage: Some(usage(&info.stats.usage)),
+        token_budget: r.token_budget.unwrap_or(0),
     }
 }
 
@@ -502,5 +503,19 @@ fn payload(p: &EventPayload) -> pb::session_event::Payload {
             message: message.clone(),
             fatal: *fatal,
         }),
+        EventPayload::HistoryCompacted(c) => P::HistoryCompacted(pb::HistoryCompacted {
+            summary: c.summary.clone(),
+            through_turn_id: c.through_turn_id.to_string(),
+            turns_compacted: c.turns_compacted,
+            tokens_before: c.tokens_before,
+            tokens_after: c.tokens_after,
+            usage: Some(usage(&c.usage)),
+        }),
+        EventPayload::MemoryRecalled { records, section } => {
+            P::MemoryRecalled(pb::MemoryRecalled {
+                records: *records,
+                section: section.clone(),
+            })
+        }
     }
 }

@@ -53,6 +53,7 @@ impl SessionService for Sessions {
             approval_policy: convert::approval_policy_from(r.approval_policy)
                 .map_err(|m| invalid("approval_policy", m))?,
             metadata: r.metadata.into_iter().collect(),
+            token_budget: Some(r.token_budget).filter(|b| *b > 0),
         };
         let info = self.runtime.create_session(spec).await.map_err(to_status)?;
         Ok(Response::new(pb::CreateSessionResponse {

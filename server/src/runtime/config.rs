@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::runtime::access::AccessLimits;
 use crate::runtime::bundle::ArchiveLimits;
+use crate::runtime::memory::MemorySettings;
 use crate::runtime::permissions::HookConfig;
 use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::ProviderSettings;
@@ -14,7 +15,7 @@ use crate::runtime::sandbox::SandboxSettings;
 
 #[derive(Clone, Debug)]
 pub struct RuntimeConfig {
-    /// Holds `bundles/`, `sessions/`, `sandbox/` and `quarantine/`.
+    /// Holds `bundles/`, `sessions/`, `sandbox/`, `memory/` and `quarantine/`.
     pub home: PathBuf,
     /// Turns that run at once across all sessions.
     pub worker_count: usize,
@@ -44,6 +45,14 @@ pub struct RuntimeConfig {
     /// Operator commands asked about every tool call before it runs (they can only
     /// tighten the rules' decision).
     pub hooks: Vec<HookConfig>,
+    /// Output tokens one turn may produce over all its model calls; a turn that goes past
+    /// it ends with an `output_token_budget_exceeded` error. `None`: no limit.
+    pub max_turn_output_tokens: Option<u64>,
+    /// Tokens (input + output) a session may spend over its life, for sessions created
+    /// without a budget of their own. `None`: no limit.
+    pub session_token_budget: Option<u64>,
+    /// Long-term memory across sessions: on or off, its bounds, where it lives.
+    pub memory: MemorySettings,
 }
 
 impl RuntimeConfig {
@@ -65,6 +74,9 @@ impl RuntimeConfig {
             access: AccessLimits::default(),
             approval_timeout: Duration::from_secs(600),
             hooks: Vec::new(),
+            max_turn_output_tokens: None,
+            session_token_budget: None,
+            memory: MemorySettings::default(),
         }
     }
 
@@ -93,6 +105,11 @@ impl RuntimeConfig {
 
     pub fn quarantine_dir(&self) -> PathBuf {
         self.home.join("quarantine")
+    }
+
+    /// The file-backed long-term memory: `<home>/memory/<namespace>/<bundle>/<agent>.jsonl`.
+    pub fn memory_dir(&self) -> PathBuf {
+        self.home.join("memory")
     }
 }
 

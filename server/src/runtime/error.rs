@@ -78,6 +78,18 @@ pub enum RuntimeError {
 
     #[error("session {session_id} is corrupt and was quarantined: {reason}")]
     Quarantined { session_id: String, reason: String },
+
+    /// The session's lifetime token budget is spent. Retrying cannot help (the budget
+    /// never refills), hence FAILED_PRECONDITION rather than RESOURCE_EXHAUSTED, which
+    /// clients treat as "retry later".
+    #[error(
+        "session {session_id} has spent its token budget ({spent} of {budget} tokens); start a new session to continue"
+    )]
+    TokenBudgetExhausted {
+        session_id: String,
+        budget: u64,
+        spent: u64,
+    },
 }
 
 impl RuntimeError {
@@ -118,6 +130,7 @@ impl RuntimeError {
             Self::Rule(e) => e.kind(),
             Self::Storage { source, .. } => storage_kind(source),
             Self::Quarantined { .. } => ErrorKind::FailedPrecondition,
+            Self::TokenBudgetExhausted { .. } => ErrorKind::FailedPrecondition,
         }
     }
 
@@ -144,6 +157,7 @@ impl RuntimeError {
             Self::Rule(e) => e.reason(),
             Self::Storage { source, .. } => storage_reason(source),
             Self::Quarantined { .. } => "SESSION_QUARANTINED",
+            Self::TokenBudgetExhausted { .. } => "SESSION_TOKEN_BUDGET_EXHAUSTED",
         }
     }
 

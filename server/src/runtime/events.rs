@@ -119,6 +119,15 @@ pub enum EventPayload {
         message: String,
         fatal: bool,
     },
+    /// Older turns were replaced by a summary to keep the history within the model's
+    /// context window; later turns are sent the summary, then the turns after it.
+    HistoryCompacted(HistoryCompacted),
+    /// Long-term memory recalled into the system prompt at the session's first turn;
+    /// every turn of the session is sent the same section.
+    MemoryRecalled {
+        records: u32,
+        section: String,
+    },
 }
 
 impl EventPayload {
@@ -182,6 +191,22 @@ pub struct TurnCompleted {
     pub messages: Vec<ChatMessage>,
     #[serde(default)]
     pub model_calls: u32,
+}
+
+/// A summary standing in for the turns up to `through_turn_id` (and any earlier summary).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryCompacted {
+    pub summary: String,
+    /// The newest turn the summary covers.
+    pub through_turn_id: Uuid,
+    /// How many turns it replaced.
+    pub turns_compacted: u32,
+    /// Estimated tokens of the history before and after, as the turn sends it.
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    /// The summarizing model call.
+    #[serde(default)]
+    pub usage: TokenUsage,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod execution;
+pub mod memory;
 pub mod model;
 pub mod paging;
 pub mod permissions;

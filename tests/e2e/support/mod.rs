@@ -445,6 +445,8 @@ pub fn payload_kind(event: &pb::SessionEvent) -> &'static str {
         Some(P::PlanUpdated(_)) => "plan_updated",
         Some(P::TokenUsageReported(_)) => "token_usage_reported",
         Some(P::ErrorOccurred(_)) => "error_occurred",
+        Some(P::HistoryCompacted(_)) => "history_compacted",
+        Some(P::MemoryRecalled(_)) => "memory_recalled",
         None => "none",
     }
 }

@@ -155,6 +155,7 @@ pub(crate) fn session(s: &pb::Session) -> Value {
         "last_sequence": s.last_sequence,
         "metadata": s.metadata,
         "usage": usage(s.usage.as_ref()),
+        "token_budget": s.token_budget,
     })
 }
 
@@ -191,6 +192,8 @@ pub(crate) fn event_kind(event: &pb::SessionEvent) -> &'static str {
         Some(Payload::PlanUpdated(_)) => "plan_updated",
         Some(Payload::TokenUsageReported(_)) => "token_usage_reported",
         Some(Payload::ErrorOccurred(_)) => "error_occurred",
+        Some(Payload::HistoryCompacted(_)) => "history_compacted",
+        Some(Payload::MemoryRecalled(_)) => "memory_recalled",
     }
 }
 
@@ -276,6 +279,15 @@ fn payload_json(payload: &Payload) -> Value {
         Payload::ErrorOccurred(p) => {
             json!({ "code": p.code, "message": p.message, "fatal": p.fatal })
         }
+        Payload::HistoryCompacted(p) => json!({
+            "summary": p.summary,
+            "through_turn_id": p.through_turn_id,
+            "turns_compacted": p.turns_compacted,
+            "tokens_before": p.tokens_before,
+            "tokens_after": p.tokens_after,
+            "usage": usage(p.usage.as_ref()),
+        }),
+        Payload::MemoryRecalled(p) => json!({ "records": p.records, "section": p.section }),
     }
 }
 
@@ -420,6 +432,49 @@ mod tests {
     }
 
     #[test]
+    fn memory_events_carry_their_fields() {
+        let compacted = pb::SessionEvent {
+            payload: Some(Payload::HistoryCompacted(pb::HistoryCompacted {
+                summary: "S".into(),
+                through_turn_id: "t2".into(),
+                turns_compacted: 2,
+                tokens_before: 900,
+                tokens_after: 300,
+                usage: Some(pb::TokenUsage {
+                    output_tokens: 40,
+                    ..Default::default()
+                }),
+            })),
+            ..delta_event()
+        };
+        let value = event(&compacted);
+        assert_eq!(value["kind"], "history_compacted");
+        let body = &value["history_compacted"];
+        assert_eq!(body["summary"], "S");
+        assert_eq!(body["through_turn_id"], "t2");
+        assert_eq!(
+            (
+                body["tokens_before"].as_u64(),
+                body["tokens_after"].as_u64()
+            ),
+            (Some(900), Some(300))
+        );
+        assert_eq!(body["usage"]["output_tokens"], 40);
+        let recalled = pb::SessionEvent {
+            payload: Some(Payload::MemoryRecalled(pb::MemoryRecalled {
+                records: 3,
+                section: "## Memory".into(),
+            })),
+            ..delta_event()
+        };
+        let value = event(&recalled);
+        assert_eq!(
+            value["memory_recalled"],
+            json!({ "records": 3, "section": "## Memory" })
+        );
+    }
+
+    #[test]
     fn sessions_map_their_fields() {
         let session = pb::Session {
             id: "s1".into(),
@@ -430,12 +485,14 @@ mod tests {
                 config: None,
             }),
             last_sequence: 12,
+            token_budget: 5000,
             ..Default::default()
         };
         let value = super::session(&session);
         assert_eq!(value["sandbox_mode"], "SANDBOX_MODE_READ_ONLY");
         assert_eq!(value["model"]["provider"], "replay");
         assert_eq!(value["last_sequence"], 12);
+        assert_eq!(value["token_budget"], 5000);
         assert_eq!(value["created_at"], Value::Null);
     }
 

@@ -104,6 +104,11 @@ impl TurnPrinter {
                     p.request_id
                 ))?;
             }
+            Payload::HistoryCompacted(_) | Payload::MemoryRecalled(_) => {
+                self.close_text(output)?;
+                let line = format!("{}: {}", event_kind(event), detail(event));
+                output.note(output.dim(&line))?;
+            }
             Payload::ErrorOccurred(_) => {
                 self.close_text(output)?;
                 output.note(format!("{}: {}", event_kind(event), detail(event)))?;

@@ -141,7 +141,20 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
             let fatal = if p.fatal { " (fatal)" } else { "" };
             format!("{}: {}{fatal}", p.code, shorten(&p.message, DETAIL_WIDTH))
         }
+        Payload::HistoryCompacted(p) => history_compacted(p),
+        Payload::MemoryRecalled(p) => format!("{} record(s) from earlier sessions", p.records),
     }
+}
+
+/// `3 turns summarized · ~2400 → ~600 tokens: "The user …"`.
+pub(crate) fn history_compacted(p: &pb::HistoryCompacted) -> String {
+    shorten(
+        &format!(
+            "{} turn(s) summarized · ~{} → ~{} tokens: {:?}",
+            p.turns_compacted, p.tokens_before, p.tokens_after, p.summary
+        ),
+        DETAIL_WIDTH,
+    )
 }
 
 /// `ok: result` or `error: result`, shortened.
@@ -292,6 +305,36 @@ mod tests {
                 "     4  approval_resolved          denied: not on main [req-1]",
                 "     5  approval_resolved          denied: nobody answered in time [req-1]",
                 "     6  approval_resolved          cancelled with the turn [req-1]",
+            ]
+        );
+    }
+
+    #[test]
+    fn memory_events_read_as_lines() {
+        assert_eq!(
+            lines(vec![
+                Payload::MemoryRecalled(pb::MemoryRecalled {
+                    records: 2,
+                    section: "## Memory".into(),
+                }),
+                Payload::HistoryCompacted(pb::HistoryCompacted {
+                    summary: "The user picked teal.".into(),
+                    through_turn_id: "t3".into(),
+                    turns_compacted: 3,
+                    tokens_before: 2400,
+                    tokens_after: 600,
+                    usage: None,
+                }),
+                Payload::ErrorOccurred(pb::ErrorOccurred {
+                    code: "history_compaction_failed".into(),
+                    message: "no summary".into(),
+                    fatal: false,
+                }),
+            ]),
+            [
+                "     1  memory_recalled            2 record(s) from earlier sessions",
+                "     2  history_compacted          3 turn(s) summarized · ~2400 → ~600 tokens: \"The user picked teal.\"",
+                "     3  error_occurred             history_compaction_failed: no summary",
             ]
         );
     }

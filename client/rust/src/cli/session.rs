@@ -32,6 +32,9 @@ pub(crate) enum SessionCommand {
         /// Metadata stored with the session (repeatable).
         #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = key_value_arg)]
         meta: Vec<(String, String)>,
+        /// Tokens (input + output) the session may spend [default: the server's].
+        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+        token_budget: Option<u64>,
     },
     /// List sessions, most recent first.
     List {
@@ -64,6 +67,7 @@ pub(crate) async fn run(
             sandbox_mode,
             approval_policy,
             meta,
+            token_budget,
         } => {
             let options = SessionOptions {
                 agent_id: agent,
@@ -71,6 +75,7 @@ pub(crate) async fn run(
                 sandbox_mode: sandbox_mode.map(Into::into),
                 approval_policy: approval_policy.map(Into::into),
                 metadata: meta.into_iter().collect(),
+                token_budget,
             };
             let session = global
                 .connect()
@@ -142,6 +147,13 @@ fn show(session: &pb::Session, output: &mut Output<'_>) -> Result<(), CliError> 
         ("turns", session.turn_count.to_string()),
         ("events", session.last_sequence.to_string()),
         ("tokens", render::usage(session.usage.as_ref())),
+        (
+            "budget",
+            match session.token_budget {
+                0 => "none".to_owned(),
+                budget => format!("{budget} tokens"),
+            },
+        ),
         ("created", rfc3339(session.created_at.as_ref())),
         ("updated", rfc3339(session.updated_at.as_ref())),
     ];

@@ -14,8 +14,10 @@ use crate::runtime::events::{
 };
 use crate::runtime::execution::{
     CancelSignal, ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus, Gate, Job,
-    Progress, PushError, Turn, TurnFailure, WorkerSlot,
+    Progress, PushError, TokenBudgets, Turn, TurnFailure, WorkerSlot, ensure_session_budget,
+    tokens_spent,
 };
+use crate::runtime::memory::long_term::with_memory_section;
 use crate::runtime::permissions::PermissionRules;
 use crate::runtime::sandbox::{AppSource, CellPaths};
 use crate::runtime::session::{EventSink, SessionHandle};
@@ -30,9 +32,8 @@ impl OdysseyRuntime {
         self.ensure_running()?;
         validate_request(&request)?;
         let session = self.inner.sessions.get(request.session_id).await?;
-        if let Some(model) = &request.model {
-            self.inner.providers.validate(model)?;
-        }
+        self.check_overrides(session.id(), &request)?;
+        ensure_session_budget(session.record(), &session.stats())?;
         let execution_id = Uuid::now_v7();
         let session_id = session.id();
         self.inner.executions.insert(execution_id, session_id);
@@ -181,7 +182,7 @@ impl OdysseyRuntime {
     fn turn_context(&self, session: &SessionHandle, request: &ExecutionRequest) -> TurnContext {
         let record = session.record();
         TurnContext {
-            cwd: request.cwd.clone().unwrap_or_else(|| ".".into()),
+            cwd: super::overrides::normalized_cwd(request.cwd.as_deref()),
             model: request
                 .model
                 .clone()
@@ -298,7 +299,8 @@ impl OdysseyRuntime {
         }
     }
 
-    /// Resolves what the turn runs with: bundle, agent, model provider, tools, memory.
+    /// Resolves what the turn runs with: bundle, agent, model provider, tools, history,
+    /// memory, budgets.
     async fn prepare_turn(
         &self,
         session: &Arc<SessionHandle>,
@@ -339,17 +341,20 @@ impl OdysseyRuntime {
         let tools = ToolSet::for_bundle(&bundle.manifest.tools, &self.inner.sandbox, |name| {
             gate.offered(name)
         });
-        let history = session
-            .history()
-            .iter()
-            .flat_map(|turn| turn.iter().cloned())
-            .collect();
+        super::overrides::workspace_dir(&cell.data, &context.cwd)?;
+        let stats = session.stats();
+        ensure_session_budget(&record, &stats)?;
+        let history = session.history();
+        let memory = self.turn_memory(session, &agent);
+        let memory_section = self
+            .memory_section(session, memory.as_ref(), &history, turn_id)
+            .await;
         Ok(Turn {
             session: session.clone(),
             turn_id,
             model: context.model.clone(),
             provider,
-            system_prompt: agent.prompt.clone(),
+            system_prompt: with_memory_section(agent.prompt.clone(), memory_section.as_deref()),
             history,
             tools,
             tool_context: ToolContext {
@@ -369,8 +374,14 @@ impl OdysseyRuntime {
                 cancel: signal.token().clone(),
             },
             max_steps: self.inner.config.max_turn_steps,
-            prior_model_calls: session.stats().model_calls,
+            prior_model_calls: stats.model_calls,
             gate,
+            budgets: TokenBudgets {
+                max_output_tokens: self.inner.config.max_turn_output_tokens,
+                session_budget: record.token_budget,
+                session_spent: tokens_spent(&stats.usage),
+            },
+            memory,
         })
     }
 }

@@ -21,6 +21,8 @@ mod bundles;
 mod commands;
 mod executions;
 mod info;
+mod memory;
+mod overrides;
 mod sessions;
 
 use std::sync::Arc;
@@ -40,6 +42,7 @@ use crate::runtime::config::RuntimeConfig;
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::TurnOutcome;
 use crate::runtime::execution::{ExecutionTable, Queue};
+use crate::runtime::memory::{FileMemory, FileMemoryLimits, MemoryProvider};
 use crate::runtime::permissions::ApprovalStore;
 use crate::runtime::provider::ProviderRegistry;
 use crate::runtime::sandbox::Sandbox;
@@ -66,6 +69,8 @@ struct Inner {
     turns: TaskTracker,
     started_at: SystemTime,
     shutting_down: AtomicBool,
+    /// Long-term memory: the embedder's provider, else files under `<home>/memory/`.
+    memory: Arc<dyn MemoryProvider>,
 }
 
 impl OdysseyRuntime {
@@ -88,8 +93,18 @@ impl OdysseyRuntime {
             Ok(report) => tracing::debug!(?report, "sandbox leftovers checked"),
             Err(e) => tracing::warn!(error = %e, "cannot clean up sandbox leftovers"),
         }
+        let memory = config.memory.provider.clone().unwrap_or_else(|| {
+            Arc::new(FileMemory::new(
+                config.memory_dir(),
+                FileMemoryLimits {
+                    max_records: config.memory.max_records,
+                    max_bytes: config.memory.max_bytes,
+                },
+            ))
+        });
         let runtime = Self {
             inner: Arc::new(Inner {
+                memory,
                 queue: Queue::new(config.queue_capacity),
                 executions: ExecutionTable::new(config.execution_history),
                 slots: Arc::new(Semaphore::new(config.worker_count.max(1))),

@@ -32,6 +32,9 @@ pub struct SessionSpec {
     pub sandbox_mode: Option<SandboxMode>,
     pub approval_policy: Option<ApprovalPolicy>,
     pub metadata: BTreeMap<String, String>,
+    /// Tokens (input + output) the session may spend; defaults to the server's
+    /// `session_token_budget`.
+    pub token_budget: Option<u64>,
 }
 
 impl SessionSpec {
@@ -103,6 +106,10 @@ impl OdysseyRuntime {
             approval_policy: spec.approval_policy.unwrap_or_default(),
             created_at_ms: now_ms(),
             metadata: spec.metadata,
+            token_budget: spec
+                .token_budget
+                .filter(|b| *b > 0)
+                .or(self.inner.config.session_token_budget),
         };
         let sessions = self.clone();
         let handle = tokio::task::spawn_blocking(move || sessions.inner.sessions.create(record))

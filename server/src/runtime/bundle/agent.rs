@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::error::BundleError;
 use super::manifest::parse_yaml;
-use super::types::{AgentDefinition, ToolRules};
+use super::types::{AgentDefinition, AgentMemory, ToolRules};
 use crate::runtime::model::ModelSpec;
 
 const AGENT_API_VERSION: &str = "odyssey.ai/v1";
@@ -56,6 +56,14 @@ struct AgentSpec {
     model: Option<AgentModel>,
     #[serde(default)]
     tools: AgentTools,
+    memory: Option<AgentMemorySpec>,
+}
+
+/// `spec.memory`: long-term memory for this agent.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentMemorySpec {
+    enabled: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -179,6 +187,9 @@ pub(crate) fn load_agent(
             allow: spec.tools.allow,
             ask: spec.tools.ask,
             deny: spec.tools.deny,
+        },
+        memory: AgentMemory {
+            enabled: spec.memory.and_then(|m| m.enabled).unwrap_or(true),
         },
         is_default: src.is_default,
     })

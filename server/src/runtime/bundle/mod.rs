@@ -46,10 +46,12 @@ pub use error::{BundleError, REFERENCE_FORMS};
 pub use installed::{InstalledBundle, RECORD_FILE};
 pub use manifest::MANIFEST_FILE;
 pub use names::MAX_NAME_LEN;
+pub(crate) use names::name_problem;
 pub use project::{LoadedBundle, load_project};
 pub use reference::{BundleReference, DEFAULT_NAMESPACE, VersionSelector};
 pub use scaffold::{scaffold_archive, write_scaffold};
 pub use store::{BundleStore, InstallOptions};
 pub use types::{
-    AgentDefinition, BundleId, BundleManifest, SandboxSpec, SkillSummary, ToolEntry, ToolRules,
+    AgentDefinition, AgentMemory, BundleId, BundleManifest, SandboxSpec, SkillSummary, ToolEntry,
+    ToolRules,
 };

@@ -36,7 +36,22 @@ pub struct AgentDefinition {
     pub prompt: String,
     pub model: ModelSpec,
     pub tools: ToolRules,
+    pub memory: AgentMemory,
     pub is_default: bool,
+}
+
+/// An agent's memory settings (`spec.memory` in its agent.yaml).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AgentMemory {
+    /// Whether long-term memory records this agent's turns and recalls them into its new
+    /// sessions (`enabled: false` switches it off; the operator can switch it off for all).
+    pub enabled: bool,
+}
+
+impl Default for AgentMemory {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
 }
 
 /// Permission rules of an agent: tool names or patterns such as `Bash(git status:*)`.

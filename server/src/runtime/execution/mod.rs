@@ -1,7 +1,10 @@
 //! Running turns: the bounded queue, the worker slots, execution status, and the ReAct
 //! loop of one turn.
 
+mod budget;
 mod gate;
+mod history;
+mod long_term_memory;
 mod queue;
 mod slot;
 mod status;
@@ -11,7 +14,10 @@ pub use status::{
     CancelSignal, ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus,
 };
 
+pub use budget::tokens_spent;
+pub(crate) use budget::{TokenBudgets, ensure_session_budget};
 pub(crate) use gate::Gate;
+pub(crate) use long_term_memory::TurnMemory;
 pub(crate) use queue::{Job, PushError, Queue};
 pub(crate) use slot::WorkerSlot;
 pub(crate) use status::ExecutionTable;

@@ -11,10 +11,12 @@ use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::EventPayload;
 use crate::runtime::model::ModelSpec;
 use crate::runtime::provider::{ModelDelta, ModelProvider, ModelRequest};
-use crate::runtime::session::SessionHandle;
+use crate::runtime::session::{HistorySnapshot, SessionHandle};
 use crate::runtime::tools::{ToolContext, ToolOutput, ToolSet};
 
+use super::budget::TokenBudgets;
 use super::gate::{Call, Gate, Verdict};
+use super::long_term_memory::TurnMemory;
 use super::slot::WorkerSlot;
 
 /// Everything a turn needs, resolved before it starts.
@@ -24,14 +26,17 @@ pub(crate) struct Turn {
     pub model: ModelSpec,
     pub provider: Arc<dyn ModelProvider>,
     pub system_prompt: String,
-    /// Prior turns' messages (the memory), oldest first.
-    pub history: Vec<ChatMessage>,
+    /// The session's summary and earlier turns, windowed when the turn starts.
+    pub history: HistorySnapshot,
     pub tools: ToolSet,
     pub tool_context: ToolContext,
     pub max_steps: u32,
     /// Model calls the session made before this turn.
     pub prior_model_calls: u64,
     pub gate: Gate,
+    pub budgets: TokenBudgets,
+    /// Long-term memory, when it is on for this agent.
+    pub memory: Option<TurnMemory>,
 }
 
 /// What a turn produced so far. Kept outside the loop's future so that a cancelled or
@@ -72,8 +77,10 @@ impl Turn {
     ) -> std::result::Result<(), TurnFailure> {
         progress.messages.push(ChatMessage::user(prompt));
         let specs = self.tools.specs();
+        let history = self.windowed_history(prompt, &specs, progress).await?;
         for _ in 0..self.max_steps {
-            let mut messages = self.history.clone();
+            self.budgets.check_session(progress)?;
+            let mut messages = history.clone();
             messages.extend(progress.messages.iter().cloned());
             let request = ModelRequest {
                 model: self.model.clone(),
@@ -87,7 +94,9 @@ impl Turn {
             progress
                 .messages
                 .push(ChatMessage::assistant(text.clone(), calls.clone()));
+            self.budgets.check_output(progress)?;
             if calls.is_empty() {
+                self.remember(prompt, &text).await;
                 progress.response = text;
                 return Ok(());
             }
@@ -203,7 +212,7 @@ impl Turn {
         ))
     }
 
-    fn emit(&self, payload: EventPayload) -> Result<()> {
+    pub(super) fn emit(&self, payload: EventPayload) -> Result<()> {
         self.session
             .append_now(Some(self.turn_id), payload)
             .map(|_| ())

@@ -6,6 +6,7 @@
 
 mod anthropic;
 mod call;
+pub mod context_window;
 mod error;
 mod gemini;
 mod openai;
@@ -16,6 +17,8 @@ mod sse;
 
 pub use error::ProviderError;
 pub use registry::{ProviderRegistry, ProviderSettings};
+#[cfg(test)]
+pub(crate) use replay::{Cassette, ReplayProvider};
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};

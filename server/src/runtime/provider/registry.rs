@@ -258,6 +258,7 @@ impl ProviderRegistry {
                 "the model name is empty",
             ));
         }
+        super::context_window::validate(spec)?;
         if spec.provider == REPLAY {
             return cassette_path(spec).map(drop);
         }

@@ -1,5 +1,5 @@
 //! An open session: its log writer, running totals, the recent-events ring that serves
-//! live subscribers, and the chat history that feeds the next turn's memory.
+//! live subscribers, and the conversation history that feeds the next turn.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use super::history::{History, HistorySnapshot};
 use super::log::EventLog;
 use super::record::{SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats, write_json_atomic};
-use crate::runtime::chat::ChatMessage;
 use crate::runtime::error::{Result, RuntimeError};
-use crate::runtime::events::{Event, EventPayload, TurnOutcome, now_ms};
+use crate::runtime::events::{Event, EventPayload, now_ms};
 
 /// How many recent events stay in memory for live subscribers. A subscriber further
 /// behind reads the log file instead, so memory stays bounded whatever it does.
@@ -22,9 +22,6 @@ const RECENT_EVENTS: usize = 512;
 
 /// Events handed to a subscriber per batch.
 const BATCH: usize = 256;
-
-/// How many completed turns are kept in memory to build the next turn's history.
-pub const MEMORY_TURNS: usize = 32;
 
 pub struct SessionHandle {
     record: SessionRecord,
@@ -42,7 +39,7 @@ struct LiveState {
     log: EventLog,
     stats: SessionStats,
     recent: VecDeque<Arc<Event>>,
-    history: VecDeque<Arc<Vec<ChatMessage>>>,
+    history: History,
     /// A turn the log shows as started but never ended (found when opening it).
     open_turn: Option<(Uuid, Vec<String>)>,
     deleted: bool,
@@ -53,7 +50,7 @@ struct LiveState {
 pub(crate) struct ReplayState {
     pub stats: SessionStats,
     pub recent: VecDeque<Arc<Event>>,
-    pub history: VecDeque<Arc<Vec<ChatMessage>>>,
+    pub history: History,
     /// A turn started but never completed, and its approvals still pending.
     pub open_turn: Option<(Uuid, Vec<String>)>,
 }
@@ -78,10 +75,11 @@ impl ReplayState {
             }
             EventPayload::TurnCompleted(done) => {
                 self.open_turn = None;
-                apply_turn_end(&mut self.stats, &mut self.history, done);
+                apply_turn_end(&mut self.stats, done);
             }
             _ => {}
         }
+        self.history.observe(&event);
         if self.recent.len() == RECENT_EVENTS {
             self.recent.pop_front();
         }
@@ -89,20 +87,10 @@ impl ReplayState {
     }
 }
 
-fn apply_turn_end(
-    stats: &mut SessionStats,
-    history: &mut VecDeque<Arc<Vec<ChatMessage>>>,
-    done: &crate::runtime::events::TurnCompleted,
-) {
+fn apply_turn_end(stats: &mut SessionStats, done: &crate::runtime::events::TurnCompleted) {
     stats.turn_count += 1;
     stats.usage += done.usage;
     stats.model_calls += u64::from(done.model_calls);
-    if done.outcome == TurnOutcome::Completed {
-        if history.len() == MEMORY_TURNS {
-            history.pop_front();
-        }
-        history.push_back(Arc::new(done.messages.clone()));
-    }
 }
 
 impl SessionHandle {
@@ -156,9 +144,10 @@ impl SessionHandle {
         self.lock().stats.clone()
     }
 
-    /// The chat history of the most recent completed turns, oldest first.
-    pub fn history(&self) -> Vec<Arc<Vec<ChatMessage>>> {
-        self.lock().history.iter().cloned().collect()
+    /// What the next turn starts from: the latest summary, the completed turns after it
+    /// (oldest first) and the recalled memory section.
+    pub fn history(&self) -> HistorySnapshot {
+        self.lock().history.snapshot()
     }
 
     fn lock(&self) -> MutexGuard<'_, LiveState> {
@@ -219,9 +208,9 @@ impl SessionHandle {
         state.stats.last_sequence = event.sequence;
         state.stats.updated_at_ms = event.created_at_ms;
         if let EventPayload::TurnCompleted(done) = &event.payload {
-            let LiveState { stats, history, .. } = &mut *state;
-            apply_turn_end(stats, history, done);
+            apply_turn_end(&mut state.stats, done);
         }
+        state.history.observe(&event);
         let event = Arc::new(event);
         if state.recent.len() == RECENT_EVENTS {
             state.recent.pop_front();

@@ -2,12 +2,14 @@
 //! truth about everything that happened, and live subscriptions to it.
 
 mod handle;
+mod history;
 mod log;
 mod record;
 mod sink;
 mod store;
 
-pub use handle::{MEMORY_TURNS, SessionHandle, Subscription};
+pub use handle::{SessionHandle, Subscription};
+pub use history::{HistorySnapshot, HistorySummary, HistoryTurn, MEMORY_TURNS};
 pub use record::{BundlePin, SessionInfo, SessionRecord, SessionStats};
 pub use sink::EventSink;
 pub use store::{QuarantinedSession, SessionStore};

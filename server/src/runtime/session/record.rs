@@ -43,6 +43,9 @@ pub struct SessionRecord {
     pub created_at_ms: u64,
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
+    /// Tokens (input + output) the session may spend over its life; `None`: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
 }
 
 /// Running totals of a session, derived from its log.

@@ -30,6 +30,7 @@ fn record() -> SessionRecord {
         approval_policy: ApprovalPolicy::OnRequest,
         created_at_ms: 1,
         metadata: Default::default(),
+        token_budget: None,
     }
 }
 

@@ -384,3 +384,44 @@ fn broken_yaml_keeps_the_parser_position() {
     let dir = tempfile::tempdir().unwrap();
     assert_invalid(dir.path(), "odyssey.bundle.yaml", &["not found"]);
 }
+
+#[test]
+fn agent_memory_is_on_unless_the_agent_switches_it_off() {
+    let dir = project();
+    assert!(
+        load(dir.path())
+            .unwrap()
+            .manifest
+            .default_agent()
+            .memory
+            .enabled
+    );
+    for (memory, enabled) in [
+        ("{ enabled: false }", false),
+        ("{ enabled: true }", true),
+        ("{}", true),
+    ] {
+        write(
+            dir.path(),
+            "agents/hello/agent.yaml",
+            &format!("{AGENT}  memory: {memory}\n"),
+        );
+        let agent = load(dir.path()).unwrap().manifest.default_agent().clone();
+        assert_eq!(agent.memory.enabled, enabled, "{memory}");
+    }
+    for (memory, part) in [
+        ("{ enable: false }", "enable"),
+        ("{ enabled: nope }", "boolean"),
+    ] {
+        write(
+            dir.path(),
+            "agents/hello/agent.yaml",
+            &format!("{AGENT}  memory: {memory}\n"),
+        );
+        let err = load_err(dir.path());
+        let message = err.to_string();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{message}");
+        assert!(message.contains("agents/hello/agent.yaml"), "{message}");
+        assert!(message.contains(part), "{message}");
+    }
+}

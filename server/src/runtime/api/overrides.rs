@@ -1,0 +1,124 @@
+//! Checks of a turn's overrides.
+//!
+//! `cwd` names an existing folder of the session workspace (`data/` of its cell),
+//! relative, without `..`; after symlinks are resolved it must still lie inside the
+//! workspace. It is not created: a typo should fail, not leave a stray folder. Submit
+//! checks it when the session's workspace exists; a new session has none until its first
+//! turn, and the workspace may change while a turn waits in the queue, so the turn checks
+//! it again when it starts and fails with an error event if it no longer holds.
+//!
+//! `model` goes through the provider registry like a session's model: an unknown
+//! provider or a malformed config is refused at submit, naming the field.
+
+use std::path::{Component, Path, PathBuf};
+
+use uuid::Uuid;
+
+use super::OdysseyRuntime;
+use crate::runtime::error::{ErrorKind, Result, RuntimeError};
+use crate::runtime::execution::ExecutionRequest;
+use crate::runtime::sandbox::CellPaths;
+
+impl OdysseyRuntime {
+    /// What submit can check of a turn's overrides before queueing it.
+    pub(super) fn check_overrides(
+        &self,
+        session_id: Uuid,
+        request: &ExecutionRequest,
+    ) -> Result<()> {
+        if let Some(model) = &request.model {
+            self.inner.providers.validate(model).map_err(|e| {
+                if e.kind() == ErrorKind::InvalidArgument {
+                    RuntimeError::invalid("model", e.to_string())
+                } else {
+                    RuntimeError::from(e)
+                }
+            })?;
+        }
+        if let Some(cwd) = &request.cwd {
+            let cell =
+                CellPaths::under(self.inner.config.sandbox_dir().join(session_id.to_string()));
+            if cell.data.is_dir() {
+                workspace_dir(&cell.data, cwd)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The turn's `cwd` as it is recorded: normal components joined by `/`, `.` for the
+/// workspace itself.
+pub(super) fn normalized_cwd(cwd: Option<&str>) -> String {
+    let parts: Vec<String> = cwd
+        .map(Path::new)
+        .into_iter()
+        .flat_map(Path::components)
+        .filter_map(|c| match c {
+            Component::Normal(part) => Some(part.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    if parts.is_empty() {
+        ".".into()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// The real folder `cwd` names inside the workspace `data`.
+pub(super) fn workspace_dir(data: &Path, cwd: &str) -> Result<PathBuf> {
+    let not_a_folder = || {
+        RuntimeError::invalid(
+            "cwd",
+            format!("`{cwd}` is not a folder of the session workspace"),
+        )
+    };
+    let root = data.canonicalize().map_err(|_| not_a_folder())?;
+    let dir = data.join(cwd).canonicalize().map_err(|_| not_a_folder())?;
+    if !dir.starts_with(&root) {
+        return Err(RuntimeError::invalid(
+            "cwd",
+            format!("`{cwd}` leads outside the session workspace"),
+        ));
+    }
+    if !dir.is_dir() {
+        return Err(not_a_folder());
+    }
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwd_is_recorded_in_its_plain_form() {
+        assert_eq!(normalized_cwd(None), ".");
+        assert_eq!(normalized_cwd(Some("")), ".");
+        assert_eq!(normalized_cwd(Some("./src//lib/")), "src/lib");
+        assert_eq!(normalized_cwd(Some(".")), ".");
+    }
+
+    #[test]
+    fn cwd_must_be_an_existing_folder_inside_the_workspace() {
+        let dir = tempfile::tempdir().expect("dir");
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(data.join("src")).expect("mkdir");
+        std::fs::write(data.join("notes.txt"), "x").expect("write");
+        std::os::unix::fs::symlink(dir.path(), data.join("out")).expect("symlink");
+        assert_eq!(
+            workspace_dir(&data, "src").expect("src"),
+            data.join("src").canonicalize().expect("canonical")
+        );
+        assert!(workspace_dir(&data, ".").is_ok());
+        for (cwd, words) in [
+            ("missing", "is not a folder"),
+            ("notes.txt", "is not a folder"),
+            ("out", "leads outside"),
+        ] {
+            let e = workspace_dir(&data, cwd).expect_err(cwd);
+            assert_eq!(e.field(), Some("cwd"));
+            assert!(e.to_string().contains(words), "{cwd}: {e}");
+        }
+    }
+}
