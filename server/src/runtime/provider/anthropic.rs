@@ -26,6 +26,10 @@ use decode::EventDecoder;
 /// The API version every request is pinned to; the event shapes decoded here are its.
 const API_VERSION: &str = "2023-06-01";
 
+/// [`ReasoningState::format`](crate::runtime::chat::ReasoningState) of the thinking blocks
+/// this wire produces and sends back.
+const REASONING_FORMAT: &str = "anthropic";
+
 /// A provider speaking the Messages API. Built from the same operator settings as the
 /// OpenAI wire (its `auth` and `endpoint` do not apply). Cheap to share.
 pub(crate) struct AnthropicProvider {
