@@ -16,10 +16,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use reqwest::RequestBuilder;
-use reqwest::header::HeaderMap;
 
 use super::call::{self, Transport, Wire};
-use super::openai::{OpenAiConfig, parse_error, retry_after};
+use super::openai::{OpenAiConfig, parse_error};
 use super::{ModelDelta, ModelProvider, ModelRequest, ProviderError};
 use decode::EventDecoder;
 
@@ -70,7 +69,7 @@ impl ModelProvider for AnthropicProvider {
     }
 }
 
-/// Anthropic's headers; its error bodies and `retry-after` are shaped like OpenAI's.
+/// Anthropic's headers; its error bodies are shaped like OpenAI's.
 struct AnthropicWire;
 
 impl Wire for AnthropicWire {
@@ -82,10 +81,6 @@ impl Wire for AnthropicWire {
 
     fn parse_error(&self, body: &str) -> Option<(String, Option<Duration>)> {
         parse_error(body)
-    }
-
-    fn retry_after(&self, headers: &HeaderMap) -> Option<Duration> {
-        retry_after(headers)
     }
 
     /// Not checked: the Messages API is only spoken by Anthropic itself, which answers a
