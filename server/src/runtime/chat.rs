@@ -130,8 +130,8 @@ mod tests {
         let message: ChatMessage = serde_json::from_str(old).expect("old message loads");
         assert!(message.reasoning_state.is_empty());
         assert_eq!(message.tool_calls.len(), 1);
-        let written = serde_json::to_string(&ChatMessage::assistant("hi", Vec::new()))
-            .expect("serializes");
+        let written =
+            serde_json::to_string(&ChatMessage::assistant("hi", Vec::new())).expect("serializes");
         assert!(!written.contains("reasoning_state"), "{written}");
     }
 

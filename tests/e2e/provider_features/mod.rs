@@ -1,5 +1,7 @@
-//! Provider features beyond the wire formats: thinking kept across a tool call.
+//! Provider features beyond the wire formats: thinking kept across a tool call and
+//! reachability of local model servers.
 
+mod reachability;
 mod thinking;
 
 use crate::support::Project;

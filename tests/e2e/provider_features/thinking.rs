@@ -90,9 +90,7 @@ async fn a_tool_call_made_while_thinking_sends_its_signed_thinking_back_first() 
     // The thinking itself was shown as it streamed; the signature never is.
     let events = server.events(&session.id, 0, status.last_sequence).await;
     assert!(
-        events
-            .iter()
-            .any(|e| payload_kind(e) == "reasoning_delta"),
+        events.iter().any(|e| payload_kind(e) == "reasoning_delta"),
         "reasoning streamed"
     );
     let shown = format!("{events:?}");

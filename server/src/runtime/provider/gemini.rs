@@ -125,4 +125,3 @@ impl Wire for GeminiWire {
         true
     }
 }
-

@@ -210,4 +210,3 @@ pub(super) fn parse_error(body: &str) -> Option<(String, Option<Duration>)> {
     let parsed = serde_json::from_str::<ErrorBody>(body).ok()?;
     Some((parsed.error.message(), None))
 }
-

@@ -466,5 +466,6 @@ fn install_crypto_provider() {
 }
 
 mod google;
+mod reachability;
 #[cfg(test)]
 mod tests;

@@ -189,8 +189,9 @@ impl EventDecoder {
                 push_text(out, ModelDelta::Reasoning, thinking)
             }
             BlockDelta::SignatureDelta { signature } => {
-                if let Some(PartialThinking::Thinking { signature: kept, .. }) =
-                    self.thinking.get_mut(&index)
+                if let Some(PartialThinking::Thinking {
+                    signature: kept, ..
+                }) = self.thinking.get_mut(&index)
                 {
                     kept.push_str(&signature);
                 }
@@ -213,7 +214,11 @@ impl EventDecoder {
         index: u64,
         out: &mut VecDeque<ModelDelta>,
     ) -> Result<(), ProviderError> {
-        if let Some(state) = self.thinking.remove(&index).and_then(PartialThinking::into_state) {
+        if let Some(state) = self
+            .thinking
+            .remove(&index)
+            .and_then(PartialThinking::into_state)
+        {
             out.push_back(ModelDelta::ReasoningState(state));
         }
         let Some(tool) = self.tools.remove(&index) else {

@@ -540,4 +540,3 @@ async fn echo_mode_answers_any_request() {
     }
     assert_eq!(server.requests().len(), 3);
 }
-
