@@ -1,6 +1,7 @@
-//! Provider features beyond the wire formats: thinking kept across a tool call and
-//! reachability of local model servers.
+//! Provider features beyond the wire formats: thinking kept across a tool call,
+//! reachability of local model servers, custom providers and tools registered from Rust.
 
+mod custom;
 mod reachability;
 mod thinking;
 

@@ -336,9 +336,14 @@ impl OdysseyRuntime {
                     .update(turn_id, |s| s.state = state);
             }),
         };
-        let tools = ToolSet::for_bundle(&bundle.manifest.tools, &self.inner.sandbox, |name| {
-            gate.offered(name)
-        });
+        let host_tools = &self.inner.host_tools;
+        host_tools.check_declared(&bundle.id.to_string(), &bundle.manifest.tools)?;
+        let tools = ToolSet::for_bundle(
+            &bundle.manifest.tools,
+            &self.inner.sandbox,
+            host_tools,
+            |name| gate.offered(name),
+        );
         let history = session
             .history()
             .iter()

@@ -17,6 +17,7 @@
 //! ```
 
 mod approvals;
+mod builder;
 mod bundles;
 mod commands;
 mod executions;
@@ -30,6 +31,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
+pub use builder::RuntimeBuilder;
 pub use bundles::ModelAvailability;
 pub use commands::{CommandLine, CommandResult, SessionCommand};
 pub use info::{SandboxCapabilities, ServerInfo};
@@ -44,6 +46,7 @@ use crate::runtime::permissions::ApprovalStore;
 use crate::runtime::provider::ProviderRegistry;
 use crate::runtime::sandbox::Sandbox;
 use crate::runtime::session::SessionStore;
+use crate::runtime::tools::HostTools;
 
 /// The Odyssey runtime. Cheap to clone; clones share everything.
 #[derive(Clone)]
@@ -60,6 +63,8 @@ struct Inner {
     capabilities: SandboxCapabilities,
     sessions: SessionStore,
     providers: ProviderRegistry,
+    /// Tools the embedding program registered, for bundles that declare `source: host`.
+    host_tools: HostTools,
     queue: Queue,
     executions: ExecutionTable,
     slots: Arc<Semaphore>,
@@ -72,12 +77,26 @@ impl OdysseyRuntime {
     /// Opens the home folder and gets ready to serve. Sessions that were running a turn
     /// when the server last stopped are repaired now; all others when first used.
     pub async fn start(config: RuntimeConfig) -> Result<Self> {
+        Self::builder(config).start().await
+    }
+
+    /// A runtime with the program's own model providers and tools besides the built-in
+    /// ones; see [`RuntimeBuilder`].
+    pub fn builder(config: RuntimeConfig) -> RuntimeBuilder {
+        RuntimeBuilder::new(config)
+    }
+
+    /// [`OdysseyRuntime::start`] with the providers and host tools already assembled.
+    async fn open(
+        config: RuntimeConfig,
+        providers: ProviderRegistry,
+        host_tools: HostTools,
+    ) -> Result<Self> {
         std::fs::create_dir_all(&config.home).map_err(|e| {
             RuntimeError::storage(format!("create home {}", config.home.display()), e)
         })?;
         let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
         let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?;
-        let providers = ProviderRegistry::new(config.providers.clone());
         let sandbox = Sandbox::new(config.sandbox.clone());
         let capabilities = SandboxCapabilities {
             forced_mode: config.sandbox_mode_override,
@@ -102,6 +121,7 @@ impl OdysseyRuntime {
                 capabilities,
                 sessions,
                 providers,
+                host_tools,
                 config,
             }),
         };

@@ -86,6 +86,9 @@ impl OdysseyRuntime {
                 Some(_) => RuntimeError::invalid("model", e.to_string()),
                 None => RuntimeError::from(e),
             })?;
+        self.inner
+            .host_tools
+            .check_declared(&bundle.id.to_string(), &manifest.tools)?;
         let sandbox_mode = self.effective_sandbox_mode(spec.sandbox_mode, manifest.sandbox.mode)?;
         self.inner.config.access.grant(&manifest.sandbox)?;
         let record = SessionRecord {

@@ -13,10 +13,11 @@ use crate::runtime::error::ErrorKind;
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
     #[error("unknown model provider `{name}`; known providers: {}", known.join(", "))]
-    UnknownProvider {
-        name: String,
-        known: Vec<&'static str>,
-    },
+    UnknownProvider { name: String, known: Vec<String> },
+
+    /// A program embedding the runtime registered a provider under a name it cannot have.
+    #[error("cannot register model provider `{name}`: {message}")]
+    Registration { name: String, message: String },
 
     #[error("invalid model `{model}`: {message}")]
     InvalidModel { model: String, message: String },
@@ -105,6 +106,7 @@ impl ProviderError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Self::UnknownProvider { .. }
+            | Self::Registration { .. }
             | Self::InvalidModel { .. }
             | Self::CassettePathRefused { .. } => ErrorKind::InvalidArgument,
             Self::NotConfigured { .. }
@@ -124,6 +126,7 @@ impl ProviderError {
     pub fn reason(&self) -> &'static str {
         match self {
             Self::UnknownProvider { .. } => "UNKNOWN_PROVIDER",
+            Self::Registration { .. } => "PROVIDER_REGISTRATION_INVALID",
             Self::InvalidModel { .. } => "INVALID_MODEL",
             Self::NotConfigured { .. } | Self::NoBaseUrl { .. } => "PROVIDER_NOT_CONFIGURED",
             Self::Http { .. } => "PROVIDER_HTTP_ERROR",
@@ -237,7 +240,7 @@ mod tests {
     fn unknown_provider_lists_known_ones() {
         let e = ProviderError::UnknownProvider {
             name: "nope".into(),
-            known: vec!["openai", "replay"],
+            known: vec!["openai".into(), "replay".into()],
         };
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert_eq!(e.reason(), "UNKNOWN_PROVIDER");
