@@ -133,6 +133,11 @@ pub struct ServeArgs {
     /// Base URL for a provider, e.g. `openai=http://127.0.0.1:8080/v1` (repeatable).
     #[arg(long = "provider-base-url", value_name = "NAME=URL")]
     pub provider_base_urls: Vec<String>,
+    /// Record every model call of each session as a cassette the `replay` provider plays
+    /// (fetch it with `odyssey session cassette SESSION`), to turn real runs into offline
+    /// tests.
+    #[arg(long)]
+    pub record_cassettes: bool,
 }
 
 impl ServeArgs {
@@ -190,6 +195,7 @@ impl ServeArgs {
                 .or_default()
                 .base_url = Some(url.to_string());
         }
+        config.record_cassettes = self.record_cassettes;
         Ok(config)
     }
 

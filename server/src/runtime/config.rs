@@ -44,6 +44,9 @@ pub struct RuntimeConfig {
     /// Operator commands asked about every tool call before it runs (they can only
     /// tighten the rules' decision).
     pub hooks: Vec<HookConfig>,
+    /// Write every model call of every session to `sessions/<id>/cassette.jsonl`, a
+    /// cassette the `replay` provider plays, so a real run becomes an offline test.
+    pub record_cassettes: bool,
 }
 
 impl RuntimeConfig {
@@ -65,6 +68,7 @@ impl RuntimeConfig {
             access: AccessLimits::default(),
             approval_timeout: Duration::from_secs(600),
             hooks: Vec::new(),
+            record_cassettes: false,
         }
     }
 

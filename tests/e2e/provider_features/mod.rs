@@ -1,8 +1,10 @@
-//! Provider features beyond the wire formats: thinking kept across a tool call,
-//! reachability of local model servers, custom providers and tools registered from Rust.
+//! Provider features beyond the wire formats: record mode, custom providers and tools
+//! registered from Rust, reachability of local model servers, thinking kept across a tool
+//! call.
 
 mod custom;
 mod reachability;
+mod recording;
 mod thinking;
 
 use crate::support::Project;

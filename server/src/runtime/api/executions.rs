@@ -319,6 +319,7 @@ impl OdysseyRuntime {
             })?
             .clone();
         let provider = self.inner.providers.resolve(&context.model, &bundle.root)?;
+        let provider = self.record_calls(record.id, provider);
         let access = self.inner.config.access.grant(&bundle.manifest.sandbox)?;
         let cell = self.prepare_cell(record.id, &bundle).await?;
         let rules = PermissionRules::from_tool_rules(&agent.tools)?;

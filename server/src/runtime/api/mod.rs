@@ -22,6 +22,7 @@ mod bundles;
 mod commands;
 mod executions;
 mod info;
+mod recording;
 mod sessions;
 
 use std::sync::Arc;
@@ -43,7 +44,7 @@ use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::TurnOutcome;
 use crate::runtime::execution::{ExecutionTable, Queue};
 use crate::runtime::permissions::ApprovalStore;
-use crate::runtime::provider::ProviderRegistry;
+use crate::runtime::provider::{CassetteRecorder, ProviderRegistry};
 use crate::runtime::sandbox::Sandbox;
 use crate::runtime::session::SessionStore;
 use crate::runtime::tools::HostTools;
@@ -65,6 +66,8 @@ struct Inner {
     providers: ProviderRegistry,
     /// Tools the embedding program registered, for bundles that declare `source: host`.
     host_tools: HostTools,
+    /// Writes sessions' model calls as cassettes (when `config.record_cassettes`).
+    recorder: Arc<CassetteRecorder>,
     queue: Queue,
     executions: ExecutionTable,
     slots: Arc<Semaphore>,
@@ -122,6 +125,7 @@ impl OdysseyRuntime {
                 sessions,
                 providers,
                 host_tools,
+                recorder: Arc::new(CassetteRecorder::new(config.sessions_dir())),
                 config,
             }),
         };

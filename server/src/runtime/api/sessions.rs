@@ -185,6 +185,7 @@ impl OdysseyRuntime {
             let _ = self.wait(execution_id).await;
         }
         self.inner.approvals.forget_session(id);
+        self.inner.recorder.forget(id);
         let cell = CellPaths::under(self.inner.config.sandbox_dir().join(id.to_string()));
         if cell.root.exists() {
             self.inner.sandbox.remove_cell(&cell).await?;

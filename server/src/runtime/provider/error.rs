@@ -100,6 +100,17 @@ pub enum ProviderError {
 
     #[error("cassette {cassette} not found in the bundle")]
     CassetteNotFound { cassette: String },
+
+    /// The cassette entry records a model call that failed, and replays the failure.
+    #[error(
+        "cassette {cassette} entry {entry} (line {line}) replays a failed model call: {message}"
+    )]
+    CassetteRecordedFailure {
+        cassette: String,
+        entry: usize,
+        line: usize,
+        message: String,
+    },
 }
 
 impl ProviderError {
@@ -116,7 +127,9 @@ impl ProviderError {
             | Self::CassetteMismatch { .. }
             | Self::CassetteInvalid { .. }
             | Self::CassetteNotFound { .. } => ErrorKind::FailedPrecondition,
-            Self::Unavailable { .. } | Self::Protocol { .. } => ErrorKind::Unavailable,
+            Self::Unavailable { .. }
+            | Self::Protocol { .. }
+            | Self::CassetteRecordedFailure { .. } => ErrorKind::Unavailable,
             Self::Timeout { .. } => ErrorKind::DeadlineExceeded,
             Self::Setup { .. } => ErrorKind::Internal,
         }
@@ -138,6 +151,7 @@ impl ProviderError {
             Self::CassetteMismatch { .. } => "CASSETTE_MISMATCH",
             Self::CassetteInvalid { .. } | Self::CassettePathRefused { .. } => "CASSETTE_INVALID",
             Self::CassetteNotFound { .. } => "CASSETTE_NOT_FOUND",
+            Self::CassetteRecordedFailure { .. } => "CASSETTE_RECORDED_FAILURE",
         }
     }
 

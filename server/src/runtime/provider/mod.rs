@@ -16,6 +16,7 @@ mod sse;
 
 pub use error::ProviderError;
 pub use registry::{ProviderRegistry, ProviderSettings};
+pub use replay::CassetteRecorder;
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
