@@ -1,4 +1,5 @@
-//! `odyssey session ...`: open, list, show and remove sessions.
+//! `odyssey session ...`: open, list, show and remove sessions, and download the cassette
+//! the server recorded for one.
 
 use std::path::PathBuf;
 
