@@ -342,3 +342,36 @@ async fn registrations_that_would_shadow_or_collide_are_refused() {
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.to_string().contains("builtin tool"), "{err}");
 }
+
+#[tokio::test]
+async fn a_turn_fails_cleanly_when_a_restarted_runtime_no_longer_has_the_host_tool() {
+    let home = tempfile::tempdir().expect("home");
+    let runtime = runtime_with_both(&home).await;
+    let project = counter_project("restarted", "[WordCount]", "[]");
+    let bundle = runtime
+        .build_and_install(project.path(), InstallOptions::default())
+        .await
+        .expect("bundle installs");
+    let session = runtime
+        .create_session(SessionSpec::new(bundle.id.to_string()))
+        .await
+        .expect("session");
+    runtime.shutdown(Duration::from_secs(5)).await;
+
+    let without_tool = OdysseyRuntime::builder(RuntimeConfig::with_home(home.path()))
+        .provider("counter", Arc::new(Counter))
+        .start()
+        .await
+        .expect("runtime starts again");
+    let status = without_tool
+        .run(ExecutionRequest {
+            session_id: session.record.id,
+            prompt: "count me".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("the turn is accepted");
+    assert_eq!(status.state, ExecutionState::Failed, "{status:?}");
+    assert!(status.error.contains("`WordCount`"), "{}", status.error);
+    without_tool.shutdown(Duration::from_secs(5)).await;
+}

@@ -19,7 +19,7 @@ use crate::runtime::execution::{
 use crate::runtime::permissions::PermissionRules;
 use crate::runtime::sandbox::{AppSource, CellPaths};
 use crate::runtime::session::{EventSink, SessionHandle};
-use crate::runtime::tools::{ToolContext, ToolSet};
+use crate::runtime::tools::ToolContext;
 
 /// How long a caller is told to wait when the queue is full.
 const QUEUE_FULL_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
@@ -337,14 +337,7 @@ impl OdysseyRuntime {
                     .update(turn_id, |s| s.state = state);
             }),
         };
-        let host_tools = &self.inner.host_tools;
-        host_tools.check_declared(&bundle.id.to_string(), &bundle.manifest.tools)?;
-        let tools = ToolSet::for_bundle(
-            &bundle.manifest.tools,
-            &self.inner.sandbox,
-            host_tools,
-            |name| gate.offered(name),
-        );
+        let tools = self.turn_tools(&bundle, |name| gate.offered(name))?;
         let history = session
             .history()
             .iter()

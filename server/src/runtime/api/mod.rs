@@ -24,6 +24,7 @@ mod executions;
 mod info;
 mod recording;
 mod sessions;
+mod tools;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
