@@ -143,6 +143,11 @@ pub struct ServeArgs {
     /// Switch long-term memory off: no records of turns, no recall into new sessions.
     #[arg(long)]
     pub no_long_term_memory: bool,
+    /// Record every model call of each session as a cassette the `replay` provider plays
+    /// (fetch it with `odyssey session cassette SESSION`), to turn real runs into offline
+    /// tests.
+    #[arg(long)]
+    pub record_cassettes: bool,
 }
 
 impl ServeArgs {
@@ -203,6 +208,7 @@ impl ServeArgs {
         config.max_turn_output_tokens = self.max_turn_output_tokens;
         config.session_token_budget = self.session_token_budget;
         config.memory.enabled = !self.no_long_term_memory;
+        config.record_cassettes = self.record_cassettes;
         Ok(config)
     }
 

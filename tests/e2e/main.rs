@@ -8,6 +8,7 @@ mod bundles;
 mod cli;
 mod commands;
 mod memory;
+mod provider_features;
 mod providers;
 mod recovery;
 mod sessions;

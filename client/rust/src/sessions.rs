@@ -108,6 +108,25 @@ impl OdysseyClient {
         Ok(())
     }
 
+    /// The cassette the server recorded for a session (a server started with
+    /// `--record-cassettes`): JSON Lines the `replay` provider plays, to rerun the session
+    /// offline from a bundle's `cassettes/<model>.jsonl`.
+    pub async fn export_session_cassette(&self, session_id: &str) -> Result<Vec<u8>, ClientError> {
+        let request = pb::ExportSessionCassetteRequest {
+            session_id: session_id.to_owned(),
+        };
+        let mut stream = self
+            .sessions()
+            .export_session_cassette(request)
+            .await?
+            .into_inner();
+        let mut cassette = Vec::new();
+        while let Some(message) = stream.message().await? {
+            cassette.extend_from_slice(&message.chunk);
+        }
+        Ok(cassette)
+    }
+
     /// Follows a session's events after `after_sequence` (0 = from the start): stored ones
     /// first, then live ones. The stream resubscribes by itself after a dropped connection;
     /// see [`EventStream`]. The subscription is open on the server when this returns.

@@ -59,7 +59,7 @@ impl ServerService for ServerInfo {
                     quarantined_at: Some(convert::timestamp_ms(q.quarantined_at_ms)),
                 })
                 .collect(),
-            providers: info.providers.iter().map(|p| p.to_string()).collect(),
+            providers: info.providers.clone(),
         }))
     }
 }

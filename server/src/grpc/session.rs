@@ -19,6 +19,9 @@ use crate::runtime::{OdysseyRuntime, PageRequest, SessionFilter, SessionSpec};
 /// a slow client backs up into this buffer, then into the log cursor, which costs nothing.
 const STREAM_BUFFER: usize = 64;
 
+/// Bytes per ExportSessionCassette message: well under any message size limit.
+const CASSETTE_CHUNK: usize = 256 * 1024;
+
 pub struct Sessions {
     runtime: OdysseyRuntime,
     heartbeat: Duration,
@@ -36,6 +39,8 @@ impl Sessions {
 }
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::SubscribeSessionResponse, Status>> + Send>>;
+type CassetteStream =
+    Pin<Box<dyn Stream<Item = Result<pb::ExportSessionCassetteResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl SessionService for Sessions {
@@ -104,6 +109,24 @@ impl SessionService for Sessions {
         let id = parse_uuid("session_id", &request.into_inner().session_id)?;
         self.runtime.delete_session(id).await.map_err(to_status)?;
         Ok(Response::new(pb::DeleteSessionResponse {}))
+    }
+
+    type ExportSessionCassetteStream = CassetteStream;
+
+    async fn export_session_cassette(
+        &self,
+        request: Request<pb::ExportSessionCassetteRequest>,
+    ) -> Result<Response<Self::ExportSessionCassetteStream>, Status> {
+        let id = parse_uuid("session_id", &request.into_inner().session_id)?;
+        let cassette = self.runtime.session_cassette(id).await.map_err(to_status)?;
+        let chunks: Vec<Vec<u8>> = cassette
+            .chunks(CASSETTE_CHUNK)
+            .map(<[u8]>::to_vec)
+            .collect();
+        let messages = chunks
+            .into_iter()
+            .map(|chunk| Ok(pb::ExportSessionCassetteResponse { chunk }));
+        Ok(Response::new(Box::pin(futures::stream::iter(messages))))
     }
 
     type SubscribeSessionStream = EventStream;

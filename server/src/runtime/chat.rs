@@ -34,6 +34,23 @@ pub struct ChatMessage {
     /// On tool messages: whether the tool failed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// On assistant messages: reasoning state the provider needs back on later requests.
+    /// Absent from messages recorded before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning_state: Vec<ReasoningState>,
+}
+
+/// Reasoning a provider hands out opaquely and requires back verbatim, such as
+/// Anthropic's signed `thinking` blocks: with extended thinking on, a tool call's result is
+/// refused unless the thinking that led to the call comes back with it. The runtime stores
+/// it with the assistant message and never looks inside; each wire format sends back only
+/// the state it produced itself, so a session that switches providers stays valid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReasoningState {
+    /// The wire format that produced it, e.g. `anthropic`.
+    pub format: String,
+    /// The provider's own representation (for Anthropic: the content block as received).
+    pub data: serde_json::Value,
 }
 
 impl ChatMessage {
@@ -71,6 +88,7 @@ impl ChatMessage {
             tool_calls: Vec::new(),
             tool_call_id: None,
             is_error: false,
+            reasoning_state: Vec::new(),
         }
     }
 }
@@ -99,5 +117,35 @@ impl std::ops::AddAssign for TokenUsage {
         self.cached_input_tokens += other.cached_input_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
         self.total_tokens += other.total_tokens;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_recorded_before_reasoning_state_still_load_and_new_ones_omit_it_when_empty() {
+        let old = r#"{"role":"assistant","content":"hi","tool_calls":[{"id":"c1","name":"LS","arguments":"{}"}]}"#;
+        let message: ChatMessage = serde_json::from_str(old).expect("old message loads");
+        assert!(message.reasoning_state.is_empty());
+        assert_eq!(message.tool_calls.len(), 1);
+        let written =
+            serde_json::to_string(&ChatMessage::assistant("hi", Vec::new())).expect("serializes");
+        assert!(!written.contains("reasoning_state"), "{written}");
+    }
+
+    #[test]
+    fn reasoning_state_round_trips() {
+        let message = ChatMessage {
+            reasoning_state: vec![ReasoningState {
+                format: "anthropic".into(),
+                data: serde_json::json!({ "type": "thinking", "thinking": "t", "signature": "s" }),
+            }],
+            ..ChatMessage::assistant("", Vec::new())
+        };
+        let text = serde_json::to_string(&message).expect("serializes");
+        let back: ChatMessage = serde_json::from_str(&text).expect("loads");
+        assert_eq!(back, message);
     }
 }

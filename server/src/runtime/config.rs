@@ -53,6 +53,9 @@ pub struct RuntimeConfig {
     pub session_token_budget: Option<u64>,
     /// Long-term memory across sessions: on or off, its bounds, where it lives.
     pub memory: MemorySettings,
+    /// Write every model call of every session to `sessions/<id>/cassette.jsonl`, a
+    /// cassette the `replay` provider plays, so a real run becomes an offline test.
+    pub record_cassettes: bool,
 }
 
 impl RuntimeConfig {
@@ -77,6 +80,7 @@ impl RuntimeConfig {
             max_turn_output_tokens: None,
             session_token_budget: None,
             memory: MemorySettings::default(),
+            record_cassettes: false,
         }
     }
 

@@ -20,8 +20,8 @@ pub mod session;
 pub mod tools;
 
 pub use api::{
-    CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, SandboxCapabilities, ServerInfo,
-    SessionCommand, SessionFilter, SessionSpec,
+    CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, RuntimeBuilder,
+    SandboxCapabilities, ServerInfo, SessionCommand, SessionFilter, SessionSpec,
 };
 pub use bundle::InstallOptions;
 pub use config::RuntimeConfig;

@@ -97,14 +97,26 @@ impl MessageBuilder {
         self.block(json!({ "type": "text", "text": "" }), deltas)
     }
 
+    /// The signature [`MessageBuilder::thinking`] closes its blocks with.
+    pub const SIGNATURE: &'static str = "EqQBCgIYAhIM";
+
     /// A thinking block, split into `pieces` deltas and closed by its signature.
     pub fn thinking(self, text: &str, pieces: usize) -> Self {
         let mut deltas: Vec<Value> = split(text, pieces)
             .into_iter()
             .map(|t| json!({ "type": "thinking_delta", "thinking": t }))
             .collect();
-        deltas.push(json!({ "type": "signature_delta", "signature": "EqQBCgIYAhIM" }));
+        deltas.push(json!({ "type": "signature_delta", "signature": Self::SIGNATURE }));
         self.block(json!({ "type": "thinking", "thinking": "" }), deltas)
+    }
+
+    /// A `redacted_thinking` block: encrypted thinking that arrives whole in its start
+    /// event, with no deltas.
+    pub fn redacted_thinking(self, data: &str) -> Self {
+        self.block(
+            json!({ "type": "redacted_thinking", "data": data }),
+            Vec::new(),
+        )
     }
 
     /// A tool_use block whose JSON input arrives in `pieces` `input_json_delta`s.

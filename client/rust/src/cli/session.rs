@@ -1,10 +1,14 @@
-//! `odyssey session ...`: open, list, show and remove sessions.
+//! `odyssey session ...`: open, list, show and remove sessions, and download the cassette
+//! the server recorded for one.
+
+use std::path::PathBuf;
 
 use odyssey_api::v1 as pb;
 use serde_json::json;
 
 use super::args::{ApprovalPolicyArg, SandboxModeArg, key_value_arg, model_arg};
 use super::error::CliError;
+use super::files::write_atomically;
 use super::output::Output;
 use super::time::rfc3339;
 use super::{Global, json, render};
@@ -52,6 +56,15 @@ pub(crate) enum SessionCommand {
     Get { id: String },
     /// Cancel a session's turns and remove it.
     Delete { id: String },
+    /// Download the cassette the server recorded for a session (`--record-cassettes`):
+    /// put it in a bundle as `cassettes/<model>.jsonl` and use provider `replay` to rerun
+    /// the session offline.
+    Cassette {
+        id: String,
+        /// File to write [default: standard output].
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
 }
 
 pub(crate) async fn run(
@@ -100,6 +113,30 @@ pub(crate) async fn run(
         SessionCommand::Get { id } => {
             let session = global.connect().await?.get_session(&id).await?;
             show(&session, output)
+        }
+        SessionCommand::Cassette { id, output: file } => {
+            let cassette = global.connect().await?.export_session_cassette(&id).await?;
+            match file {
+                None => output.out.write_all(&cassette)?,
+                Some(file) => {
+                    write_atomically(&file, &cassette)?;
+                    let entries = cassette.iter().filter(|b| **b == b'\n').count();
+                    if output.json {
+                        output.json_line(&json!({
+                            "session_id": id,
+                            "output": file.display().to_string(),
+                            "entries": entries,
+                            "bytes": cassette.len(),
+                        }))?;
+                    } else {
+                        output.line(format!(
+                            "Wrote {entries} recorded model calls of session {id} to {}",
+                            file.display()
+                        ))?;
+                    }
+                }
+            }
+            Ok(())
         }
         SessionCommand::Delete { id } => {
             global.connect().await?.delete_session(&id).await?;

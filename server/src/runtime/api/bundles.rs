@@ -151,29 +151,23 @@ impl OdysseyRuntime {
             .clone())
     }
 
-    /// The models a bundle's agents use, and whether this server can serve each.
+    /// The models a bundle's agents use, and whether this server can serve each. Local
+    /// servers are probed, all at once, so the answer waits at most one probe timeout.
     pub async fn list_models(&self, reference: &str) -> Result<Vec<ModelAvailability>> {
         let bundle = self.inspect_bundle(reference).await?;
-        Ok(bundle
-            .manifest
-            .agents
-            .iter()
-            .map(|agent| {
-                let (available, detail) = match self.inner.providers.validate(&agent.model) {
-                    Err(e) => (false, e.to_string()),
-                    Ok(()) => self
-                        .inner
-                        .providers
-                        .availability(&agent.model, &bundle.root),
-                };
-                ModelAvailability {
-                    agent_id: agent.id.clone(),
-                    model: agent.model.clone(),
-                    available,
-                    detail,
-                }
-            })
-            .collect())
+        let providers = &self.inner.providers;
+        let checks = bundle.manifest.agents.iter().map(|agent| async {
+            let (available, detail) = providers
+                .check_availability(&agent.model, &bundle.root)
+                .await;
+            ModelAvailability {
+                agent_id: agent.id.clone(),
+                model: agent.model.clone(),
+                available,
+                detail,
+            }
+        });
+        Ok(futures::future::join_all(checks).await)
     }
 }
 

@@ -21,7 +21,7 @@ use crate::runtime::memory::long_term::with_memory_section;
 use crate::runtime::permissions::PermissionRules;
 use crate::runtime::sandbox::{AppSource, CellPaths};
 use crate::runtime::session::{EventSink, SessionHandle};
-use crate::runtime::tools::{ToolContext, ToolSet};
+use crate::runtime::tools::ToolContext;
 
 /// How long a caller is told to wait when the queue is full.
 const QUEUE_FULL_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
@@ -321,6 +321,7 @@ impl OdysseyRuntime {
             })?
             .clone();
         let provider = self.inner.providers.resolve(&context.model, &bundle.root)?;
+        let provider = self.record_calls(record.id, provider);
         let access = self.inner.config.access.grant(&bundle.manifest.sandbox)?;
         let cell = self.prepare_cell(record.id, &bundle).await?;
         let rules = PermissionRules::from_tool_rules(&agent.tools)?;
@@ -338,9 +339,7 @@ impl OdysseyRuntime {
                     .update(turn_id, |s| s.state = state);
             }),
         };
-        let tools = ToolSet::for_bundle(&bundle.manifest.tools, &self.inner.sandbox, |name| {
-            gate.offered(name)
-        });
+        let tools = self.turn_tools(&bundle, |name| gate.offered(name))?;
         super::overrides::workspace_dir(&cell.data, &context.cwd)?;
         let stats = session.stats();
         ensure_session_budget(&record, &stats)?;

@@ -19,7 +19,7 @@ pub struct ServerInfo {
     pub running: usize,
     pub sandbox: SandboxCapabilities,
     pub quarantined: Vec<QuarantinedSession>,
-    pub providers: Vec<&'static str>,
+    pub providers: Vec<String>,
 }
 
 /// Detected by the sandbox module, which knows what its mechanisms need.

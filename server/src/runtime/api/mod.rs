@@ -17,13 +17,16 @@
 //! ```
 
 mod approvals;
+mod builder;
 mod bundles;
 mod commands;
 mod executions;
 mod info;
 mod memory;
 mod overrides;
+mod recording;
 mod sessions;
+mod tools;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +35,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
+pub use builder::RuntimeBuilder;
 pub use bundles::ModelAvailability;
 pub use commands::{CommandLine, CommandResult, SessionCommand};
 pub use info::{SandboxCapabilities, ServerInfo};
@@ -44,9 +48,10 @@ use crate::runtime::events::TurnOutcome;
 use crate::runtime::execution::{ExecutionTable, Queue};
 use crate::runtime::memory::{FileMemory, FileMemoryLimits, MemoryProvider};
 use crate::runtime::permissions::ApprovalStore;
-use crate::runtime::provider::ProviderRegistry;
+use crate::runtime::provider::{CassetteRecorder, ProviderRegistry};
 use crate::runtime::sandbox::Sandbox;
 use crate::runtime::session::SessionStore;
+use crate::runtime::tools::HostTools;
 
 /// The Odyssey runtime. Cheap to clone; clones share everything.
 #[derive(Clone)]
@@ -63,6 +68,10 @@ struct Inner {
     capabilities: SandboxCapabilities,
     sessions: SessionStore,
     providers: ProviderRegistry,
+    /// Tools the embedding program registered, for bundles that declare `source: host`.
+    host_tools: HostTools,
+    /// Writes sessions' model calls as cassettes (when `config.record_cassettes`).
+    recorder: Arc<CassetteRecorder>,
     queue: Queue,
     executions: ExecutionTable,
     slots: Arc<Semaphore>,
@@ -77,12 +86,26 @@ impl OdysseyRuntime {
     /// Opens the home folder and gets ready to serve. Sessions that were running a turn
     /// when the server last stopped are repaired now; all others when first used.
     pub async fn start(config: RuntimeConfig) -> Result<Self> {
+        Self::builder(config).start().await
+    }
+
+    /// A runtime with the program's own model providers and tools besides the built-in
+    /// ones; see [`RuntimeBuilder`].
+    pub fn builder(config: RuntimeConfig) -> RuntimeBuilder {
+        RuntimeBuilder::new(config)
+    }
+
+    /// [`OdysseyRuntime::start`] with the providers and host tools already assembled.
+    async fn open(
+        config: RuntimeConfig,
+        providers: ProviderRegistry,
+        host_tools: HostTools,
+    ) -> Result<Self> {
         std::fs::create_dir_all(&config.home).map_err(|e| {
             RuntimeError::storage(format!("create home {}", config.home.display()), e)
         })?;
         let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
         let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?;
-        let providers = ProviderRegistry::new(config.providers.clone());
         let sandbox = Sandbox::new(config.sandbox.clone());
         let capabilities = SandboxCapabilities {
             forced_mode: config.sandbox_mode_override,
@@ -117,6 +140,8 @@ impl OdysseyRuntime {
                 capabilities,
                 sessions,
                 providers,
+                host_tools,
+                recorder: Arc::new(CassetteRecorder::new(config.sessions_dir())),
                 config,
             }),
         };

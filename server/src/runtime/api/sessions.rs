@@ -89,6 +89,9 @@ impl OdysseyRuntime {
                 Some(_) => RuntimeError::invalid("model", e.to_string()),
                 None => RuntimeError::from(e),
             })?;
+        self.inner
+            .host_tools
+            .check_declared(&bundle.id.to_string(), &manifest.tools)?;
         let sandbox_mode = self.effective_sandbox_mode(spec.sandbox_mode, manifest.sandbox.mode)?;
         self.inner.config.access.grant(&manifest.sandbox)?;
         let record = SessionRecord {
@@ -189,6 +192,7 @@ impl OdysseyRuntime {
             let _ = self.wait(execution_id).await;
         }
         self.inner.approvals.forget_session(id);
+        self.inner.recorder.forget(id);
         let cell = CellPaths::under(self.inner.config.sandbox_dir().join(id.to_string()));
         if cell.root.exists() {
             self.inner.sandbox.remove_cell(&cell).await?;

@@ -10,9 +10,6 @@ use super::names::name_problem;
 use super::paths::{Found, normalize_relative, resolve_inside};
 use super::types::ToolEntry;
 
-/// The only tool source there is.
-const BUILTIN: &str = "builtin";
-
 /// An agent entry of the manifest after its checks.
 pub(crate) struct CheckedAgent {
     pub id: String,
@@ -147,11 +144,16 @@ pub(crate) fn check_tools(refs: &[ToolRef]) -> Result<Vec<ToolEntry>, BundleErro
         if !seen.insert(name.to_owned()) {
             return Err(err("name", format!("duplicate tool name \"{name}\"")));
         }
-        let source = tool.source.as_deref().unwrap_or(BUILTIN);
-        if source != BUILTIN {
+        let source = tool.source.as_deref().unwrap_or(ToolEntry::BUILTIN);
+        if source != ToolEntry::BUILTIN && source != ToolEntry::HOST {
             return Err(err(
                 "source",
-                format!("unknown tool source `{source}`; only `builtin` is supported"),
+                format!(
+                    "unknown tool source `{source}`; use `{}` (the runtime's own tools) or \
+                     `{}` (tools the program embedding the runtime registers)",
+                    ToolEntry::BUILTIN,
+                    ToolEntry::HOST
+                ),
             ));
         }
         out.push(ToolEntry {

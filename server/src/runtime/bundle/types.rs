@@ -74,11 +74,26 @@ pub struct SkillSummary {
     pub error: Option<String>,
 }
 
-/// A tool the bundle makes available. `source` is always `builtin` today.
+/// A tool the bundle makes available: `source` is [`ToolEntry::BUILTIN`] (one of the
+/// runtime's own tools) or [`ToolEntry::HOST`] (registered by the program embedding the
+/// runtime, checked when a session is created).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolEntry {
     pub name: String,
     pub source: String,
+}
+
+impl ToolEntry {
+    pub const BUILTIN: &'static str = "builtin";
+    pub const HOST: &'static str = "host";
+
+    pub fn is_builtin(&self) -> bool {
+        self.source == Self::BUILTIN
+    }
+
+    pub fn is_host(&self) -> bool {
+        self.source == Self::HOST
+    }
 }
 
 /// What the bundle asks of the sandbox. These are requests: the operator's configuration

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use uuid::Uuid;
 
-use crate::runtime::chat::{ChatMessage, TokenUsage, ToolCall};
+use crate::runtime::chat::{ChatMessage, ReasoningState, TokenUsage, ToolCall};
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::EventPayload;
 use crate::runtime::model::ModelSpec;
@@ -90,10 +90,11 @@ impl Turn {
                 call_index: self.prior_model_calls + u64::from(progress.model_calls),
             };
             progress.model_calls += 1;
-            let (text, calls) = self.stream_answer(request, progress).await?;
-            progress
-                .messages
-                .push(ChatMessage::assistant(text.clone(), calls.clone()));
+            let (text, calls, reasoning_state) = self.stream_answer(request, progress).await?;
+            progress.messages.push(ChatMessage {
+                reasoning_state,
+                ..ChatMessage::assistant(text.clone(), calls.clone())
+            });
             self.budgets.check_output(progress)?;
             if calls.is_empty() {
                 self.remember(prompt, &text).await;
@@ -114,15 +115,17 @@ impl Turn {
         })
     }
 
-    /// Streams one model call into events; returns its text and tool calls.
+    /// Streams one model call into events; returns its text, tool calls and reasoning
+    /// state.
     async fn stream_answer(
         &self,
         request: ModelRequest,
         progress: &mut Progress,
-    ) -> Result<(String, Vec<ToolCall>)> {
+    ) -> Result<(String, Vec<ToolCall>, Vec<ReasoningState>)> {
         let mut stream = self.provider.stream(request);
         let mut text = String::new();
         let mut calls = Vec::new();
+        let mut reasoning_state = Vec::new();
         while let Some(delta) = stream.next().await {
             match delta? {
                 ModelDelta::Text(delta) => {
@@ -151,9 +154,10 @@ impl Turn {
                         turn_total: progress.usage,
                     })?;
                 }
+                ModelDelta::ReasoningState(state) => reasoning_state.push(state),
             }
         }
-        Ok((text, calls))
+        Ok((text, calls, reasoning_state))
     }
 
     async fn run_tool(

@@ -16,15 +16,18 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use reqwest::RequestBuilder;
-use reqwest::header::HeaderMap;
 
 use super::call::{self, Transport, Wire};
-use super::openai::{OpenAiConfig, parse_error, retry_after};
+use super::openai::{OpenAiConfig, parse_error};
 use super::{ModelDelta, ModelProvider, ModelRequest, ProviderError};
 use decode::EventDecoder;
 
 /// The API version every request is pinned to; the event shapes decoded here are its.
 const API_VERSION: &str = "2023-06-01";
+
+/// [`ReasoningState::format`](crate::runtime::chat::ReasoningState) of the thinking blocks
+/// this wire produces and sends back.
+const REASONING_FORMAT: &str = "anthropic";
 
 /// A provider speaking the Messages API. Built from the same operator settings as the
 /// OpenAI wire (its `auth` and `endpoint` do not apply). Cheap to share.
@@ -66,7 +69,7 @@ impl ModelProvider for AnthropicProvider {
     }
 }
 
-/// Anthropic's headers; its error bodies and `retry-after` are shaped like OpenAI's.
+/// Anthropic's headers; its error bodies are shaped like OpenAI's.
 struct AnthropicWire;
 
 impl Wire for AnthropicWire {
@@ -78,10 +81,6 @@ impl Wire for AnthropicWire {
 
     fn parse_error(&self, body: &str) -> Option<(String, Option<Duration>)> {
         parse_error(body)
-    }
-
-    fn retry_after(&self, headers: &HeaderMap) -> Option<Duration> {
-        retry_after(headers)
     }
 
     /// Not checked: the Messages API is only spoken by Anthropic itself, which answers a

@@ -13,11 +13,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::{RequestBuilder, StatusCode};
 
 use super::error::{redact, shorten};
-use super::retry::{RetryDecision, RetryPolicy};
+use super::retry::{RetryDecision, RetryPolicy, retry_after};
 use super::sse::{SseEvents, error_chain};
 use super::{ModelDelta, ProviderError};
 
@@ -60,8 +60,6 @@ pub(super) trait Wire: Send + Sync + 'static {
     /// The explanation, and any wait asked for, in the provider's error JSON; `None` when
     /// the body is not that JSON.
     fn parse_error(&self, body: &str) -> Option<(String, Option<Duration>)>;
-    /// The wait asked for in response headers.
-    fn retry_after(&self, headers: &HeaderMap) -> Option<Duration>;
     /// Whether a 200 must be `text/event-stream`: where proxies or compatible servers are
     /// known to answer errors or ignored streaming flags with a plain 200, it is checked.
     fn requires_event_stream(&self) -> bool;
@@ -269,7 +267,7 @@ impl CallRequest {
             }
             return Ok(response);
         }
-        let header_wait = t.wire.retry_after(response.headers());
+        let header_wait = retry_after(response.headers());
         let (message, body_wait) = self.error_message(response).await;
         if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
             Err(AttemptError::Retryable(ProviderError::Unavailable {

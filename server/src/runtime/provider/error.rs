@@ -13,10 +13,11 @@ use crate::runtime::error::ErrorKind;
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
     #[error("unknown model provider `{name}`; known providers: {}", known.join(", "))]
-    UnknownProvider {
-        name: String,
-        known: Vec<&'static str>,
-    },
+    UnknownProvider { name: String, known: Vec<String> },
+
+    /// A program embedding the runtime registered a provider under a name it cannot have.
+    #[error("cannot register model provider `{name}`: {message}")]
+    Registration { name: String, message: String },
 
     #[error("invalid model `{model}`: {message}")]
     InvalidModel { model: String, message: String },
@@ -99,12 +100,24 @@ pub enum ProviderError {
 
     #[error("cassette {cassette} not found in the bundle")]
     CassetteNotFound { cassette: String },
+
+    /// The cassette entry records a model call that failed, and replays the failure.
+    #[error(
+        "cassette {cassette} entry {entry} (line {line}) replays a failed model call: {message}"
+    )]
+    CassetteRecordedFailure {
+        cassette: String,
+        entry: usize,
+        line: usize,
+        message: String,
+    },
 }
 
 impl ProviderError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Self::UnknownProvider { .. }
+            | Self::Registration { .. }
             | Self::InvalidModel { .. }
             | Self::CassettePathRefused { .. } => ErrorKind::InvalidArgument,
             Self::NotConfigured { .. }
@@ -114,7 +127,9 @@ impl ProviderError {
             | Self::CassetteMismatch { .. }
             | Self::CassetteInvalid { .. }
             | Self::CassetteNotFound { .. } => ErrorKind::FailedPrecondition,
-            Self::Unavailable { .. } | Self::Protocol { .. } => ErrorKind::Unavailable,
+            Self::Unavailable { .. }
+            | Self::Protocol { .. }
+            | Self::CassetteRecordedFailure { .. } => ErrorKind::Unavailable,
             Self::Timeout { .. } => ErrorKind::DeadlineExceeded,
             Self::Setup { .. } => ErrorKind::Internal,
         }
@@ -124,6 +139,7 @@ impl ProviderError {
     pub fn reason(&self) -> &'static str {
         match self {
             Self::UnknownProvider { .. } => "UNKNOWN_PROVIDER",
+            Self::Registration { .. } => "PROVIDER_REGISTRATION_INVALID",
             Self::InvalidModel { .. } => "INVALID_MODEL",
             Self::NotConfigured { .. } | Self::NoBaseUrl { .. } => "PROVIDER_NOT_CONFIGURED",
             Self::Http { .. } => "PROVIDER_HTTP_ERROR",
@@ -135,6 +151,7 @@ impl ProviderError {
             Self::CassetteMismatch { .. } => "CASSETTE_MISMATCH",
             Self::CassetteInvalid { .. } | Self::CassettePathRefused { .. } => "CASSETTE_INVALID",
             Self::CassetteNotFound { .. } => "CASSETTE_NOT_FOUND",
+            Self::CassetteRecordedFailure { .. } => "CASSETTE_RECORDED_FAILURE",
         }
     }
 
@@ -237,7 +254,7 @@ mod tests {
     fn unknown_provider_lists_known_ones() {
         let e = ProviderError::UnknownProvider {
             name: "nope".into(),
-            known: vec!["openai", "replay"],
+            known: vec!["openai".into(), "replay".into()],
         };
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert_eq!(e.reason(), "UNKNOWN_PROVIDER");

@@ -19,7 +19,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use reqwest::RequestBuilder;
-use reqwest::header::HeaderMap;
 
 use super::call::{self, Transport, Wire};
 use super::retry::RetryPolicy;
@@ -120,20 +119,9 @@ impl Wire for GeminiWire {
         Some((parsed.error.message(), parsed.error.retry_delay()))
     }
 
-    fn retry_after(&self, headers: &HeaderMap) -> Option<Duration> {
-        retry_after(headers)
-    }
-
     /// A 200 that is not an event stream means `alt=sse` was ignored (a proxy rewrote the
     /// URL): the body is a JSON array the decoder cannot stream.
     fn requires_event_stream(&self) -> bool {
         true
     }
-}
-
-/// A standard `Retry-After` in seconds (the HTTP-date form is not used by model providers).
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    let seconds: f64 = value.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
 }

@@ -19,11 +19,12 @@ pub use error::ProviderError;
 pub use registry::{ProviderRegistry, ProviderSettings};
 #[cfg(test)]
 pub(crate) use replay::{Cassette, ReplayProvider};
+pub use replay::CassetteRecorder;
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
-use crate::runtime::chat::{ChatMessage, TokenUsage};
+use crate::runtime::chat::{ChatMessage, ReasoningState, TokenUsage};
 use crate::runtime::model::ModelSpec;
 
 /// A tool as the model sees it.
@@ -63,6 +64,9 @@ pub enum ModelDelta {
     },
     /// Tokens used by this call; sent once, usually last.
     Usage(TokenUsage),
+    /// Reasoning the provider wants back verbatim on the next request; kept with the
+    /// assistant message, never shown.
+    ReasoningState(ReasoningState),
 }
 
 /// A model provider. Implementations are cheap to share: one instance serves every turn

@@ -28,7 +28,6 @@ use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::RequestBuilder;
-use reqwest::header::HeaderMap;
 
 use super::call::{self, Decoder, Transport, Wire};
 use super::retry::RetryPolicy;
@@ -179,7 +178,7 @@ impl ModelProvider for OpenAiProvider {
     }
 }
 
-/// The OpenAI wire's key header, error JSON and `retry-after-ms`.
+/// The OpenAI wire's key header and error JSON.
 struct OpenAiWire {
     auth: WireAuth,
 }
@@ -199,10 +198,6 @@ impl Wire for OpenAiWire {
         parse_error(body)
     }
 
-    fn retry_after(&self, headers: &HeaderMap) -> Option<Duration> {
-        retry_after(headers)
-    }
-
     /// Some compatible servers answer errors with a plain 200, or ignore `stream: true`.
     fn requires_event_stream(&self) -> bool {
         true
@@ -214,19 +209,4 @@ impl Wire for OpenAiWire {
 pub(super) fn parse_error(body: &str) -> Option<(String, Option<Duration>)> {
     let parsed = serde_json::from_str::<ErrorBody>(body).ok()?;
     Some((parsed.error.message(), None))
-}
-
-/// The wait a provider asked for: OpenAI's `retry-after-ms`, else standard `Retry-After`
-/// in seconds (the HTTP-date form is not used by model providers and is ignored).
-pub(super) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let number = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
-    // Bounded so a hostile value cannot overflow `Duration`; anything this long is
-    // refused by the retry policy anyway.
-    let seconds = |value: f64| {
-        (value.is_finite() && value >= 0.0).then(|| Duration::from_secs_f64(value.min(1e9)))
-    };
-    match number("retry-after-ms") {
-        Some(ms) => seconds(ms / 1000.0),
-        None => seconds(number("retry-after")?),
-    }
 }

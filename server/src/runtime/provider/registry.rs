@@ -19,6 +19,7 @@ use super::openai::{self, Endpoint, OpenAiConfig, OpenAiProvider, WireAuth};
 use super::replay::{CassetteCache, ReplayProvider, cassette_path};
 use super::retry::RetryPolicy;
 use crate::runtime::model::ModelSpec;
+use custom::CustomProviders;
 use google::{GOOGLE_NAMES, GoogleSlot};
 
 /// The name of the deterministic cassette provider.
@@ -192,6 +193,8 @@ pub struct ProviderRegistry {
     wire: Vec<WireSlot>,
     google: Vec<GoogleSlot>,
     cassettes: CassetteCache,
+    /// Registered by the program embedding the runtime.
+    custom: CustomProviders,
 }
 
 impl ProviderRegistry {
@@ -236,16 +239,19 @@ impl ProviderRegistry {
             wire,
             google,
             cassettes: CassetteCache::default(),
+            custom: CustomProviders::default(),
         }
     }
 
     /// Provider names a model spec may use.
-    pub fn known_providers(&self) -> Vec<&'static str> {
+    pub fn known_providers(&self) -> Vec<String> {
         WIRE_PROVIDERS
             .iter()
             .map(|p| p.name)
             .chain(GOOGLE_NAMES)
             .chain([REPLAY])
+            .chain(self.custom.names())
+            .map(str::to_owned)
             .collect()
     }
 
@@ -262,6 +268,9 @@ impl ProviderRegistry {
         if spec.provider == REPLAY {
             return cassette_path(spec).map(drop);
         }
+        if self.custom.get(&spec.provider).is_some() {
+            return Ok(());
+        }
         if GOOGLE_NAMES.contains(&spec.provider.as_str()) {
             return openai::validate_config(spec);
         }
@@ -277,6 +286,9 @@ impl ProviderRegistry {
         bundle_root: &Path,
     ) -> Result<Arc<dyn ModelProvider>, ProviderError> {
         self.validate(spec)?;
+        if let Some(provider) = self.custom.get(&spec.provider) {
+            return Ok(provider.clone());
+        }
         if spec.provider == REPLAY {
             let cassette = self.cassettes.get(bundle_root, &cassette_path(spec)?)?;
             return Ok(Arc::new(ReplayProvider::new(cassette)));
@@ -295,6 +307,12 @@ impl ProviderRegistry {
     pub fn availability(&self, spec: &ModelSpec, bundle_root: &Path) -> (bool, String) {
         if let Err(e) = self.validate(spec) {
             return (false, e.to_string());
+        }
+        if self.custom.get(&spec.provider).is_some() {
+            return (
+                true,
+                "registered by the program embedding the runtime".into(),
+            );
         }
         if spec.provider == REPLAY {
             let path = match cassette_path(spec) {
@@ -466,6 +484,8 @@ fn install_crypto_provider() {
     });
 }
 
+mod custom;
 mod google;
+mod reachability;
 #[cfg(test)]
 mod tests;

@@ -22,8 +22,14 @@
 //! | `usage`          | `{"input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens"}`; omitted: a rough estimate (about 4 characters per token). |
 //! | `chunk_delay_ms` | Pause between streamed chunks, so a demo looks like a live model. |
 //! | `request`        | `{"last_message": {"role"?, "content"?}}`: the call must end with exactly this message (for tool results: the last tool message), else it fails with `CASSETTE_MISMATCH`. Use it to catch a cassette drifting from the agent. |
+//! | `error`          | The call fails with this message after its chunks (`CASSETTE_RECORDED_FAILURE`): a recorded call that failed. Without `usage`, no usage is reported. |
 //!
-//! Chunks stream in this order: reasoning, text, tool calls, usage.
+//! Chunks stream in this order: reasoning, text, tool calls, usage, error.
+//!
+//! # Recording
+//!
+//! A server started with `--record-cassettes` writes every model call of a session in this
+//! format (see `recorder`), so a real run can be replayed offline.
 //!
 //! ```text
 //! {"text": ["Let me look", " at the file."], "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]}
@@ -33,6 +39,7 @@
 //! A call past the last entry fails with `CASSETTE_EXHAUSTED`.
 
 mod cassette;
+mod recorder;
 #[cfg(test)]
 mod tests;
 
@@ -43,11 +50,15 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 
 pub(crate) use cassette::{Cassette, CassetteCache, cassette_path};
+pub use recorder::CassetteRecorder;
 
 use super::error::shorten;
 use super::{ModelDelta, ModelProvider, ModelRequest, ProviderError};
 use crate::runtime::chat::{ChatMessage, Role, TokenUsage};
 use cassette::{Entry, ExpectedMessage};
+
+/// One item of a replayed call.
+type Answer = Result<ModelDelta, ProviderError>;
 
 /// Longest excerpt of a message shown in a mismatch error.
 const MISMATCH_EXCERPT_CHARS: usize = 160;
@@ -62,8 +73,8 @@ impl ReplayProvider {
         Self { cassette }
     }
 
-    /// The deltas answering `request`, checked against the entry's expectations.
-    fn answer(&self, request: &ModelRequest) -> Result<(Vec<ModelDelta>, Duration), ProviderError> {
+    /// The items answering `request`, checked against the entry's expectations.
+    fn answer(&self, request: &ModelRequest) -> Result<(Vec<Answer>, Duration), ProviderError> {
         let cassette = &self.cassette;
         let (index, entry) = usize::try_from(request.call_index)
             .ok()
@@ -84,9 +95,20 @@ impl ReplayProvider {
                 },
             )?;
         }
-        let usage = entry
-            .usage
-            .unwrap_or_else(|| estimate_usage(request, entry));
+        // A recorded failure reports only the usage that was recorded with it.
+        let usage = match (&entry.usage, &entry.error) {
+            (Some(usage), _) => Some(*usage),
+            (None, None) => Some(estimate_usage(request, entry)),
+            (None, Some(_)) => None,
+        };
+        let failure = entry.error.as_ref().map(|message| {
+            Err(ProviderError::CassetteRecordedFailure {
+                cassette: cassette.path.clone(),
+                entry: index,
+                line: entry.line,
+                message: message.clone(),
+            })
+        });
         let deltas = entry
             .reasoning
             .iter()
@@ -102,7 +124,9 @@ impl ReplayProvider {
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
             }))
-            .chain(std::iter::once(ModelDelta::Usage(usage)))
+            .chain(usage.map(ModelDelta::Usage))
+            .map(Ok)
+            .chain(failure)
             .collect();
         Ok((deltas, entry.chunk_delay))
     }
@@ -115,12 +139,12 @@ impl ModelProvider for ReplayProvider {
     ) -> BoxStream<'static, Result<ModelDelta, ProviderError>> {
         match self.answer(&request) {
             Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
-            Ok((deltas, delay)) => futures::stream::iter(deltas.into_iter().enumerate())
-                .then(move |(i, delta)| async move {
+            Ok((items, delay)) => futures::stream::iter(items.into_iter().enumerate())
+                .then(move |(i, item)| async move {
                     if i > 0 && !delay.is_zero() {
                         tokio::time::sleep(delay).await;
                     }
-                    Ok(delta)
+                    item
                 })
                 .boxed(),
         }

@@ -4,6 +4,9 @@
 
 pub mod bash;
 pub mod builtin;
+mod host;
+
+pub use host::HostTools;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -114,26 +117,29 @@ pub struct ToolSet {
 }
 
 impl ToolSet {
-    /// The builtin tools a bundle declares (`spec.tools` with `source: builtin`) that
-    /// `offered` accepts. Bash runs its commands through `sandbox`.
+    /// The tools a bundle declares (`spec.tools`) that `offered` accepts: builtin ones,
+    /// and `source: host` ones from `host`. Bash runs its commands through `sandbox`.
     pub fn for_bundle(
         declared: &[ToolEntry],
         sandbox: &Arc<Sandbox>,
+        host: &HostTools,
         offered: impl Fn(&str) -> bool,
     ) -> Self {
         let mut set = Self::default();
-        for entry in declared.iter().filter(|e| e.source == "builtin") {
+        for entry in declared {
             if !offered(&entry.name) {
                 continue;
             }
             let tool: Option<Arc<dyn Tool>> = match entry.name.as_str() {
+                _ if entry.is_host() => host.get(&entry.name).cloned(),
+                _ if !entry.is_builtin() => None,
                 "Bash" => Some(Arc::new(bash::Bash::new(sandbox.clone()))),
                 name => builtin::builtin(name),
             };
             match tool {
                 Some(tool) => set.insert(tool),
                 None => {
-                    tracing::warn!(tool = %entry.name, "the bundle declares an unknown builtin tool")
+                    tracing::warn!(tool = %entry.name, source = %entry.source, "the bundle declares a tool this runtime does not have")
                 }
             }
         }

@@ -287,7 +287,7 @@ fn skill_and_tool_list_errors() {
         (
             MANIFEST.replace("      source: builtin", "      source: mcp"),
             "spec.tools[0].source",
-            "only `builtin`",
+            "unknown tool source `mcp`; use `builtin`",
         ),
         (
             MANIFEST.replace("mode: read_only", "mode: yolo"),

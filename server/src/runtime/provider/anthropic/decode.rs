@@ -2,16 +2,18 @@
 //!
 //! Text and thinking pass through as they arrive. A `tool_use` block's input arrives as
 //! `input_json_delta` fragments that only parse together, so it is assembled per block
-//! index and released when the block stops. Usage is split over `message_start` (input
-//! and cache tokens) and `message_delta` (cumulative output tokens) and sent once, at
-//! `message_stop`.
+//! index and released when the block stops. A thinking block is also kept whole, with the
+//! `signature_delta` that closes it (and a `redacted_thinking` block as it came): the API
+//! wants them back verbatim after a tool call, so each leaves as [`ReasoningState`] when it
+//! stops. Usage is split over `message_start` (input and cache tokens) and `message_delta`
+//! (cumulative output tokens) and sent once, at `message_stop`.
 
 use std::collections::{HashMap, VecDeque};
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::runtime::chat::TokenUsage;
+use crate::runtime::chat::{ReasoningState, TokenUsage};
 use crate::runtime::provider::call::{Decoder, Flow};
 use crate::runtime::provider::error::shorten;
 use crate::runtime::provider::{ModelDelta, ProviderError};
@@ -21,9 +23,37 @@ pub(super) struct EventDecoder {
     provider: String,
     /// Open `tool_use` blocks by content-block index.
     tools: HashMap<u64, PartialToolUse>,
+    /// Open `thinking` and `redacted_thinking` blocks by content-block index.
+    thinking: HashMap<u64, PartialThinking>,
     thinking_blocks: usize,
     usage: WireUsage,
     finished: bool,
+}
+
+/// A thinking block being received, to be sent back as it came.
+enum PartialThinking {
+    Thinking { text: String, signature: String },
+    Redacted { data: String },
+}
+
+impl PartialThinking {
+    /// The block as the API wants it back; `None` for a thinking block without a
+    /// signature, which the API would refuse (and does not need).
+    fn into_state(self) -> Option<ReasoningState> {
+        let data = match self {
+            Self::Thinking { signature, .. } if signature.is_empty() => return None,
+            Self::Thinking { text, signature } => {
+                serde_json::json!({ "type": "thinking", "thinking": text, "signature": signature })
+            }
+            Self::Redacted { data } => {
+                serde_json::json!({ "type": "redacted_thinking", "data": data })
+            }
+        };
+        Some(ReasoningState {
+            format: super::REASONING_FORMAT.to_owned(),
+            data,
+        })
+    }
 }
 
 struct PartialToolUse {
@@ -97,6 +127,7 @@ impl EventDecoder {
         Self {
             provider: provider.to_owned(),
             tools: HashMap::new(),
+            thinking: HashMap::new(),
             thinking_blocks: 0,
             usage: WireUsage::default(),
             finished: false,
@@ -106,12 +137,26 @@ impl EventDecoder {
     fn on_block_start(&mut self, index: u64, block: ContentBlock, out: &mut VecDeque<ModelDelta>) {
         match block {
             ContentBlock::Text { text } => push_text(out, ModelDelta::Text, text),
-            ContentBlock::Thinking { thinking } => {
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => {
                 if self.thinking_blocks > 0 {
                     out.push_back(ModelDelta::ReasoningBreak);
                 }
                 self.thinking_blocks += 1;
+                self.thinking.insert(
+                    index,
+                    PartialThinking::Thinking {
+                        text: thinking.clone(),
+                        signature,
+                    },
+                );
                 push_text(out, ModelDelta::Reasoning, thinking);
+            }
+            ContentBlock::RedactedThinking { data } => {
+                self.thinking
+                    .insert(index, PartialThinking::Redacted { data });
             }
             ContentBlock::ToolUse { id, name, input } => {
                 self.tools.insert(
@@ -137,7 +182,19 @@ impl EventDecoder {
         match delta {
             BlockDelta::TextDelta { text } => push_text(out, ModelDelta::Text, text),
             BlockDelta::ThinkingDelta { thinking } => {
+                if let Some(PartialThinking::Thinking { text, .. }) = self.thinking.get_mut(&index)
+                {
+                    text.push_str(&thinking);
+                }
                 push_text(out, ModelDelta::Reasoning, thinking)
+            }
+            BlockDelta::SignatureDelta { signature } => {
+                if let Some(PartialThinking::Thinking {
+                    signature: kept, ..
+                }) = self.thinking.get_mut(&index)
+                {
+                    kept.push_str(&signature);
+                }
             }
             BlockDelta::InputJsonDelta { partial_json } => match self.tools.get_mut(&index) {
                 Some(tool) => tool.json.push_str(&partial_json),
@@ -157,6 +214,13 @@ impl EventDecoder {
         index: u64,
         out: &mut VecDeque<ModelDelta>,
     ) -> Result<(), ProviderError> {
+        if let Some(state) = self
+            .thinking
+            .remove(&index)
+            .and_then(PartialThinking::into_state)
+        {
+            out.push_back(ModelDelta::ReasoningState(state));
+        }
         let Some(tool) = self.tools.remove(&index) else {
             return Ok(());
         };
@@ -243,6 +307,13 @@ enum ContentBlock {
     Thinking {
         #[serde(default)]
         thinking: String,
+        #[serde(default)]
+        signature: String,
+    },
+    /// Thinking the API encrypted: nothing to show, but it must go back as it came.
+    RedactedThinking {
+        #[serde(default)]
+        data: String,
     },
     ToolUse {
         #[serde(default)]
@@ -252,7 +323,7 @@ enum ContentBlock {
         #[serde(default)]
         input: Value,
     },
-    /// `redacted_thinking`, server tool blocks: nothing to show.
+    /// Server tool blocks and future kinds: nothing to show.
     #[serde(other)]
     Other,
 }
@@ -269,7 +340,11 @@ enum BlockDelta {
     InputJsonDelta {
         partial_json: String,
     },
-    /// `signature_delta` and future kinds.
+    /// Closes a thinking block; the API checks it when the block comes back.
+    SignatureDelta {
+        signature: String,
+    },
+    /// Future kinds.
     #[serde(other)]
     Other,
 }

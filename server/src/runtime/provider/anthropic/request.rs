@@ -1,7 +1,8 @@
 //! The Messages API request body.
 //!
 //! Shape: <https://docs.anthropic.com/en/api/messages>. The normalized history maps onto it
-//! with three twists: the system prompt is a top-level field, not a message; tool calls are
+//! with four twists: signed thinking blocks kept with an assistant message go back in
+//! front of it; the system prompt is a top-level field, not a message; tool calls are
 //! `tool_use` content blocks of the assistant message; and tool results are `tool_result`
 //! blocks of a *user* message. Consecutive messages that end up with the same role are
 //! merged, because the API wants user and assistant turns to alternate (several tool
@@ -133,7 +134,16 @@ fn text_block(text: &str) -> Option<Value> {
     (!text.is_empty()).then(|| json!({ "type": "text", "text": text }))
 }
 
+/// Thinking first, as the API produced it, then text and tool calls. Thinking blocks go
+/// back verbatim (signature included), and only those this wire produced: the API refuses
+/// a tool result whose assistant turn lost its thinking, and ignores thinking of turns
+/// before the last.
 fn assistant_blocks(message: &ChatMessage) -> Vec<Value> {
+    let thinking = message
+        .reasoning_state
+        .iter()
+        .filter(|state| state.format == super::REASONING_FORMAT)
+        .map(|state| state.data.clone());
     let calls = message.tool_calls.iter().map(|call| {
         json!({
             "type": "tool_use",
@@ -142,8 +152,8 @@ fn assistant_blocks(message: &ChatMessage) -> Vec<Value> {
             "input": tool_input(&call.arguments),
         })
     });
-    text_block(&message.content)
-        .into_iter()
+    thinking
+        .chain(text_block(&message.content))
         .chain(calls)
         .collect()
 }

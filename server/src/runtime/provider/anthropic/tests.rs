@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::json;
 
-use crate::runtime::chat::{ChatMessage, TokenUsage, ToolCall};
+use crate::runtime::chat::{ChatMessage, ReasoningState, TokenUsage, ToolCall};
 use crate::runtime::error::ErrorKind;
 use crate::runtime::model::ModelSpec;
 use crate::runtime::provider::{
@@ -134,7 +134,11 @@ async fn thinking_becomes_reasoning_with_a_break_between_blocks() {
         .text("Done", 1)
         .finish("end_turn", 3);
     let server = start(vec![reply]).await;
-    let got = deltas(&provider(&server, KEY)).await;
+    let got: Vec<ModelDelta> = deltas(&provider(&server, KEY))
+        .await
+        .into_iter()
+        .filter(|d| !matches!(d, ModelDelta::ReasoningState(_)))
+        .collect();
     assert_eq!(
         &got[..5],
         [
@@ -144,6 +148,109 @@ async fn thinking_becomes_reasoning_with_a_break_between_blocks() {
             ModelDelta::Reasoning("Again.".into()),
             ModelDelta::Text("Done".into()),
         ]
+    );
+}
+
+#[tokio::test]
+async fn signed_and_redacted_thinking_blocks_are_kept_whole_in_order() {
+    let reply = MessageBuilder::new(10, 0)
+        .thinking("I should list the files.", 3)
+        .redacted_thinking("EmwKAhgBEgy3va3pzix")
+        .tool_use("toolu_1", "LS", &json!({ "path": "." }), 2)
+        .finish("tool_use", 9);
+    let server = start(vec![reply]).await;
+    let got = deltas(&provider(&server, KEY)).await;
+    let states: Vec<&ReasoningState> = got
+        .iter()
+        .filter_map(|d| match d {
+            ModelDelta::ReasoningState(state) => Some(state),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            &ReasoningState {
+                format: "anthropic".into(),
+                data: json!({ "type": "thinking", "thinking": "I should list the files.",
+                              "signature": MessageBuilder::SIGNATURE }),
+            },
+            &ReasoningState {
+                format: "anthropic".into(),
+                data: json!({ "type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix" }),
+            },
+        ]
+    );
+    // Each block is released when it stops: before the tool call that follows it.
+    let first_state = got
+        .iter()
+        .position(|d| matches!(d, ModelDelta::ReasoningState(_)));
+    let call = got
+        .iter()
+        .position(|d| matches!(d, ModelDelta::ToolCall { .. }));
+    assert!(first_state < call, "{got:?}");
+}
+
+#[tokio::test]
+async fn a_thinking_block_without_signature_is_not_kept() {
+    let unsigned = json!({ "type": "content_block_start", "index": 0,
+                           "content_block": { "type": "thinking", "thinking": "hmm" } });
+    let reply = MessageBuilder::new(10, 0)
+        .event(unsigned)
+        .event(json!({ "type": "content_block_stop", "index": 0 }))
+        .finish("end_turn", 2);
+    let server = start(vec![reply]).await;
+    let got = deltas(&provider(&server, KEY)).await;
+    assert_eq!(got[0], ModelDelta::Reasoning("hmm".into()));
+    assert!(
+        !got.iter()
+            .any(|d| matches!(d, ModelDelta::ReasoningState(_))),
+        "{got:?}"
+    );
+}
+
+#[tokio::test]
+async fn kept_thinking_goes_back_first_and_only_to_its_own_wire() {
+    let reply = MessageBuilder::new(5, 0)
+        .text("ok", 1)
+        .finish("end_turn", 1);
+    let server = start(vec![reply]).await;
+    let thinking = json!({ "type": "thinking", "thinking": "Check a.", "signature": "c2lnbmVk" });
+    let call = ToolCall {
+        id: "toolu_1".into(),
+        name: "Read".into(),
+        arguments: r#"{"path":"a"}"#.into(),
+    };
+    let assistant = ChatMessage {
+        reasoning_state: vec![
+            ReasoningState {
+                format: "anthropic".into(),
+                data: thinking.clone(),
+            },
+            ReasoningState {
+                format: "gemini".into(),
+                data: json!({ "thoughtSignature": "b3RoZXI=" }),
+            },
+        ],
+        ..ChatMessage::assistant("Reading.", vec![call])
+    };
+    let request = ModelRequest {
+        messages: vec![
+            ChatMessage::user("Read a"),
+            assistant,
+            ChatMessage::tool_result("toolu_1", "alpha", false),
+        ],
+        ..request()
+    };
+    let items = run(&provider(&server, KEY), request).await;
+    assert!(items.iter().all(Result::is_ok), "{items:?}");
+    assert_eq!(
+        server.requests()[0]["messages"][1],
+        json!({ "role": "assistant", "content": [
+            thinking,
+            { "type": "text", "text": "Reading." },
+            { "type": "tool_use", "id": "toolu_1", "name": "Read", "input": { "path": "a" } },
+        ] })
     );
 }
 

@@ -540,27 +540,3 @@ async fn echo_mode_answers_any_request() {
     }
     assert_eq!(server.requests().len(), 3);
 }
-
-#[test]
-fn retry_after_headers_in_seconds_and_milliseconds() {
-    use reqwest::header::{HeaderMap, HeaderValue};
-    let mut headers = HeaderMap::new();
-    headers.insert("retry-after", HeaderValue::from_static("2"));
-    assert_eq!(super::retry_after(&headers), Some(Duration::from_secs(2)));
-    headers.insert("retry-after-ms", HeaderValue::from_static("150"));
-    assert_eq!(
-        super::retry_after(&headers),
-        Some(Duration::from_millis(150))
-    );
-    headers.clear();
-    headers.insert(
-        "retry-after",
-        HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
-    );
-    assert_eq!(super::retry_after(&headers), None);
-    headers.insert("retry-after", HeaderValue::from_static("1e300"));
-    assert!(
-        super::retry_after(&headers).is_some(),
-        "huge values are clamped, not a panic"
-    );
-}

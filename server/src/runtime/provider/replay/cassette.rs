@@ -16,7 +16,7 @@ use crate::runtime::model::ModelSpec;
 use crate::runtime::provider::ProviderError;
 
 /// Larger than any hand-written or recorded demo; bounds memory per cassette.
-const MAX_CASSETTE_BYTES: u64 = 32 * 1024 * 1024;
+pub(crate) const MAX_CASSETTE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// A parsed cassette.
 #[derive(Debug)]
@@ -37,6 +37,8 @@ pub(crate) struct Entry {
     pub usage: Option<TokenUsage>,
     pub chunk_delay: Duration,
     pub expect: Option<ExpectedMessage>,
+    /// The call failed with this message after the chunks above.
+    pub error: Option<String>,
 }
 
 /// What the last message of the request must be.
@@ -216,6 +218,7 @@ struct RawEntry {
     usage: Option<RawUsage>,
     chunk_delay_ms: Option<u64>,
     request: Option<RawRequest>,
+    error: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -314,6 +317,7 @@ impl RawEntry {
                     role: m.role,
                     content: m.content,
                 }),
+            error: self.error,
         })
     }
 }
