@@ -187,19 +187,6 @@ async fn server_info_reports_version_limits_and_sandbox() {
     );
 }
 
-#[tokio::test]
-async fn later_rpcs_answer_unimplemented_with_a_reason() {
-    let server = TestServer::start().await;
-    let push = server
-        .bundles()
-        .push_bundle(pb::PushBundleRequest::default())
-        .await
-        .expect_err("push");
-    assert_eq!(push.code(), Code::Unimplemented);
-    assert!(push.message().contains("PushBundle"));
-    assert_eq!(error_reason(&push).as_deref(), Some("UNIMPLEMENTED"));
-}
-
 fn which_bwrap() -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("bwrap").is_file()))

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::runtime::access::AccessLimits;
 use crate::runtime::bundle::ArchiveLimits;
+use crate::runtime::hub::HubSettings;
 use crate::runtime::permissions::HookConfig;
 use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::ProviderSettings;
@@ -44,6 +45,9 @@ pub struct RuntimeConfig {
     /// Operator commands asked about every tool call before it runs (they can only
     /// tighten the rules' decision).
     pub hooks: Vec<HookConfig>,
+    /// The OCI registries bundles are pushed to and pulled from: the default one (the
+    /// hub), credentials per registry host, hosts allowed plain HTTP.
+    pub hub: HubSettings,
 }
 
 impl RuntimeConfig {
@@ -65,6 +69,7 @@ impl RuntimeConfig {
             access: AccessLimits::default(),
             approval_timeout: Duration::from_secs(600),
             hooks: Vec::new(),
+            hub: HubSettings::default(),
         }
     }
 

@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod execution;
+pub mod hub;
 pub mod model;
 pub mod paging;
 pub mod permissions;
@@ -19,8 +20,8 @@ pub mod session;
 pub mod tools;
 
 pub use api::{
-    CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, SandboxCapabilities, ServerInfo,
-    SessionCommand, SessionFilter, SessionSpec,
+    CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, PulledBundle, PushedBundle,
+    SandboxCapabilities, ServerInfo, SessionCommand, SessionFilter, SessionSpec,
 };
 pub use bundle::InstallOptions;
 pub use config::RuntimeConfig;

@@ -45,6 +45,7 @@ pub use artifact::{build_to, build_to_with_limits};
 pub use error::{BundleError, REFERENCE_FORMS};
 pub use installed::{InstalledBundle, RECORD_FILE};
 pub use manifest::MANIFEST_FILE;
+pub(crate) use names::check_name;
 pub use names::MAX_NAME_LEN;
 pub use project::{LoadedBundle, load_project};
 pub use reference::{BundleReference, DEFAULT_NAMESPACE, VersionSelector};

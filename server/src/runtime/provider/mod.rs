@@ -15,6 +15,7 @@ mod retry;
 mod sse;
 
 pub use error::ProviderError;
+pub(crate) use registry::install_crypto_provider;
 pub use registry::{ProviderRegistry, ProviderSettings};
 
 use futures::stream::BoxStream;
