@@ -130,6 +130,25 @@ impl TestRegistry {
             .join("data")
     }
 
+    /// The manifest digest a tag points to, read from the registry's storage.
+    pub fn tag_digest(&self, repository: &str, tag: &str) -> io::Result<String> {
+        let link = self
+            .dir
+            .path()
+            .join("storage/docker/registry/v2/repositories")
+            .join(repository)
+            .join("_manifests/tags")
+            .join(tag)
+            .join("current/link");
+        Ok(std::fs::read_to_string(link)?.trim().to_owned())
+    }
+
+    /// The manifest a tag points to, as stored (JSON).
+    pub fn stored_manifest(&self, repository: &str, tag: &str) -> io::Result<serde_json::Value> {
+        let bytes = std::fs::read(self.blob_path(&self.tag_digest(repository, tag)?))?;
+        serde_json::from_slice(&bytes).map_err(io::Error::other)
+    }
+
     /// Flips bytes of a stored blob, keeping its size: the registry goes on serving it
     /// under its old digest, as a corrupted disk or a malicious mirror would.
     pub fn tamper_blob(&self, digest: &str) -> io::Result<()> {

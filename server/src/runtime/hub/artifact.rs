@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::error::HubError;
+use super::reference::is_sha256;
 use crate::runtime::bundle::{ARCHIVE_MEDIA_TYPE, InstalledBundle};
 
 /// The `artifactType` of an Odyssey bundle.
@@ -90,8 +91,8 @@ impl Artifact {
                 (CONTENT_DIGEST_ANNOTATION.to_owned(), id.digest.clone()),
             ])),
         };
-        let manifest =
-            serde_json::to_vec(&manifest).map_err(|e| HubError::config("artifact", e.to_string()))?;
+        let manifest = serde_json::to_vec(&manifest)
+            .map_err(|e| HubError::config("artifact", e.to_string()))?;
         Ok(Self {
             manifest_digest: sha256(&manifest),
             archive: archive.into(),
@@ -232,10 +233,11 @@ pub(crate) fn check_config(
     config: &[u8],
     expected: &Expected,
 ) -> Result<BundleConfig, HubError> {
-    let config: BundleConfig = serde_json::from_slice(config).map_err(|e| HubError::NotABundle {
-        reference: reference.to_owned(),
-        message: format!("its config does not parse: {e}"),
-    })?;
+    let config: BundleConfig =
+        serde_json::from_slice(config).map_err(|e| HubError::NotABundle {
+            reference: reference.to_owned(),
+            message: format!("its config does not parse: {e}"),
+        })?;
     if config.content_digest != expected.content_digest {
         return Err(HubError::DigestMismatch {
             reference: reference.to_owned(),
@@ -245,10 +247,4 @@ pub(crate) fn check_config(
         });
     }
     Ok(config)
-}
-
-fn is_sha256(text: &str) -> bool {
-    text.strip_prefix("sha256:").is_some_and(|hex| {
-        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
 }

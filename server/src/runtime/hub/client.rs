@@ -57,7 +57,11 @@ impl Hub {
 
     /// Uploads the artifact's blobs (those the registry lacks) and then its manifest under
     /// `target`'s tag.
-    pub async fn push(&self, target: &RegistryReference, artifact: &Artifact) -> Result<(), HubError> {
+    pub async fn push(
+        &self,
+        target: &RegistryReference,
+        artifact: &Artifact,
+    ) -> Result<(), HubError> {
         let remote = self.connect(target)?;
         let image = &remote.image;
         remote
@@ -201,7 +205,10 @@ impl Remote {
     }
 
     fn stream_error(&self, e: std::io::Error, what: &str) -> HubError {
-        match e.get_ref().and_then(|inner| inner.downcast_ref::<DigestError>()) {
+        match e
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<DigestError>())
+        {
             Some(DigestError::VerificationError { expected, actual }) => HubError::DigestMismatch {
                 reference: self.display.clone(),
                 what: what.to_owned(),

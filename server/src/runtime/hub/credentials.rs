@@ -110,9 +110,8 @@ pub fn load_auth_file(path: &Path) -> Result<HashMap<String, RegistryCredentials
         source,
     })?;
     warn_if_readable_by_others(path);
-    parse_auth_file(&text).map_err(|message| {
-        HubError::config(format!("in {}", path.display()), message)
-    })
+    parse_auth_file(&text)
+        .map_err(|message| HubError::config(format!("in {}", path.display()), message))
 }
 
 /// Parses the file's text; the error says which entry is wrong and why.
@@ -151,7 +150,11 @@ pub(crate) fn parse_auth_file(text: &str) -> Result<HashMap<String, RegistryCred
 }
 
 fn entry_credentials(entry: &AuthEntry) -> Result<Option<RegistryCredentials>, String> {
-    if entry.identitytoken.as_deref().is_some_and(|t| !t.is_empty()) {
+    if entry
+        .identitytoken
+        .as_deref()
+        .is_some_and(|t| !t.is_empty())
+    {
         return Err(
             "`identitytoken` (an OAuth refresh token) is not supported; use `auth`, \
              `username` and `password`, or `registrytoken`"

@@ -70,7 +70,9 @@ pub enum HubError {
     NotABundle { reference: String, message: String },
 
     /// Content did not match the digest that names it; nothing was installed.
-    #[error("{what} from {reference} does not match its digest (expected {expected}, got {actual}); nothing was installed")]
+    #[error(
+        "{what} from {reference} does not match its digest (expected {expected}, got {actual}); nothing was installed"
+    )]
     DigestMismatch {
         reference: String,
         what: String,

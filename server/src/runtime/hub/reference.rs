@@ -60,6 +60,16 @@ impl RegistryReference {
             }
             None => (path, None),
         };
+        if repository.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Err(bad("repository names are lowercase"));
+        }
+        if let Some(digest) = &digest
+            && !is_sha256(digest)
+        {
+            return Err(bad(
+                "a digest is `sha256:` followed by 64 lowercase hex digits",
+            ));
+        }
         let reference = Self {
             registry,
             repository: repository.to_owned(),
@@ -75,11 +85,6 @@ impl RegistryReference {
             (None, None) => format!("example.com/{}", reference.repository),
         };
         oci_client::Reference::try_from(probe.as_str()).map_err(|e| bad(&e.to_string()))?;
-        if let Some(digest) = &reference.digest
-            && !digest.starts_with("sha256:")
-        {
-            return Err(bad("only sha256 digests are accepted"));
-        }
         Ok(reference)
     }
 
@@ -103,9 +108,12 @@ impl RegistryReference {
     pub(crate) fn to_oci(&self) -> oci_client::Reference {
         let (registry, repository) = (self.registry.clone(), self.repository.clone());
         match (&self.tag, &self.digest) {
-            (Some(tag), Some(digest)) => {
-                oci_client::Reference::with_tag_and_digest(registry, repository, tag.clone(), digest.clone())
-            }
+            (Some(tag), Some(digest)) => oci_client::Reference::with_tag_and_digest(
+                registry,
+                repository,
+                tag.clone(),
+                digest.clone(),
+            ),
             (None, Some(digest)) => {
                 oci_client::Reference::with_digest(registry, repository, digest.clone())
             }
@@ -129,6 +137,16 @@ impl fmt::Display for RegistryReference {
         }
         Ok(())
     }
+}
+
+/// `sha256:` and 64 lowercase hex digits, the only digest form taken from outside.
+pub(crate) fn is_sha256(text: &str) -> bool {
+    text.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// `host[:port]`: a DNS name or an IP address (IPv6 in brackets), and a numeric port.
@@ -162,7 +180,9 @@ fn check_host(host: &str) -> Result<(), String> {
                 !label.is_empty()
                     && !label.starts_with('-')
                     && !label.ends_with('-')
-                    && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
             });
         if !valid {
             return Err(format!("registry host `{name}` is not a valid host name"));

@@ -94,7 +94,13 @@ impl ResolvedSettings {
 
 /// `http(s)://host[:port]` into the host as references write it and its scheme.
 fn parse_registry_url(text: &str) -> Result<(String, Scheme), HubError> {
-    let bad = |message: &str| HubError::config("hub", format!("`{text}`: {message}"));
+    let shown = without_userinfo(text);
+    let bad = |message: &str| HubError::config("hub", format!("`{shown}`: {message}"));
+    if !text.contains("://") {
+        return Err(bad(
+            "the URL needs a scheme: http(s)://host[:port], e.g. http://127.0.0.1:8473",
+        ));
+    }
     let url = reqwest::Url::parse(text.trim())
         .map_err(|e| bad(&format!("not a URL ({e}); expected http(s)://host[:port]")))?;
     let scheme = match url.scheme() {
@@ -120,11 +126,24 @@ fn parse_registry_url(text: &str) -> Result<(String, Scheme), HubError> {
     Ok((registry_host_key(&host), scheme))
 }
 
+/// The URL as it may be echoed: anything before an `@` in its authority is a credential.
+fn without_userinfo(text: &str) -> String {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return text.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://…@{}", &rest[at + 1..]),
+        None => text.to_owned(),
+    }
+}
+
 /// Whether `host[:port]` names this machine: `localhost` or a loopback address.
 pub(crate) fn is_loopback(host: &str) -> bool {
     let name = match host.strip_prefix('[') {
         Some(bracketed) => bracketed.split_once(']').map_or(bracketed, |(ip, _)| ip),
         None => host.rsplit_once(':').map_or(host, |(name, _)| name),
     };
-    name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
