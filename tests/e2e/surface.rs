@@ -6,7 +6,7 @@ use odyssey_api::v1 as pb;
 use tonic::Code;
 use tonic::metadata::MetadataValue;
 
-use crate::support::{Project, TestServer, error_reason};
+use crate::support::{Project, TestServer};
 
 #[tokio::test]
 async fn health_reports_serving_for_every_service() {
