@@ -98,9 +98,12 @@ fn check_edited(edit: impl FnOnce(&mut Value)) -> HubError {
     check_manifest("r/layout:1.0.0", &bytes, LIMIT).expect_err("refused")
 }
 
+/// A change to a manifest, for tables of bad manifests.
+type Edit = Box<dyn FnOnce(&mut Value)>;
+
 #[test]
 fn manifests_of_other_things_are_refused() {
-    let table: Vec<(&str, Box<dyn FnOnce(&mut Value)>)> = vec![
+    let table: Vec<(&str, Edit)> = vec![
         (
             "OCI image manifest",
             Box::new(|m| m["mediaType"] = json!("application/vnd.oci.image.index.v1+json")),
