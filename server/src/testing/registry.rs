@@ -30,8 +30,9 @@ const START_ATTEMPTS: usize = 5;
 /// A running registry; killed when dropped.
 pub struct TestRegistry {
     addr: SocketAddr,
-    dir: tempfile::TempDir,
+    /// Dropped (killed) before `dir` is removed.
     child: Option<Child>,
+    dir: tempfile::TempDir,
 }
 
 impl TestRegistry {

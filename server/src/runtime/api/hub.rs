@@ -51,9 +51,12 @@ impl OdysseyRuntime {
             .await?;
         let artifact = {
             let bundle = bundle.clone();
+            let internal =
+                |e: String| RuntimeError::storage("bundle artifact", std::io::Error::other(e));
             tokio::task::spawn_blocking(move || Artifact::new(&bundle, artifact))
                 .await
-                .map_err(|e| RuntimeError::storage("bundle artifact", std::io::Error::other(e)))??
+                .map_err(|e| internal(e.to_string()))?
+                .map_err(|e| internal(e.to_string()))?
         };
         let target = match target.tag {
             Some(_) => target,

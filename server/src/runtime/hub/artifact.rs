@@ -59,16 +59,16 @@ pub(crate) struct Artifact {
 }
 
 impl Artifact {
-    /// Lays out `bundle`, whose archive is `archive`, as an artifact.
-    pub fn new(bundle: &InstalledBundle, archive: Vec<u8>) -> Result<Self, HubError> {
+    /// Lays out `bundle`, whose archive is `archive`, as an artifact. Serializing plain
+    /// strings cannot fail; the error is kept rather than unwrapped.
+    pub fn new(bundle: &InstalledBundle, archive: Vec<u8>) -> Result<Self, serde_json::Error> {
         let id = &bundle.id;
         let config = serde_json::to_vec(&BundleConfig {
             name: id.name.clone(),
             version: id.version.to_string(),
             description: bundle.manifest.description.clone(),
             content_digest: id.digest.clone(),
-        })
-        .map_err(|e| HubError::config("artifact", e.to_string()))?;
+        })?;
         let archive_digest = sha256(&archive);
         let config_digest = sha256(&config);
         let layer_title = format!("{}-{}.tar.gz", id.name, id.version);
@@ -91,8 +91,7 @@ impl Artifact {
                 (CONTENT_DIGEST_ANNOTATION.to_owned(), id.digest.clone()),
             ])),
         };
-        let manifest = serde_json::to_vec(&manifest)
-            .map_err(|e| HubError::config("artifact", e.to_string()))?;
+        let manifest = serde_json::to_vec(&manifest)?;
         Ok(Self {
             manifest_digest: sha256(&manifest),
             archive: archive.into(),
