@@ -577,3 +577,37 @@ async fn odyssey(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&err).into_owned(),
     )
 }
+
+#[tokio::test]
+async fn bad_registry_settings_stop_the_server_from_starting() {
+    let home = tempfile::tempdir().expect("home");
+    let mut args = odyssey_server::serve::ServeArgs::new(support::loopback(), home.path().into());
+
+    args.hub = "https://user:hunter2@hub.example.com/v2".into();
+    let config = args.runtime_config().expect("flags parse");
+    let error = odyssey_server::serve::start_with_config(&args, config)
+        .await
+        .err()
+        .expect("a hub URL with a path is refused");
+    let message = error.to_string();
+    assert!(
+        message.contains("invalid registry setting hub"),
+        "{message}"
+    );
+    assert!(!message.contains("hunter2"), "no secret echoed: {message}");
+
+    args.hub = "http://127.0.0.1:8473".into();
+    let file = home.path().join("auth.json");
+    std::fs::write(
+        &file,
+        r#"{"auths": {"r.example.com": {"identitytoken": "refresh-me"}}}"#,
+    )
+    .expect("write");
+    args.registry_auth_file = Some(file);
+    let message = args.runtime_config().err().expect("refused").to_string();
+    assert!(
+        message.contains("auth.json") && message.contains("identitytoken"),
+        "{message}"
+    );
+    assert!(!message.contains("refresh-me"), "{message}");
+}

@@ -42,18 +42,19 @@ impl OdysseyRuntime {
             ));
         }
         let reference = reference.to_owned();
-        let (bundle, artifact) = self
+        let (bundle, archive) = self
             .with_store(move |store| {
                 let mut archive = Vec::new();
                 let bundle = store.export_exact(&reference, &mut archive)?;
                 Ok((bundle, archive))
             })
             .await?;
+        // Hashing a large archive is CPU work: off the async threads.
         let artifact = {
             let bundle = bundle.clone();
             let internal =
                 |e: String| RuntimeError::storage("bundle artifact", std::io::Error::other(e));
-            tokio::task::spawn_blocking(move || Artifact::new(&bundle, artifact))
+            tokio::task::spawn_blocking(move || Artifact::new(&bundle, archive))
                 .await
                 .map_err(|e| internal(e.to_string()))?
                 .map_err(|e| internal(e.to_string()))?
