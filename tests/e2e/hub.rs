@@ -604,7 +604,7 @@ async fn bad_registry_settings_stop_the_server_from_starting() {
     )
     .expect("write");
     args.registry_auth_file = Some(file);
-    let message = args.runtime_config().err().expect("refused").to_string();
+    let message = args.runtime_config().expect_err("refused").to_string();
     assert!(
         message.contains("auth.json") && message.contains("identitytoken"),
         "{message}"
