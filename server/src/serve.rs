@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::grpc::{self, GrpcOptions};
+use crate::runtime::hub::{DEFAULT_HUB, HubError, load_auth_file};
 use crate::runtime::permissions::HookConfig;
 use crate::runtime::{OdysseyRuntime, RuntimeConfig, RuntimeError, SandboxMode};
 
@@ -29,6 +30,8 @@ pub enum ServeError {
     ProviderUrl(String),
     #[error("cannot start the runtime: {0}")]
     Runtime(#[from] RuntimeError),
+    #[error("{0}")]
+    Registry(#[from] HubError),
     #[error("transport error: {0}")]
     Transport(#[from] tonic::transport::Error),
     #[error("the server task failed: {0}")]
@@ -148,6 +151,18 @@ pub struct ServeArgs {
     /// tests.
     #[arg(long)]
     pub record_cassettes: bool,
+    /// The OCI registry for bundle references that name none (PushBundle, PullBundle).
+    #[arg(long, env = "ODYSSEY_HUB", default_value = DEFAULT_HUB, value_name = "URL")]
+    pub hub: String,
+    /// Registry credentials: a JSON file as `docker login` writes it
+    /// (`{"auths": {"HOST": {"auth": "<base64 user:password>"}}}`); each entry is offered
+    /// to its own host only.
+    #[arg(long, env = "ODYSSEY_REGISTRY_AUTH_FILE", value_name = "FILE")]
+    pub registry_auth_file: Option<PathBuf>,
+    /// A registry host (`host[:port]`) reached over plain HTTP; repeatable. Loopback hosts
+    /// always are; every other one needs TLS unless listed.
+    #[arg(long = "registry-insecure", value_name = "HOST")]
+    pub registry_insecure: Vec<String>,
 }
 
 impl ServeArgs {
@@ -209,6 +224,11 @@ impl ServeArgs {
         config.session_token_budget = self.session_token_budget;
         config.memory.enabled = !self.no_long_term_memory;
         config.record_cassettes = self.record_cassettes;
+        config.hub.default_registry = self.hub.clone();
+        config.hub.insecure_hosts = self.registry_insecure.clone();
+        if let Some(path) = &self.registry_auth_file {
+            config.hub.credentials = load_auth_file(path)?;
+        }
         Ok(config)
     }
 

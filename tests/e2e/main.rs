@@ -7,6 +7,7 @@ mod approvals;
 mod bundles;
 mod cli;
 mod commands;
+mod hub;
 mod memory;
 mod provider_features;
 mod providers;

@@ -6,7 +6,7 @@ use odyssey_api::v1 as pb;
 use tonic::Code;
 use tonic::metadata::MetadataValue;
 
-use crate::support::{Project, TestServer, error_reason};
+use crate::support::{Project, TestServer};
 
 #[tokio::test]
 async fn health_reports_serving_for_every_service() {
@@ -185,19 +185,6 @@ async fn server_info_reports_version_limits_and_sandbox() {
         which_bwrap(),
         "bubblewrap detection matches PATH"
     );
-}
-
-#[tokio::test]
-async fn later_rpcs_answer_unimplemented_with_a_reason() {
-    let server = TestServer::start().await;
-    let push = server
-        .bundles()
-        .push_bundle(pb::PushBundleRequest::default())
-        .await
-        .expect_err("push");
-    assert_eq!(push.code(), Code::Unimplemented);
-    assert!(push.message().contains("PushBundle"));
-    assert_eq!(error_reason(&push).as_deref(), Some("UNIMPLEMENTED"));
 }
 
 fn which_bwrap() -> bool {

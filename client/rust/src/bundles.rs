@@ -148,6 +148,40 @@ impl OdysseyClient {
             .ok_or_else(|| ClientError::Protocol("DeleteBundle answered without a bundle".into()))
     }
 
+    /// Publishes an installed bundle to an OCI registry. `target` is
+    /// `[registry[:port]/]repository[:tag]`: without a registry, the server's default one;
+    /// without a tag, the bundle's version. The server uses its own credentials for that
+    /// registry; the response carries both the manifest digest and the content digest.
+    pub async fn push_bundle(
+        &self,
+        reference: &str,
+        target: &str,
+    ) -> Result<pb::PushBundleResponse, ClientError> {
+        let request = pb::PushBundleRequest {
+            reference: reference.to_owned(),
+            target: target.to_owned(),
+        };
+        Ok(self.bundles().push_bundle(request).await?.into_inner())
+    }
+
+    /// Fetches a bundle from an OCI registry (`[registry[:port]/]repository[:tag]` or
+    /// `…@sha256:<hex>`); the server verifies every digest and installs it into `namespace`
+    /// (`local` when empty). `force` replaces an installed bundle of the same version with
+    /// different content.
+    pub async fn pull_bundle(
+        &self,
+        reference: &str,
+        namespace: &str,
+        force: bool,
+    ) -> Result<pb::PullBundleResponse, ClientError> {
+        let request = pb::PullBundleRequest {
+            reference: reference.to_owned(),
+            force,
+            namespace: namespace.to_owned(),
+        };
+        Ok(self.bundles().pull_bundle(request).await?.into_inner())
+    }
+
     /// The agents of an installed bundle.
     pub async fn list_agents(
         &self,

@@ -8,7 +8,7 @@ use odyssey_api::v1::bundle_service_server::BundleService;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::convert;
-use super::status::{invalid, to_status, unimplemented};
+use super::status::{invalid, to_status};
 use crate::runtime::{InstallOptions, OdysseyRuntime, PageRequest};
 
 /// Size of the archive chunks ExportBundle sends.
@@ -217,20 +217,48 @@ impl BundleService for Bundles {
 
     async fn push_bundle(
         &self,
-        _: Request<pb::PushBundleRequest>,
+        request: Request<pb::PushBundleRequest>,
     ) -> Result<Response<pb::PushBundleResponse>, Status> {
-        Err(unimplemented(
-            "PushBundle (publishing to an OCI registry) is not available on this server yet",
-        ))
+        let request = request.into_inner();
+        let pushed = self
+            .runtime
+            .push_bundle(
+                required("reference", &request.reference)?,
+                required("target", &request.target)?,
+            )
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::PushBundleResponse {
+            target: pushed.target.to_string(),
+            manifest_digest: pushed.manifest_digest,
+            content_digest: pushed.content_digest,
+            bundle: Some(convert::bundle(&pushed.bundle)),
+        }))
     }
 
     async fn pull_bundle(
         &self,
-        _: Request<pb::PullBundleRequest>,
+        request: Request<pb::PullBundleRequest>,
     ) -> Result<Response<pb::PullBundleResponse>, Status> {
-        Err(unimplemented(
-            "PullBundle (fetching from an OCI registry) is not available on this server yet",
-        ))
+        let request = request.into_inner();
+        let mut options = InstallOptions {
+            force: request.force,
+            ..InstallOptions::default()
+        };
+        if !request.namespace.is_empty() {
+            options.namespace = request.namespace;
+        }
+        let pulled = self
+            .runtime
+            .pull_bundle(required("reference", &request.reference)?, options)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::PullBundleResponse {
+            content_digest: pulled.bundle.id.digest.clone(),
+            bundle: Some(convert::bundle(&pulled.bundle)),
+            manifest_digest: pulled.manifest_digest,
+            source: pulled.source.to_string(),
+        }))
     }
 
     async fn list_agents(

@@ -48,11 +48,6 @@ pub fn invalid(field: &str, message: impl Into<String>) -> Status {
     to_status(RuntimeError::invalid(field, message))
 }
 
-/// An RPC of the API that this server does not provide yet.
-pub fn unimplemented(what: &'static str) -> Status {
-    to_status(RuntimeError::Unimplemented(what))
-}
-
 pub fn parse_uuid(field: &str, value: &str) -> Result<uuid::Uuid, Status> {
     if value.is_empty() {
         return Err(invalid(field, "is required"));

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::runtime::access::AccessLimits;
 use crate::runtime::bundle::ArchiveLimits;
+use crate::runtime::hub::HubSettings;
 use crate::runtime::memory::MemorySettings;
 use crate::runtime::permissions::HookConfig;
 use crate::runtime::policy::SandboxMode;
@@ -56,6 +57,9 @@ pub struct RuntimeConfig {
     /// Write every model call of every session to `sessions/<id>/cassette.jsonl`, a
     /// cassette the `replay` provider plays, so a real run becomes an offline test.
     pub record_cassettes: bool,
+    /// The OCI registries bundles are pushed to and pulled from: the default one (the
+    /// hub), credentials per registry host, hosts allowed plain HTTP.
+    pub hub: HubSettings,
 }
 
 impl RuntimeConfig {
@@ -81,6 +85,7 @@ impl RuntimeConfig {
             session_token_budget: None,
             memory: MemorySettings::default(),
             record_cassettes: false,
+            hub: HubSettings::default(),
         }
     }
 

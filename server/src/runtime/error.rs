@@ -58,6 +58,9 @@ pub enum RuntimeError {
     Bundle(#[from] crate::runtime::bundle::BundleError),
 
     #[error(transparent)]
+    Hub(#[from] crate::runtime::hub::HubError),
+
+    #[error(transparent)]
     Provider(#[from] crate::runtime::provider::ProviderError),
 
     #[error(transparent)]
@@ -124,6 +127,7 @@ impl RuntimeError {
             Self::Unimplemented(_) => ErrorKind::Unimplemented,
             Self::ShuttingDown => ErrorKind::Unavailable,
             Self::Bundle(e) => e.kind(),
+            Self::Hub(e) => e.kind(),
             Self::Provider(e) => e.kind(),
             Self::Sandbox(e) => e.kind(),
             Self::Approval(e) => e.kind(),
@@ -151,6 +155,7 @@ impl RuntimeError {
             Self::Unimplemented(_) => "UNIMPLEMENTED",
             Self::ShuttingDown => "SHUTTING_DOWN",
             Self::Bundle(e) => e.reason(),
+            Self::Hub(e) => e.reason(),
             Self::Provider(e) => e.reason(),
             Self::Sandbox(e) => e.reason(),
             Self::Approval(e) => e.reason(),
@@ -166,6 +171,7 @@ impl RuntimeError {
         match self {
             Self::InvalidArgument { field, .. } => Some(field),
             Self::Bundle(e) => e.field(),
+            Self::Hub(e) => e.field(),
             _ => None,
         }
     }

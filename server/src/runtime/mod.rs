@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod execution;
+pub mod hub;
 pub mod memory;
 pub mod model;
 pub mod paging;
@@ -20,8 +21,8 @@ pub mod session;
 pub mod tools;
 
 pub use api::{
-    CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, RuntimeBuilder,
-    SandboxCapabilities, ServerInfo, SessionCommand, SessionFilter, SessionSpec,
+    CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, PulledBundle, PushedBundle,
+    RuntimeBuilder, SandboxCapabilities, ServerInfo, SessionCommand, SessionFilter, SessionSpec,
 };
 pub use bundle::InstallOptions;
 pub use config::RuntimeConfig;

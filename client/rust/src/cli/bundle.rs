@@ -67,6 +67,25 @@ pub(crate) enum BundleCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Publish an installed bundle to an OCI registry, with the server's credentials.
+    Push {
+        /// The installed bundle: `name`, `name@version`, `ns/name@version`, ...
+        reference: String,
+        /// `[registry[:port]/]repository[:tag]`; without a registry, the server's hub;
+        /// without a tag, the bundle's version.
+        target: String,
+    },
+    /// Fetch a bundle from an OCI registry, verify its digests and install it.
+    Pull {
+        /// `[registry[:port]/]repository[:tag]` or `[registry/]repository@sha256:<hex>`.
+        reference: String,
+        /// Namespace to install into [default: local].
+        #[arg(long)]
+        namespace: Option<String>,
+        /// Replace an installed bundle of the same version with different content.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 pub(crate) async fn run(
@@ -145,7 +164,69 @@ pub(crate) async fn run(
                 .await?;
             installed("Imported", &bundle, output)
         }
+        BundleCommand::Push { reference, target } => {
+            let pushed = global
+                .connect()
+                .await?
+                .push_bundle(&reference, &target)
+                .await?;
+            let bundle = pushed.bundle.clone().unwrap_or_default();
+            published(
+                &format!("Pushed {} to {}", reference_of(&bundle), pushed.target),
+                json!({
+                    "bundle": json::bundle(&bundle),
+                    "target": pushed.target,
+                    "manifest_digest": pushed.manifest_digest,
+                    "content_digest": pushed.content_digest,
+                }),
+                (&pushed.manifest_digest, &pushed.content_digest),
+                output,
+            )
+        }
+        BundleCommand::Pull {
+            reference,
+            namespace,
+            force,
+        } => {
+            let pulled = global
+                .connect()
+                .await?
+                .pull_bundle(&reference, namespace.as_deref().unwrap_or_default(), force)
+                .await?;
+            let bundle = pulled.bundle.clone().unwrap_or_default();
+            published(
+                &format!("Pulled {} from {}", reference_of(&bundle), pulled.source),
+                json!({
+                    "bundle": json::bundle(&bundle),
+                    "source": pulled.source,
+                    "manifest_digest": pulled.manifest_digest,
+                    "content_digest": pulled.content_digest,
+                }),
+                (&pulled.manifest_digest, &pulled.content_digest),
+                output,
+            )
+        }
     }
+}
+
+/// A push or pull: what moved where, and both digests (the registry's manifest digest and
+/// the bundle's content digest are different things).
+fn published(
+    headline: &str,
+    as_json: serde_json::Value,
+    (manifest_digest, content_digest): (&str, &str),
+    output: &mut Output<'_>,
+) -> Result<(), CliError> {
+    if output.json {
+        output.json_line(&as_json)?;
+        return Ok(());
+    }
+    output.line(headline)?;
+    output.fields(&[
+        ("manifest digest", manifest_digest.to_owned()),
+        ("content digest", content_digest.to_owned()),
+    ])?;
+    Ok(())
 }
 
 /// `ns/name@version`, the reference that names exactly this bundle.

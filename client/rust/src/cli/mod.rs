@@ -73,7 +73,7 @@ impl Global {
 enum Command {
     /// Run the Odyssey server (odysseyd) in the foreground.
     #[cfg(feature = "server")]
-    Serve(odyssey_server::serve::ServeArgs),
+    Serve(Box<odyssey_server::serve::ServeArgs>),
     /// Start a throwaway server, install the demo bundle and watch one turn stream.
     #[cfg(feature = "server")]
     Demo(demo::DemoArgs),
@@ -195,7 +195,7 @@ async fn dispatch(
 ) -> Result<(), CliError> {
     match command {
         #[cfg(feature = "server")]
-        Command::Serve(args) => Ok(odyssey_server::serve::run(args).await?),
+        Command::Serve(args) => Ok(odyssey_server::serve::run(*args).await?),
         #[cfg(feature = "server")]
         Command::Demo(args) => demo::run(args, output).await,
         Command::Bundle(command) => bundle::run(command, global, output).await,

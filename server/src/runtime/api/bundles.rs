@@ -19,7 +19,7 @@ pub struct ModelAvailability {
 }
 
 impl OdysseyRuntime {
-    async fn with_store<T: Send + 'static>(
+    pub(super) async fn with_store<T: Send + 'static>(
         &self,
         work: impl FnOnce(&BundleStore) -> std::result::Result<T, bundle::BundleError> + Send + 'static,
     ) -> Result<T> {

@@ -21,6 +21,7 @@ mod builder;
 mod bundles;
 mod commands;
 mod executions;
+mod hub;
 mod info;
 mod memory;
 mod overrides;
@@ -38,6 +39,7 @@ use tokio_util::task::TaskTracker;
 pub use builder::RuntimeBuilder;
 pub use bundles::ModelAvailability;
 pub use commands::{CommandLine, CommandResult, SessionCommand};
+pub use hub::{PulledBundle, PushedBundle};
 pub use info::{SandboxCapabilities, ServerInfo};
 pub use sessions::{SessionFilter, SessionSpec};
 
@@ -46,6 +48,7 @@ use crate::runtime::config::RuntimeConfig;
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::TurnOutcome;
 use crate::runtime::execution::{ExecutionTable, Queue};
+use crate::runtime::hub::Hub;
 use crate::runtime::memory::{FileMemory, FileMemoryLimits, MemoryProvider};
 use crate::runtime::permissions::ApprovalStore;
 use crate::runtime::provider::{CassetteRecorder, ProviderRegistry};
@@ -62,6 +65,8 @@ pub struct OdysseyRuntime {
 struct Inner {
     config: RuntimeConfig,
     bundles: Arc<BundleStore>,
+    /// The OCI registries bundles are pushed to and pulled from.
+    hub: Hub,
     sandbox: Arc<Sandbox>,
     approvals: ApprovalStore,
     /// Probed once at startup.
@@ -106,6 +111,7 @@ impl OdysseyRuntime {
         })?;
         let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
         let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?;
+        let hub = Hub::new(&config.hub)?;
         let sandbox = Sandbox::new(config.sandbox.clone());
         let capabilities = SandboxCapabilities {
             forced_mode: config.sandbox_mode_override,
@@ -135,6 +141,7 @@ impl OdysseyRuntime {
                 started_at: SystemTime::now(),
                 shutting_down: AtomicBool::new(false),
                 bundles: Arc::new(bundles),
+                hub,
                 sandbox: Arc::new(sandbox),
                 approvals: ApprovalStore::new(config.approval_timeout),
                 capabilities,

@@ -76,6 +76,13 @@ pub enum BundleError {
         new: String,
     },
 
+    /// The content does not have the digest it was announced with; nothing was installed.
+    #[error(
+        "the bundle's content digest is {actual}, not the {expected} it was published with; \
+         nothing was installed"
+    )]
+    DigestMismatch { expected: String, actual: String },
+
     #[error("{} is not empty; choose a new or empty directory", .path.display())]
     DirectoryNotEmpty { path: PathBuf },
 
@@ -152,7 +159,9 @@ impl BundleError {
             | Self::AmbiguousReference { .. } => ErrorKind::InvalidArgument,
             Self::NotFound { .. } | Self::SkillNotFound { .. } => ErrorKind::NotFound,
             Self::VersionExists { .. } => ErrorKind::AlreadyExists,
-            Self::DirectoryNotEmpty { .. } => ErrorKind::FailedPrecondition,
+            Self::DirectoryNotEmpty { .. } | Self::DigestMismatch { .. } => {
+                ErrorKind::FailedPrecondition
+            }
             Self::Corrupt { .. } => ErrorKind::Internal,
             Self::Io { source, .. } => storage_kind(source),
         }
@@ -171,6 +180,7 @@ impl BundleError {
             Self::AmbiguousReference { .. } => "AMBIGUOUS_REFERENCE",
             Self::VersionExists { .. } => "BUNDLE_VERSION_EXISTS",
             Self::DirectoryNotEmpty { .. } => "DIRECTORY_NOT_EMPTY",
+            Self::DigestMismatch { .. } => "DIGEST_MISMATCH",
             Self::Corrupt { .. } => "BUNDLE_CORRUPT",
             Self::Io { source, .. } => storage_reason(source),
         }

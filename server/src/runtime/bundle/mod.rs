@@ -46,6 +46,7 @@ pub use error::{BundleError, REFERENCE_FORMS};
 pub use installed::{InstalledBundle, RECORD_FILE};
 pub use manifest::MANIFEST_FILE;
 pub use names::MAX_NAME_LEN;
+pub(crate) use names::check_name;
 pub(crate) use names::name_problem;
 pub use project::{LoadedBundle, load_project};
 pub use reference::{BundleReference, DEFAULT_NAMESPACE, VersionSelector};

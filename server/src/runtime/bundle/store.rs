@@ -90,7 +90,7 @@ impl BundleStore {
         archive: impl Read,
         opts: &InstallOptions,
     ) -> Result<Arc<InstalledBundle>, BundleError> {
-        self.install_with(opts, |dir| {
+        self.install_with(opts, None, |dir| {
             unpack(archive, dir, ArchiveKind::Project, &self.limits)?;
             Ok(find_project_root(dir))
         })
@@ -102,7 +102,21 @@ impl BundleStore {
         archive: impl Read,
         opts: &InstallOptions,
     ) -> Result<Arc<InstalledBundle>, BundleError> {
-        self.install_with(opts, |dir| {
+        self.install_with(opts, None, |dir| {
+            unpack(archive, dir, ArchiveKind::Bundle, &self.limits)?;
+            Ok(dir.to_path_buf())
+        })
+    }
+
+    /// Installs a bundle archive like [`Self::install_bundle_archive`], only if its content
+    /// digest is `expected` (a bundle fetched from a registry, which announced its digest).
+    pub fn install_verified_archive(
+        &self,
+        archive: impl Read,
+        opts: &InstallOptions,
+        expected: &str,
+    ) -> Result<Arc<InstalledBundle>, BundleError> {
+        self.install_with(opts, Some(expected), |dir| {
             unpack(archive, dir, ArchiveKind::Bundle, &self.limits)?;
             Ok(dir.to_path_buf())
         })
@@ -115,7 +129,7 @@ impl BundleStore {
         opts: &InstallOptions,
     ) -> Result<Arc<InstalledBundle>, BundleError> {
         let files = collect_files(project_dir, &self.limits)?;
-        self.install_with(opts, |dir| {
+        self.install_with(opts, None, |dir| {
             copy_into(&files, dir)?;
             Ok(dir.to_path_buf())
         })
@@ -167,28 +181,66 @@ impl BundleStore {
     pub fn export(
         &self,
         reference: &str,
-        mut out: impl Write,
+        out: impl Write,
     ) -> Result<Arc<InstalledBundle>, BundleError> {
-        let bundle = self.resolve(reference)?;
-        let files = collect_files(&bundle.root, &self.limits)?;
-        let (_, digest) = write_files(&files, &mut out)?;
-        out.flush()
-            .map_err(|e| BundleError::io(format!("writing the archive of {}", bundle.id), e))?;
+        let (bundle, digest) = self.write_archive(reference, out)?;
         if digest != bundle.id.digest {
             tracing::warn!(bundle = %bundle.id, recorded = %bundle.id.digest, actual = %digest, "installed bundle files changed since install");
         }
         Ok(bundle)
     }
 
+    /// Like [`Self::export`], but refuses a bundle whose files no longer have the digest
+    /// recorded at install: what is published must be what its digest says.
+    pub fn export_exact(
+        &self,
+        reference: &str,
+        out: impl Write,
+    ) -> Result<Arc<InstalledBundle>, BundleError> {
+        let (bundle, digest) = self.write_archive(reference, out)?;
+        if digest != bundle.id.digest {
+            return Err(BundleError::Corrupt {
+                path: bundle.root.clone(),
+                message: format!(
+                    "its files changed since install (recorded {}, now {digest}); reinstall it",
+                    bundle.id.digest
+                ),
+            });
+        }
+        Ok(bundle)
+    }
+
+    fn write_archive(
+        &self,
+        reference: &str,
+        mut out: impl Write,
+    ) -> Result<(Arc<InstalledBundle>, String), BundleError> {
+        let bundle = self.resolve(reference)?;
+        let files = collect_files(&bundle.root, &self.limits)?;
+        let (_, digest) = write_files(&files, &mut out)?;
+        out.flush()
+            .map_err(|e| BundleError::io(format!("writing the archive of {}", bundle.id), e))?;
+        Ok((bundle, digest))
+    }
+
     fn install_with(
         &self,
         opts: &InstallOptions,
+        expected_digest: Option<&str>,
         fill: impl FnOnce(&Path) -> Result<PathBuf, BundleError>,
     ) -> Result<Arc<InstalledBundle>, BundleError> {
         check_name("namespace", &opts.namespace)?;
         let staging = Staging::create(&self.root.join(STAGING_DIR), "")?;
         let bundle_root = fill(staging.path())?;
         let loaded = load_project(&bundle_root, &self.limits)?;
+        if let Some(expected) = expected_digest
+            && loaded.digest != expected
+        {
+            return Err(BundleError::DigestMismatch {
+                expected: expected.to_owned(),
+                actual: loaded.digest,
+            });
+        }
         self.commit(loaded, opts)
         // `staging` drops here: whatever was not renamed into place is removed.
     }

@@ -16,10 +16,11 @@ mod retry;
 mod sse;
 
 pub use error::ProviderError;
+pub(crate) use registry::install_crypto_provider;
 pub use registry::{ProviderRegistry, ProviderSettings};
+pub use replay::CassetteRecorder;
 #[cfg(test)]
 pub(crate) use replay::{Cassette, ReplayProvider};
-pub use replay::CassetteRecorder;
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};

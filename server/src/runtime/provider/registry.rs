@@ -476,7 +476,7 @@ fn http_client(
 
 /// reqwest is built without a TLS crypto provider so the whole process agrees on one;
 /// ring is installed unless the embedding program installed its own first.
-fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         // An error means a provider is already installed, which is just as good.
