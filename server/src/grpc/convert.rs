@@ -6,6 +6,7 @@ use odyssey_api::v1 as pb;
 use prost_types::{ListValue, Struct, Timestamp, Value, value::Kind};
 
 use crate::runtime::bundle::{AgentDefinition, InstalledBundle, SkillSummary};
+use crate::runtime::skills::{SkillListing, SkillSource};
 use crate::runtime::chat::{ChatMessage, Role, TokenUsage};
 use crate::runtime::events::{self as ev, Event, EventPayload};
 use crate::runtime::execution::{ExecutionState, ExecutionStatus};
@@ -261,6 +262,14 @@ pub fn skill(s: &SkillSummary) -> pb::SkillInfo {
         description: s.description.clone(),
         path: s.path.clone(),
         error: s.error.clone().unwrap_or_default(),
+        source: SkillSource::Bundle.as_str().to_owned(),
+    }
+}
+
+pub fn skill_listing(s: &SkillListing) -> pb::SkillInfo {
+    pb::SkillInfo {
+        source: s.source.as_str().to_owned(),
+        ..skill(&s.summary)
     }
 }
 

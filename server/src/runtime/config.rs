@@ -9,6 +9,7 @@ use crate::runtime::access::AccessLimits;
 use crate::runtime::bundle::ArchiveLimits;
 use crate::runtime::permissions::HookConfig;
 use crate::runtime::policy::SandboxMode;
+use crate::runtime::prompt::PromptLimits;
 use crate::runtime::provider::ProviderSettings;
 use crate::runtime::sandbox::SandboxSettings;
 
@@ -44,6 +45,13 @@ pub struct RuntimeConfig {
     /// Operator commands asked about every tool call before it runs (they can only
     /// tighten the rules' decision).
     pub hooks: Vec<HookConfig>,
+    /// Operator skill folders, each holding `<name>/SKILL.md` folders, offered to every
+    /// agent after its bundle's own skills; an earlier root wins a name clash.
+    pub skill_roots: Vec<PathBuf>,
+    /// How often skill roots are checked for changes, at most (one `stat` per skill).
+    pub skill_rescan_interval: Duration,
+    /// Byte caps of the system prompt's parts (bootstrap files, skills).
+    pub prompt_limits: PromptLimits,
 }
 
 impl RuntimeConfig {
@@ -65,6 +73,9 @@ impl RuntimeConfig {
             access: AccessLimits::default(),
             approval_timeout: Duration::from_secs(600),
             hooks: Vec::new(),
+            skill_roots: Vec::new(),
+            skill_rescan_interval: Duration::from_secs(2),
+            prompt_limits: PromptLimits::default(),
         }
     }
 

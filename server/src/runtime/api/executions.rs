@@ -236,7 +236,7 @@ impl OdysseyRuntime {
 
         let mut progress = Progress::default();
         let outcome = match self
-            .prepare_turn(&session, execution_id, &context, signal)
+            .prepare_turn(&session, execution_id, &context, &job.request.prompt, signal)
             .await
         {
             Err(e) => Err(TurnFailure::from(e)),
@@ -304,6 +304,7 @@ impl OdysseyRuntime {
         session: &Arc<SessionHandle>,
         turn_id: Uuid,
         context: &TurnContext,
+        input: &str,
         signal: &CancelSignal,
     ) -> Result<Turn> {
         let record = session.record().clone();
@@ -339,6 +340,8 @@ impl OdysseyRuntime {
         let tools = ToolSet::for_bundle(&bundle.manifest.tools, &self.inner.sandbox, |name| {
             gate.offered(name)
         });
+        let prompt = (self.turn_prompt(&bundle, &agent.prompt, &cell, context, &tools, input, Vec::new()))
+            .await?;
         let history = session
             .history()
             .iter()
@@ -349,7 +352,7 @@ impl OdysseyRuntime {
             turn_id,
             model: context.model.clone(),
             provider,
-            system_prompt: agent.prompt.clone(),
+            system_prompt: prompt.text,
             history,
             tools,
             tool_context: ToolContext {
@@ -367,6 +370,7 @@ impl OdysseyRuntime {
                 memory_mb: access.memory_mb,
                 events: EventSink::new(session.clone(), Some(turn_id)),
                 cancel: signal.token().clone(),
+                skills: prompt.skills,
             },
             max_steps: self.inner.config.max_turn_steps,
             prior_model_calls: session.stats().model_calls,

@@ -21,6 +21,7 @@ mod bundles;
 mod commands;
 mod executions;
 mod info;
+mod prompt;
 mod sessions;
 
 use std::sync::Arc;
@@ -44,6 +45,7 @@ use crate::runtime::permissions::ApprovalStore;
 use crate::runtime::provider::ProviderRegistry;
 use crate::runtime::sandbox::Sandbox;
 use crate::runtime::session::SessionStore;
+use crate::runtime::skills::ServerSkills;
 
 /// The Odyssey runtime. Cheap to clone; clones share everything.
 #[derive(Clone)]
@@ -60,6 +62,8 @@ struct Inner {
     capabilities: SandboxCapabilities,
     sessions: SessionStore,
     providers: ProviderRegistry,
+    /// The operator's skill roots, kept up to date.
+    skills: Arc<ServerSkills>,
     queue: Queue,
     executions: ExecutionTable,
     slots: Arc<Semaphore>,
@@ -79,6 +83,7 @@ impl OdysseyRuntime {
         let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?;
         let providers = ProviderRegistry::new(config.providers.clone());
         let sandbox = Sandbox::new(config.sandbox.clone());
+        let skills = prompt::server_skills(&config)?;
         let capabilities = SandboxCapabilities {
             forced_mode: config.sandbox_mode_override,
             danger_full_access_allowed: config.allow_danger_full_access,
@@ -102,6 +107,7 @@ impl OdysseyRuntime {
                 capabilities,
                 sessions,
                 providers,
+                skills,
                 config,
             }),
         };
