@@ -133,6 +133,10 @@ pub struct ServeArgs {
     /// Base URL for a provider, e.g. `openai=http://127.0.0.1:8080/v1` (repeatable).
     #[arg(long = "provider-base-url", value_name = "NAME=URL")]
     pub provider_base_urls: Vec<String>,
+    /// A folder of operator skills (`<name>/SKILL.md`) offered to every agent after its
+    /// bundle's own; repeatable, earlier folders win a name clash. Rescanned on change.
+    #[arg(long = "skill-root", value_name = "DIR")]
+    pub skill_roots: Vec<PathBuf>,
 }
 
 impl ServeArgs {
@@ -190,6 +194,7 @@ impl ServeArgs {
                 .or_default()
                 .base_url = Some(url.to_string());
         }
+        config.skill_roots = self.skill_roots.clone();
         Ok(config)
     }
 

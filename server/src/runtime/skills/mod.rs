@@ -17,7 +17,7 @@ mod server_skill;
 mod stamp;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use catalog::{Skill, SkillCatalog, SkillError};
 pub use roots::ServerSkills;

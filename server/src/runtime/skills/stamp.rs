@@ -18,6 +18,8 @@ pub(super) struct Stamp {
     dev: u64,
     ino: u64,
     size: u64,
+    /// A folder's link count moves with its subfolders, even within one clock tick.
+    nlink: u64,
     mtime_ns: i128,
     ctime_ns: i128,
 }
@@ -29,6 +31,7 @@ impl Stamp {
             dev: meta.dev(),
             ino: meta.ino(),
             size: meta.size(),
+            nlink: meta.nlink(),
             mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
             ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
         }
