@@ -6,12 +6,12 @@ use odyssey_api::v1 as pb;
 use prost_types::{ListValue, Struct, Timestamp, Value, value::Kind};
 
 use crate::runtime::bundle::{AgentDefinition, InstalledBundle, SkillSummary};
-use crate::runtime::skills::{SkillListing, SkillSource};
 use crate::runtime::chat::{ChatMessage, Role, TokenUsage};
 use crate::runtime::events::{self as ev, Event, EventPayload};
 use crate::runtime::execution::{ExecutionState, ExecutionStatus};
 use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
 use crate::runtime::session::SessionInfo;
+use crate::runtime::skills::{SkillListing, SkillSource};
 use crate::runtime::{ModelAvailability, ModelSpec};
 
 pub fn timestamp(at: SystemTime) -> Timestamp {

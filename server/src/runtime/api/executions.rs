@@ -236,7 +236,13 @@ impl OdysseyRuntime {
 
         let mut progress = Progress::default();
         let outcome = match self
-            .prepare_turn(&session, execution_id, &context, &job.request.prompt, signal)
+            .prepare_turn(
+                &session,
+                execution_id,
+                &context,
+                &job.request.prompt,
+                signal,
+            )
             .await
         {
             Err(e) => Err(TurnFailure::from(e)),
@@ -340,8 +346,16 @@ impl OdysseyRuntime {
         let tools = ToolSet::for_bundle(&bundle.manifest.tools, &self.inner.sandbox, |name| {
             gate.offered(name)
         });
-        let prompt = (self.turn_prompt(&bundle, &agent.prompt, &cell, context, &tools, input, Vec::new()))
-            .await?;
+        let prompt = (self.turn_prompt(
+            &bundle,
+            &agent.prompt,
+            &cell,
+            context,
+            &tools,
+            input,
+            Vec::new(),
+        ))
+        .await?;
         let history = session
             .history()
             .iter()

@@ -47,7 +47,11 @@ pub fn assemble(parts: &PromptParts<'_>, limits: &PromptLimits) -> String {
         )),
         requested::section(parts.skills, parts.input, parts.skill_tool, limits),
     ];
-    sections.into_iter().flatten().collect::<Vec<_>>().join("\n\n")
+    sections
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// `# Memory`: one list item per record, continuation lines indented under it.

@@ -13,7 +13,8 @@ use super::limits::PromptLimits;
 use crate::runtime::textfile::{CappedText, TextFileError, read_inside};
 
 /// The bootstrap files, in the order they appear in the prompt.
-pub const BOOTSTRAP_FILES: [&str; 5] = ["AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md"];
+pub const BOOTSTRAP_FILES: [&str; 5] =
+    ["AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md"];
 
 /// Where a bootstrap file was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,7 +33,11 @@ impl Origin {
 }
 
 /// The `# Project files` section, or `None` when no bootstrap file has content.
-pub(super) fn section(workspace: &Path, bundle_root: &Path, limits: &PromptLimits) -> Option<String> {
+pub(super) fn section(
+    workspace: &Path,
+    bundle_root: &Path,
+    limits: &PromptLimits,
+) -> Option<String> {
     let mut remaining = limits.bootstrap_total_bytes;
     let mut blocks = Vec::new();
     for name in BOOTSTRAP_FILES {

@@ -37,7 +37,13 @@ pub(super) fn section(
                     remaining -= body.len();
                     out.push_str(body);
                 } else {
-                    out.push_str(&over_budget(&name, body.len(), remaining, skill_tool, limits));
+                    out.push_str(&over_budget(
+                        &name,
+                        body.len(),
+                        remaining,
+                        skill_tool,
+                        limits,
+                    ));
                 }
             }
             Err(e) => {

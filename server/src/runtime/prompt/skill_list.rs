@@ -29,7 +29,11 @@ pub(super) fn section(
     let mut used = 0;
     for (listed, skill) in all.iter().enumerate() {
         let description = truncate(
-            skill.description.split_whitespace().collect::<Vec<_>>().join(" "),
+            skill
+                .description
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
             MAX_DESCRIPTION_CHARS,
         );
         let line = if description.is_empty() {

@@ -111,12 +111,13 @@ impl SkillCatalog {
         let skill = self.get(name).ok_or_else(|| SkillError::Unknown {
             name: name.to_owned(),
         })?;
-        let read = read_capped(&skill.file, MAX_SKILL_FILE_BYTES, skill.links).map_err(|source| {
-            SkillError::Read {
-                name: name.to_owned(),
-                source,
-            }
-        })?;
+        let read =
+            read_capped(&skill.file, MAX_SKILL_FILE_BYTES, skill.links).map_err(|source| {
+                SkillError::Read {
+                    name: name.to_owned(),
+                    source,
+                }
+            })?;
         match read {
             None => Err(SkillError::Missing {
                 name: name.to_owned(),

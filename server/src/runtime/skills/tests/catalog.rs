@@ -12,11 +12,22 @@ fn the_bundle_wins_a_name_clash_and_the_server_skill_is_reported() {
     let project = tempfile::tempdir().unwrap();
     let bundle = bundle(
         project.path(),
-        &[("greet", &skill_md("greet", "Bundle greeting.", "# Greet\n\nSay hi.\n"))],
+        &[(
+            "greet",
+            &skill_md("greet", "Bundle greeting.", "# Greet\n\nSay hi.\n"),
+        )],
     );
     let root = tempfile::tempdir().unwrap();
-    write(root.path(), "greet/SKILL.md", &skill_md("greet", "Server greeting.", "Wave.\n"));
-    write(root.path(), "pdf/SKILL.md", &skill_md("pdf", "Reads PDFs.", "Use pdftotext.\n"));
+    write(
+        root.path(),
+        "greet/SKILL.md",
+        &skill_md("greet", "Server greeting.", "Wave.\n"),
+    );
+    write(
+        root.path(),
+        "pdf/SKILL.md",
+        &skill_md("pdf", "Reads PDFs.", "Use pdftotext.\n"),
+    );
     std::fs::create_dir_all(root.path().join("empty")).unwrap();
     let server = ServerSkills::new(vec![root.path().to_path_buf()], Duration::ZERO).current();
 
@@ -30,14 +41,23 @@ fn the_bundle_wins_a_name_clash_and_the_server_skill_is_reported() {
         usable,
         [("greet", SkillSource::Bundle), ("pdf", SkillSource::Server)]
     );
-    assert_eq!(catalog.get("greet").map(|s| s.description.as_str()), Some("Bundle greeting."));
+    assert_eq!(
+        catalog.get("greet").map(|s| s.description.as_str()),
+        Some("Bundle greeting.")
+    );
     assert_eq!(catalog.load("greet").unwrap(), "# Greet\n\nSay hi.\n");
     assert_eq!(catalog.load("pdf").unwrap(), "Use pdftotext.\n");
 
     let listing = catalog.into_listing();
     let rows: Vec<(&str, &str, Option<&str>)> = listing
         .iter()
-        .map(|l| (l.summary.name.as_str(), l.source.as_str(), l.summary.error.as_deref()))
+        .map(|l| {
+            (
+                l.summary.name.as_str(),
+                l.source.as_str(),
+                l.summary.error.as_deref(),
+            )
+        })
         .collect();
     assert_eq!(
         rows,
@@ -60,7 +80,11 @@ fn loading_names_what_went_wrong() {
     let project = tempfile::tempdir().unwrap();
     let bundle = bundle(project.path(), &[]);
     let root = tempfile::tempdir().unwrap();
-    write(root.path(), "pdf/SKILL.md", &skill_md("pdf", "Reads PDFs.", "Body.\n"));
+    write(
+        root.path(),
+        "pdf/SKILL.md",
+        &skill_md("pdf", "Reads PDFs.", "Body.\n"),
+    );
     let server = ServerSkills::new(vec![root.path().to_path_buf()], Duration::ZERO).current();
     let catalog = SkillCatalog::new(&bundle, &server);
 
@@ -70,7 +94,11 @@ fn loading_names_what_went_wrong() {
     ));
 
     // Changed on disk after the scan: the load itself stays bounded and honest.
-    write(root.path(), "pdf/SKILL.md", &"x".repeat(MAX_SKILL_FILE_BYTES + 1));
+    write(
+        root.path(),
+        "pdf/SKILL.md",
+        &"x".repeat(MAX_SKILL_FILE_BYTES + 1),
+    );
     let error = catalog.load("pdf").unwrap_err();
     assert!(matches!(error, SkillError::TooLarge { .. }), "{error}");
     std::fs::remove_file(root.path().join("pdf/SKILL.md")).unwrap();

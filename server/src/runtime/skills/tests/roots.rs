@@ -35,8 +35,16 @@ fn find<'a>(skills: &'a [ServerSkill], name: &str) -> &'a ServerSkill {
 fn a_scan_lists_every_skill_folder_and_reports_what_is_wrong() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path();
-    write(dir, "pdf/SKILL.md", &skill_md("pdf", "Reads PDFs.", "# PDF\n\nUse pdftotext.\n"));
-    write(dir, "broken/SKILL.md", "---\ndescription: [oops\n---\n# Broken\n\nStill useful.\n");
+    write(
+        dir,
+        "pdf/SKILL.md",
+        &skill_md("pdf", "Reads PDFs.", "# PDF\n\nUse pdftotext.\n"),
+    );
+    write(
+        dir,
+        "broken/SKILL.md",
+        "---\ndescription: [oops\n---\n# Broken\n\nStill useful.\n",
+    );
     fs::create_dir_all(dir.join("no-file")).unwrap();
     write(dir, "Bad Name/SKILL.md", &skill_md("x", "y", "z"));
     write(dir, ".hidden/SKILL.md", &skill_md("h", "hidden", "h"));
@@ -53,7 +61,10 @@ fn a_scan_lists_every_skill_folder_and_reports_what_is_wrong() {
     let broken = find(&skills, "broken");
     assert!(broken.usable, "a broken front matter keeps the body usable");
     assert!(
-        broken.error.as_deref().is_some_and(|e| e.starts_with("front matter: ")),
+        broken
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("front matter: ")),
         "{broken:?}"
     );
     assert_eq!(broken.description, "Still useful.");
@@ -65,7 +76,9 @@ fn a_scan_lists_every_skill_folder_and_reports_what_is_wrong() {
     let bad = find(&skills, "Bad Name");
     assert!(!bad.usable);
     assert!(
-        bad.error.as_deref().is_some_and(|e| e.contains("not a usable skill name")),
+        bad.error
+            .as_deref()
+            .is_some_and(|e| e.contains("not a usable skill name")),
         "{bad:?}"
     );
 }
@@ -99,9 +112,16 @@ fn a_rescan_reads_only_the_files_that_changed() {
     assert_eq!(skills.files_read(), 4, "only the new skill is read");
 
     // Replaced by a rename, as editors save: a new inode.
-    write(dir, "gamma/SKILL.md.tmp", &skill_md("gamma", "Renamed.", "c\n"));
+    write(
+        dir,
+        "gamma/SKILL.md.tmp",
+        &skill_md("gamma", "Renamed.", "c\n"),
+    );
     fs::rename(dir.join("gamma/SKILL.md.tmp"), dir.join("gamma/SKILL.md")).unwrap();
-    assert_eq!(find(&skills.check_now(later()), "gamma").description, "Renamed.");
+    assert_eq!(
+        find(&skills.check_now(later()), "gamma").description,
+        "Renamed."
+    );
 }
 
 #[test]
@@ -143,9 +163,21 @@ fn checks_wait_for_the_interval() {
 fn an_earlier_root_wins_a_name_clash_and_the_other_is_reported() {
     let first = tempfile::tempdir().unwrap();
     let second = tempfile::tempdir().unwrap();
-    write(first.path(), "pdf/SKILL.md", &skill_md("pdf", "First root.", "1\n"));
-    write(second.path(), "pdf/SKILL.md", &skill_md("pdf", "Second root.", "2\n"));
-    write(second.path(), "csv/SKILL.md", &skill_md("csv", "Reads CSV.", "3\n"));
+    write(
+        first.path(),
+        "pdf/SKILL.md",
+        &skill_md("pdf", "First root.", "1\n"),
+    );
+    write(
+        second.path(),
+        "pdf/SKILL.md",
+        &skill_md("pdf", "Second root.", "2\n"),
+    );
+    write(
+        second.path(),
+        "csv/SKILL.md",
+        &skill_md("csv", "Reads CSV.", "3\n"),
+    );
     let roots = vec![first.path().to_path_buf(), second.path().to_path_buf()];
     let skills = ServerSkills::new(roots, Duration::ZERO).current();
 
@@ -196,7 +228,11 @@ fn an_oversized_skill_is_reported_not_read_whole() {
 fn a_linked_skill_folder_is_followed_in_an_operator_root() {
     let root = tempfile::tempdir().unwrap();
     let elsewhere = tempfile::tempdir().unwrap();
-    write(elsewhere.path(), "SKILL.md", &skill_md("shared", "Shared.", "s\n"));
+    write(
+        elsewhere.path(),
+        "SKILL.md",
+        &skill_md("shared", "Shared.", "s\n"),
+    );
     std::os::unix::fs::symlink(elsewhere.path(), root.path().join("shared")).unwrap();
     let skills = ServerSkills::new(vec![root.path().to_path_buf()], Duration::ZERO).current();
     assert_eq!(names(&skills), ["shared"]);

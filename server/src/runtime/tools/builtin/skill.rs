@@ -91,7 +91,9 @@ fn load(skills: &SkillCatalog, name: &str) -> Result<ToolOutput, ToolOutput> {
         Ok(body) => Ok(ToolOutput::ok(body)),
         Err(e) => {
             tracing::warn!(skill = name, error = %e, "reading a skill failed");
-            Err(ToolOutput::error(format!("cannot load skill `{name}`: {e}")))
+            Err(ToolOutput::error(format!(
+                "cannot load skill `{name}`: {e}"
+            )))
         }
     }
 }
