@@ -85,6 +85,7 @@ impl ServerSkills {
     }
 
     /// Checks every root now, as if the clock read `now`, whatever the interval.
+    #[cfg(test)]
     pub(crate) fn check_now(&self, now: SystemTime) -> Arc<[ServerSkill]> {
         let mut state = self.lock();
         self.check(&mut state, now);
