@@ -346,16 +346,17 @@ impl OdysseyRuntime {
         let tools = ToolSet::for_bundle(&bundle.manifest.tools, &self.inner.sandbox, |name| {
             gate.offered(name)
         });
-        let prompt = (self.turn_prompt(
-            &bundle,
-            &agent.prompt,
-            &cell,
-            context,
-            &tools,
-            input,
-            Vec::new(),
-        ))
-        .await?;
+        let prompt = self
+            .turn_prompt(
+                &bundle,
+                &agent.prompt,
+                &cell,
+                context,
+                &tools,
+                input,
+                Vec::new(),
+            )
+            .await?;
         let history = session
             .history()
             .iter()
