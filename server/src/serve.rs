@@ -163,6 +163,10 @@ pub struct ServeArgs {
     /// always are; every other one needs TLS unless listed.
     #[arg(long = "registry-insecure", value_name = "HOST")]
     pub registry_insecure: Vec<String>,
+    /// A folder of operator skills (`<name>/SKILL.md`) offered to every agent after its
+    /// bundle's own; repeatable, earlier folders win a name clash. Rescanned on change.
+    #[arg(long = "skill-root", value_name = "DIR")]
+    pub skill_roots: Vec<PathBuf>,
 }
 
 impl ServeArgs {
@@ -229,6 +233,7 @@ impl ServeArgs {
         if let Some(path) = &self.registry_auth_file {
             config.hub.credentials = load_auth_file(path)?;
         }
+        config.skill_roots = self.skill_roots.clone();
         Ok(config)
     }
 

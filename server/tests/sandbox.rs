@@ -26,6 +26,7 @@ use odyssey_server::runtime::sandbox::{
     SandboxSettings,
 };
 use odyssey_server::runtime::session::{BundlePin, EventSink, SessionRecord, SessionStore};
+use odyssey_server::runtime::skills::SkillCatalog;
 use odyssey_server::runtime::tools::bash::Bash;
 use odyssey_server::runtime::tools::{Tool, ToolContext};
 use serde_json::json;
@@ -840,6 +841,7 @@ async fn the_bash_tool_runs_commands_and_records_their_events() {
         memory_mb: None,
         events: EventSink::new(session.clone(), Some(turn_id)),
         cancel: CancellationToken::new(),
+        skills: Arc::new(SkillCatalog::new(&bundle, &[])),
     };
     let sandbox = Arc::new(Sandbox::new(fx.sandbox.settings().clone()));
     let bash = Bash::new(sandbox);

@@ -9,6 +9,7 @@ mod cli;
 mod commands;
 mod hub;
 mod memory;
+mod prompt;
 mod provider_features;
 mod providers;
 mod recovery;

@@ -192,10 +192,8 @@ async fn a_long_session_is_compacted_and_the_summary_survives_a_restart() {
 
     // The answer call: the summary, then the fourth turn, then the prompt.
     let sent = messages(&requests[5]);
-    assert_eq!(
-        sent[0],
-        ("system".to_owned(), "You are a test agent.".to_owned())
-    );
+    assert_eq!(sent[0].0, "system");
+    assert_without_memory(&sent[0].1);
     assert_eq!(
         sent[1],
         ("user".to_owned(), format!("{SUMMARY_PREFACE}\n\n{summary}"))
@@ -378,11 +376,8 @@ async fn long_term_memory_is_recalled_into_a_new_sessions_first_request() {
     let first = server.session_on(&project).await;
     completed(&server, &first.id, "My favourite colour is teal.").await;
     let requests = model.requests();
-    assert_eq!(
-        messages(&requests[0])[0].1,
-        "You are a test agent.",
-        "nothing to recall yet"
-    );
+    // Nothing to recall yet.
+    assert_without_memory(&messages(&requests[0])[0].1);
     let file = server
         .home()
         .join(format!("memory/local/{}/main.jsonl", "keeper"));
@@ -392,7 +387,7 @@ async fn long_term_memory_is_recalled_into_a_new_sessions_first_request() {
     let status = completed(&server, &second.id, "What is my favourite colour?").await;
     let system = messages(&model.requests()[1])[0].1.clone();
     assert!(
-        system.starts_with("You are a test agent.\n\n## Memory\n"),
+        system.starts_with("You are a test agent.\n\n# Memory\n"),
         "{system}"
     );
     assert!(
@@ -403,7 +398,11 @@ async fn long_term_memory_is_recalled_into_a_new_sessions_first_request() {
     let events = server.events(&second.id, 0, status.last_sequence).await;
     let recalled = first_payload!(events, MemoryRecalled).expect("memory_recalled");
     assert_eq!(recalled.records, 1);
-    assert!(system.ends_with(recalled.section.trim_end()));
+    // The section recorded in the event is the one the prompt carries, before the header.
+    assert!(system.contains(&format!(
+        "{}\n\n# Environment\n",
+        recalled.section.trim_end()
+    )));
 
     // Later turns of the session keep the same section, without this session's own turns.
     completed(&server, &second.id, "And again?").await;
@@ -427,7 +426,7 @@ async fn memory_switched_off_by_the_agent_or_the_operator_records_and_recalls_no
     completed(&server, &first.id, "My favourite colour is teal.").await;
     let second = server.create_session("forgetful").await;
     let status = completed(&server, &second.id, "What is my favourite colour?").await;
-    assert_eq!(messages(&model.requests()[1])[0].1, "You are a test agent.");
+    assert_without_memory(&messages(&model.requests()[1])[0].1);
     assert!(!server.home().join("memory/local/forgetful").exists());
     let events = server.events(&second.id, 0, status.last_sequence).await;
     assert!(first_payload!(events, MemoryRecalled).is_none());
@@ -443,7 +442,7 @@ async fn memory_switched_off_by_the_agent_or_the_operator_records_and_recalls_no
     completed(&server, &first.id, "My favourite colour is teal.").await;
     let second = server.create_session("amnesiac").await;
     completed(&server, &second.id, "What is my favourite colour?").await;
-    assert_eq!(messages(&model.requests()[1])[0].1, "You are a test agent.");
+    assert_without_memory(&messages(&model.requests()[1])[0].1);
     assert!(!server.home().join("memory").exists());
 }
 
@@ -758,5 +757,14 @@ async fn an_embedder_can_supply_its_own_memory_store() {
         recalled.section.contains("My favourite colour is teal."),
         "{}",
         recalled.section
+    );
+}
+
+/// The system prompt of the test agent with no memory section: the agent prompt is
+/// followed directly by the environment header (the agent has no files and no skills).
+fn assert_without_memory(system: &str) {
+    assert!(
+        system.starts_with("You are a test agent.\n\n# Environment\n"),
+        "{system}"
     );
 }

@@ -302,7 +302,7 @@ impl BundleService for Bundles {
             .await
             .map_err(to_status)?;
         Ok(Response::new(pb::ListSkillsResponse {
-            skills: skills.iter().map(convert::skill).collect(),
+            skills: skills.iter().map(convert::skill_listing).collect(),
         }))
     }
 }

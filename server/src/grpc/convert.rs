@@ -11,6 +11,7 @@ use crate::runtime::events::{self as ev, Event, EventPayload};
 use crate::runtime::execution::{ExecutionState, ExecutionStatus};
 use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
 use crate::runtime::session::SessionInfo;
+use crate::runtime::skills::{SkillListing, SkillSource};
 use crate::runtime::{ModelAvailability, ModelSpec};
 
 pub fn timestamp(at: SystemTime) -> Timestamp {
@@ -261,6 +262,14 @@ pub fn skill(s: &SkillSummary) -> pb::SkillInfo {
         description: s.description.clone(),
         path: s.path.clone(),
         error: s.error.clone().unwrap_or_default(),
+        source: SkillSource::Bundle.as_str().to_owned(),
+    }
+}
+
+pub fn skill_listing(s: &SkillListing) -> pb::SkillInfo {
+    pb::SkillInfo {
+        source: s.source.as_str().to_owned(),
+        ..skill(&s.summary)
     }
 }
 

@@ -11,6 +11,7 @@ use crate::runtime::hub::HubSettings;
 use crate::runtime::memory::MemorySettings;
 use crate::runtime::permissions::HookConfig;
 use crate::runtime::policy::SandboxMode;
+use crate::runtime::prompt::PromptLimits;
 use crate::runtime::provider::ProviderSettings;
 use crate::runtime::sandbox::SandboxSettings;
 
@@ -60,6 +61,13 @@ pub struct RuntimeConfig {
     /// The OCI registries bundles are pushed to and pulled from: the default one (the
     /// hub), credentials per registry host, hosts allowed plain HTTP.
     pub hub: HubSettings,
+    /// Operator skill folders, each holding `<name>/SKILL.md` folders, offered to every
+    /// agent after its bundle's own skills; an earlier root wins a name clash.
+    pub skill_roots: Vec<PathBuf>,
+    /// How often skill roots are checked for changes, at most (one `stat` per skill).
+    pub skill_rescan_interval: Duration,
+    /// Byte caps of the system prompt's parts (bootstrap files, skills).
+    pub prompt_limits: PromptLimits,
 }
 
 impl RuntimeConfig {
@@ -86,6 +94,9 @@ impl RuntimeConfig {
             memory: MemorySettings::default(),
             record_cassettes: false,
             hub: HubSettings::default(),
+            skill_roots: Vec::new(),
+            skill_rescan_interval: Duration::from_secs(2),
+            prompt_limits: PromptLimits::default(),
         }
     }
 

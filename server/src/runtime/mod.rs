@@ -15,9 +15,12 @@ pub mod model;
 pub mod paging;
 pub mod permissions;
 pub mod policy;
+pub mod prompt;
 pub mod provider;
 pub mod sandbox;
 pub mod session;
+pub mod skills;
+pub mod textfile;
 pub mod tools;
 
 pub use api::{

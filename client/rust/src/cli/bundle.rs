@@ -443,12 +443,13 @@ fn inspect(response: &pb::InspectBundleResponse, output: &mut Output<'_>) -> Res
     Ok(())
 }
 
-/// A skill's description, or why its front matter could not be read.
+/// A skill's description, or what is wrong with it (a front matter that cannot be read, a
+/// server skill that cannot be used).
 pub(crate) fn skill_description(skill: &pb::SkillInfo) -> String {
     if skill.error.is_empty() {
         render::shorten(&skill.description, 80)
     } else {
-        format!("(unreadable: {})", render::shorten(&skill.error, 70))
+        format!("(problem: {})", render::shorten(&skill.error, 70))
     }
 }
 

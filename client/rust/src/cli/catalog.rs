@@ -87,13 +87,20 @@ pub(crate) async fn skills(
         return Ok(());
     }
     if skills.is_empty() {
-        output.note("This bundle has no skills.")?;
+        output.note("No skills: neither the bundle nor the server has any.")?;
         return Ok(());
     }
     let rows: Vec<Vec<String>> = skills
         .iter()
-        .map(|s| vec![s.name.clone(), s.path.clone(), skill_description(s)])
+        .map(|s| {
+            vec![
+                s.name.clone(),
+                s.source.clone(),
+                s.path.clone(),
+                skill_description(s),
+            ]
+        })
         .collect();
-    output.table(&["SKILL", "PATH", "DESCRIPTION"], &rows)?;
+    output.table(&["SKILL", "SOURCE", "PATH", "DESCRIPTION"], &rows)?;
     Ok(())
 }

@@ -112,7 +112,13 @@ pub(crate) fn model_info(m: &pb::ModelInfo) -> Value {
 }
 
 pub(crate) fn skill(s: &pb::SkillInfo) -> Value {
-    json!({ "name": s.name, "description": s.description, "path": s.path, "error": s.error })
+    json!({
+        "name": s.name,
+        "source": s.source,
+        "description": s.description,
+        "path": s.path,
+        "error": s.error,
+    })
 }
 
 fn sandbox_policy(p: Option<&pb::SandboxPolicy>) -> Value {

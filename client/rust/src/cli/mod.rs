@@ -84,7 +84,7 @@ enum Command {
     Agents(catalog::CatalogArgs),
     /// List the models of a bundle's agents and whether this server can run them.
     Models(catalog::CatalogArgs),
-    /// List the skills of an installed bundle.
+    /// List the skills an installed bundle's agents can use (the bundle's and the server's).
     Skills(catalog::CatalogArgs),
     /// Create, list, show and delete sessions.
     #[command(subcommand)]

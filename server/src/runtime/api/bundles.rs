@@ -142,15 +142,6 @@ impl OdysseyRuntime {
             .clone())
     }
 
-    pub async fn list_skills(&self, reference: &str) -> Result<Vec<bundle::SkillSummary>> {
-        Ok(self
-            .inspect_bundle(reference)
-            .await?
-            .manifest
-            .skills
-            .clone())
-    }
-
     /// The models a bundle's agents use, and whether this server can serve each. Local
     /// servers are probed, all at once, so the answer waits at most one probe timeout.
     pub async fn list_models(&self, reference: &str) -> Result<Vec<ModelAvailability>> {

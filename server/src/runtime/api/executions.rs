@@ -17,7 +17,6 @@ use crate::runtime::execution::{
     Progress, PushError, TokenBudgets, Turn, TurnFailure, WorkerSlot, ensure_session_budget,
     tokens_spent,
 };
-use crate::runtime::memory::long_term::with_memory_section;
 use crate::runtime::permissions::PermissionRules;
 use crate::runtime::sandbox::{AppSource, CellPaths};
 use crate::runtime::session::{EventSink, SessionHandle};
@@ -237,7 +236,13 @@ impl OdysseyRuntime {
 
         let mut progress = Progress::default();
         let outcome = match self
-            .prepare_turn(&session, execution_id, &context, signal)
+            .prepare_turn(
+                &session,
+                execution_id,
+                &context,
+                &job.request.prompt,
+                signal,
+            )
             .await
         {
             Err(e) => Err(TurnFailure::from(e)),
@@ -306,6 +311,7 @@ impl OdysseyRuntime {
         session: &Arc<SessionHandle>,
         turn_id: Uuid,
         context: &TurnContext,
+        input: &str,
         signal: &CancelSignal,
     ) -> Result<Turn> {
         let record = session.record().clone();
@@ -348,12 +354,23 @@ impl OdysseyRuntime {
         let memory_section = self
             .memory_section(session, memory.as_ref(), &history, turn_id)
             .await;
+        let prompt = self
+            .turn_prompt(
+                &bundle,
+                &agent.prompt,
+                &cell,
+                context,
+                &tools,
+                input,
+                memory_section,
+            )
+            .await?;
         Ok(Turn {
             session: session.clone(),
             turn_id,
             model: context.model.clone(),
             provider,
-            system_prompt: with_memory_section(agent.prompt.clone(), memory_section.as_deref()),
+            system_prompt: prompt.text,
             history,
             tools,
             tool_context: ToolContext {
@@ -371,6 +388,7 @@ impl OdysseyRuntime {
                 memory_mb: access.memory_mb,
                 events: EventSink::new(session.clone(), Some(turn_id)),
                 cancel: signal.token().clone(),
+                skills: prompt.skills,
             },
             max_steps: self.inner.config.max_turn_steps,
             prior_model_calls: stats.model_calls,

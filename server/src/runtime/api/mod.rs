@@ -25,6 +25,7 @@ mod hub;
 mod info;
 mod memory;
 mod overrides;
+mod prompt;
 mod recording;
 mod sessions;
 mod tools;
@@ -54,6 +55,7 @@ use crate::runtime::permissions::ApprovalStore;
 use crate::runtime::provider::{CassetteRecorder, ProviderRegistry};
 use crate::runtime::sandbox::Sandbox;
 use crate::runtime::session::SessionStore;
+use crate::runtime::skills::ServerSkills;
 use crate::runtime::tools::HostTools;
 
 /// The Odyssey runtime. Cheap to clone; clones share everything.
@@ -77,6 +79,8 @@ struct Inner {
     host_tools: HostTools,
     /// Writes sessions' model calls as cassettes (when `config.record_cassettes`).
     recorder: Arc<CassetteRecorder>,
+    /// The operator's skill roots, kept up to date.
+    skills: Arc<ServerSkills>,
     queue: Queue,
     executions: ExecutionTable,
     slots: Arc<Semaphore>,
@@ -113,6 +117,7 @@ impl OdysseyRuntime {
         let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?;
         let hub = Hub::new(&config.hub)?;
         let sandbox = Sandbox::new(config.sandbox.clone());
+        let skills = prompt::server_skills(&config)?;
         let capabilities = SandboxCapabilities {
             forced_mode: config.sandbox_mode_override,
             danger_full_access_allowed: config.allow_danger_full_access,
@@ -149,6 +154,7 @@ impl OdysseyRuntime {
                 providers,
                 host_tools,
                 recorder: Arc::new(CassetteRecorder::new(config.sessions_dir())),
+                skills,
                 config,
             }),
         };

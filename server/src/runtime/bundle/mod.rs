@@ -45,12 +45,14 @@ pub use artifact::{build_to, build_to_with_limits};
 pub use error::{BundleError, REFERENCE_FORMS};
 pub use installed::{InstalledBundle, RECORD_FILE};
 pub use manifest::MANIFEST_FILE;
+pub(crate) use markdown::truncate;
 pub use names::MAX_NAME_LEN;
 pub(crate) use names::check_name;
 pub(crate) use names::name_problem;
 pub use project::{LoadedBundle, load_project};
 pub use reference::{BundleReference, DEFAULT_NAMESPACE, VersionSelector};
 pub use scaffold::{scaffold_archive, write_scaffold};
+pub(crate) use skill::{parse_skill, skill_body};
 pub use store::{BundleStore, InstallOptions};
 pub use types::{
     AgentDefinition, AgentMemory, BundleId, BundleManifest, SandboxSpec, SkillSummary, ToolEntry,

@@ -114,7 +114,7 @@ pub trait MemoryProvider: Send + Sync + 'static {
 /// The memory section of a system prompt: the records, oldest first, as notes.
 pub fn memory_section(records: &[MemoryRecord]) -> String {
     let mut section = String::from(
-        "## Memory\n\nNotes from earlier sessions with this agent, oldest first. They may be out of date; prefer what the user says now.\n",
+        "# Memory\n\nNotes from earlier sessions with this agent, oldest first. They may be out of date; prefer what the user says now.\n",
     );
     for record in records {
         section.push_str(&format!(
@@ -128,16 +128,6 @@ pub fn memory_section(records: &[MemoryRecord]) -> String {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// `system_prompt` followed by the memory `section`, a blank line apart.
-pub fn with_memory_section(system_prompt: String, section: Option<&str>) -> String {
-    match section {
-        Some(section) if !section.trim().is_empty() => {
-            format!("{}\n\n{}", system_prompt.trim_end(), section.trim_end())
-        }
-        _ => system_prompt,
-    }
 }
 
 #[cfg(test)]
@@ -165,7 +155,7 @@ mod tests {
     #[test]
     fn the_section_lists_records_oldest_first_on_one_line_each() {
         let section = memory_section(&[record("a\nb", "c"), record("d", "e")]);
-        assert!(section.starts_with("## Memory\n"));
+        assert!(section.starts_with("# Memory\n"));
         let a = section
             .find("The user asked: a b\n  You answered: c")
             .expect("first");
@@ -173,18 +163,5 @@ mod tests {
             .find("The user asked: d\n  You answered: e")
             .expect("second");
         assert!(a < d);
-    }
-
-    #[test]
-    fn the_section_follows_the_prompt() {
-        assert_eq!(
-            with_memory_section("You help.\n".into(), Some("## Memory\n\n- x\n")),
-            "You help.\n\n## Memory\n\n- x"
-        );
-        assert_eq!(with_memory_section("You help.".into(), None), "You help.");
-        assert_eq!(
-            with_memory_section("You help.".into(), Some(" ")),
-            "You help."
-        );
     }
 }

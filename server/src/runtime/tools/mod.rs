@@ -22,6 +22,7 @@ use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::ToolSpec;
 use crate::runtime::sandbox::{CellPaths, Sandbox};
 use crate::runtime::session::EventSink;
+use crate::runtime::skills::SkillCatalog;
 
 /// What a tool call can see of its turn.
 #[derive(Clone, Debug)]
@@ -50,6 +51,8 @@ pub struct ToolContext {
     pub events: EventSink,
     /// Fires when the turn is cancelled; long tools stop early.
     pub cancel: CancellationToken,
+    /// The skills `Skill` lists and loads: the bundle's, then the server's.
+    pub skills: Arc<SkillCatalog>,
 }
 
 /// What a tool answered. Errors are answers too: the model sees them and may retry.

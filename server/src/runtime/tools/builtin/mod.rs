@@ -40,6 +40,7 @@ pub use grep::GrepTool;
 pub use ls::LsTool;
 pub use paths::PathError;
 pub use read::ReadTool;
+pub(crate) use skill::NAME as SKILL_TOOL_NAME;
 pub use skill::SkillTool;
 pub use update_plan::UpdatePlanTool;
 pub use write::WriteTool;

@@ -1,5 +1,6 @@
-//! `Skill`: the bundle's skills, listed or loaded one at a time, so the system prompt only
-//! carries their summaries and the model pulls in the instructions it needs.
+//! `Skill`: the agent's skills (its bundle's, then the server's), listed or loaded one at a
+//! time, so the system prompt only carries their summaries and the model pulls in the
+//! instructions it needs.
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
@@ -8,8 +9,8 @@ use serde_json::Value;
 
 use super::args::parse;
 use super::{blocking, spec_of};
-use crate::runtime::bundle::InstalledBundle;
 use crate::runtime::provider::ToolSpec;
+use crate::runtime::skills::SkillCatalog;
 use crate::runtime::tools::{Tool, ToolContext, ToolOutput};
 
 pub(crate) const NAME: &str = "Skill";
@@ -49,15 +50,15 @@ impl Tool for SkillTool {
         blocking(move || {
             let args: SkillArgs = parse(NAME, arguments)?;
             match args.name {
-                None => Ok(ToolOutput::ok(listing(&ctx.bundle))),
-                Some(name) => load(&ctx.bundle, &name),
+                None => Ok(ToolOutput::ok(listing(&ctx.skills))),
+                Some(name) => load(&ctx.skills, &name),
             }
         })
     }
 }
 
-fn listing(bundle: &InstalledBundle) -> String {
-    let skills = &bundle.manifest.skills;
+fn listing(skills: &SkillCatalog) -> String {
+    let skills = skills.skills();
     if skills.is_empty() {
         return "this agent has no skills".to_owned();
     }
@@ -74,27 +75,22 @@ fn listing(bundle: &InstalledBundle) -> String {
     out
 }
 
-fn load(bundle: &InstalledBundle, name: &str) -> Result<ToolOutput, ToolOutput> {
-    if bundle.manifest.skill(name).is_none() {
-        let names: Vec<&str> = bundle
-            .manifest
-            .skills
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect();
+fn load(skills: &SkillCatalog, name: &str) -> Result<ToolOutput, ToolOutput> {
+    if skills.get(name).is_none() {
+        let names: Vec<&str> = skills.skills().iter().map(|s| s.name.as_str()).collect();
         return Err(ToolOutput::error(if names.is_empty() {
             format!("unknown skill `{name}`: this agent has no skills")
         } else {
             format!("unknown skill `{name}`; skills: {}", names.join(", "))
         }));
     }
-    match bundle.read_skill(name) {
+    match skills.load(name) {
         Ok(body) if body.trim().is_empty() => Ok(ToolOutput::ok(format!(
             "skill `{name}` has no instructions"
         ))),
         Ok(body) => Ok(ToolOutput::ok(body)),
         Err(e) => {
-            tracing::warn!(bundle = %bundle.id, skill = name, error = %e, "reading a skill failed");
+            tracing::warn!(skill = name, error = %e, "reading a skill failed");
             Err(ToolOutput::error(format!(
                 "cannot load skill `{name}`: {e}"
             )))

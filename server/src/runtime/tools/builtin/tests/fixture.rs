@@ -15,6 +15,7 @@ use crate::runtime::model::ModelSpec;
 use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
 use crate::runtime::sandbox::CellPaths;
 use crate::runtime::session::{BundlePin, EventSink, SessionHandle, SessionRecord, SessionStore};
+use crate::runtime::skills::SkillCatalog;
 use crate::runtime::tools::builtin::builtin;
 use crate::runtime::tools::{ToolContext, ToolOutput};
 
@@ -96,6 +97,7 @@ impl Fixture {
         let session = store.create(record()).expect("create session");
         let turn_id = Uuid::now_v7();
 
+        let skills = Arc::new(SkillCatalog::new(&bundle, &[]));
         let ctx = ToolContext {
             session_id: session.id(),
             turn_id,
@@ -111,6 +113,7 @@ impl Fixture {
             memory_mb: None,
             events: EventSink::new(session.clone(), Some(turn_id)),
             cancel: CancellationToken::new(),
+            skills,
         };
         Self {
             _dir: dir,
