@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use crate::runtime::access::AccessLimits;
 use crate::runtime::bundle::ArchiveLimits;
+use crate::runtime::model_override::ModelOverride;
 use crate::runtime::permissions::HookConfig;
 use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::ProviderSettings;
+use crate::runtime::requirements::Requirements;
 use crate::runtime::sandbox::SandboxSettings;
 
 #[derive(Clone, Debug)]
@@ -44,6 +46,10 @@ pub struct RuntimeConfig {
     /// Operator commands asked about every tool call before it runs (they can only
     /// tighten the rules' decision).
     pub hooks: Vec<HookConfig>,
+    /// Operator caps on sandbox modes, providers and base URLs that no request exceeds.
+    pub requirements: Requirements,
+    /// Models this server uses for some bundles' agents instead of the ones they name.
+    pub model_overrides: Vec<ModelOverride>,
 }
 
 impl RuntimeConfig {
@@ -65,6 +71,8 @@ impl RuntimeConfig {
             access: AccessLimits::default(),
             approval_timeout: Duration::from_secs(600),
             hooks: Vec::new(),
+            requirements: Requirements::default(),
+            model_overrides: Vec::new(),
         }
     }
 

@@ -41,6 +41,7 @@ use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::TurnOutcome;
 use crate::runtime::execution::{ExecutionTable, Queue};
 use crate::runtime::permissions::ApprovalStore;
+use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::ProviderRegistry;
 use crate::runtime::sandbox::Sandbox;
 use crate::runtime::session::SessionStore;
@@ -77,11 +78,15 @@ impl OdysseyRuntime {
         })?;
         let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
         let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?;
-        let providers = ProviderRegistry::new(config.providers.clone());
+        let providers = ProviderRegistry::new(config.providers.clone())
+            .with_requirements(config.requirements.clone());
         let sandbox = Sandbox::new(config.sandbox.clone());
         let capabilities = SandboxCapabilities {
             forced_mode: config.sandbox_mode_override,
-            danger_full_access_allowed: config.allow_danger_full_access,
+            danger_full_access_allowed: config.allow_danger_full_access
+                && config
+                    .requirements
+                    .allows_mode(SandboxMode::DangerFullAccess),
             ..sandbox.capabilities()
         };
         match Sandbox::kill_leftovers(&config.sandbox_dir()).await {

@@ -99,6 +99,28 @@ pub enum ProviderError {
 
     #[error("cassette {cassette} not found in the bundle")]
     CassetteNotFound { cassette: String },
+
+    /// The operator's requirements do not allow this provider on this server.
+    #[error(
+        "provider `{provider}` is not allowed on this server; allowed: {} (setting: {setting})",
+        allowed.join(", ")
+    )]
+    ProviderNotAllowed {
+        provider: String,
+        allowed: Vec<String>,
+        setting: &'static str,
+    },
+
+    /// A model call would go to a URL the operator did not allow: a model config's
+    /// `base_url` for a provider whose key the server holds, or any URL outside the
+    /// requirements.
+    #[error("provider `{provider}` may not call {base_url}: {why} (setting: {setting})")]
+    BaseUrlNotAllowed {
+        provider: String,
+        base_url: String,
+        why: String,
+        setting: String,
+    },
 }
 
 impl ProviderError {
@@ -117,6 +139,9 @@ impl ProviderError {
             Self::Unavailable { .. } | Self::Protocol { .. } => ErrorKind::Unavailable,
             Self::Timeout { .. } => ErrorKind::DeadlineExceeded,
             Self::Setup { .. } => ErrorKind::Internal,
+            Self::ProviderNotAllowed { .. } | Self::BaseUrlNotAllowed { .. } => {
+                ErrorKind::PermissionDenied
+            }
         }
     }
 
@@ -135,6 +160,8 @@ impl ProviderError {
             Self::CassetteMismatch { .. } => "CASSETTE_MISMATCH",
             Self::CassetteInvalid { .. } | Self::CassettePathRefused { .. } => "CASSETTE_INVALID",
             Self::CassetteNotFound { .. } => "CASSETTE_NOT_FOUND",
+            Self::ProviderNotAllowed { .. } => "PROVIDER_NOT_ALLOWED",
+            Self::BaseUrlNotAllowed { .. } => "BASE_URL_NOT_ALLOWED",
         }
     }
 

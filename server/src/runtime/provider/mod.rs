@@ -13,9 +13,11 @@ mod registry;
 mod replay;
 mod retry;
 mod sse;
+mod url_pattern;
 
 pub use error::ProviderError;
-pub use registry::{ProviderRegistry, ProviderSettings};
+pub use registry::{ProviderRegistry, ProviderSettings, known_provider_names};
+pub use url_pattern::{UrlPattern, is_loopback};
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
