@@ -398,7 +398,8 @@ impl ProviderRegistry {
                 .allowed_base_urls
                 .iter()
                 .any(|p| p.matches(&url));
-            if !listed && !(facts.keyless && is_loopback(&url)) {
+            let local = facts.keyless && is_loopback(&url);
+            if !(listed || local) {
                 let why = if facts.keyless {
                     "the model config's base_url is neither on this machine nor allowed by the operator"
                 } else {
