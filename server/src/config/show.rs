@@ -20,11 +20,20 @@ fn ordered<'a>(schema: &Schema, loaded: &'a Loaded) -> Vec<(&'a str, &'a Entry)>
     let mut out = Vec::new();
     let mut providers_done = false;
     let emit_providers = |out: &mut Vec<(&'a str, &'a Entry)>| {
-        for (key, entry) in loaded.entries.range("providers.".to_owned()..) {
-            if !key.starts_with("providers.") {
-                break;
+        let mut names: Vec<&str> = loaded
+            .entries
+            .keys()
+            .filter_map(|key| key.strip_prefix("providers.")?.split_once('.'))
+            .map(|(name, _)| name)
+            .collect();
+        names.dedup();
+        for name in names {
+            for setting in &schema.provider {
+                let key = format!("providers.{name}.{}", setting.key);
+                if let Some((key, entry)) = loaded.entries.get_key_value(&key) {
+                    out.push((key.as_str(), entry));
+                }
             }
-            out.push((key.as_str(), entry));
         }
     };
     for setting in &schema.server {
@@ -122,7 +131,17 @@ fn render_tables(text: &mut String, key: &str, entry: &Entry, sources: bool) {
             let _ = writeln!(text, "\n{header}");
         }
         if let Some(fields) = table.as_table() {
-            for (name, value) in fields {
+            // The identifying fields first, as an operator writes them.
+            let first = ["bundle", "agent", "model"];
+            let ordered = first
+                .iter()
+                .filter_map(|name| fields.get_key_value(*name))
+                .chain(
+                    fields
+                        .iter()
+                        .filter(|(name, _)| !first.contains(&name.as_str())),
+                );
+            for (name, value) in ordered {
                 let _ = writeln!(text, "{name} = {value}");
             }
         }
