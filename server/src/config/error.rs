@@ -15,9 +15,13 @@ pub enum ConfigError {
         source: std::io::Error,
     },
 
-    /// Not TOML; toml's message shows the line, column and the offending text.
-    #[error("{}: {message}", path.display())]
-    Syntax { path: PathBuf, message: String },
+    /// Not TOML.
+    #[error("{}:{line}: not valid TOML: {message}", path.display())]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
 
     #[error("{at}: unknown key `{key}`; {hint}")]
     UnknownKey {

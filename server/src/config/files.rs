@@ -39,9 +39,12 @@ pub fn read(
             });
         }
     };
+    // The message and position only: toml's full report quotes the line, which may hold
+    // a secret.
     let table = DeTable::parse(&text).map_err(|e| ConfigError::Syntax {
         path: path.to_owned(),
-        message: e.to_string(),
+        line: e.span().map_or(1, |span| line_of(&text, span.start)),
+        message: e.message().to_owned(),
     })?;
     let file = File {
         path,

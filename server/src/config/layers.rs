@@ -121,11 +121,13 @@ pub fn validate(schema: &Schema, leaves: &[Leaf]) -> Result<(), ConfigError> {
                 Some(index) => format!("{}[{index}]", leaf.key),
                 None => leaf.key.clone(),
             };
-            return Err(ConfigError::Value {
-                at,
-                key,
-                message: e.message,
-            });
+            // serde's messages quote the value, which must not be echoed for a secret.
+            let message = if schema.is_secret(&leaf.key) {
+                "must be a string (the value is a secret, so it is not shown)".to_owned()
+            } else {
+                e.message
+            };
+            return Err(ConfigError::Value { at, key, message });
         }
     }
     Ok(())

@@ -116,9 +116,18 @@ impl Sources {
     }
 
     /// Flags (and a `--config` file, when one is named) over the defaults, nothing else:
-    /// for servers started by programs and tests, which must not depend on the machine.
+    /// for servers started by programs and tests, which must not depend on the machine's
+    /// configuration. The default home still follows `$HOME`.
     pub fn flags_only() -> Self {
-        Self::default()
+        let env = std::env::var("HOME")
+            .ok()
+            .map(|home| ("HOME".to_owned(), home))
+            .into_iter()
+            .collect();
+        Self {
+            env,
+            ..Self::default()
+        }
     }
 }
 

@@ -322,9 +322,28 @@ fn bad_values_and_bad_toml_name_where_they_are() {
     );
     machine.write("etc/odyssey/config.toml", "[server]\nworker_count = 0\n");
     assert!(error(machine.load(&[])).contains("must be at least 1"));
-    machine.write("etc/odyssey/config.toml", "[server\nworker_count = 1\n");
+    machine.write(
+        "etc/odyssey/config.toml",
+        "[server]\nworker_count = 1\nauth_token = \"unterminated-secret\n",
+    );
     let e = error(machine.load(&[]));
-    assert!(e.contains("config.toml") && e.contains("line 1"), "{e}");
+    assert!(
+        e.starts_with(&format!("{}:3: not valid TOML", path.display())),
+        "{e}"
+    );
+    assert!(
+        !e.contains("unterminated-secret"),
+        "no file text is quoted: {e}"
+    );
+    machine.write(
+        "etc/odyssey/config.toml",
+        "[server]\nauth_token = 123456789\n",
+    );
+    let e = error(machine.load(&[]));
+    assert!(
+        e.contains("`server.auth_token`") && !e.contains("123456789"),
+        "{e}"
+    );
     machine.write("etc/odyssey/config.toml", "server = 3\n");
     assert!(error(machine.load(&[])).contains("must be a table"));
 }

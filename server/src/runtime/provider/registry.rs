@@ -210,10 +210,12 @@ struct WireSlot {
 struct ProviderCache(Mutex<HashMap<String, Arc<dyn ModelProvider>>>);
 
 impl ProviderCache {
-    /// The provider for `base_url`, built by `build` the first time.
+    /// The provider for `base_url`, built by `build` the first time. The slot's own URL
+    /// (`own`) is always kept; model-config URLs while there is room.
     fn get_or_build(
         &self,
         base_url: &str,
+        own: bool,
         build: impl FnOnce() -> Result<Arc<dyn ModelProvider>, ProviderError>,
     ) -> Result<Arc<dyn ModelProvider>, ProviderError> {
         let mut cached = self
@@ -224,7 +226,7 @@ impl ProviderCache {
             return Ok(provider.clone());
         }
         let provider = build()?;
-        if cached.len() < MAX_CACHED_URLS {
+        if own || cached.len() < MAX_CACHED_URLS {
             cached.insert(base_url.to_owned(), provider.clone());
         }
         Ok(provider)
@@ -549,7 +551,7 @@ impl WireSlot {
                 .ok_or_else(|| self.missing_base_url())?,
         };
         self.providers
-            .get_or_build(&base_url, || self.build(key, &base_url))
+            .get_or_build(&base_url, chosen.is_none(), || self.build(key, &base_url))
     }
 
     fn build(&self, key: &str, base_url: &str) -> Result<Arc<dyn ModelProvider>, ProviderError> {

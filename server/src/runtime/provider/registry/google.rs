@@ -78,7 +78,7 @@ impl GoogleSlot {
             })?;
         let base_url = chosen.unwrap_or(self.base_url()).to_owned();
         self.providers
-            .get_or_build(&base_url, || self.build(key, &base_url))
+            .get_or_build(&base_url, chosen.is_none(), || self.build(key, &base_url))
     }
 
     fn build(&self, key: &str, base_url: &str) -> Result<Arc<dyn ModelProvider>, ProviderError> {

@@ -411,3 +411,39 @@ fn requirements_cap_providers_and_every_url_a_call_may_reach() {
     let (ok, detail) = inside.availability(&ModelSpec::new("anthropic", "c"), Path::new("."));
     assert!(!ok && detail.contains("not allowed"), "{detail}");
 }
+
+#[test]
+fn client_chosen_urls_cannot_grow_the_provider_cache_without_bound() {
+    let registry = openai_with(ProviderSettings {
+        allowed_base_urls: vec!["https://proxy.example.com/*".parse().unwrap()],
+        ..ProviderSettings::default()
+    });
+    let at = |path: usize| {
+        spec_with(serde_json::json!({ "base_url": format!("https://proxy.example.com/{path}") }))
+    };
+    let root = Path::new(".");
+    for path in 0..MAX_CACHED_URLS + 4 {
+        assert!(registry.resolve(&at(path), root).is_ok());
+    }
+    let late = MAX_CACHED_URLS + 2;
+    let (a, b) = (
+        registry.resolve(&at(late), root),
+        registry.resolve(&at(late), root),
+    );
+    assert!(
+        !Arc::ptr_eq(&a.ok().unwrap(), &b.ok().unwrap()),
+        "past the bound, built per turn"
+    );
+    let (a, b) = (
+        registry.resolve(&at(0), root),
+        registry.resolve(&at(0), root),
+    );
+    assert!(
+        Arc::ptr_eq(&a.ok().unwrap(), &b.ok().unwrap()),
+        "early ones stay cached"
+    );
+    // The operator's own URL is always kept, however full the cache is.
+    let own = ModelSpec::new("openai", "gpt-test");
+    let (a, b) = (registry.resolve(&own, root), registry.resolve(&own, root));
+    assert!(Arc::ptr_eq(&a.ok().unwrap(), &b.ok().unwrap()));
+}
