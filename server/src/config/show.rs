@@ -51,8 +51,8 @@ fn ordered<'a>(schema: &Schema, loaded: &'a Loaded) -> Vec<(&'a str, &'a Entry)>
     out
 }
 
-fn shown(schema: &Schema, key: &str, entry: &Entry) -> toml::Value {
-    if schema.is_secret(key) {
+fn shown(entry: &Entry) -> toml::Value {
+    if entry.secret {
         toml::Value::from(MASK)
     } else {
         entry.value.clone()
@@ -93,7 +93,7 @@ pub fn to_toml(loaded: &Loaded, sources: bool) -> String {
         let lines: Vec<(String, String)> = plain
             .iter()
             .map(|(key, entry)| {
-                let line = format!("{} = {}", split(key).1, shown(&schema, key, entry));
+                let line = format!("{} = {}", split(key).1, shown(entry));
                 (line, entry.source.to_string())
             })
             .collect();
@@ -159,7 +159,7 @@ pub fn to_json(loaded: &Loaded, sources: bool) -> Vec<serde_json::Value> {
             .map(|(key, entry)| {
                 json!({
                     "key": key,
-                    "value": json_value(&shown(&schema, key, entry)),
+                    "value": json_value(&shown(entry)),
                     "source": entry.source.to_string(),
                     "layer": entry.source.layer().as_str(),
                 })
@@ -169,7 +169,7 @@ pub fn to_json(loaded: &Loaded, sources: bool) -> Vec<serde_json::Value> {
     let mut root = serde_json::Map::new();
     for (key, entry) in entries {
         let parts: Vec<&str> = key.split('.').collect();
-        insert(&mut root, &parts, json_value(&shown(&schema, key, entry)));
+        insert(&mut root, &parts, json_value(&shown(entry)));
     }
     vec![serde_json::Value::Object(root)]
 }
