@@ -1,6 +1,7 @@
 //! Odyssey's server: the embeddable runtime core ([`runtime`]), its gRPC adapter
-//! ([`grpc`]), and what `odysseyd` runs ([`serve`]).
+//! ([`grpc`]), what `odysseyd` runs ([`serve`]) and its layered configuration ([`config`]).
 
+pub mod config;
 pub mod grpc;
 pub mod runtime;
 pub mod serve;

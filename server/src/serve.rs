@@ -1,23 +1,22 @@
-//! What `odysseyd` (and `odyssey serve`) runs: flags, logging, safety checks on the bind
-//! address, and a server that shuts down gracefully on SIGINT/SIGTERM.
+//! What `odysseyd` (and `odyssey serve`) runs: flags over the layered configuration,
+//! logging, safety checks on the bind address, TLS, and a server that shuts down
+//! gracefully on SIGINT/SIGTERM.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::grpc::{self, GrpcOptions};
-use crate::runtime::hub::{DEFAULT_HUB, HubError, load_auth_file};
-use crate::runtime::permissions::HookConfig;
+use crate::config::{self, ConfigError, Secret, ServerConfig, Sources, TlsFiles};
+use crate::grpc::{self, GrpcOptions, TlsIdentity};
 use crate::runtime::{OdysseyRuntime, RuntimeConfig, RuntimeError, SandboxMode};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error(
-        "refusing to listen on {0} without an auth token: set --auth-token (or ODYSSEY_AUTH_TOKEN), or pass --insecure"
+        "refusing to listen on {0} without an auth token: set --auth-token (or ODYSSEY_AUTH_TOKEN, or server.auth_token), or pass --insecure"
     )]
     InsecureBind(SocketAddr),
     #[error("cannot listen on {addr}: {source}")]
@@ -26,19 +25,29 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
-    #[error("bad --provider-base-url `{0}`: expected NAME=URL")]
-    ProviderUrl(String),
+    #[error("invalid configuration: {0}")]
+    Config(#[from] ConfigError),
+    #[error("cannot read the TLS {what} {}: {source}", path.display())]
+    TlsFile {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot use the TLS certificate and key ({}, {}): {message}", files.cert.display(), files.key.display())]
+    Tls { files: TlsFiles, message: String },
     #[error("cannot start the runtime: {0}")]
     Runtime(#[from] RuntimeError),
-    #[error("{0}")]
-    Registry(#[from] HubError),
     #[error("transport error: {0}")]
     Transport(#[from] tonic::transport::Error),
     #[error("the server task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     Text,
     Json,
@@ -61,44 +70,52 @@ impl From<SandboxModeArg> for SandboxMode {
     }
 }
 
-/// Server flags, shared by `odysseyd` and `odyssey serve`.
+/// Server flags, shared by `odysseyd`, `odyssey serve` and `odyssey config show`. Each is
+/// the top layer over the configuration files and the environment (see [`crate::config`]):
+/// a flag that is not given leaves the value to the layers below, so these are `Option`s
+/// (and on/off switches can only switch on). Every flag also reads `ODYSSEY_` + its name
+/// (`--worker-count`: `ODYSSEY_WORKER_COUNT`) and has a key in the file.
 #[derive(Clone, Debug, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on. Anything but loopback needs --auth-token (or --insecure).
-    #[arg(long, env = "ODYSSEY_LISTEN", default_value = "127.0.0.1:8472")]
-    pub listen: SocketAddr,
-    /// Folder for bundles, sessions and sandboxes [default: $ODYSSEY_HOME or ~/.odyssey].
-    #[arg(long, env = "ODYSSEY_HOME")]
+    /// Address to listen on. Anything but loopback needs --auth-token (or --insecure)
+    /// [default: 127.0.0.1:8472].
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Folder for bundles, sessions and sandboxes [default: ~/.odyssey].
+    #[arg(long)]
     pub home: Option<PathBuf>,
-    /// Turns that run at once.
-    #[arg(long, default_value_t = 4)]
-    pub worker_count: usize,
-    /// Turns that may wait for a worker before Submit answers RESOURCE_EXHAUSTED.
-    #[arg(long, default_value_t = 128)]
-    pub queue_capacity: usize,
+    /// Turns that run at once [default: 4].
+    #[arg(long)]
+    pub worker_count: Option<usize>,
+    /// Turns that may wait for a worker before Submit answers RESOURCE_EXHAUSTED
+    /// [default: 128].
+    #[arg(long)]
+    pub queue_capacity: Option<usize>,
     /// Bearer token every RPC but health must carry.
-    #[arg(long, env = "ODYSSEY_AUTH_TOKEN", hide_env_values = true)]
-    pub auth_token: Option<String>,
+    #[arg(long)]
+    pub auth_token: Option<Secret>,
     /// Allow a non-loopback --listen without an auth token.
     #[arg(long)]
     pub insecure: bool,
-    #[arg(long, value_enum, default_value = "text")]
-    pub log_format: LogFormat,
-    /// Largest gRPC message accepted or sent, in bytes.
-    #[arg(long, default_value_t = 4 * 1024 * 1024)]
-    pub max_message_bytes: usize,
-    /// Model calls one turn may make.
-    #[arg(long, default_value_t = 32)]
-    pub max_turn_steps: u32,
-    /// Wall-clock budget of one turn, in seconds.
-    #[arg(long, default_value_t = 600)]
-    pub max_turn_seconds: u64,
-    /// Heartbeat interval of idle event streams, in seconds.
-    #[arg(long, default_value_t = 15)]
-    pub heartbeat_seconds: u64,
-    /// How long running turns may take to finish on shutdown before they are interrupted.
-    #[arg(long, default_value_t = 10)]
-    pub shutdown_grace_seconds: u64,
+    /// Log lines as text or JSON [default: text].
+    #[arg(long, value_enum)]
+    pub log_format: Option<LogFormat>,
+    /// Largest gRPC message accepted or sent, in bytes [default: 4194304].
+    #[arg(long)]
+    pub max_message_bytes: Option<usize>,
+    /// Model calls one turn may make [default: 32].
+    #[arg(long)]
+    pub max_turn_steps: Option<u32>,
+    /// Wall-clock budget of one turn, in seconds [default: 600].
+    #[arg(long)]
+    pub max_turn_seconds: Option<u64>,
+    /// Heartbeat interval of idle event streams, in seconds [default: 15].
+    #[arg(long)]
+    pub heartbeat_seconds: Option<u64>,
+    /// How long running turns may take to finish on shutdown before they are interrupted
+    /// [default: 10].
+    #[arg(long)]
+    pub shutdown_grace_seconds: Option<u64>,
     /// Force this sandbox mode on every session.
     #[arg(long, value_enum)]
     pub sandbox_mode: Option<SandboxModeArg>,
@@ -114,25 +131,28 @@ pub struct ServeArgs {
     /// A host environment variable bundles may map into the sandbox; repeatable.
     #[arg(long = "env-allow", value_name = "NAME")]
     pub env_allowlist: Vec<String>,
-    /// How long a tool call waits for a human before it is denied by timeout, in seconds.
-    #[arg(long, default_value_t = 600)]
-    pub approval_timeout_seconds: u64,
+    /// How long a tool call waits for a human before it is denied by timeout, in seconds
+    /// [default: 600].
+    #[arg(long)]
+    pub approval_timeout_seconds: Option<u64>,
     /// A program asked about every tool call before it runs (the pending call as JSON on
     /// stdin; answers allow / deny / ask on stdout); repeatable. Hooks can only tighten.
     #[arg(long = "pre-tool-hook", value_name = "PROGRAM")]
     pub pre_tool_hooks: Vec<PathBuf>,
-    /// How long a pre-tool hook may take before the call is denied, in milliseconds.
-    #[arg(long, default_value_t = 5000)]
-    pub pre_tool_hook_timeout_ms: u64,
+    /// How long a pre-tool hook may take before the call is denied, in milliseconds
+    /// [default: 5000].
+    #[arg(long)]
+    pub pre_tool_hook_timeout_ms: Option<u64>,
     /// The `odyssey-sandbox` helper [default: $ODYSSEY_SANDBOX_HELPER, else beside odysseyd].
     #[arg(long)]
     pub sandbox_helper: Option<PathBuf>,
-    /// The user id sandboxed processes run as when the server runs as root.
-    #[arg(long, default_value_t = 65534)]
-    pub sandbox_uid: u32,
-    /// The group id sandboxed processes run as when the server runs as root.
-    #[arg(long, default_value_t = 65534)]
-    pub sandbox_gid: u32,
+    /// The user id sandboxed processes run as when the server runs as root [default: 65534].
+    #[arg(long)]
+    pub sandbox_uid: Option<u32>,
+    /// The group id sandboxed processes run as when the server runs as root
+    /// [default: 65534].
+    #[arg(long)]
+    pub sandbox_gid: Option<u32>,
     /// Base URL for a provider, e.g. `openai=http://127.0.0.1:8080/v1` (repeatable).
     #[arg(long = "provider-base-url", value_name = "NAME=URL")]
     pub provider_base_urls: Vec<String>,
@@ -143,21 +163,23 @@ pub struct ServeArgs {
     /// [default: no limit].
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
     pub session_token_budget: Option<u64>,
-    /// Switch long-term memory off: no records of turns, no recall into new sessions.
-    #[arg(long)]
-    pub no_long_term_memory: bool,
+    /// Long-term memory: records of turns recalled into an agent's new sessions
+    /// [default: true].
+    #[arg(long, value_name = "BOOL")]
+    pub long_term_memory: Option<bool>,
     /// Record every model call of each session as a cassette the `replay` provider plays
     /// (fetch it with `odyssey session cassette SESSION`), to turn real runs into offline
     /// tests.
     #[arg(long)]
     pub record_cassettes: bool,
-    /// The OCI registry for bundle references that name none (PushBundle, PullBundle).
-    #[arg(long, env = "ODYSSEY_HUB", default_value = DEFAULT_HUB, value_name = "URL")]
-    pub hub: String,
+    /// The OCI registry for bundle references that name none (PushBundle, PullBundle)
+    /// [default: http://127.0.0.1:8473].
+    #[arg(long, value_name = "URL")]
+    pub hub: Option<String>,
     /// Registry credentials: a JSON file as `docker login` writes it
     /// (`{"auths": {"HOST": {"auth": "<base64 user:password>"}}}`); each entry is offered
     /// to its own host only.
-    #[arg(long, env = "ODYSSEY_REGISTRY_AUTH_FILE", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub registry_auth_file: Option<PathBuf>,
     /// A registry host (`host[:port]`) reached over plain HTTP; repeatable. Loopback hosts
     /// always are; every other one needs TLS unless listed.
@@ -167,10 +189,20 @@ pub struct ServeArgs {
     /// bundle's own; repeatable, earlier folders win a name clash. Rescanned on change.
     #[arg(long = "skill-root", value_name = "DIR")]
     pub skill_roots: Vec<PathBuf>,
+    /// A TOML configuration file, read over /etc/odyssey/config.toml and
+    /// <home>/config.toml (and under the environment and flags).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Serve TLS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
 }
 
 impl ServeArgs {
-    /// Defaults, as if no flag were given, on the given address and home.
+    /// No flag given but the address and home.
     pub fn new(listen: SocketAddr, home: PathBuf) -> Self {
         use clap::Parser;
         #[derive(clap::Parser)]
@@ -179,70 +211,25 @@ impl ServeArgs {
             args: ServeArgs,
         }
         let mut args = Wrapper::parse_from(["odysseyd"]).args;
-        args.listen = listen;
+        args.listen = Some(listen);
         args.home = Some(home);
         args
     }
 
-    pub fn runtime_config(&self) -> Result<RuntimeConfig, ServeError> {
-        let mut config = RuntimeConfig::with_home(
-            self.home
-                .clone()
-                .unwrap_or_else(RuntimeConfig::default_home),
-        );
-        config.worker_count = self.worker_count.max(1);
-        config.queue_capacity = self.queue_capacity;
-        config.max_turn_steps = self.max_turn_steps.max(1);
-        config.max_turn_duration = Duration::from_secs(self.max_turn_seconds.max(1));
-        config.sandbox_mode_override = self.sandbox_mode.map(SandboxMode::from);
-        config.allow_danger_full_access = self.allow_danger_full_access;
-        config.access.allow_network = self.allow_network;
-        config.access.mount_roots = self.mount_roots.clone();
-        config.access.env_allowlist = self.env_allowlist.clone();
-        config.approval_timeout = Duration::from_secs(self.approval_timeout_seconds.max(1));
-        config.hooks = self
-            .pre_tool_hooks
-            .iter()
-            .map(|program| {
-                HookConfig::new(
-                    vec![program.display().to_string()],
-                    Duration::from_millis(self.pre_tool_hook_timeout_ms.max(1)),
-                )
-            })
-            .collect();
-        config.sandbox.helper = self.sandbox_helper.clone();
-        config.sandbox.sandbox_uid = self.sandbox_uid;
-        config.sandbox.sandbox_gid = self.sandbox_gid;
-        for entry in &self.provider_base_urls {
-            let (name, url) = entry
-                .split_once('=')
-                .filter(|(n, u)| !n.is_empty() && !u.is_empty())
-                .ok_or_else(|| ServeError::ProviderUrl(entry.clone()))?;
-            config
-                .providers
-                .entry(name.to_string())
-                .or_default()
-                .base_url = Some(url.to_string());
-        }
-        config.max_turn_output_tokens = self.max_turn_output_tokens;
-        config.session_token_budget = self.session_token_budget;
-        config.memory.enabled = !self.no_long_term_memory;
-        config.record_cassettes = self.record_cassettes;
-        config.hub.default_registry = self.hub.clone();
-        config.hub.insecure_hosts = self.registry_insecure.clone();
-        if let Some(path) = &self.registry_auth_file {
-            config.hub.credentials = load_auth_file(path)?;
-        }
-        config.skill_roots = self.skill_roots.clone();
-        Ok(config)
+    /// The configuration of these flags (and a `--config` file they name) over the
+    /// defaults, without the machine's files and environment.
+    pub fn server_config(&self) -> Result<ServerConfig, ServeError> {
+        Ok(config::load(self, &Sources::flags_only())?.config)
     }
 
-    pub fn grpc_options(&self) -> GrpcOptions {
-        GrpcOptions {
-            auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),
-            heartbeat: Duration::from_secs(self.heartbeat_seconds.max(1)),
-            max_message_bytes: self.max_message_bytes,
-        }
+    /// The runtime part of [`ServeArgs::server_config`].
+    pub fn runtime_config(&self) -> Result<RuntimeConfig, ServeError> {
+        Ok(self.server_config()?.runtime)
+    }
+
+    /// The gRPC part of [`ServeArgs::server_config`].
+    pub fn grpc_options(&self) -> Result<GrpcOptions, ServeError> {
+        Ok(self.server_config()?.grpc)
     }
 }
 
@@ -262,6 +249,7 @@ pub fn init_logging(format: LogFormat) {
 /// A running server.
 pub struct ServerHandle {
     addr: SocketAddr,
+    tls: bool,
     runtime: OdysseyRuntime,
     stop: CancellationToken,
     task: JoinHandle<Result<(), tonic::transport::Error>>,
@@ -273,9 +261,10 @@ impl ServerHandle {
         self.addr
     }
 
-    /// `http://ADDR`, for clients.
+    /// `http://ADDR`, or `https://ADDR` when it serves TLS, for clients.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     pub fn runtime(&self) -> &OdysseyRuntime {
@@ -305,9 +294,10 @@ impl ServerHandle {
     }
 }
 
-/// Binds, opens the runtime and serves in the background.
+/// Binds, opens the runtime and serves in the background, configured by `args` alone
+/// (see [`ServeArgs::server_config`]).
 pub async fn start(args: &ServeArgs) -> Result<ServerHandle, ServeError> {
-    start_with_config(args, args.runtime_config()?).await
+    start_server(args.server_config()?).await
 }
 
 /// Like [`start`], with a runtime configuration built by the caller (settings that have
@@ -316,49 +306,91 @@ pub async fn start_with_config(
     args: &ServeArgs,
     config: RuntimeConfig,
 ) -> Result<ServerHandle, ServeError> {
-    if !args.listen.ip().is_loopback()
-        && args.auth_token.as_deref().is_none_or(str::is_empty)
-        && !args.insecure
-    {
-        return Err(ServeError::InsecureBind(args.listen));
+    let mut server = args.server_config()?;
+    server.runtime = config;
+    start_server(server).await
+}
+
+/// Binds, opens the runtime and serves `config` in the background.
+pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeError> {
+    if !config.listen.ip().is_loopback() && config.grpc.auth_token.is_none() && !config.insecure {
+        return Err(ServeError::InsecureBind(config.listen));
     }
-    let listener = TcpListener::bind(args.listen)
+    let identity = config.tls.as_ref().map(read_identity).transpose()?;
+    let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind {
-            addr: args.listen,
+            addr: config.listen,
             source,
         })?;
     let addr = listener.local_addr().map_err(|source| ServeError::Bind {
-        addr: args.listen,
+        addr: config.listen,
         source,
     })?;
-    let runtime = OdysseyRuntime::start(config).await?;
+    let grpc = GrpcOptions {
+        tls: identity,
+        ..config.grpc
+    };
+    let tls = grpc.tls.is_some();
+    // A certificate the TLS library refuses is reported now, not on the first connection.
+    if let (Some(identity), Some(files)) = (&grpc.tls, &config.tls) {
+        grpc::check_tls(identity).map_err(|message| ServeError::Tls {
+            files: files.clone(),
+            message,
+        })?;
+    }
+    let runtime = OdysseyRuntime::start(config.runtime).await?;
     let stop = CancellationToken::new();
-    let grace = Duration::from_secs(args.shutdown_grace_seconds);
     let task = tokio::spawn(grpc::serve(
         runtime.clone(),
-        args.grpc_options(),
+        grpc,
         listener,
         stop.clone().cancelled_owned(),
-        grace,
+        config.shutdown_grace,
     ));
     Ok(ServerHandle {
         addr,
+        tls,
         runtime,
         stop,
         task,
     })
 }
 
-/// Runs the server until SIGINT or SIGTERM, then shuts down gracefully.
+/// The PEM files of the gRPC port's certificate and key.
+fn read_identity(files: &TlsFiles) -> Result<TlsIdentity, ServeError> {
+    let read = |what, path: &PathBuf| {
+        std::fs::read(path).map_err(|source| ServeError::TlsFile {
+            what,
+            path: path.clone(),
+            source,
+        })
+    };
+    Ok(TlsIdentity::new(
+        read("certificate", &files.cert)?,
+        read("key", &files.key)?,
+    ))
+}
+
+/// Runs the server until SIGINT or SIGTERM, then shuts down gracefully. The
+/// configuration is layered from the machine's files, the environment and `args`.
 pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
-    init_logging(args.log_format);
-    let server = start(&args).await?;
+    let loaded = config::load(&args, &Sources::process())?;
+    init_logging(loaded.config.log_format);
+    for file in &loaded.files {
+        tracing::info!(file = %file.display(), "configuration file read");
+    }
+    for warning in &loaded.warnings {
+        tracing::warn!("configuration: {warning}");
+    }
+    let auth = loaded.config.grpc.auth_token.is_some();
+    let server = start_server(loaded.config).await?;
     let info = server.runtime().server_info();
     tracing::info!(
         addr = %server.addr(),
+        url = %server.url(),
         home = %server.runtime().config().home.display(),
-        auth = args.auth_token.is_some(),
+        auth,
         workers = info.worker_count,
         queue = info.queue_capacity,
         bubblewrap = info.sandbox.bubblewrap,

@@ -290,7 +290,7 @@ async fn an_unanswered_request_times_out_as_denied_by_timeout() {
 
 #[tokio::test]
 async fn a_waiting_turn_gives_its_slot_to_other_sessions_and_cancel_ends_the_request() {
-    let server = TestServer::start_with(|args| args.worker_count = 1).await;
+    let server = TestServer::start_with(|args| args.worker_count = Some(1)).await;
     let waiter = server
         .session_on(&bash_project("waiter", &[BASH_CALL]))
         .await;

@@ -24,7 +24,7 @@ async fn registry() -> TestRegistry {
 async fn server_with(hub: &TestRegistry, auth_file: Option<PathBuf>) -> TestServer {
     let hub_url = format!("http://{}", hub.host());
     TestServer::start_with(move |args| {
-        args.hub = hub_url;
+        args.hub = Some(hub_url);
         args.registry_auth_file = auth_file;
     })
     .await
@@ -583,20 +583,19 @@ async fn bad_registry_settings_stop_the_server_from_starting() {
     let home = tempfile::tempdir().expect("home");
     let mut args = odyssey_server::serve::ServeArgs::new(support::loopback(), home.path().into());
 
-    args.hub = "https://user:hunter2@hub.example.com/v2".into();
-    let config = args.runtime_config().expect("flags parse");
-    let error = odyssey_server::serve::start_with_config(&args, config)
-        .await
-        .err()
-        .expect("a hub URL with a path is refused");
-    let message = error.to_string();
+    args.hub = Some("https://user:hunter2@hub.example.com/v2".into());
+    let message = args
+        .runtime_config()
+        .expect_err("a hub URL with credentials and a path is refused")
+        .to_string();
+    assert!(message.contains("--hub"), "names the flag: {message}");
     assert!(
         message.contains("invalid registry setting hub"),
         "{message}"
     );
     assert!(!message.contains("hunter2"), "no secret echoed: {message}");
 
-    args.hub = "http://127.0.0.1:8473".into();
+    args.hub = Some("http://127.0.0.1:8473".into());
     let file = home.path().join("auth.json");
     std::fs::write(
         &file,

@@ -7,6 +7,7 @@ mod approvals;
 mod bundles;
 mod cli;
 mod commands;
+mod config;
 mod hub;
 mod memory;
 mod prompt;

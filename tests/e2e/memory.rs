@@ -435,7 +435,7 @@ async fn memory_switched_off_by_the_agent_or_the_operator_records_and_recalls_no
     let model = OpenAiWireServer::start(replies())
         .await
         .expect("loopback model");
-    let server = server_for(&model, |args| args.no_long_term_memory = true).await;
+    let server = server_for(&model, |args| args.long_term_memory = Some(false)).await;
     let first = server
         .session_on(&openai_project("amnesiac", "{}", ""))
         .await;

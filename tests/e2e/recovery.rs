@@ -201,7 +201,7 @@ async fn a_corrupt_session_is_quarantined_and_the_rest_keep_working() {
 
 #[tokio::test]
 async fn shutdown_interrupts_turns_that_outlive_the_grace_period_and_records_them() {
-    let server = TestServer::start_with(|args| args.shutdown_grace_seconds = 0).await;
+    let server = TestServer::start_with(|args| args.shutdown_grace_seconds = Some(0)).await;
     let session = server
         .session_on(&Project::replay(
             "longrun",

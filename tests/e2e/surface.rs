@@ -141,7 +141,7 @@ async fn a_public_bind_without_a_token_is_refused() {
 
 #[tokio::test]
 async fn oversized_messages_get_the_transport_size_error() {
-    let server = TestServer::start_with(|args| args.max_message_bytes = 64 * 1024).await;
+    let server = TestServer::start_with(|args| args.max_message_bytes = Some(64 * 1024)).await;
     server
         .install(&Project::replay("small", &[r#"{"text": "ok"}"#]))
         .await;
@@ -165,8 +165,8 @@ async fn oversized_messages_get_the_transport_size_error() {
 #[tokio::test]
 async fn server_info_reports_version_limits_and_sandbox() {
     let server = TestServer::start_with(|args| {
-        args.worker_count = 3;
-        args.queue_capacity = 17;
+        args.worker_count = Some(3);
+        args.queue_capacity = Some(17);
     })
     .await;
     let info = server

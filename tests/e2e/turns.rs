@@ -238,8 +238,8 @@ async fn sessions_run_concurrently_while_one_session_runs_in_order() {
 #[tokio::test]
 async fn a_full_queue_answers_resource_exhausted_with_a_retry_hint() {
     let server = TestServer::start_with(|args| {
-        args.worker_count = 1;
-        args.queue_capacity = 1;
+        args.worker_count = Some(1);
+        args.queue_capacity = Some(1);
     })
     .await;
     let project = Project::replay("busy", &[&slow_answer(20, 50)]);
@@ -398,8 +398,8 @@ async fn bad_turn_requests_and_exhausted_cassettes_fail_clearly() {
 #[tokio::test]
 async fn the_step_and_time_budgets_end_a_turn_with_an_error_event() {
     let server = TestServer::start_with(|args| {
-        args.max_turn_steps = 2;
-        args.max_turn_seconds = 1;
+        args.max_turn_steps = Some(2);
+        args.max_turn_seconds = Some(1);
     })
     .await;
     let looping = r#"{"tool_calls": [{"name": "Read", "arguments": {"path": "x"}}]}"#;

@@ -23,6 +23,16 @@ pub enum ClientError {
         #[source]
         source: tonic::transport::Error,
     },
+    /// TLS could not be set up for an `https://` server (a CA file that is not PEM).
+    #[error("cannot set up TLS for {url}: {}", transport_detail(.source))]
+    Tls {
+        url: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// A CA certificate was given for a server reached without TLS.
+    #[error("a CA certificate was given, but {url} is not an https:// URL")]
+    CaWithoutTls { url: String },
     /// The token cannot travel in an HTTP header (control characters, non-ASCII).
     #[error("the auth token is not a valid header value (it must be visible ASCII)")]
     InvalidToken,

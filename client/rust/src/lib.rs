@@ -42,7 +42,7 @@ pub use archive::{pack_files, pack_project, unpack_archive};
 pub use auth::BearerAuth;
 pub use bundles::CHUNK_BYTES;
 pub use cli::{Style, run_cli, run_cli_with};
-pub use client::{AuthChannel, OdysseyClient};
+pub use client::{AuthChannel, ConnectOptions, OdysseyClient};
 pub use commands::{CommandStream, OperatorCommand};
 pub use error::{ClientError, code_name};
 pub use events::{EventStream, ReconnectPolicy};

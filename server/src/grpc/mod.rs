@@ -10,6 +10,7 @@ mod execution;
 mod server_info;
 mod session;
 mod status;
+mod tls;
 
 use std::future::Future;
 use std::time::Duration;
@@ -24,11 +25,12 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::Server;
 
 pub use status::{ERROR_DOMAIN, to_status};
+pub use tls::{TlsIdentity, check_tls};
 
 use crate::runtime::OdysseyRuntime;
 
 /// Transport settings of the gRPC surface.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct GrpcOptions {
     /// When set, every RPC but health checks needs `authorization: Bearer <token>`.
     pub auth_token: Option<String>,
@@ -36,6 +38,8 @@ pub struct GrpcOptions {
     pub heartbeat: Duration,
     /// Largest request or response message, in bytes.
     pub max_message_bytes: usize,
+    /// Serve TLS with this identity; plaintext HTTP/2 when `None`.
+    pub tls: Option<TlsIdentity>,
 }
 
 impl Default for GrpcOptions {
@@ -44,7 +48,23 @@ impl Default for GrpcOptions {
             auth_token: None,
             heartbeat: Duration::from_secs(15),
             max_message_bytes: 4 * 1024 * 1024,
+            tls: None,
         }
+    }
+}
+
+/// The token stays out of debug output.
+impl std::fmt::Debug for GrpcOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcOptions")
+            .field(
+                "auth_token",
+                &self.auth_token.as_ref().map(|_| crate::config::MASK),
+            )
+            .field("heartbeat", &self.heartbeat)
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("tls", &self.tls)
+            .finish()
     }
 }
 
@@ -105,7 +125,11 @@ pub async fn serve(
         }
     };
 
-    Server::builder()
+    let mut builder = Server::builder();
+    if let Some(identity) = &options.tls {
+        builder = builder.tls_config(identity.server_config())?;
+    }
+    builder
         .layer(auth::AuthLayer::new(options.auth_token.clone()))
         .add_service(health_service)
         .add_optional_service(reflection_v1)

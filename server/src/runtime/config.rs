@@ -9,10 +9,12 @@ use crate::runtime::access::AccessLimits;
 use crate::runtime::bundle::ArchiveLimits;
 use crate::runtime::hub::HubSettings;
 use crate::runtime::memory::MemorySettings;
+use crate::runtime::model_override::ModelOverride;
 use crate::runtime::permissions::HookConfig;
 use crate::runtime::policy::SandboxMode;
 use crate::runtime::prompt::PromptLimits;
 use crate::runtime::provider::ProviderSettings;
+use crate::runtime::requirements::Requirements;
 use crate::runtime::sandbox::SandboxSettings;
 
 #[derive(Clone, Debug)]
@@ -68,6 +70,10 @@ pub struct RuntimeConfig {
     pub skill_rescan_interval: Duration,
     /// Byte caps of the system prompt's parts (bootstrap files, skills).
     pub prompt_limits: PromptLimits,
+    /// Operator caps on sandbox modes, providers and base URLs that no request exceeds.
+    pub requirements: Requirements,
+    /// Models this server uses for some bundles' agents instead of the ones they name.
+    pub model_overrides: Vec<ModelOverride>,
 }
 
 impl RuntimeConfig {
@@ -97,6 +103,8 @@ impl RuntimeConfig {
             skill_roots: Vec::new(),
             skill_rescan_interval: Duration::from_secs(2),
             prompt_limits: PromptLimits::default(),
+            requirements: Requirements::default(),
+            model_overrides: Vec::new(),
         }
     }
 

@@ -63,8 +63,8 @@ impl TestServer {
     ) -> Self {
         let home = Arc::new(tempfile::tempdir().expect("temp home"));
         let mut args = ServeArgs::new(loopback(), home.path().to_path_buf());
-        args.heartbeat_seconds = 1;
-        args.shutdown_grace_seconds = 5;
+        args.heartbeat_seconds = Some(1);
+        args.shutdown_grace_seconds = Some(5);
         configure(&mut args);
         let mut config = args.runtime_config().expect("runtime config");
         runtime(&mut config);

@@ -52,6 +52,9 @@ pub(crate) enum CliError {
     #[cfg(feature = "server")]
     #[error(transparent)]
     Runtime(#[from] odyssey_server::runtime::RuntimeError),
+    #[cfg(feature = "server")]
+    #[error("invalid configuration: {0}")]
+    Config(#[from] odyssey_server::config::ConfigError),
 }
 
 impl CliError {

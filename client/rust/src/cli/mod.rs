@@ -7,6 +7,8 @@ mod args;
 mod bundle;
 mod catalog;
 #[cfg(feature = "server")]
+mod config;
+#[cfg(feature = "server")]
 mod demo;
 mod error;
 mod events;
@@ -22,13 +24,14 @@ mod session;
 mod time;
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use clap::Parser;
 
 use self::error::CliError;
 use self::output::Output;
 pub use self::output::Style;
-use crate::client::OdysseyClient;
+use crate::client::{ConnectOptions, OdysseyClient};
 use crate::error::ClientError;
 
 /// Where `odysseyd` listens unless told otherwise.
@@ -61,11 +64,24 @@ struct Global {
     /// Machine output: one JSON object per line.
     #[arg(long, global = true)]
     json: bool,
+    /// Trust this CA certificate (PEM) for an https:// server, instead of the system's
+    /// roots.
+    #[arg(long, global = true, env = "ODYSSEY_TLS_CA", value_name = "FILE")]
+    tls_ca: Option<PathBuf>,
 }
 
 impl Global {
     async fn connect(&self) -> Result<OdysseyClient, ClientError> {
-        OdysseyClient::connect(self.server.clone(), self.token.clone()).await
+        let mut options = ConnectOptions::new();
+        if let Some(token) = &self.token {
+            options = options.token(token.clone());
+        }
+        if let Some(path) = &self.tls_ca {
+            let pem = std::fs::read(path)
+                .map_err(|e| ClientError::io("cannot read the CA certificate", path, e))?;
+            options = options.ca_certificate_pem(pem);
+        }
+        OdysseyClient::connect_with(self.server.clone(), options).await
     }
 }
 
@@ -77,6 +93,10 @@ enum Command {
     /// Start a throwaway server, install the demo bundle and watch one turn stream.
     #[cfg(feature = "server")]
     Demo(demo::DemoArgs),
+    /// Inspect the server configuration (files, environment and flags) on this machine.
+    #[cfg(feature = "server")]
+    #[command(subcommand)]
+    Config(Box<config::ConfigCommand>),
     /// Create, build, install and move bundles.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
@@ -198,6 +218,8 @@ async fn dispatch(
         Command::Serve(args) => Ok(odyssey_server::serve::run(*args).await?),
         #[cfg(feature = "server")]
         Command::Demo(args) => demo::run(args, output).await,
+        #[cfg(feature = "server")]
+        Command::Config(command) => config::run(*command, output),
         Command::Bundle(command) => bundle::run(command, global, output).await,
         Command::Agents(args) => catalog::agents(args, global, output).await,
         Command::Models(args) => catalog::models(args, global, output).await,

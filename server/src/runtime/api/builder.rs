@@ -58,7 +58,8 @@ impl RuntimeBuilder {
     /// Checks every registration (a name taken twice, or a built-in's name, is an
     /// `InvalidArgument` naming it), then starts as [`OdysseyRuntime::start`] does.
     pub async fn start(self) -> Result<OdysseyRuntime> {
-        let mut providers = ProviderRegistry::new(self.config.providers.clone());
+        let mut providers = ProviderRegistry::new(self.config.providers.clone())
+            .with_requirements(self.config.requirements.clone());
         for (name, provider) in self.providers {
             providers.register(&name, provider)?;
         }

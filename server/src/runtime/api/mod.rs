@@ -52,6 +52,7 @@ use crate::runtime::execution::{ExecutionTable, Queue};
 use crate::runtime::hub::Hub;
 use crate::runtime::memory::{FileMemory, FileMemoryLimits, MemoryProvider};
 use crate::runtime::permissions::ApprovalStore;
+use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::{CassetteRecorder, ProviderRegistry};
 use crate::runtime::sandbox::Sandbox;
 use crate::runtime::session::SessionStore;
@@ -120,7 +121,10 @@ impl OdysseyRuntime {
         let skills = prompt::server_skills(&config)?;
         let capabilities = SandboxCapabilities {
             forced_mode: config.sandbox_mode_override,
-            danger_full_access_allowed: config.allow_danger_full_access,
+            danger_full_access_allowed: config.allow_danger_full_access
+                && config
+                    .requirements
+                    .allows_mode(SandboxMode::DangerFullAccess),
             ..sandbox.capabilities()
         };
         match Sandbox::kill_leftovers(&config.sandbox_dir()).await {

@@ -5,13 +5,16 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::OdysseyRuntime;
-use crate::runtime::error::{Result, RuntimeError};
+use crate::runtime::bundle::{AgentDefinition, BundleId};
+use crate::runtime::error::{ErrorKind, Result, RuntimeError};
 use crate::runtime::events::TurnOutcome;
 use crate::runtime::events::now_ms;
 use crate::runtime::execution::ExecutionState;
 use crate::runtime::model::ModelSpec;
+use crate::runtime::model_override::find_override;
 use crate::runtime::paging::{Page, PageRequest, paginate};
 use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
+use crate::runtime::requirements;
 use crate::runtime::sandbox::CellPaths;
 use crate::runtime::session::{BundlePin, SessionInfo, SessionRecord, Subscription};
 
@@ -81,14 +84,7 @@ impl OdysseyRuntime {
                 )
             })?,
         };
-        let model = spec.model.clone().unwrap_or_else(|| agent.model.clone());
-        self.inner
-            .providers
-            .validate(&model)
-            .map_err(|e| match spec.model {
-                Some(_) => RuntimeError::invalid("model", e.to_string()),
-                None => RuntimeError::from(e),
-            })?;
+        let model = self.session_model(&spec, &bundle.id, agent)?;
         self.inner
             .host_tools
             .check_declared(&bundle.id.to_string(), &manifest.tools)?;
@@ -122,25 +118,66 @@ impl OdysseyRuntime {
         Ok(handle.info())
     }
 
-    /// The operator's override wins; otherwise the session's request, else the
-    /// manifest's mode. Full access needs the operator's consent either way.
+    /// The client's model, else the operator's override for this bundle and agent, else
+    /// the agent's own; checked against the providers' settings and the requirements.
+    fn session_model(
+        &self,
+        spec: &SessionSpec,
+        bundle: &BundleId,
+        agent: &AgentDefinition,
+    ) -> Result<ModelSpec> {
+        let config = &self.inner.config;
+        let overridden = find_override(&config.model_overrides, bundle, &agent.id);
+        let model = match (&spec.model, overridden) {
+            (Some(model), _) => model.clone(),
+            (None, Some(model)) => {
+                tracing::debug!(bundle = %bundle, agent = %agent.id, model = %model, "model override applies");
+                model.clone()
+            }
+            (None, None) => agent.model.clone(),
+        };
+        self.inner.providers.validate(&model).map_err(|e| {
+            // A client's own malformed model is a field error; everything else (refusals
+            // by the operator's settings, a bundle naming an unknown provider) keeps its kind.
+            if spec.model.is_some() && e.kind() == ErrorKind::InvalidArgument {
+                RuntimeError::invalid("model", e.to_string())
+            } else {
+                RuntimeError::from(e)
+            }
+        })?;
+        Ok(model)
+    }
+
+    /// The operator's forced mode wins; otherwise the session's request, else the
+    /// manifest's mode. Full access needs the operator's consent either way, and no mode
+    /// may exceed `requirements.max_sandbox_mode`.
     fn effective_sandbox_mode(
         &self,
         requested: Option<SandboxMode>,
         manifest: SandboxMode,
     ) -> Result<SandboxMode> {
-        if let Some(forced) = self.inner.config.sandbox_mode_override {
-            return Ok(forced);
-        }
-        let mode = requested.unwrap_or(manifest);
-        if mode == SandboxMode::DangerFullAccess && !self.inner.config.allow_danger_full_access {
-            let who = if requested.is_some() {
-                "the request"
-            } else {
-                "the bundle manifest"
-            };
+        let config = &self.inner.config;
+        let (mode, who) = match (config.sandbox_mode_override, requested) {
+            (Some(forced), _) => (forced, "the server's forced mode"),
+            (None, Some(mode)) => (mode, "the request"),
+            (None, None) => (manifest, "the bundle manifest"),
+        };
+        if !config.requirements.allows_mode(mode) {
+            let max = config.requirements.max_sandbox_mode.unwrap_or(mode);
             return Err(RuntimeError::PermissionDenied {
-                setting: "allow_danger_full_access".into(),
+                setting: requirements::MAX_SANDBOX_MODE.into(),
+                message: format!(
+                    "{who} asks for sandbox mode {mode}, but this server allows at most {max}; \
+                     create the session with an allowed sandbox mode"
+                ),
+            });
+        }
+        if config.sandbox_mode_override.is_some() {
+            return Ok(mode);
+        }
+        if mode == SandboxMode::DangerFullAccess && !config.allow_danger_full_access {
+            return Err(RuntimeError::PermissionDenied {
+                setting: "sandbox.allow_danger_full_access".into(),
                 message: format!(
                     "{who} asks for sandbox mode danger_full_access, which this server does not allow"
                 ),

@@ -28,7 +28,7 @@ pub use artifact::{ARTIFACT_TYPE, CONFIG_MEDIA_TYPE, CONTENT_DIGEST_ANNOTATION};
 pub use credentials::{RegistryCredentials, load_auth_file, registry_host_key};
 pub use error::HubError;
 pub use reference::RegistryReference;
-pub use settings::{DEFAULT_HUB, HubSettings};
+pub use settings::{DEFAULT_HUB, HubSettings, check_registry_url};
 
 pub(crate) use artifact::Artifact;
 pub(crate) use client::Hub;

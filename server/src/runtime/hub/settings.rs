@@ -92,6 +92,12 @@ impl ResolvedSettings {
     }
 }
 
+/// Checks a registry URL the way the `hub` setting takes it, so a bad one is refused
+/// while the configuration is read (naming where it came from), not at startup.
+pub fn check_registry_url(text: &str) -> Result<(), HubError> {
+    parse_registry_url(text).map(drop)
+}
+
 /// `http(s)://host[:port]` into the host as references write it and its scheme.
 fn parse_registry_url(text: &str) -> Result<(String, Scheme), HubError> {
     let shown = without_userinfo(text);

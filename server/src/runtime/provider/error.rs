@@ -111,6 +111,28 @@ pub enum ProviderError {
         line: usize,
         message: String,
     },
+
+    /// The operator's requirements do not allow this provider on this server.
+    #[error(
+        "provider `{provider}` is not allowed on this server; allowed: {} (setting: {setting})",
+        allowed.join(", ")
+    )]
+    ProviderNotAllowed {
+        provider: String,
+        allowed: Vec<String>,
+        setting: &'static str,
+    },
+
+    /// A model call would go to a URL the operator did not allow: a model config's
+    /// `base_url` for a provider whose key the server holds, or any URL outside the
+    /// requirements.
+    #[error("provider `{provider}` may not call {base_url}: {why} (setting: {setting})")]
+    BaseUrlNotAllowed {
+        provider: String,
+        base_url: String,
+        why: String,
+        setting: String,
+    },
 }
 
 impl ProviderError {
@@ -132,6 +154,9 @@ impl ProviderError {
             | Self::CassetteRecordedFailure { .. } => ErrorKind::Unavailable,
             Self::Timeout { .. } => ErrorKind::DeadlineExceeded,
             Self::Setup { .. } => ErrorKind::Internal,
+            Self::ProviderNotAllowed { .. } | Self::BaseUrlNotAllowed { .. } => {
+                ErrorKind::PermissionDenied
+            }
         }
     }
 
@@ -152,6 +177,8 @@ impl ProviderError {
             Self::CassetteInvalid { .. } | Self::CassettePathRefused { .. } => "CASSETTE_INVALID",
             Self::CassetteNotFound { .. } => "CASSETTE_NOT_FOUND",
             Self::CassetteRecordedFailure { .. } => "CASSETTE_RECORDED_FAILURE",
+            Self::ProviderNotAllowed { .. } => "PROVIDER_NOT_ALLOWED",
+            Self::BaseUrlNotAllowed { .. } => "BASE_URL_NOT_ALLOWED",
         }
     }
 

@@ -14,13 +14,15 @@ mod registry;
 mod replay;
 mod retry;
 mod sse;
+mod url_pattern;
 
 pub use error::ProviderError;
 pub(crate) use registry::install_crypto_provider;
-pub use registry::{ProviderRegistry, ProviderSettings};
+pub use registry::{ProviderRegistry, ProviderSettings, known_provider_names};
 pub use replay::CassetteRecorder;
 #[cfg(test)]
 pub(crate) use replay::{Cassette, ReplayProvider};
+pub use url_pattern::{UrlPattern, is_loopback};
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};

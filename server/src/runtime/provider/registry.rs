@@ -1,11 +1,15 @@
 //! Which provider serves a [`ModelSpec`], with which key, URL and limits.
 //!
 //! Keys and base URLs are the operator's: they come from [`ProviderSettings`] and the
-//! server's environment, never from a bundle or a request. A model config's `base_url` is
-//! therefore ignored for every provider whose key the server holds (today: all of them),
-//! because honouring it would let a client send the operator's key to a server of the
-//! client's choosing. Tests point a provider at a loopback server through
-//! [`ProviderSettings::base_url`].
+//! server's environment, never from a bundle or a request. A model config's `base_url`
+//! (from a bundle or a request, so from a client) is honoured only where the operator
+//! allows it: for a provider whose key the server holds, when it matches the provider's
+//! [`ProviderSettings::allowed_base_urls`]; for a local provider that needs no key, also
+//! when it points at this machine (loopback). Anything else is refused with
+//! PERMISSION_DENIED naming the setting, never silently ignored, so a client cannot send
+//! the operator's key to a server of its choosing. [`Requirements`] cap all of it: the
+//! providers sessions may use and every URL a model call may go to. Tests point a provider
+//! at a loopback server through [`ProviderSettings::base_url`].
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -18,12 +22,19 @@ use super::error::ProviderError;
 use super::openai::{self, Endpoint, OpenAiConfig, OpenAiProvider, WireAuth};
 use super::replay::{CassetteCache, ReplayProvider, cassette_path};
 use super::retry::RetryPolicy;
+use super::url_pattern::{UrlPattern, is_loopback};
 use crate::runtime::model::ModelSpec;
+use crate::runtime::requirements::{self, Requirements};
 use custom::CustomProviders;
 use google::{GOOGLE_NAMES, GoogleSlot};
 
 /// The name of the deterministic cassette provider.
 const REPLAY: &str = "replay";
+
+/// Provider instances kept per slot for model-config base URLs; beyond it, a URL's
+/// provider is built per turn. Clients choose these URLs (within the operator's
+/// allowlist, which may be a prefix), so the cache must not grow with their choices.
+const MAX_CACHED_URLS: usize = 16;
 
 /// A provider reached over HTTP: its wire format, where it lives, how it authenticates.
 struct WireProvider {
@@ -136,6 +147,10 @@ pub struct ProviderSettings {
     pub max_retries: u32,
     /// Longest single wait between retries; a provider asking for more is not retried.
     pub max_retry_delay: Duration,
+    /// Base URLs a model config's `base_url` may point this provider at, with this
+    /// server's key (see [`UrlPattern`] for exact and prefix patterns). Empty: a model
+    /// config's `base_url` is refused, except loopback URLs for a provider without a key.
+    pub allowed_base_urls: Vec<UrlPattern>,
 }
 
 impl Default for ProviderSettings {
@@ -148,6 +163,7 @@ impl Default for ProviderSettings {
             idle_timeout: Duration::from_secs(300),
             max_retries: 3,
             max_retry_delay: Duration::from_secs(8),
+            allowed_base_urls: Vec::new(),
         }
     }
 }
@@ -166,6 +182,7 @@ impl std::fmt::Debug for ProviderSettings {
             .field("idle_timeout", &self.idle_timeout)
             .field("max_retries", &self.max_retries)
             .field("max_retry_delay", &self.max_retry_delay)
+            .field("allowed_base_urls", &self.allowed_base_urls)
             .finish()
     }
 }
@@ -185,7 +202,55 @@ struct WireSlot {
     key: Result<(String, KeySource), String>,
     /// `None` when the provider has no public endpoint and the operator gave none.
     base_url: Option<String>,
-    provider: Mutex<Option<Arc<dyn ModelProvider>>>,
+    providers: ProviderCache,
+}
+
+/// One slot's provider instances, by base URL: the operator's (or the default) and the
+/// model-config URLs the operator allowed.
+#[derive(Default)]
+struct ProviderCache(Mutex<HashMap<String, Arc<dyn ModelProvider>>>);
+
+impl ProviderCache {
+    /// The provider for `base_url`, built by `build` the first time. The slot's own URL
+    /// (`own`) is always kept; model-config URLs while there is room.
+    fn get_or_build(
+        &self,
+        base_url: &str,
+        own: bool,
+        build: impl FnOnce() -> Result<Arc<dyn ModelProvider>, ProviderError>,
+    ) -> Result<Arc<dyn ModelProvider>, ProviderError> {
+        let mut cached = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(provider) = cached.get(base_url) {
+            return Ok(provider.clone());
+        }
+        let provider = build()?;
+        if own || cached.len() < MAX_CACHED_URLS {
+            cached.insert(base_url.to_owned(), provider.clone());
+        }
+        Ok(provider)
+    }
+}
+
+/// What the allowlist checks need to know about a provider's slot.
+struct SlotFacts<'a> {
+    settings: &'a ProviderSettings,
+    /// The server holds no key for it (a local server).
+    keyless: bool,
+    /// Where it calls unless a model config says otherwise.
+    base_url: Option<&'a str>,
+}
+
+/// Every provider name a model spec may use, whatever the settings.
+pub fn known_provider_names() -> Vec<&'static str> {
+    WIRE_PROVIDERS
+        .iter()
+        .map(|p| p.name)
+        .chain(GOOGLE_NAMES)
+        .chain([REPLAY])
+        .collect()
 }
 
 /// Resolves model specs to providers, caching what is expensive to build.
@@ -195,6 +260,7 @@ pub struct ProviderRegistry {
     cassettes: CassetteCache,
     /// Registered by the program embedding the runtime.
     custom: CustomProviders,
+    requirements: Requirements,
 }
 
 impl ProviderRegistry {
@@ -227,7 +293,7 @@ impl ProviderRegistry {
                     settings,
                     key,
                     base_url,
-                    provider: Mutex::new(None),
+                    providers: ProviderCache::default(),
                 }
             })
             .collect();
@@ -240,24 +306,37 @@ impl ProviderRegistry {
             google,
             cassettes: CassetteCache::default(),
             custom: CustomProviders::default(),
+            requirements: Requirements::default(),
         }
+    }
+
+    /// Applies the operator's requirements to every spec validated or resolved from now
+    /// on: providers outside `allowed_providers` and URLs outside `allowed_base_urls` are
+    /// refused.
+    pub fn with_requirements(mut self, requirements: Requirements) -> Self {
+        self.requirements = requirements;
+        self
     }
 
     /// Provider names a model spec may use.
     pub fn known_providers(&self) -> Vec<String> {
-        WIRE_PROVIDERS
-            .iter()
-            .map(|p| p.name)
-            .chain(GOOGLE_NAMES)
-            .chain([REPLAY])
+        known_provider_names()
+            .into_iter()
             .chain(self.custom.names())
             .map(str::to_owned)
             .collect()
     }
 
-    /// Checks what can be checked without a bundle or a network: the provider exists, the
-    /// model has a name and its config values have the right types.
+    /// Checks what can be checked without a bundle or a network: the provider exists and
+    /// is allowed, the model has a name, its config values have the right types, and a
+    /// config `base_url` is one the operator allows.
     pub fn validate(&self, spec: &ModelSpec) -> Result<(), ProviderError> {
+        self.check(spec).map(drop)
+    }
+
+    /// [`ProviderRegistry::validate`], returning the model config's `base_url` when it
+    /// is set (and so allowed).
+    fn check(&self, spec: &ModelSpec) -> Result<Option<String>, ProviderError> {
         if spec.name.trim().is_empty() {
             return Err(ProviderError::invalid_model(
                 spec.to_string(),
@@ -266,16 +345,97 @@ impl ProviderRegistry {
         }
         super::context_window::validate(spec)?;
         if spec.provider == REPLAY {
-            return cassette_path(spec).map(drop);
+            cassette_path(spec)?;
+            self.authorize_provider(spec)?;
+            return Ok(None);
         }
         if self.custom.get(&spec.provider).is_some() {
+            self.authorize_provider(spec)?;
+            return Ok(None);
+        }
+        let facts = match self.google_slot(spec) {
+            Some(slot) => slot.facts(),
+            None => self.wire_slot(spec)?.facts(),
+        };
+        openai::validate_config(spec)?;
+        self.authorize_provider(spec)?;
+        self.authorize_base_url(spec, &facts)
+    }
+
+    fn authorize_provider(&self, spec: &ModelSpec) -> Result<(), ProviderError> {
+        if self.requirements.allows_provider(&spec.provider) {
             return Ok(());
         }
-        if GOOGLE_NAMES.contains(&spec.provider.as_str()) {
-            return openai::validate_config(spec);
+        Err(ProviderError::ProviderNotAllowed {
+            provider: spec.provider.clone(),
+            allowed: self
+                .requirements
+                .allowed_providers
+                .clone()
+                .unwrap_or_default(),
+            setting: requirements::ALLOWED_PROVIDERS,
+        })
+    }
+
+    /// A model config's `base_url` must be allowed for the provider (or, for a provider
+    /// without a key, be on this machine); whichever URL the call goes to must be within
+    /// the requirements. Returns the config's URL.
+    fn authorize_base_url(
+        &self,
+        spec: &ModelSpec,
+        facts: &SlotFacts<'_>,
+    ) -> Result<Option<String>, ProviderError> {
+        let chosen = match spec.config_value("base_url") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(url)) => Some(url.trim().to_owned()),
+            Some(_) => {
+                return Err(ProviderError::invalid_model(
+                    spec.to_string(),
+                    "config `base_url` must be a string",
+                ));
+            }
+        };
+        let refuse = |url: &str, why: &str, setting: String| ProviderError::BaseUrlNotAllowed {
+            provider: spec.provider.clone(),
+            base_url: url.to_owned(),
+            why: why.to_owned(),
+            setting,
+        };
+        if let Some(text) = &chosen {
+            let url = reqwest::Url::parse(text).map_err(|e| {
+                ProviderError::invalid_model(
+                    spec.to_string(),
+                    format!("config `base_url` `{text}` is not a URL: {e}"),
+                )
+            })?;
+            let listed = facts
+                .settings
+                .allowed_base_urls
+                .iter()
+                .any(|p| p.matches(&url));
+            let local = facts.keyless && is_loopback(&url);
+            if !(listed || local) {
+                let why = if facts.keyless {
+                    "the model config's base_url is neither on this machine nor allowed by the operator"
+                } else {
+                    "the server holds this provider's key and the operator has not allowed this URL for it"
+                };
+                let setting = format!("providers.{}.allowed_base_urls", spec.provider);
+                return Err(refuse(text, why, setting));
+            }
         }
-        self.wire_slot(spec)?;
-        openai::validate_config(spec)
+        if self.requirements.allowed_base_urls.is_some() {
+            let target = chosen.as_deref().or(facts.base_url);
+            // A malformed operator URL is reported as such when the provider is built.
+            if let Some(text) = target
+                && let Ok(url) = reqwest::Url::parse(text)
+                && !self.requirements.allows_base_url(&url)
+            {
+                let why = "the operator's requirements do not allow this URL";
+                return Err(refuse(text, why, requirements::ALLOWED_BASE_URLS.into()));
+            }
+        }
+        Ok(chosen)
     }
 
     /// The provider serving `spec`. Cheap enough to call per turn: clients and parsed
@@ -285,7 +445,7 @@ impl ProviderRegistry {
         spec: &ModelSpec,
         bundle_root: &Path,
     ) -> Result<Arc<dyn ModelProvider>, ProviderError> {
-        self.validate(spec)?;
+        let chosen = self.check(spec)?;
         if let Some(provider) = self.custom.get(&spec.provider) {
             return Ok(provider.clone());
         }
@@ -294,20 +454,17 @@ impl ProviderRegistry {
             return Ok(Arc::new(ReplayProvider::new(cassette)));
         }
         if let Some(slot) = self.google_slot(spec) {
-            return slot.provider();
+            return slot.provider(chosen.as_deref());
         }
-        let slot = self.wire_slot(spec)?;
-        if spec.config_value("base_url").is_some() {
-            tracing::debug!(model = %spec, "model config base_url ignored: the server holds this provider's key");
-        }
-        slot.provider()
+        self.wire_slot(spec)?.provider(chosen.as_deref())
     }
 
     /// Whether `spec` can be used right now and why, for ListModels. Never contains a key.
     pub fn availability(&self, spec: &ModelSpec, bundle_root: &Path) -> (bool, String) {
-        if let Err(e) = self.validate(spec) {
-            return (false, e.to_string());
-        }
+        let chosen = match self.check(spec) {
+            Ok(chosen) => chosen,
+            Err(e) => return (false, e.to_string()),
+        };
         if self.custom.get(&spec.provider).is_some() {
             return (
                 true,
@@ -334,12 +491,13 @@ impl ProviderRegistry {
                     Ok(slot) => slot,
                     Err(e) => return (false, e.to_string()),
                 };
-                let Some(base_url) = &slot.base_url else {
+                let Some(base_url) = chosen.as_deref().or(slot.base_url.as_deref()) else {
                     return (false, slot.missing_base_url().to_string());
                 };
-                (&slot.key, base_url.as_str())
+                (&slot.key, base_url)
             }
         };
+        let base_url = chosen.as_deref().unwrap_or(base_url);
         match key {
             Ok((_, KeySource::Env(var))) => (true, format!("key from {var}")),
             Ok((_, KeySource::Settings)) => (true, "key from server settings".into()),
@@ -389,8 +547,17 @@ fn resolve_key(
 }
 
 impl WireSlot {
-    /// The shared provider instance, built (with its HTTP client) on first use.
-    fn provider(&self) -> Result<Arc<dyn ModelProvider>, ProviderError> {
+    fn facts(&self) -> SlotFacts<'_> {
+        SlotFacts {
+            settings: &self.settings,
+            keyless: matches!(self.key, Ok((_, KeySource::NotNeeded))),
+            base_url: self.base_url.as_deref(),
+        }
+    }
+
+    /// The shared provider instance for `chosen` (an allowed model-config URL) or the
+    /// slot's own base URL, built (with its HTTP client) on first use.
+    fn provider(&self, chosen: Option<&str>) -> Result<Arc<dyn ModelProvider>, ProviderError> {
         let (key, _) = self
             .key
             .as_ref()
@@ -398,29 +565,31 @@ impl WireSlot {
                 provider: self.spec.name.to_owned(),
                 env_var: env_var.clone(),
             })?;
-        let base_url = self
-            .base_url
-            .clone()
-            .ok_or_else(|| self.missing_base_url())?;
-        let mut cached = self
-            .provider
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(provider) = cached.as_ref() {
-            return Ok(provider.clone());
-        }
+        let base_url = match chosen {
+            Some(url) => url.to_owned(),
+            None => self
+                .base_url
+                .clone()
+                .ok_or_else(|| self.missing_base_url())?,
+        };
+        self.providers
+            .get_or_build(&base_url, chosen.is_none(), || self.build(key, &base_url))
+    }
+
+    fn build(&self, key: &str, base_url: &str) -> Result<Arc<dyn ModelProvider>, ProviderError> {
         // A typo in the operator's URL is a setup problem, not a provider outage.
-        if let Err(e) = reqwest::Url::parse(&base_url) {
+        if let Err(e) = reqwest::Url::parse(base_url) {
             return Err(ProviderError::Setup {
                 provider: self.spec.name.to_owned(),
                 message: format!("base_url `{base_url}` is not a URL: {e}"),
             });
         }
+        let base_url = base_url.to_owned();
         let settings = &self.settings;
         let config = OpenAiConfig {
             name: self.spec.name.to_owned(),
             base_url,
-            api_key: key.clone(),
+            api_key: key.to_owned(),
             client: http_client(self.spec.name, settings.request_timeout)?,
             request_timeout: settings.request_timeout,
             idle_timeout: settings.idle_timeout,
@@ -440,7 +609,6 @@ impl WireSlot {
             })),
             WireFormat::Anthropic => Arc::new(AnthropicProvider::new(config)),
         };
-        *cached = Some(provider.clone());
         Ok(provider)
     }
 

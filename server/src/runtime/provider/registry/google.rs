@@ -6,13 +6,13 @@
 //! `api_key_env` in the settings replaces both.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::super::ModelProvider;
 use super::super::error::ProviderError;
 use super::super::gemini::{DEFAULT_BASE_URL, GeminiConfig, GeminiProvider};
 use super::super::retry::RetryPolicy;
-use super::{KeySource, ProviderSettings, http_client};
+use super::{KeySource, ProviderCache, ProviderSettings, SlotFacts, http_client};
 
 /// The names the Gemini API is known by.
 pub(super) const GOOGLE_NAMES: [&str; 2] = ["google", "gemini"];
@@ -26,7 +26,7 @@ pub(super) struct GoogleSlot {
     settings: ProviderSettings,
     /// The key and where it came from, or the variable(s) to set, for messages.
     pub key: Result<(String, KeySource), String>,
-    provider: Mutex<Option<Arc<GeminiProvider>>>,
+    providers: ProviderCache,
 }
 
 impl GoogleSlot {
@@ -44,7 +44,7 @@ impl GoogleSlot {
                     name,
                     settings,
                     key,
-                    provider: Mutex::new(None),
+                    providers: ProviderCache::default(),
                 }
             })
             .collect()
@@ -58,8 +58,17 @@ impl GoogleSlot {
             .unwrap_or(DEFAULT_BASE_URL)
     }
 
-    /// The shared provider instance, built (with its HTTP client) on first use.
-    pub fn provider(&self) -> Result<Arc<dyn ModelProvider>, ProviderError> {
+    pub fn facts(&self) -> SlotFacts<'_> {
+        SlotFacts {
+            settings: &self.settings,
+            keyless: false,
+            base_url: Some(self.base_url()),
+        }
+    }
+
+    /// The shared provider instance for `chosen` (an allowed model-config URL) or the
+    /// slot's own base URL, built (with its HTTP client) on first use.
+    pub fn provider(&self, chosen: Option<&str>) -> Result<Arc<dyn ModelProvider>, ProviderError> {
         let (key, _) = self
             .key
             .as_ref()
@@ -67,25 +76,23 @@ impl GoogleSlot {
                 provider: self.name.to_owned(),
                 env_var: env_var.clone(),
             })?;
-        let mut cached = self
-            .provider
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(provider) = cached.as_ref() {
-            return Ok(provider.clone());
-        }
-        let settings = &self.settings;
-        let base_url = self.base_url().to_owned();
-        if let Err(e) = reqwest::Url::parse(&base_url) {
+        let base_url = chosen.unwrap_or(self.base_url()).to_owned();
+        self.providers
+            .get_or_build(&base_url, chosen.is_none(), || self.build(key, &base_url))
+    }
+
+    fn build(&self, key: &str, base_url: &str) -> Result<Arc<dyn ModelProvider>, ProviderError> {
+        if let Err(e) = reqwest::Url::parse(base_url) {
             return Err(ProviderError::Setup {
                 provider: self.name.to_owned(),
                 message: format!("base_url `{base_url}` is not a URL: {e}"),
             });
         }
-        let provider = Arc::new(GeminiProvider::new(GeminiConfig {
+        let settings = &self.settings;
+        Ok(Arc::new(GeminiProvider::new(GeminiConfig {
             name: self.name.to_owned(),
-            base_url,
-            api_key: key.clone(),
+            base_url: base_url.to_owned(),
+            api_key: key.to_owned(),
             client: http_client(self.name, settings.request_timeout)?,
             request_timeout: settings.request_timeout,
             idle_timeout: settings.idle_timeout,
@@ -93,9 +100,7 @@ impl GoogleSlot {
                 max_retries: settings.max_retries,
                 max_delay: settings.max_retry_delay,
             },
-        }));
-        *cached = Some(provider.clone());
-        Ok(provider)
+        })))
     }
 }
 

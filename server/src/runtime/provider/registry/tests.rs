@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::runtime::error::ErrorKind;
+use crate::runtime::requirements::Requirements;
 
 fn registry(env: &'static [(&'static str, &'static str)]) -> ProviderRegistry {
     ProviderRegistry::with_env(HashMap::new(), move |name| {
@@ -252,4 +253,197 @@ fn gemini_availability_names_the_key_variables() {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(e.contains("GEMINI_API_KEY or GOOGLE_API_KEY"), "{e}");
+}
+
+fn openai_with(settings: ProviderSettings) -> ProviderRegistry {
+    ProviderRegistry::with_env(HashMap::from([("openai".to_owned(), settings)]), |name| {
+        (name == "OPENAI_API_KEY").then(|| "sk-env".to_owned())
+    })
+}
+
+fn refusal(registry: &ProviderRegistry, spec: &ModelSpec) -> ProviderError {
+    match registry.resolve(spec, Path::new(".")) {
+        Ok(_) => panic!("{spec} resolved"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn a_model_base_url_for_a_server_held_key_needs_the_operators_allowlist() {
+    let spec = spec_with(serde_json::json!({ "base_url": "https://proxy.example.com/v1" }));
+    let e = refusal(&openai_with(ProviderSettings::default()), &spec);
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied);
+    assert_eq!(e.reason(), "BASE_URL_NOT_ALLOWED");
+    let text = e.to_string();
+    assert!(
+        text.contains("providers.openai.allowed_base_urls")
+            && text.contains("https://proxy.example.com/v1"),
+        "{text}"
+    );
+
+    let allowed = openai_with(ProviderSettings {
+        allowed_base_urls: vec!["https://proxy.example.com/*".parse().unwrap()],
+        ..ProviderSettings::default()
+    });
+    let chosen = allowed.resolve(&spec, Path::new(".")).ok().unwrap();
+    let again = allowed.resolve(&spec, Path::new(".")).ok().unwrap();
+    let default = allowed
+        .resolve(&ModelSpec::new("openai", "gpt-test"), Path::new("."))
+        .ok()
+        .unwrap();
+    assert!(Arc::ptr_eq(&chosen, &again), "one provider per URL");
+    assert!(
+        !Arc::ptr_eq(&chosen, &default),
+        "the chosen URL has its own"
+    );
+    let elsewhere = spec_with(serde_json::json!({ "base_url": "https://proxy.example.org/v1" }));
+    assert_eq!(
+        refusal(&allowed, &elsewhere).reason(),
+        "BASE_URL_NOT_ALLOWED"
+    );
+}
+
+#[test]
+fn keyless_local_providers_take_any_loopback_base_url() {
+    let registry = registry(&[]);
+    let local = |url: &str| {
+        let mut spec = ModelSpec::new("ollama", "llama3");
+        spec.config = serde_json::json!({ "base_url": url }).as_object().cloned();
+        spec
+    };
+    assert!(
+        registry
+            .validate(&local("http://127.0.0.1:9999/v1"))
+            .is_ok()
+    );
+    assert!(
+        registry
+            .validate(&local("http://localhost:11435/v1"))
+            .is_ok()
+    );
+    assert_eq!(
+        registry.availability(&local("http://[::1]:8081/v1"), Path::new(".")),
+        (true, "no key needed; calls http://[::1]:8081/v1".to_owned())
+    );
+    let e = refusal(&registry, &local("http://10.1.2.3:11434/v1"));
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied);
+    assert!(
+        e.to_string().contains("providers.ollama.allowed_base_urls"),
+        "{e}"
+    );
+    // Once the operator gives the local server a key, the key is protected like any other.
+    let keyed = ProviderRegistry::with_env(
+        HashMap::from([(
+            "ollama".to_owned(),
+            ProviderSettings {
+                api_key: Some("local-secret".into()),
+                ..ProviderSettings::default()
+            },
+        )]),
+        |_| None,
+    );
+    assert_eq!(
+        refusal(&keyed, &local("http://127.0.0.1:9999/v1")).reason(),
+        "BASE_URL_NOT_ALLOWED"
+    );
+}
+
+#[test]
+fn a_base_url_that_is_not_a_url_string_is_an_invalid_model() {
+    for bad in [serde_json::json!(42), serde_json::json!("not a url")] {
+        let e = registry(&[("OPENAI_API_KEY", "k")])
+            .validate(&spec_with(serde_json::json!({ "base_url": bad })))
+            .expect_err("refused");
+        assert_eq!(e.reason(), "INVALID_MODEL", "{e}");
+    }
+}
+
+#[test]
+fn requirements_cap_providers_and_every_url_a_call_may_reach() {
+    let requirements = Requirements {
+        allowed_providers: Some(vec!["openai".into(), "replay".into()]),
+        allowed_base_urls: Some(vec!["https://proxy.example.com/*".parse().unwrap()]),
+        ..Requirements::default()
+    };
+    let registry = openai_with(ProviderSettings {
+        allowed_base_urls: vec!["https://elsewhere.example.com/*".parse().unwrap()],
+        ..ProviderSettings::default()
+    })
+    .with_requirements(requirements.clone());
+    let e = registry
+        .validate(&ModelSpec::new("anthropic", "claude"))
+        .expect_err("provider refused");
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied);
+    assert!(
+        e.to_string().contains("requirements.allowed_providers")
+            && e.to_string().contains("replay"),
+        "{e}"
+    );
+    // openai's public endpoint is outside the requirements.
+    let e = registry
+        .validate(&ModelSpec::new("openai", "gpt-test"))
+        .expect_err("default endpoint refused");
+    assert!(
+        e.to_string().contains("requirements.allowed_base_urls"),
+        "{e}"
+    );
+    // The provider allows this URL, the requirements do not: the requirements win.
+    let e = registry
+        .validate(&spec_with(
+            serde_json::json!({ "base_url": "https://elsewhere.example.com/v1" }),
+        ))
+        .expect_err("outside the requirements");
+    assert!(
+        e.to_string().contains("requirements.allowed_base_urls"),
+        "{e}"
+    );
+    // Pointing the provider inside the requirements makes it usable.
+    let inside = openai_with(ProviderSettings {
+        base_url: Some("https://proxy.example.com/openai/v1".into()),
+        ..ProviderSettings::default()
+    })
+    .with_requirements(requirements);
+    assert!(
+        inside
+            .validate(&ModelSpec::new("openai", "gpt-test"))
+            .is_ok()
+    );
+    let (ok, detail) = inside.availability(&ModelSpec::new("anthropic", "c"), Path::new("."));
+    assert!(!ok && detail.contains("not allowed"), "{detail}");
+}
+
+#[test]
+fn client_chosen_urls_cannot_grow_the_provider_cache_without_bound() {
+    let registry = openai_with(ProviderSettings {
+        allowed_base_urls: vec!["https://proxy.example.com/*".parse().unwrap()],
+        ..ProviderSettings::default()
+    });
+    let at = |path: usize| {
+        spec_with(serde_json::json!({ "base_url": format!("https://proxy.example.com/{path}") }))
+    };
+    let root = Path::new(".");
+    for path in 0..MAX_CACHED_URLS + 4 {
+        assert!(registry.resolve(&at(path), root).is_ok());
+    }
+    let late = MAX_CACHED_URLS + 2;
+    let (a, b) = (
+        registry.resolve(&at(late), root),
+        registry.resolve(&at(late), root),
+    );
+    assert!(
+        !Arc::ptr_eq(&a.ok().unwrap(), &b.ok().unwrap()),
+        "past the bound, built per turn"
+    );
+    let (a, b) = (
+        registry.resolve(&at(0), root),
+        registry.resolve(&at(0), root),
+    );
+    assert!(
+        Arc::ptr_eq(&a.ok().unwrap(), &b.ok().unwrap()),
+        "early ones stay cached"
+    );
+    // The operator's own URL is always kept, however full the cache is.
+    let own = ModelSpec::new("openai", "gpt-test");
+    let (a, b) = (registry.resolve(&own, root), registry.resolve(&own, root));
+    assert!(Arc::ptr_eq(&a.ok().unwrap(), &b.ok().unwrap()));
 }
