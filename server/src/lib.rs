@@ -1,7 +1,8 @@
 //! Odyssey's server: the embeddable runtime core ([`runtime`]), its gRPC adapter
-//! ([`grpc`]), and what `odysseyd` runs ([`serve`]).
+//! ([`grpc`]), its HTTP gateway ([`http`]), and what `odysseyd` runs ([`serve`]).
 
 pub mod grpc;
+pub mod http;
 pub mod runtime;
 pub mod serve;
 

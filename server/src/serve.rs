@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::grpc::{self, GrpcOptions};
+use crate::http::{self as gateway, HttpOptions};
 use crate::runtime::permissions::HookConfig;
 use crate::runtime::{OdysseyRuntime, RuntimeConfig, RuntimeError, SandboxMode};
 
@@ -33,6 +34,8 @@ pub enum ServeError {
     Transport(#[from] tonic::transport::Error),
     #[error("the server task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    #[error("HTTP gateway error: {0}")]
+    Gateway(#[source] std::io::Error),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -133,6 +136,14 @@ pub struct ServeArgs {
     /// Base URL for a provider, e.g. `openai=http://127.0.0.1:8080/v1` (repeatable).
     #[arg(long = "provider-base-url", value_name = "NAME=URL")]
     pub provider_base_urls: Vec<String>,
+    /// A browser origin (`https://app.example.com`) allowed to call the API cross-origin,
+    /// with gRPC-Web or through the HTTP gateway; repeatable. None by default.
+    #[arg(long = "cors-origin", value_name = "URL", value_parser = grpc::web::parse_origin)]
+    pub cors_origins: Vec<http::HeaderValue>,
+    /// Also serve the HTTP gateway (server-sent events, approvals) on this address.
+    /// Anything but loopback needs --auth-token (or --insecure).
+    #[arg(long, env = "ODYSSEY_HTTP_LISTEN", value_name = "ADDR")]
+    pub http_listen: Option<SocketAddr>,
 }
 
 impl ServeArgs {
@@ -198,6 +209,15 @@ impl ServeArgs {
             auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),
             heartbeat: Duration::from_secs(self.heartbeat_seconds.max(1)),
             max_message_bytes: self.max_message_bytes,
+            cors_origins: self.cors_origins.clone(),
+        }
+    }
+
+    pub fn http_options(&self) -> HttpOptions {
+        HttpOptions {
+            auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),
+            heartbeat: Duration::from_secs(self.heartbeat_seconds.max(1)),
+            cors_origins: self.cors_origins.clone(),
         }
     }
 }
@@ -221,6 +241,8 @@ pub struct ServerHandle {
     runtime: OdysseyRuntime,
     stop: CancellationToken,
     task: JoinHandle<Result<(), tonic::transport::Error>>,
+    /// The HTTP gateway, when `--http-listen` is set.
+    gateway: Option<(SocketAddr, JoinHandle<std::io::Result<()>>)>,
 }
 
 impl ServerHandle {
@@ -238,16 +260,23 @@ impl ServerHandle {
         &self.runtime
     }
 
+    /// The HTTP gateway's address, when it runs.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.gateway.as_ref().map(|(addr, _)| *addr)
+    }
+
     /// Stops gracefully and waits until it has.
     pub async fn shutdown(self) -> Result<(), ServeError> {
         self.stop.cancel();
-        self.task.await??;
-        Ok(())
+        self.wait().await
     }
 
     /// Waits until the server stops on its own (after a signal).
     pub async fn wait(self) -> Result<(), ServeError> {
         self.task.await??;
+        if let Some((_, gateway)) = self.gateway {
+            gateway.await?.map_err(ServeError::Gateway)?;
+        }
         Ok(())
     }
 
@@ -272,22 +301,11 @@ pub async fn start_with_config(
     args: &ServeArgs,
     config: RuntimeConfig,
 ) -> Result<ServerHandle, ServeError> {
-    if !args.listen.ip().is_loopback()
-        && args.auth_token.as_deref().is_none_or(str::is_empty)
-        && !args.insecure
-    {
-        return Err(ServeError::InsecureBind(args.listen));
-    }
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .map_err(|source| ServeError::Bind {
-            addr: args.listen,
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
-        addr: args.listen,
-        source,
-    })?;
+    let (listener, addr) = bind(args, args.listen).await?;
+    let gateway_listener = match args.http_listen {
+        Some(http) => Some(bind(args, http).await?),
+        None => None,
+    };
     let runtime = OdysseyRuntime::start(config).await?;
     let stop = CancellationToken::new();
     let grace = Duration::from_secs(args.shutdown_grace_seconds);
@@ -298,12 +316,47 @@ pub async fn start_with_config(
         stop.clone().cancelled_owned(),
         grace,
     ));
+    let gateway = gateway_listener.map(|(listener, addr)| {
+        tracing::info!(%addr, "HTTP gateway listening");
+        let task = tokio::spawn(gateway::serve(
+            runtime.clone(),
+            args.http_options(),
+            listener,
+            stop.clone().cancelled_owned(),
+        ));
+        (addr, task)
+    });
     Ok(ServerHandle {
         addr,
         runtime,
         stop,
         task,
+        gateway,
     })
+}
+
+/// Binds one of the server's addresses; anything but loopback needs a token or --insecure.
+async fn bind(
+    args: &ServeArgs,
+    wanted: SocketAddr,
+) -> Result<(TcpListener, SocketAddr), ServeError> {
+    if !wanted.ip().is_loopback()
+        && args.auth_token.as_deref().is_none_or(str::is_empty)
+        && !args.insecure
+    {
+        return Err(ServeError::InsecureBind(wanted));
+    }
+    let listener = TcpListener::bind(wanted)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: wanted,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: wanted,
+        source,
+    })?;
+    Ok((listener, addr))
 }
 
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully.

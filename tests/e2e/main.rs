@@ -7,6 +7,7 @@ mod approvals;
 mod bundles;
 mod cli;
 mod commands;
+mod grpc_web;
 mod grpcurl;
 mod providers;
 mod recovery;

@@ -1,15 +1,17 @@
 //! The gRPC adapter: `odyssey.v1` services over the runtime core, plus health and
-//! reflection (v1 and v1alpha, so grpcurl works without proto files), bearer-token auth
-//! and message size limits. Translation only: decisions live in `crate::runtime`.
+//! reflection (v1 and v1alpha, so grpcurl works without proto files), bearer-token auth,
+//! message size limits, and gRPC-Web with CORS for browsers. Translation only: decisions
+//! live in `crate::runtime`.
 
 mod approval;
-mod auth;
+pub(crate) mod auth;
 mod bundle;
 mod convert;
 mod execution;
 mod server_info;
 mod session;
 mod status;
+pub mod web;
 
 use std::future::Future;
 use std::time::Duration;
@@ -23,6 +25,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Server;
 
+pub(crate) use status::shorten;
 pub use status::{ERROR_DOMAIN, to_status};
 
 use crate::runtime::OdysseyRuntime;
@@ -36,6 +39,8 @@ pub struct GrpcOptions {
     pub heartbeat: Duration,
     /// Largest request or response message, in bytes.
     pub max_message_bytes: usize,
+    /// Browser origins allowed to call the API cross-origin (gRPC-Web); none by default.
+    pub cors_origins: Vec<http::HeaderValue>,
 }
 
 impl Default for GrpcOptions {
@@ -44,6 +49,7 @@ impl Default for GrpcOptions {
             auth_token: None,
             heartbeat: Duration::from_secs(15),
             max_message_bytes: 4 * 1024 * 1024,
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -105,7 +111,13 @@ pub async fn serve(
         }
     };
 
+    // Outermost first: CORS answers preflights (which carry no token), tonic-web turns
+    // gRPC-Web into gRPC (and the answers back, auth refusals included), then auth.
+    // HTTP/1.1 is accepted for gRPC-Web; gRPC itself stays on HTTP/2.
     Server::builder()
+        .accept_http1(true)
+        .layer(web::cors(&options.cors_origins))
+        .layer(tonic_web::GrpcWebLayer::new())
         .layer(auth::AuthLayer::new(options.auth_token.clone()))
         .add_service(health_service)
         .add_optional_service(reflection_v1)
