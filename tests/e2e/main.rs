@@ -7,6 +7,7 @@ mod approvals;
 mod bundles;
 mod cli;
 mod commands;
+mod gateway;
 mod grpc_web;
 mod grpcurl;
 mod providers;
