@@ -116,7 +116,7 @@ func (c *Client) Context(ctx context.Context) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+c.token)
 }
 
-// Health returns the serving status of the server ("" ) or of one service.
+// Health returns the serving status of the whole server (service "") or of one service.
 func (c *Client) Health(ctx context.Context, service string) (healthpb.HealthCheckResponse_ServingStatus, error) {
 	r, err := c.health.Check(ctx, &healthpb.HealthCheckRequest{Service: service})
 	if err != nil {
