@@ -1,8 +1,10 @@
 //! Odyssey's server: the embeddable runtime core ([`runtime`]), its gRPC adapter
-//! ([`grpc`]), what `odysseyd` runs ([`serve`]) and its layered configuration ([`config`]).
+//! ([`grpc`]), its HTTP gateway ([`http`]), what `odysseyd` runs ([`serve`]) and its
+//! layered configuration ([`config`]).
 
 pub mod config;
 pub mod grpc;
+pub mod http;
 pub mod runtime;
 pub mod serve;
 

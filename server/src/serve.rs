@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, ConfigError, Secret, ServerConfig, Sources, TlsFiles};
 use crate::grpc::{self, GrpcOptions, TlsIdentity};
+use crate::http::{self as gateway, HttpOptions};
 use crate::runtime::{OdysseyRuntime, RuntimeConfig, RuntimeError, SandboxMode};
 
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +43,8 @@ pub enum ServeError {
     Transport(#[from] tonic::transport::Error),
     #[error("the server task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    #[error("HTTP gateway error: {0}")]
+    Gateway(#[source] std::io::Error),
 }
 
 #[derive(
@@ -199,6 +202,14 @@ pub struct ServeArgs {
     /// The private key (PEM) of --tls-cert.
     #[arg(long, value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
+    /// A browser origin (`https://app.example.com`) allowed to call the API cross-origin,
+    /// with gRPC-Web or through the HTTP gateway; repeatable. None by default.
+    #[arg(long = "cors-origin", value_name = "URL", value_parser = cors_origin_arg)]
+    pub cors_origins: Vec<String>,
+    /// Also serve the HTTP gateway (server-sent events, approvals) on this address.
+    /// Anything but loopback needs --auth-token (or --insecure).
+    #[arg(long, value_name = "ADDR")]
+    pub http_listen: Option<SocketAddr>,
 }
 
 impl ServeArgs {
@@ -233,6 +244,11 @@ impl ServeArgs {
     }
 }
 
+/// Checks a `--cors-origin` as it is parsed, so a bad one is refused with the flag's name.
+fn cors_origin_arg(value: &str) -> Result<String, String> {
+    grpc::web::parse_origin(value).map(|_| value.to_owned())
+}
+
 /// Installs the global `tracing` subscriber (`RUST_LOG` filters; default `info`).
 pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -253,6 +269,8 @@ pub struct ServerHandle {
     runtime: OdysseyRuntime,
     stop: CancellationToken,
     task: JoinHandle<Result<(), tonic::transport::Error>>,
+    /// The HTTP gateway, when `--http-listen` is set.
+    gateway: Option<(SocketAddr, JoinHandle<std::io::Result<()>>)>,
 }
 
 impl ServerHandle {
@@ -271,16 +289,23 @@ impl ServerHandle {
         &self.runtime
     }
 
+    /// The HTTP gateway's address, when it runs.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.gateway.as_ref().map(|(addr, _)| *addr)
+    }
+
     /// Stops gracefully and waits until it has.
     pub async fn shutdown(self) -> Result<(), ServeError> {
         self.stop.cancel();
-        self.task.await??;
-        Ok(())
+        self.wait().await
     }
 
     /// Waits until the server stops on its own (after a signal).
     pub async fn wait(self) -> Result<(), ServeError> {
         self.task.await??;
+        if let Some((_, gateway)) = self.gateway {
+            gateway.await?.map_err(ServeError::Gateway)?;
+        }
         Ok(())
     }
 
@@ -313,20 +338,13 @@ pub async fn start_with_config(
 
 /// Binds, opens the runtime and serves `config` in the background.
 pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeError> {
-    if !config.listen.ip().is_loopback() && config.grpc.auth_token.is_none() && !config.insecure {
-        return Err(ServeError::InsecureBind(config.listen));
-    }
     let identity = config.tls.as_ref().map(read_identity).transpose()?;
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| ServeError::Bind {
-            addr: config.listen,
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
-        addr: config.listen,
-        source,
-    })?;
+    let (listener, addr) = bind(&config, config.listen).await?;
+    let gateway_listener = match config.http_listen {
+        Some(http) => Some(bind(&config, http).await?),
+        None => None,
+    };
+    let http = http_options(&config);
     let grpc = GrpcOptions {
         tls: identity,
         ..config.grpc
@@ -348,13 +366,55 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         stop.clone().cancelled_owned(),
         config.shutdown_grace,
     ));
+    let gateway = gateway_listener.map(|(listener, addr)| {
+        tracing::info!(%addr, "HTTP gateway listening");
+        let task = tokio::spawn(gateway::serve(
+            runtime.clone(),
+            http,
+            listener,
+            stop.clone().cancelled_owned(),
+        ));
+        (addr, task)
+    });
     Ok(ServerHandle {
         addr,
         tls,
         runtime,
         stop,
         task,
+        gateway,
     })
+}
+
+/// The gateway shares the gRPC port's token, heartbeat and browser origins.
+fn http_options(config: &ServerConfig) -> HttpOptions {
+    HttpOptions {
+        auth_token: config.grpc.auth_token.clone(),
+        heartbeat: config.grpc.heartbeat,
+        cors_origins: config.grpc.cors_origins.clone(),
+    }
+}
+
+/// Binds one of the server's addresses; anything but loopback needs a token or
+/// `insecure`.
+async fn bind(
+    config: &ServerConfig,
+    wanted: SocketAddr,
+) -> Result<(TcpListener, SocketAddr), ServeError> {
+    if !wanted.ip().is_loopback() && config.grpc.auth_token.is_none() && !config.insecure {
+        return Err(ServeError::InsecureBind(wanted));
+    }
+    let listener = TcpListener::bind(wanted)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: wanted,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: wanted,
+        source,
+    })?;
+    Ok((listener, addr))
 }
 
 /// The PEM files of the gRPC port's certificate and key.

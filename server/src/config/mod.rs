@@ -65,6 +65,8 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// Serve TLS with this certificate chain and key (PEM files).
     pub tls: Option<TlsFiles>,
+    /// Also serve the HTTP gateway (server-sent events, approvals) here.
+    pub http_listen: Option<SocketAddr>,
 }
 
 impl ServerConfig {
@@ -78,6 +80,7 @@ impl ServerConfig {
             log_format: LogFormat::Text,
             shutdown_grace: Duration::from_secs(10),
             tls: None,
+            http_listen: None,
         }
     }
 }

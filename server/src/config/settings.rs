@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::requirements::{narrow_mode, narrow_providers, narrow_urls};
 use super::setting::{Setting, ValueError};
 use super::{ServerConfig, TlsFiles};
+use crate::grpc::web::parse_origin;
 use crate::runtime::hub::{check_registry_url, load_auth_file};
 use crate::runtime::model::ModelSpec;
 use crate::runtime::model_override::ModelOverride;
@@ -171,6 +172,38 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
             },
         )
         .flag("--tls-key", |a| a.tls_key.clone()),
+        server(
+            "server.cors_origins",
+            |d| {
+                let origins = &d.server.grpc.cors_origins;
+                Some(
+                    origins
+                        .iter()
+                        .filter_map(|o| o.to_str().ok())
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>(),
+                )
+            },
+            |d, v: Vec<String>| {
+                d.server.grpc.cors_origins = v
+                    .iter()
+                    .map(|origin| parse_origin(origin))
+                    .collect::<Result<_, _>>()?;
+                Ok(())
+            },
+        )
+        .flag("--cors-origin", |a| {
+            (!a.cors_origins.is_empty()).then(|| a.cors_origins.clone())
+        }),
+        server(
+            "server.http_listen",
+            |d| d.server.http_listen,
+            |d, v| {
+                d.server.http_listen = Some(v);
+                Ok(())
+            },
+        )
+        .flag("--http-listen", |a| a.http_listen),
         server(
             "server.worker_count",
             |d| Some(d.server.runtime.worker_count),

@@ -72,8 +72,13 @@ where
 }
 
 fn authorized<B>(request: &http::Request<B>, token: &str) -> bool {
-    request
-        .headers()
+    bearer_matches(request.headers(), token)
+}
+
+/// Whether the headers carry `authorization: Bearer <token>`. Shared with the HTTP
+/// gateway, which sits behind the same token.
+pub(crate) fn bearer_matches(headers: &http::HeaderMap, token: &str) -> bool {
+    headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))

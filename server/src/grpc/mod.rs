@@ -1,9 +1,10 @@
 //! The gRPC adapter: `odyssey.v1` services over the runtime core, plus health and
-//! reflection (v1 and v1alpha, so grpcurl works without proto files), bearer-token auth
-//! and message size limits. Translation only: decisions live in `crate::runtime`.
+//! reflection (v1 and v1alpha, so grpcurl works without proto files), bearer-token auth,
+//! message size limits, and gRPC-Web with CORS for browsers. Translation only: decisions
+//! live in `crate::runtime`.
 
 mod approval;
-mod auth;
+pub(crate) mod auth;
 mod bundle;
 mod convert;
 mod execution;
@@ -11,6 +12,7 @@ mod server_info;
 mod session;
 mod status;
 mod tls;
+pub mod web;
 
 use std::future::Future;
 use std::time::Duration;
@@ -24,6 +26,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Server;
 
+pub(crate) use status::shorten;
 pub use status::{ERROR_DOMAIN, to_status};
 pub use tls::{TlsIdentity, check_tls};
 
@@ -40,6 +43,8 @@ pub struct GrpcOptions {
     pub max_message_bytes: usize,
     /// Serve TLS with this identity; plaintext HTTP/2 when `None`.
     pub tls: Option<TlsIdentity>,
+    /// Browser origins allowed to call the API cross-origin (gRPC-Web); none by default.
+    pub cors_origins: Vec<http::HeaderValue>,
 }
 
 impl Default for GrpcOptions {
@@ -49,6 +54,7 @@ impl Default for GrpcOptions {
             heartbeat: Duration::from_secs(15),
             max_message_bytes: 4 * 1024 * 1024,
             tls: None,
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -64,6 +70,7 @@ impl std::fmt::Debug for GrpcOptions {
             .field("heartbeat", &self.heartbeat)
             .field("max_message_bytes", &self.max_message_bytes)
             .field("tls", &self.tls)
+            .field("cors_origins", &self.cors_origins)
             .finish()
     }
 }
@@ -125,11 +132,16 @@ pub async fn serve(
         }
     };
 
-    let mut builder = Server::builder();
+    // Outermost first: CORS answers preflights (which carry no token), tonic-web turns
+    // gRPC-Web into gRPC (and the answers back, auth refusals included), then auth.
+    // HTTP/1.1 is accepted for gRPC-Web; gRPC itself stays on HTTP/2.
+    let mut builder = Server::builder().accept_http1(true);
     if let Some(identity) = &options.tls {
         builder = builder.tls_config(identity.server_config())?;
     }
     builder
+        .layer(web::cors(&options.cors_origins))
+        .layer(tonic_web::GrpcWebLayer::new())
         .layer(auth::AuthLayer::new(options.auth_token.clone()))
         .add_service(health_service)
         .add_optional_service(reflection_v1)

@@ -1,0 +1,112 @@
+package odyssey_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	odyssey "github.com/odyssey-ai/odyssey/client/go"
+)
+
+const testToken = "go-sdk-test-token"
+
+// repoRoot is the repository root, two folders above this file.
+func repoRoot(t *testing.T) string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate the test file")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// startServer starts a real odysseyd ($ODYSSEYD, else target/debug/odysseyd) on a free
+// loopback port with a temporary home, and returns its address. It stops with the test.
+func startServer(t *testing.T) string {
+	t.Helper()
+	binary := os.Getenv("ODYSSEYD")
+	if binary == "" {
+		binary = filepath.Join(repoRoot(t), "target", "debug", "odysseyd")
+	}
+	if _, err := os.Stat(binary); err != nil {
+		t.Fatalf("no odysseyd at %s (run `cargo build` or set ODYSSEYD): %v", binary, err)
+	}
+	// Not under the test's private temp folder: sandboxed commands run as another user,
+	// who must be able to reach the home's sandbox cells.
+	home, err := os.MkdirTemp("", "odyssey-go-sdk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary,
+		"--listen", "127.0.0.1:0",
+		"--home", home,
+		"--log-format", "json",
+		"--heartbeat-seconds", "1",
+		"--auth-token", testToken,
+	)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start odysseyd: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		_ = os.RemoveAll(home)
+	})
+
+	// The server binds port 0 and logs its address in `odysseyd serving`.
+	addresses := make(chan string, 1)
+	go func() {
+		scanner := bufio.NewScanner(stderr)
+		scanner.Buffer(make([]byte, 1<<20), 1<<20)
+		for scanner.Scan() {
+			var record struct {
+				Fields struct {
+					Message string `json:"message"`
+					Addr    string `json:"addr"`
+				} `json:"fields"`
+			}
+			if json.Unmarshal(scanner.Bytes(), &record) == nil && record.Fields.Message == "odysseyd serving" {
+				addresses <- record.Fields.Addr
+			}
+			if testing.Verbose() {
+				t.Log(scanner.Text())
+			}
+		}
+	}()
+	select {
+	case addr := <-addresses:
+		client, err := odyssey.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := client.WaitUntilServing(ctx); err != nil {
+			t.Fatalf("odysseyd not serving: %v", err)
+		}
+		return addr
+	case <-time.After(60 * time.Second):
+		t.Fatal("odysseyd did not start within 60 s")
+		return ""
+	}
+}

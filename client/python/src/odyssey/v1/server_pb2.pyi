@@ -1,0 +1,77 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from odyssey.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class GetServerInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetServerInfoResponse(_message.Message):
+    __slots__ = ("version", "started_at", "limits", "sandbox", "quarantined_sessions", "providers")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    QUARANTINED_SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    PROVIDERS_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    started_at: _timestamp_pb2.Timestamp
+    limits: ServerLimits
+    sandbox: SandboxCapabilities
+    quarantined_sessions: _containers.RepeatedCompositeFieldContainer[QuarantinedSession]
+    providers: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, version: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., limits: _Optional[_Union[ServerLimits, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxCapabilities, _Mapping]] = ..., quarantined_sessions: _Optional[_Iterable[_Union[QuarantinedSession, _Mapping]]] = ..., providers: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ServerLimits(_message.Message):
+    __slots__ = ("worker_count", "queue_capacity", "max_request_bytes", "max_archive_bytes", "max_turn_steps", "max_turn_duration_ms", "queued", "running")
+    WORKER_COUNT_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    MAX_REQUEST_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_ARCHIVE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_TURN_STEPS_FIELD_NUMBER: _ClassVar[int]
+    MAX_TURN_DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    worker_count: int
+    queue_capacity: int
+    max_request_bytes: int
+    max_archive_bytes: int
+    max_turn_steps: int
+    max_turn_duration_ms: int
+    queued: int
+    running: int
+    def __init__(self, worker_count: _Optional[int] = ..., queue_capacity: _Optional[int] = ..., max_request_bytes: _Optional[int] = ..., max_archive_bytes: _Optional[int] = ..., max_turn_steps: _Optional[int] = ..., max_turn_duration_ms: _Optional[int] = ..., queued: _Optional[int] = ..., running: _Optional[int] = ...) -> None: ...
+
+class SandboxCapabilities(_message.Message):
+    __slots__ = ("bubblewrap", "landlock", "seccomp", "forced_mode", "danger_full_access_allowed", "notes")
+    BUBBLEWRAP_FIELD_NUMBER: _ClassVar[int]
+    LANDLOCK_FIELD_NUMBER: _ClassVar[int]
+    SECCOMP_FIELD_NUMBER: _ClassVar[int]
+    FORCED_MODE_FIELD_NUMBER: _ClassVar[int]
+    DANGER_FULL_ACCESS_ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    bubblewrap: bool
+    landlock: bool
+    seccomp: bool
+    forced_mode: _common_pb2.SandboxMode
+    danger_full_access_allowed: bool
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, bubblewrap: _Optional[bool] = ..., landlock: _Optional[bool] = ..., seccomp: _Optional[bool] = ..., forced_mode: _Optional[_Union[_common_pb2.SandboxMode, str]] = ..., danger_full_access_allowed: _Optional[bool] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class QuarantinedSession(_message.Message):
+    __slots__ = ("session_id", "reason", "quarantined_at")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    QUARANTINED_AT_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    reason: str
+    quarantined_at: _timestamp_pb2.Timestamp
+    def __init__(self, session_id: _Optional[str] = ..., reason: _Optional[str] = ..., quarantined_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

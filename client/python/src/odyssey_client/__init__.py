@@ -1,0 +1,15 @@
+"""Python SDK for the Odyssey agent runtime.
+
+``OdysseyClient`` wraps the generated ``odyssey.v1`` stubs (importable as
+``odyssey.v1.<file>_pb2`` and ``_pb2_grpc``) with idiomatic calls: install a bundle from a
+folder, open sessions, run turns and stream their events, resolve approvals, resume a
+stream from the last sequence seen. Failed calls raise :class:`OdysseyError` carrying the
+gRPC status code.
+"""
+
+from odyssey_client.archive import pack_project
+from odyssey_client.client import OdysseyClient, TurnStream
+from odyssey_client.errors import OdysseyError
+from odyssey_client.events import EventStream
+
+__all__ = ["EventStream", "OdysseyClient", "OdysseyError", "TurnStream", "pack_project"]

@@ -1,0 +1,82 @@
+//! The HTTP gateway (`--http-listen`): a small JSON/SSE surface for browsers and curl,
+//! beside the gRPC port. `GET /sessions/{id}/events` streams a session's events as
+//! server-sent events (each `id:` is the event's sequence; `Last-Event-ID` resumes with no
+//! gap) and `POST /approvals/{request_id}` answers a waiting tool call. Same bearer token
+//! and CORS origins as the gRPC port. Like `crate::grpc`, an adapter only: every request
+//! is one call on the runtime core.
+
+mod approvals;
+mod auth;
+mod error;
+mod events;
+
+use std::future::Future;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::runtime::OdysseyRuntime;
+
+pub use error::HttpError;
+
+/// Settings of the HTTP gateway.
+#[derive(Clone, Debug, Default)]
+pub struct HttpOptions {
+    /// When set, every route needs `authorization: Bearer <token>`.
+    pub auth_token: Option<String>,
+    /// Interval of keep-alive comments on idle event streams.
+    pub heartbeat: Duration,
+    /// Browser origins allowed to call the gateway cross-origin; none by default.
+    pub cors_origins: Vec<http::HeaderValue>,
+}
+
+/// What every handler reaches: the core, and the signal that ends live streams.
+#[derive(Clone)]
+struct Gateway {
+    runtime: OdysseyRuntime,
+    heartbeat: Duration,
+    shutdown: CancellationToken,
+}
+
+/// The gateway's routes, ready to serve.
+pub fn router(
+    runtime: OdysseyRuntime,
+    options: &HttpOptions,
+    shutdown: CancellationToken,
+) -> Router {
+    let gateway = Gateway {
+        runtime,
+        heartbeat: options.heartbeat,
+        shutdown,
+    };
+    Router::new()
+        .route("/sessions/{session_id}/events", get(events::stream))
+        .route("/approvals/{request_id}", post(approvals::resolve))
+        .fallback(error::no_route)
+        .with_state(gateway)
+        .layer(axum::middleware::from_fn_with_state(
+            auth::Token::new(options.auth_token.clone()),
+            auth::require,
+        ))
+        .layer(crate::grpc::web::cors(&options.cors_origins))
+}
+
+/// Serves the gateway on `listener` until `stop` fires; live event streams end then.
+pub async fn serve(
+    runtime: OdysseyRuntime,
+    options: HttpOptions,
+    listener: TcpListener,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let streams = CancellationToken::new();
+    let app = router(runtime, &options, streams.clone());
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            stop.await;
+            streams.cancel();
+        })
+        .await
+}

@@ -1,0 +1,357 @@
+//! The HTTP gateway (`--http-listen`) with a real HTTP client: a session's events as
+//! server-sent events, dropped and resumed with `Last-Event-ID`, an approval answered with
+//! `POST /approvals/{id}`, the bearer token, and errors as JSON with the gRPC code names.
+
+use std::time::Duration;
+
+use eventsource_stream::{Event as SseEvent, Eventsource};
+use futures::StreamExt;
+use odyssey_server::runtime::{ExecutionRequest, SessionSpec};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{Project, TestServer, loopback};
+
+const TOKEN: &str = "gateway-test-token";
+const BASH_CALL: &str = r#"{"tool_calls": [{"id": "call_g", "name": "Bash", "arguments": {"command": "echo via the gateway"}}]}"#;
+
+struct Gateway {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Gateway {
+    fn new(server: &TestServer) -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let addr = server.handle.http_addr().expect("the gateway runs");
+        Self {
+            base: format!("http://{addr}"),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(TOKEN)
+    }
+
+    fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(TOKEN)
+    }
+}
+
+async fn server() -> TestServer {
+    TestServer::start_with(|args| {
+        args.auth_token = Some(TOKEN.into());
+        args.http_listen = Some(loopback());
+    })
+    .await
+}
+
+/// Installs a bundle whose replayed model calls Bash (which must ask), opens a session and
+/// submits a turn, through the core (the gRPC surface is tested elsewhere).
+async fn turn_waiting_for_approval(server: &TestServer) -> (String, String) {
+    let project = Project::with_tools(
+        "gateway",
+        &[BASH_CALL, r#"{"text": "The gateway approved it."}"#],
+        &["Bash"],
+        "[]",
+        "[Bash]",
+        "[]",
+    );
+    let runtime = server.handle.runtime();
+    let bundle = runtime
+        .build_and_install(project.path(), Default::default())
+        .await
+        .expect("bundle installs");
+    let session = runtime
+        .create_session(SessionSpec::new(bundle.id.to_string()))
+        .await
+        .expect("session");
+    let handle = runtime
+        .submit(ExecutionRequest {
+            session_id: session.record.id,
+            prompt: "run it".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("submitted");
+    (
+        session.record.id.to_string(),
+        handle.execution_id.to_string(),
+    )
+}
+
+/// Reads SSE events until `stop` says so (bounded: 30 s).
+async fn read_until(
+    response: reqwest::Response,
+    mut stop: impl FnMut(&SseEvent) -> bool,
+) -> Vec<SseEvent> {
+    let mut stream = response.bytes_stream().eventsource();
+    let mut events = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(event) = stream.next().await {
+            let event = event.expect("a well-formed SSE stream");
+            let last = stop(&event);
+            events.push(event);
+            if last {
+                return;
+            }
+        }
+        panic!("the stream ended early after {events:?}");
+    })
+    .await
+    .expect("the expected event arrives within 30 s");
+    events
+}
+
+fn data(event: &SseEvent) -> Value {
+    serde_json::from_str(&event.data).expect("JSON data")
+}
+
+#[tokio::test]
+async fn events_stream_as_sse_resume_with_last_event_id_and_approvals_post() {
+    let server = server().await;
+    let gateway = Gateway::new(&server);
+    let (session_id, execution_id) = turn_waiting_for_approval(&server).await;
+    let events_path = format!("/sessions/{session_id}/events");
+
+    let first = gateway.get(&events_path).send().await.expect("GET events");
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(first.headers()["content-type"], "text/event-stream");
+    // Stop at the approval request, and drop the connection there.
+    let mut seen = read_until(first, |e| e.event == "permission_requested").await;
+    let request = data(&seen[seen.len() - 1]);
+    let request_id = request["data"]["request_id"]
+        .as_str()
+        .expect("request id")
+        .to_owned();
+    assert_eq!(request["data"]["tool"], "Bash");
+
+    // A malformed decision is refused, naming what is expected, and changes nothing.
+    let bad = gateway
+        .post(&format!("/approvals/{request_id}"))
+        .json(&json!({"decision": "maybe"}))
+        .send()
+        .await
+        .expect("POST answers");
+    assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body: Value = bad.json().await.expect("JSON error");
+    assert_eq!(body["error"]["code"], "INVALID_ARGUMENT");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("allow_once"),
+        "{body}"
+    );
+
+    let approved = gateway
+        .post(&format!("/approvals/{request_id}"))
+        .json(&json!({"decision": "allow_once"}))
+        .send()
+        .await
+        .expect("POST answers");
+    assert_eq!(approved.status(), StatusCode::OK);
+    let approved: Value = approved.json().await.expect("JSON");
+    assert_eq!(approved["request_id"], request_id.as_str());
+    assert_eq!(approved["session_id"], session_id.as_str());
+    assert_eq!(approved["tool"], "Bash");
+    assert_eq!(approved["decision"], "allow_once");
+
+    // Reconnect as an EventSource does: Last-Event-ID is the last id seen.
+    let last_id = seen[seen.len() - 1].id.clone();
+    let resumed = gateway
+        .get(&events_path)
+        .header("last-event-id", &last_id)
+        .send()
+        .await
+        .expect("GET events again");
+    seen.extend(read_until(resumed, |e| e.event == "turn_completed").await);
+
+    let ids: Vec<u64> = seen
+        .iter()
+        .map(|e| e.id.parse().expect("numeric id"))
+        .collect();
+    assert_eq!(
+        ids,
+        (1..=seen.len() as u64).collect::<Vec<_>>(),
+        "no gap, no duplicate"
+    );
+    for event in &seen {
+        let data = data(event);
+        assert_eq!(data["type"], event.event.as_str());
+        assert_eq!(data["seq"].to_string(), event.id);
+        assert_eq!(data["turn_id"], execution_id.as_str());
+    }
+    let kinds: Vec<&str> = seen.iter().map(|e| e.event.as_str()).collect();
+    assert!(kinds.contains(&"approval_resolved"), "{kinds:?}");
+    let finished = seen
+        .iter()
+        .map(data)
+        .find(|d| d["type"] == "tool_call_finished")
+        .expect("the tool ran");
+    assert_eq!(finished["data"]["success"], true, "{finished}");
+    let completed = data(&seen[seen.len() - 1]);
+    assert_eq!(completed["data"]["response"], "The gateway approved it.");
+
+    // `?after_sequence=` starts a first connection after a given event.
+    let tail = gateway
+        .get(&format!("{events_path}?after_sequence={}", ids.len() - 1))
+        .send()
+        .await
+        .expect("GET events");
+    let tail = read_until(tail, |_| true).await;
+    assert_eq!(tail[0].id, ids.len().to_string());
+
+    // The approval is no longer pending.
+    let again = gateway
+        .post(&format!("/approvals/{request_id}"))
+        .json(&json!({"decision": "deny", "reason": "too late"}))
+        .send()
+        .await
+        .expect("POST answers");
+    assert!(again.status().is_client_error(), "{}", again.status());
+    let body: Value = again.json().await.expect("JSON error");
+    assert!(body["error"]["code"].is_string(), "{body}");
+}
+
+#[tokio::test]
+async fn the_gateway_needs_the_token_and_reports_errors_as_json() {
+    let server = server().await;
+    let gateway = Gateway::new(&server);
+    let missing = uuid::Uuid::new_v4();
+
+    let anonymous = gateway
+        .http
+        .get(format!("{}/sessions/{missing}/events", gateway.base))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(anonymous.headers()["www-authenticate"], "Bearer");
+    let body: Value = anonymous.json().await.expect("JSON");
+    assert_eq!(body["error"]["code"], "UNAUTHENTICATED");
+
+    let wrong = gateway
+        .http
+        .post(format!("{}/approvals/x", gateway.base))
+        .bearer_auth("not-the-token")
+        .json(&json!({"decision": "deny"}))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+
+    let unknown = gateway
+        .get(&format!("/sessions/{missing}/events"))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+    let body: Value = unknown.json().await.expect("JSON");
+    assert_eq!(body["error"]["code"], "NOT_FOUND");
+    assert_eq!(body["error"]["reason"], "SESSION_NOT_FOUND");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains(&missing.to_string())
+    );
+
+    let malformed = gateway
+        .get("/sessions/not-a-uuid/events")
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
+    let body: Value = malformed.json().await.expect("JSON");
+    assert_eq!(body["error"]["field"], "session_id");
+
+    let bad_cursor = gateway
+        .get(&format!("/sessions/{missing}/events"))
+        .header("last-event-id", "seven")
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(bad_cursor.status(), StatusCode::BAD_REQUEST);
+    let body: Value = bad_cursor.json().await.expect("JSON");
+    assert_eq!(body["error"]["field"], "Last-Event-ID");
+
+    let no_approval = gateway
+        .post("/approvals/no-such-request")
+        .json(&json!({"decision": "allow_once"}))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(no_approval.status(), StatusCode::NOT_FOUND);
+    let body: Value = no_approval.json().await.expect("JSON");
+    assert_eq!(body["error"]["code"], "NOT_FOUND");
+
+    let nowhere = gateway.get("/nowhere").send().await.expect("answers");
+    assert_eq!(nowhere.status(), StatusCode::NOT_FOUND);
+    let body: Value = nowhere.json().await.expect("JSON");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("/sessions/{id}/events")
+    );
+}
+
+#[tokio::test]
+async fn the_gateway_refuses_a_public_address_without_a_token() {
+    let home = tempfile::tempdir().expect("home");
+    let mut args = odyssey_server::serve::ServeArgs::new(loopback(), home.path().to_path_buf());
+    args.http_listen = Some("0.0.0.0:0".parse().expect("addr"));
+    let error = odyssey_server::serve::start(&args)
+        .await
+        .err()
+        .expect("refused");
+    assert!(
+        error.to_string().contains("without an auth token"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_ends_live_streams_with_an_error_event() {
+    let server = server().await;
+    let gateway = Gateway::new(&server);
+    let session = server
+        .handle
+        .runtime()
+        .create_session(SessionSpec::new(
+            server
+                .handle
+                .runtime()
+                .build_and_install(
+                    Project::replay("quiet", &[r#"{"text": "hi"}"#]).path(),
+                    Default::default(),
+                )
+                .await
+                .expect("bundle")
+                .id
+                .to_string(),
+        ))
+        .await
+        .expect("session");
+    let response = gateway
+        .get(&format!("/sessions/{}/events", session.record.id))
+        .send()
+        .await
+        .expect("GET events");
+    assert_eq!(response.status(), StatusCode::OK);
+    // The answer's headers came after the subscription was made: it is following live.
+    let reader = tokio::spawn(read_until(response, |e| e.event == "error"));
+    tokio::time::timeout(Duration::from_secs(30), server.handle.shutdown())
+        .await
+        .expect("shutdown does not wait for open event streams")
+        .expect("clean shutdown");
+    let events = reader.await.expect("reader");
+    let error = data(&events[events.len() - 1]);
+    assert_eq!(error["error"]["code"], "UNAVAILABLE", "{error}");
+}
