@@ -172,6 +172,8 @@ impl RuntimeError {
             Self::InvalidArgument { field, .. } => Some(field),
             Self::Bundle(e) => e.field(),
             Self::Hub(e) => e.field(),
+            Self::Sandbox(e) => e.field(),
+            Self::Approval(e) => e.field(),
             _ => None,
         }
     }
@@ -202,6 +204,21 @@ pub(crate) fn storage_reason(e: &std::io::Error) -> &'static str {
         ErrorKind::Unavailable => "STORAGE_READ_ONLY",
         _ => "STORAGE_ERROR",
     }
+}
+
+/// Client input as error messages quote it: whole when short, else its start and `…`.
+/// A message travels in the gRPC trailers, so echoing a megabyte of input back would
+/// break the response rather than explain it.
+pub fn shorten(value: &str) -> String {
+    const MAX: usize = 64;
+    if value.len() <= MAX {
+        return value.to_string();
+    }
+    let mut end = MAX;
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &value[..end])
 }
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

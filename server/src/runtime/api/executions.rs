@@ -474,18 +474,9 @@ fn validate_request(request: &ExecutionRequest) -> Result<()> {
         return Err(RuntimeError::invalid("prompt", "must not be empty"));
     }
     if let Some(cwd) = &request.cwd {
-        let path = std::path::Path::new(cwd);
-        let escapes = path.is_absolute()
-            || path
-                .components()
-                .any(|c| matches!(c, std::path::Component::ParentDir));
-        if escapes {
-            return Err(RuntimeError::invalid(
-                "cwd",
-                "must be a path inside the session workspace (relative, without `..`)",
-            ));
-        }
+        super::overrides::check_cwd(cwd)?;
     }
+    super::sessions::validate_metadata(&request.metadata)?;
     if let Some(model) = &request.model
         && (model.provider.is_empty() || model.name.is_empty())
     {
