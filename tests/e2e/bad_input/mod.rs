@@ -72,10 +72,10 @@ pub(super) struct Case {
     pub call: Call,
 }
 
-/// `case!("SessionService/GetSession", "malformed id", InvalidArgument, "session_id", |c| ...)`;
+/// `case!("SessionService/GetSession", "malformed id", InvalidArgument, Some("session_id"), |c| { ... })`;
 /// the field is `None` for rows without a field violation.
 macro_rules! case {
-    ($rpc:literal, $what:literal, $code:ident, $field:expr, |$ctx:ident| $body:expr) => {
+    ($rpc:literal, $what:literal, $code:ident, $field:expr, |$ctx:ident| $body:block) => {
         $crate::bad_input::Case {
             rpc: $rpc,
             what: $what,

@@ -112,7 +112,7 @@ impl OdysseyRuntime {
             bundles,
             &page,
             |b| format!("{}/{}@{}", b.id.namespace, b.id.name, b.id.version),
-            |key| parse_bundle_key(key),
+            parse_bundle_key,
             |b, key| position(b) > *key,
             |_| true,
         )
