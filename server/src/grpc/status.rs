@@ -44,7 +44,11 @@ pub fn to_status_at(error: RuntimeError, fields: &[(&str, &str)]) -> Status {
         tracing::error!(error = %error, "internal error");
         "internal error; the server log has the details".to_string()
     } else {
-        bounded(error.to_string(), MAX_MESSAGE_BYTES)
+        if matches!(error.reason(), "DISK_FULL" | "STORAGE_READ_ONLY") {
+            // The client is told what; the operator needs where.
+            tracing::warn!(error = %error, "storage refused a write");
+        }
+        bounded(error.client_message(), MAX_MESSAGE_BYTES)
     };
     let mut details = ErrorDetails::with_error_info(error.reason(), ERROR_DOMAIN, HashMap::new());
     if let Some(field) = error.field() {
@@ -116,6 +120,33 @@ mod tests {
         assert_eq!(violations(&indexed), ["input.metadata[team]"]);
         let prefix_only = to_status_at(RuntimeError::invalid("prompts", "x"), &renames);
         assert_eq!(violations(&prefix_only), ["prompts"]);
+    }
+
+    #[test]
+    fn storage_conditions_are_named_without_server_paths() {
+        let full = RuntimeError::storage(
+            "write /srv/odyssey/sessions/x/session.json",
+            std::io::Error::from(std::io::ErrorKind::StorageFull),
+        );
+        let status = to_status(full);
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        assert!(
+            status.message().contains("disk is full"),
+            "{}",
+            status.message()
+        );
+        assert!(!status.message().contains("/srv"), "{}", status.message());
+        let read_only = RuntimeError::storage(
+            "create /srv/odyssey/sessions/.open/x",
+            std::io::Error::from(std::io::ErrorKind::ReadOnlyFilesystem),
+        );
+        let status = to_status(read_only);
+        assert_eq!(status.code(), Code::Unavailable);
+        assert!(
+            status.message().contains("read-only"),
+            "{}",
+            status.message()
+        );
     }
 
     #[test]

@@ -178,6 +178,21 @@ impl RuntimeError {
         }
     }
 
+    /// The message a client is shown. A full or read-only disk is named as such, without
+    /// the files of the server's home its detail names (the log has those).
+    pub fn client_message(&self) -> String {
+        match self.reason() {
+            "DISK_FULL" => {
+                "the server's disk is full (no space left on device); retry once space is freed"
+                    .into()
+            }
+            "STORAGE_READ_ONLY" => "the server's storage is read-only; nothing can be written \
+                                    until it is writable again"
+                .into(),
+            _ => self.to_string(),
+        }
+    }
+
     /// How long a caller should wait before retrying, when that is known.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

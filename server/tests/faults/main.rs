@@ -9,3 +9,4 @@
 mod support;
 
 mod crash;
+mod disk;

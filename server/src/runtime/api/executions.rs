@@ -31,6 +31,9 @@ impl OdysseyRuntime {
         self.ensure_running()?;
         validate_request(&request)?;
         let session = self.inner.sessions.get(request.session_id).await?;
+        // A turn left open (its end could not be written) is closed first; while the
+        // disk refuses that, it refuses the new turn too, with the storage error.
+        self.inner.sessions.close_open_turn(&session).await?;
         self.check_overrides(session.id(), &request)?;
         ensure_session_budget(session.record(), &session.stats())?;
         let execution_id = Uuid::now_v7();
@@ -156,6 +159,11 @@ impl OdysseyRuntime {
             finish(0);
             return;
         };
+        if let Err(e) = self.inner.sessions.close_open_turn(&session).await {
+            tracing::warn!(execution = %execution_id, error = %e, "cannot record an unstarted turn");
+            finish(0);
+            return;
+        }
         let context = self.turn_context(&session, &job.request);
         let started = TurnStarted {
             prompt: job.request.prompt.clone(),
@@ -195,12 +203,21 @@ impl OdysseyRuntime {
     /// Runs one turn end to end: events, budgets, cancellation, the turn record.
     async fn execute(&self, job: Job, signal: &Arc<CancelSignal>, slot: &mut WorkerSlot) {
         let execution_id = job.execution_id;
-        let session = match self.inner.sessions.get(job.request.session_id).await {
+        let opened = match self.inner.sessions.get(job.request.session_id).await {
+            Ok(session) => self
+                .inner
+                .sessions
+                .close_open_turn(&session)
+                .await
+                .map(|()| session),
+            Err(e) => Err(e),
+        };
+        let session = match opened {
             Ok(session) => session,
             Err(e) => {
                 self.inner.executions.update(execution_id, |s| {
                     s.state = ExecutionState::Failed;
-                    s.error = e.to_string();
+                    s.error = e.client_message();
                 });
                 return;
             }
@@ -221,10 +238,15 @@ impl OdysseyRuntime {
         let first_sequence = match started {
             Ok(event) => event.sequence,
             Err(e) => {
-                self.inner.sessions.journal_turn_end(session.id());
+                // Written but not synced, the start stays in the log: the turn is closed
+                // as failed later (and stays journaled until then).
+                let error = format!("cannot record the turn's start: {}", e.client_message());
+                if !session.abandon_turn(execution_id, TurnOutcome::Failed, error.clone()) {
+                    self.inner.sessions.journal_turn_end(session.id());
+                }
                 self.inner.executions.update(execution_id, |s| {
                     s.state = ExecutionState::Failed;
-                    s.error = e.to_string();
+                    s.error = error;
                 });
                 return;
             }
@@ -294,13 +316,25 @@ impl OdysseyRuntime {
                 });
             })
             .await;
-        self.inner.sessions.journal_turn_end(session.id());
-        session.write_summary();
-        if let Err(e) = ended {
-            executions.update(execution_id, |s| {
-                s.state = ExecutionState::Failed;
-                s.error = format!("cannot record the turn's end: {e}");
-            });
+        match ended {
+            Ok(_) => {
+                self.inner.sessions.journal_turn_end(session.id());
+                session.write_summary();
+            }
+            Err(e) => {
+                // Unless the end was written and only its sync failed, the log shows the
+                // turn running: it stays open (and journaled), and is closed as failed
+                // before the session's next turn, or at the next start.
+                let error = format!("cannot record the turn's end: {}", e.client_message());
+                let open = session.abandon_turn(execution_id, TurnOutcome::Failed, error.clone());
+                if !open {
+                    self.inner.sessions.journal_turn_end(session.id());
+                }
+                executions.update(execution_id, |s| {
+                    s.state = ExecutionState::Failed;
+                    s.error = error;
+                });
+            }
         }
     }
 

@@ -164,10 +164,15 @@ impl OdysseyRuntime {
         };
         for id in runtime.inner.sessions.journaled_open_sessions() {
             match runtime.inner.sessions.get(id).await {
-                Ok(_) => {}
-                Err(e) => tracing::warn!(session = %id, error = %e, "cannot repair session"),
+                // Still open (the log cannot be written yet): the marker stays, so the
+                // next start tries again.
+                Ok(session) if session.has_open_turn() => {}
+                Ok(_) => runtime.inner.sessions.journal_turn_end(id),
+                Err(e) => {
+                    tracing::warn!(session = %id, error = %e, "cannot repair session");
+                    runtime.inner.sessions.journal_turn_end(id);
+                }
             }
-            runtime.inner.sessions.journal_turn_end(id);
         }
         Ok(runtime)
     }

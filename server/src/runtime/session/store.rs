@@ -20,9 +20,7 @@ use super::record::{
     write_json_atomic,
 };
 use crate::runtime::error::{Result, RuntimeError};
-use crate::runtime::events::{
-    ApprovalDecision, ApprovalResolution, EventPayload, TurnCompleted, TurnOutcome, now_ms,
-};
+use crate::runtime::events::now_ms;
 
 const OPEN_JOURNAL: &str = ".open";
 const STAGING_PREFIX: &str = ".staging-";
@@ -162,7 +160,7 @@ impl SessionStore {
         match handle {
             Ok(handle) => {
                 let handle = handle.clone();
-                self.repair_open_turn(&handle).await?;
+                self.repair_open_turn(&handle).await;
                 Ok(handle)
             }
             Err(LoadError::Missing) => {
@@ -184,39 +182,24 @@ impl SessionStore {
         }
     }
 
-    /// A turn left open by a crash ends as interrupted (with its pending approvals), once.
-    async fn repair_open_turn(&self, handle: &Arc<SessionHandle>) -> Result<()> {
-        let Some((turn_id, pending)) = handle.take_open_turn() else {
-            return Ok(());
-        };
-        for request_id in pending {
-            handle.append_now(
-                Some(turn_id),
-                EventPayload::ApprovalResolved {
-                    request_id,
-                    decision: ApprovalDecision::Deny,
-                    resolution: ApprovalResolution::Interrupted,
-                    reason: "the server stopped while this approval was pending".into(),
-                },
-            )?;
+    /// Records the end of a turn the log leaves open (a crash's, as interrupted; one whose
+    /// end could not be written, as it ended), so that the session's next turn starts
+    /// after it. Fails while the log cannot be written; the turn then stays open.
+    pub async fn close_open_turn(&self, handle: &SessionHandle) -> Result<()> {
+        if let Some(turn_id) = handle.close_open_turn().await? {
+            handle.write_summary();
+            self.journal_turn_end(handle.id());
+            tracing::info!(session = %handle.id(), turn = %turn_id, "recorded the end of an open turn");
         }
-        handle
-            .append(
-                Some(turn_id),
-                EventPayload::TurnCompleted(TurnCompleted {
-                    outcome: TurnOutcome::Interrupted,
-                    response: String::new(),
-                    error: "the server stopped while this turn was running".into(),
-                    usage: Default::default(),
-                    messages: Vec::new(),
-                    model_calls: 0,
-                }),
-            )
-            .await?;
-        handle.write_summary();
-        self.journal_turn_end(handle.id());
-        tracing::info!(session = %handle.id(), turn = %turn_id, "marked interrupted turn");
         Ok(())
+    }
+
+    /// [`SessionStore::close_open_turn`] when a session is opened: a log that cannot be
+    /// written yet (a full or read-only disk) still serves reads.
+    async fn repair_open_turn(&self, handle: &SessionHandle) {
+        if let Err(e) = self.close_open_turn(handle).await {
+            tracing::warn!(session = %handle.id(), error = %e, "cannot record the end of an open turn yet");
+        }
     }
 
     /// The session ids on disk, newest first (ids are UUIDv7, ordered by creation time).
