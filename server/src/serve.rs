@@ -210,6 +210,10 @@ pub struct ServeArgs {
     /// Anything but loopback needs --auth-token (or --insecure).
     #[arg(long, value_name = "ADDR")]
     pub http_listen: Option<SocketAddr>,
+    /// Idle sessions kept open in memory; beyond it, idle sessions are dropped from
+    /// memory and read from disk again when next used [default: 1024].
+    #[arg(long, value_name = "SESSIONS")]
+    pub open_session_cache: Option<usize>,
 }
 
 impl ServeArgs {

@@ -31,7 +31,7 @@ mod sessions;
 mod tools;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::Semaphore;
@@ -41,7 +41,7 @@ pub use builder::RuntimeBuilder;
 pub use bundles::ModelAvailability;
 pub use commands::{CommandLine, CommandResult, SessionCommand};
 pub use hub::{PulledBundle, PushedBundle};
-pub use info::{SandboxCapabilities, ServerInfo};
+pub use info::{Activity, SandboxCapabilities, ServerInfo};
 pub use sessions::{SessionFilter, SessionSpec};
 
 use crate::runtime::bundle::BundleStore;
@@ -90,6 +90,8 @@ struct Inner {
     shutting_down: AtomicBool,
     /// Long-term memory: the embedder's provider, else files under `<home>/memory/`.
     memory: Arc<dyn MemoryProvider>,
+    /// Live event subscriptions, for [`ServerInfo::activity`].
+    subscriptions: Arc<AtomicUsize>,
 }
 
 impl OdysseyRuntime {
@@ -115,7 +117,8 @@ impl OdysseyRuntime {
             RuntimeError::storage(format!("create home {}", config.home.display()), e)
         })?;
         let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
-        let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?;
+        let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?
+            .with_open_cache(config.open_session_cache);
         let hub = Hub::new(&config.hub)?;
         let sandbox = Sandbox::new(config.sandbox.clone());
         let skills = prompt::server_skills(&config)?;
@@ -158,6 +161,7 @@ impl OdysseyRuntime {
                 providers,
                 host_tools,
                 recorder: Arc::new(CassetteRecorder::new(config.sessions_dir())),
+                subscriptions: Arc::new(AtomicUsize::new(0)),
                 skills,
                 config,
             }),

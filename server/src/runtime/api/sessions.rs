@@ -258,7 +258,9 @@ impl OdysseyRuntime {
                 format!("{after_sequence} is past the session's last sequence, {last}"),
             ));
         }
-        Ok(session.subscribe(after_sequence))
+        Ok(session
+            .subscribe(after_sequence)
+            .counted_in(&self.inner.subscriptions))
     }
 }
 

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
@@ -407,6 +407,7 @@ impl SessionHandle {
             cursor: after_sequence,
             wake: self.published.subscribe(),
             file: None,
+            counted: None,
         }
     }
 }
@@ -418,9 +419,26 @@ pub struct Subscription {
     cursor: u64,
     wake: watch::Receiver<u64>,
     file: Option<super::log::LogReader>,
+    counted: Option<Counted>,
+}
+
+/// Keeps a subscription counted while it lives.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Subscription {
+    /// Counts this subscription in `live` for as long as it exists.
+    pub(crate) fn counted_in(mut self, live: &Arc<AtomicUsize>) -> Self {
+        live.fetch_add(1, Ordering::Relaxed);
+        self.counted = Some(Counted(live.clone()));
+        self
+    }
+
     /// The sequence of the last event handed out.
     pub fn cursor(&self) -> u64 {
         self.cursor

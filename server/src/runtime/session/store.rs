@@ -39,6 +39,8 @@ pub struct SessionStore {
     quarantine_root: PathBuf,
     open: Mutex<HashMap<Uuid, Arc<OnceCell<Arc<SessionHandle>>>>>,
     quarantined: Mutex<Vec<QuarantinedSession>>,
+    /// Open sessions kept while idle; opening one more drops the idle ones.
+    keep_open: usize,
 }
 
 impl SessionStore {
@@ -76,7 +78,15 @@ impl SessionStore {
             quarantine_root,
             open: Mutex::new(HashMap::new()),
             quarantined: Mutex::new(quarantined),
+            keep_open: usize::MAX,
         })
+    }
+
+    /// Keeps at most `sessions` idle sessions open in memory, however they were opened
+    /// (a turn, a read, a subscription).
+    pub fn with_open_cache(mut self, sessions: usize) -> Self {
+        self.keep_open = sessions;
+        self
     }
 
     /// Sessions the open-turn journal names: they were running a turn when the server
@@ -161,6 +171,7 @@ impl SessionStore {
             Ok(handle) => {
                 let handle = handle.clone();
                 self.repair_open_turn(&handle).await;
+                self.evict_idle(self.keep_open);
                 Ok(handle)
             }
             Err(LoadError::Missing) => {
@@ -242,14 +253,25 @@ impl SessionStore {
         Ok(())
     }
 
+    /// Sessions held open in memory.
+    pub fn open_count(&self) -> usize {
+        self.lock_open()
+            .values()
+            .filter(|cell| cell.initialized())
+            .count()
+    }
+
     /// Forgets open sessions nobody uses, so memory follows activity, not history.
     pub fn evict_idle(&self, keep: usize) {
         let mut open = self.lock_open();
         if open.len() <= keep {
             return;
         }
+        // A session is in use while anyone holds its handle, or its cell: a `get` that
+        // found the cell has not cloned the handle out of it yet, and dropping the cell
+        // then would let the next `get` open a second writer on the same log.
         open.retain(|_, cell| match cell.get() {
-            Some(handle) => Arc::strong_count(handle) > 1,
+            Some(handle) => Arc::strong_count(handle) > 1 || Arc::strong_count(cell) > 1,
             None => true,
         });
     }

@@ -367,3 +367,29 @@ async fn a_turn_whose_end_cannot_be_written_is_closed_once_before_the_next() {
     assert!(closing.iter().all(|e| e.turn_id == Some(turn)));
     assert_eq!(handle.stats().turn_count, 1);
 }
+
+#[tokio::test]
+async fn idle_sessions_beyond_the_cache_are_dropped_however_they_were_opened() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<Uuid> = {
+        let store = store(&dir);
+        (0..5)
+            .map(|_| {
+                store
+                    .create(record())
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .id()
+            })
+            .collect()
+    };
+    let store = store(&dir).with_open_cache(1);
+    let held = store.get(ids[0]).await.unwrap_or_else(|e| panic!("{e}"));
+    for id in &ids[1..] {
+        // Opened for a read, then let go.
+        drop(store.get(*id).await.unwrap_or_else(|e| panic!("{e}")));
+        assert!(store.open_count() <= 2, "{} open", store.open_count());
+    }
+    // The session in use stays the same open session.
+    let again = store.get(ids[0]).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(Arc::ptr_eq(&held, &again));
+}
