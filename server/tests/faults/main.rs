@@ -10,3 +10,4 @@ mod support;
 
 mod crash;
 mod disk;
+mod load;
