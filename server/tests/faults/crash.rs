@@ -83,8 +83,9 @@ async fn sigkill_at_random_points_never_loses_a_completed_turn() {
     eprintln!("crash test seed: {seed} (replay with ODYSSEY_CRASH_SEED={seed})");
     let mut rng = StdRng::seed_from_u64(seed);
 
-    // `sleep 0.3<pid>` sleeps about 0.3 s and names this test's sandboxed processes.
-    let marker = format!("0.3{}", std::process::id());
+    // `sleep 0.31<pid>` sleeps about 0.3 s and names this test's sandboxed processes
+    // (the other tests of this process use other digits after `0.`).
+    let marker = format!("0.31{}", std::process::id());
     let model = OpenAiWireServer::start(Script::respond(MODEL_KEY, model(marker.clone())))
         .await
         .expect("loopback model");

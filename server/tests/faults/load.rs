@@ -345,10 +345,10 @@ async fn a_bounded_load_leaves_no_tasks_descriptors_processes_or_memory_behind()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(rand::random::<u64>);
     eprintln!("load test seed: {seed} (replay with ODYSSEY_LOAD_SEED={seed})");
-    // `sleep 0.0<pid>` (a tool call) and `sleep 0.3<pid>` (a command) sleep briefly and
-    // name this test's sandboxed processes.
-    let marker = format!("0.0{}", std::process::id());
-    let command_marker = format!("0.3{}", std::process::id());
+    // `sleep 0.01<pid>` (a tool call) and `sleep 0.32<pid>` (a command) sleep briefly and
+    // name this test's sandboxed processes (the crash test's are `0.31<pid>`).
+    let marker = format!("0.01{}", std::process::id());
+    let command_marker = format!("0.32{}", std::process::id());
     let model = OpenAiWireServer::start(Script::respond(MODEL_KEY, model(marker.clone())))
         .await
         .expect("loopback model");
