@@ -197,7 +197,8 @@ pub struct ServeArgs {
     /// <home>/config.toml (and under the environment and flags).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Serve TLS with this certificate chain (PEM); needs --tls-key.
+    /// Serve TLS (the gRPC port and the HTTP gateway) with this certificate chain (PEM);
+    /// needs --tls-key.
     #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
     /// The private key (PEM) of --tls-cert.
