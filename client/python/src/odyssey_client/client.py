@@ -212,12 +212,18 @@ class OdysseyClient:
         return call(lambda: self.executions.Run(request, metadata=self._metadata)).status
 
     def stream_turn(
-        self, session_id: str, prompt: str, *, metadata: Optional[Mapping[str, str]] = None
+        self,
+        session_id: str,
+        prompt: str,
+        *,
+        metadata: Optional[Mapping[str, str]] = None,
+        reconnect: ReconnectPolicy = ReconnectPolicy(),
     ) -> TurnStream:
         """Starts a turn and streams its events as they happen, ending with its
-        ``turn_completed`` event. Subscribes before submitting, so nothing is missed."""
+        ``turn_completed`` event. Subscribes before submitting, so nothing is missed; the
+        stream resubscribes by itself after a dropped connection, as ``reconnect`` allows."""
         after = self.get_session(session_id).last_sequence
-        return TurnStream(self, session_id, after, prompt, metadata)
+        return TurnStream(self, session_id, after, prompt, metadata, reconnect)
 
     def execution_status(self, execution_id: str) -> execution_pb2.ExecutionStatus:
         request = execution_pb2.GetExecutionStatusRequest(execution_id=execution_id)
@@ -282,9 +288,12 @@ class TurnStream(Iterator[events_pb2.SessionEvent]):
         after_sequence: int,
         prompt: str,
         metadata: Optional[Mapping[str, str]],
+        reconnect: ReconnectPolicy = ReconnectPolicy(),
     ) -> None:
         self.session_id = session_id
-        self._events = client.events(session_id, after_sequence=after_sequence)
+        self._events = client.events(
+            session_id, after_sequence=after_sequence, reconnect=reconnect
+        )
         try:
             self.execution_id = client.submit(session_id, prompt, metadata=metadata)
         except OdysseyError:
