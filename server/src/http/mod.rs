@@ -2,8 +2,8 @@
 //! beside the gRPC port. `GET /sessions/{id}/events` streams a session's events as
 //! server-sent events (each `id:` is the event's sequence; `Last-Event-ID` resumes with no
 //! gap) and `POST /approvals/{request_id}` answers a waiting tool call. Same bearer token,
-//! CORS origins and TLS certificate as the gRPC port. Like `crate::grpc`, an adapter only: every request
-//! is one call on the runtime core.
+//! CORS origins and TLS certificate as the gRPC port. Like `crate::grpc`, an adapter only:
+//! every request is one call on the runtime core.
 
 mod approvals;
 mod auth;
