@@ -10,9 +10,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, ConfigError, Secret, ServerConfig, Sources, TlsFiles};
-use crate::grpc::{self, GrpcOptions, TlsIdentity};
+use crate::grpc::{self, GrpcOptions};
 use crate::http::{self as gateway, HttpOptions};
 use crate::runtime::{OdysseyRuntime, RuntimeConfig, RuntimeError, SandboxMode};
+use crate::tls::TlsIdentity;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -196,7 +197,8 @@ pub struct ServeArgs {
     /// <home>/config.toml (and under the environment and flags).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Serve TLS with this certificate chain (PEM); needs --tls-key.
+    /// Serve TLS (the gRPC port and the HTTP gateway) with this certificate chain (PEM);
+    /// needs --tls-key.
     #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
     /// The private key (PEM) of --tls-cert.
@@ -294,6 +296,12 @@ impl ServerHandle {
         self.gateway.as_ref().map(|(addr, _)| *addr)
     }
 
+    /// The HTTP gateway's `http://ADDR`, or `https://ADDR` when the server serves TLS.
+    pub fn http_url(&self) -> Option<String> {
+        let scheme = if self.tls { "https" } else { "http" };
+        self.http_addr().map(|addr| format!("{scheme}://{addr}"))
+    }
+
     /// Stops gracefully and waits until it has.
     pub async fn shutdown(self) -> Result<(), ServeError> {
         self.stop.cancel();
@@ -344,19 +352,12 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         Some(http) => Some(bind(&config, http).await?),
         None => None,
     };
-    let http = http_options(&config);
+    let http = http_options(&config, identity.clone());
     let grpc = GrpcOptions {
         tls: identity,
         ..config.grpc
     };
     let tls = grpc.tls.is_some();
-    // A certificate the TLS library refuses is reported now, not on the first connection.
-    if let (Some(identity), Some(files)) = (&grpc.tls, &config.tls) {
-        grpc::check_tls(identity).map_err(|message| ServeError::Tls {
-            files: files.clone(),
-            message,
-        })?;
-    }
     let runtime = OdysseyRuntime::start(config.runtime).await?;
     let stop = CancellationToken::new();
     let task = tokio::spawn(grpc::serve(
@@ -367,7 +368,7 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         config.shutdown_grace,
     ));
     let gateway = gateway_listener.map(|(listener, addr)| {
-        tracing::info!(%addr, "HTTP gateway listening");
+        tracing::info!(%addr, tls, "HTTP gateway listening");
         let task = tokio::spawn(gateway::serve(
             runtime.clone(),
             http,
@@ -386,12 +387,14 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
     })
 }
 
-/// The gateway shares the gRPC port's token, heartbeat and browser origins.
-fn http_options(config: &ServerConfig) -> HttpOptions {
+/// The gateway shares the gRPC port's token, heartbeat, browser origins and certificate:
+/// a server that serves TLS serves it on both ports.
+fn http_options(config: &ServerConfig, tls: Option<TlsIdentity>) -> HttpOptions {
     HttpOptions {
         auth_token: config.grpc.auth_token.clone(),
         heartbeat: config.grpc.heartbeat,
         cors_origins: config.grpc.cors_origins.clone(),
+        tls,
     }
 }
 
@@ -417,7 +420,8 @@ async fn bind(
     Ok((listener, addr))
 }
 
-/// The PEM files of the gRPC port's certificate and key.
+/// The PEM files of the server's certificate and key, checked now so that what the TLS
+/// library refuses stops the server at startup, not on the first connection.
 fn read_identity(files: &TlsFiles) -> Result<TlsIdentity, ServeError> {
     let read = |what, path: &PathBuf| {
         std::fs::read(path).map_err(|source| ServeError::TlsFile {
@@ -426,10 +430,11 @@ fn read_identity(files: &TlsFiles) -> Result<TlsIdentity, ServeError> {
             source,
         })
     };
-    Ok(TlsIdentity::new(
-        read("certificate", &files.cert)?,
-        read("key", &files.key)?,
-    ))
+    let (cert, key) = (read("certificate", &files.cert)?, read("key", &files.key)?);
+    TlsIdentity::from_pem(&cert, &key).map_err(|error| ServeError::Tls {
+        files: files.clone(),
+        message: error.to_string(),
+    })
 }
 
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully. The

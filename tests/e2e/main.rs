@@ -19,4 +19,5 @@ mod providers;
 mod recovery;
 mod sessions;
 mod surface;
+mod tls_web;
 mod turns;

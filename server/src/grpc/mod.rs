@@ -11,7 +11,6 @@ mod execution;
 mod server_info;
 mod session;
 mod status;
-mod tls;
 pub mod web;
 
 use std::future::Future;
@@ -28,9 +27,9 @@ use tonic::transport::Server;
 
 pub(crate) use status::shorten;
 pub use status::{ERROR_DOMAIN, to_status};
-pub use tls::{TlsIdentity, check_tls};
 
 use crate::runtime::OdysseyRuntime;
+use crate::tls::{GRPC_ALPN, TlsIdentity, TlsListener};
 
 /// Transport settings of the gRPC surface.
 #[derive(Clone)]
@@ -41,7 +40,8 @@ pub struct GrpcOptions {
     pub heartbeat: Duration,
     /// Largest request or response message, in bytes.
     pub max_message_bytes: usize,
-    /// Serve TLS with this identity; plaintext HTTP/2 when `None`.
+    /// Serve TLS with this identity (ALPN `h2`, and `http/1.1` for gRPC-Web); plaintext
+    /// when `None`.
     pub tls: Option<TlsIdentity>,
     /// Browser origins allowed to call the API cross-origin (gRPC-Web); none by default.
     pub cors_origins: Vec<http::HeaderValue>,
@@ -134,12 +134,10 @@ pub async fn serve(
 
     // Outermost first: CORS answers preflights (which carry no token), tonic-web turns
     // gRPC-Web into gRPC (and the answers back, auth refusals included), then auth.
-    // HTTP/1.1 is accepted for gRPC-Web; gRPC itself stays on HTTP/2.
-    let mut builder = Server::builder().accept_http1(true);
-    if let Some(identity) = &options.tls {
-        builder = builder.tls_config(identity.server_config())?;
-    }
-    builder
+    // HTTP/1.1 is accepted for gRPC-Web; gRPC itself stays on HTTP/2. TLS is done by our
+    // own listener, which offers HTTP/1.1 in ALPN too.
+    let router = Server::builder()
+        .accept_http1(true)
         .layer(web::cors(&options.cors_origins))
         .layer(tonic_web::GrpcWebLayer::new())
         .layer(auth::AuthLayer::new(options.auth_token.clone()))
@@ -174,10 +172,19 @@ pub async fn serve(
             ServerServiceServer::new(server_info::ServerInfo::new(runtime, max))
                 .max_decoding_message_size(max)
                 .max_encoding_message_size(max),
-        )
-        .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(listener),
-            shutdown,
-        )
-        .await
+        );
+    match &options.tls {
+        Some(identity) => {
+            let listener = TlsListener::new(listener, identity.acceptor(GRPC_ALPN));
+            router
+                .serve_with_incoming_shutdown(listener.into_stream(), shutdown)
+                .await
+        }
+        None => {
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await
+        }
+    }
 }

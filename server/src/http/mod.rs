@@ -1,9 +1,9 @@
 //! The HTTP gateway (`--http-listen`): a small JSON/SSE surface for browsers and curl,
 //! beside the gRPC port. `GET /sessions/{id}/events` streams a session's events as
 //! server-sent events (each `id:` is the event's sequence; `Last-Event-ID` resumes with no
-//! gap) and `POST /approvals/{request_id}` answers a waiting tool call. Same bearer token
-//! and CORS origins as the gRPC port. Like `crate::grpc`, an adapter only: every request
-//! is one call on the runtime core.
+//! gap) and `POST /approvals/{request_id}` answers a waiting tool call. Same bearer token,
+//! CORS origins and TLS certificate as the gRPC port. Like `crate::grpc`, an adapter only:
+//! every request is one call on the runtime core.
 
 mod approvals;
 mod auth;
@@ -19,6 +19,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::OdysseyRuntime;
+use crate::tls::{GATEWAY_ALPN, TlsIdentity, TlsListener};
 
 pub use error::HttpError;
 
@@ -31,6 +32,8 @@ pub struct HttpOptions {
     pub heartbeat: Duration,
     /// Browser origins allowed to call the gateway cross-origin; none by default.
     pub cors_origins: Vec<http::HeaderValue>,
+    /// Serve HTTPS with this identity; plain HTTP when `None`.
+    pub tls: Option<TlsIdentity>,
 }
 
 /// What every handler reaches: the core, and the signal that ends live streams.
@@ -73,10 +76,21 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let streams = CancellationToken::new();
     let app = router(runtime, &options, streams.clone());
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            stop.await;
-            streams.cancel();
-        })
-        .await
+    let shutdown = async move {
+        stop.await;
+        streams.cancel();
+    };
+    match &options.tls {
+        Some(identity) => {
+            let listener = TlsListener::new(listener, identity.acceptor(GATEWAY_ALPN));
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+    }
 }
