@@ -27,7 +27,10 @@ fn checked_blocks(doc: &str, kind: &str) -> Vec<String> {
             fence.starts_with("```"),
             "`{directive}` must be followed by a code block, not `{fence}`"
         );
-        let body: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
+        let body: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .collect();
         blocks.push(body.join("\n"));
     }
     blocks
@@ -59,10 +62,13 @@ fn payload_fields() -> Vec<(String, String)> {
 #[test]
 fn every_log_example_is_exactly_what_the_server_writes() {
     let blocks = checked_blocks(EVENTS_DOC, "event-log");
-    assert!(!blocks.is_empty(), "docs/events.md has no event-log examples");
+    assert!(
+        !blocks.is_empty(),
+        "docs/events.md has no event-log examples"
+    );
     for block in &blocks {
-        let shown: Value = serde_json::from_str(block)
-            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{block}"));
+        let shown: Value =
+            serde_json::from_str(block).unwrap_or_else(|e| panic!("not JSON ({e}):\n{block}"));
         let event: Event = serde_json::from_value(shown.clone())
             .unwrap_or_else(|e| panic!("not an event ({e}):\n{block}"));
         let written = serde_json::to_value(&event).expect("serialize");
