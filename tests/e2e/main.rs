@@ -8,6 +8,7 @@ mod bundles;
 mod cli;
 mod commands;
 mod config;
+mod docs;
 mod gateway;
 mod grpc_web;
 mod grpcurl;
