@@ -59,8 +59,12 @@ pub enum LogFormat {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum SandboxModeArg {
+    // The configuration file's spelling; the kebab-case one clap derives stays accepted.
+    #[value(name = "read_only", alias = "read-only")]
     ReadOnly,
+    #[value(name = "workspace_write", alias = "workspace-write")]
     WorkspaceWrite,
+    #[value(name = "danger_full_access", alias = "danger-full-access")]
     DangerFullAccess,
 }
 
@@ -255,8 +259,11 @@ fn cors_origin_arg(value: &str) -> Result<String, String> {
 pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colours only for a person at a terminal, not in files or the journal.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),

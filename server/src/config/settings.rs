@@ -452,6 +452,22 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
             (!a.env_allowlist.is_empty()).then(|| a.env_allowlist.clone())
         }),
         server(
+            "sandbox.max_memory_mb",
+            |d| Some(d.server.runtime.access.max_memory_mb),
+            |d, v| {
+                d.server.runtime.access.max_memory_mb = at_least(v, 1)?;
+                Ok(())
+            },
+        ),
+        server(
+            "sandbox.max_cpu",
+            |d| Some(d.server.runtime.access.max_cpu),
+            |d, v| {
+                d.server.runtime.access.max_cpu = at_least(v, 1)?;
+                Ok(())
+            },
+        ),
+        server(
             "sandbox.helper",
             |d| d.server.runtime.sandbox.helper.clone(),
             |d, v| {
