@@ -1,3 +1,6 @@
+//! The HTTP surfaces beside the gRPC port: the metrics endpoint (`--metrics-listen`, see
+//! [`metrics`]) and the gateway.
+//!
 //! The HTTP gateway (`--http-listen`): a small JSON/SSE surface for browsers and curl,
 //! beside the gRPC port. `GET /sessions/{id}/events` streams a session's events as
 //! server-sent events (each `id:` is the event's sequence; `Last-Event-ID` resumes with no
@@ -9,6 +12,7 @@ mod approvals;
 mod auth;
 mod error;
 mod events;
+pub mod metrics;
 
 use std::future::Future;
 use std::time::Duration;
@@ -21,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::runtime::OdysseyRuntime;
 
 pub use error::HttpError;
+pub use metrics::{MetricsTokens, serve_metrics};
 
 /// Settings of the HTTP gateway.
 #[derive(Clone, Debug, Default)]

@@ -7,10 +7,12 @@ pub mod bundle;
 pub mod chat;
 pub mod config;
 pub mod error;
+pub mod event_hooks;
 pub mod events;
 pub mod execution;
 pub mod hub;
 pub mod memory;
+pub mod metrics;
 pub mod model;
 pub mod model_override;
 pub mod paging;
@@ -27,7 +29,8 @@ pub mod tools;
 
 pub use api::{
     CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, PulledBundle, PushedBundle,
-    RuntimeBuilder, SandboxCapabilities, ServerInfo, SessionCommand, SessionFilter, SessionSpec,
+    RuntimeBuilder, RuntimeCollector, SandboxCapabilities, ServerInfo, SessionCommand,
+    SessionFilter, SessionSpec,
 };
 pub use bundle::InstallOptions;
 pub use config::RuntimeConfig;
