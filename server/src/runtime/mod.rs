@@ -20,6 +20,7 @@ pub mod permissions;
 pub mod policy;
 pub mod prompt;
 pub mod provider;
+pub mod quoted;
 pub mod requirements;
 pub mod sandbox;
 pub mod session;

@@ -301,11 +301,14 @@ impl EventHooks {
     }
 }
 
-/// A hook's target for the startup log: the program or the URL, as configured.
+/// A hook's target for the startup log: the program, or the webhook's scheme, host and
+/// port (the path and query may hold a receiver's secret).
 fn describe(target: &HookTarget) -> String {
     match target {
         HookTarget::Command(argv) => argv.first().cloned().unwrap_or_default(),
-        HookTarget::Webhook { url, .. } => url.clone(),
+        HookTarget::Webhook { url, .. } => reqwest::Url::parse(url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default(),
     }
 }
 

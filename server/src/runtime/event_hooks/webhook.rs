@@ -89,10 +89,14 @@ impl Webhook {
             }
             Ok(Ok(status)) => (Failure::Status, format!("the webhook answered {status}")),
             Ok(Err(e)) if e.is_timeout() => (Failure::Timeout, timed_out(self.timeout)),
-            Ok(Err(e)) => (
-                Failure::Request,
-                format!("the request failed: {}", chain(&e)),
-            ),
+            Ok(Err(e)) => {
+                // The URL stays out of the log: some receivers put a secret in it.
+                let e = e.without_url();
+                (
+                    Failure::Request,
+                    format!("the request failed: {}", chain(&e)),
+                )
+            }
             Err(_) => (Failure::Timeout, timed_out(self.timeout)),
         };
         self.stats.event_failed();

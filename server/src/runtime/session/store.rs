@@ -365,7 +365,7 @@ fn load(
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> std::result::Result<T, String> {
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+    serde_json::from_slice(&bytes).map_err(|e| crate::runtime::quoted::json_error(&e))
 }
 
 fn read_dir(dir: &Path) -> Result<Vec<std::fs::DirEntry>> {
