@@ -2,7 +2,8 @@
 //! stdin. It is started with the first event and started again after it exits; a start
 //! that fails, or a process that fails, holds the next start back (1 s, doubling to
 //! 30 s) so a broken hook does not fork once per event. A write that does not finish
-//! within the timeout (the process stopped reading) ends the process.
+//! within the timeout (the process stopped reading) ends the process. When the runtime
+//! stops, the process gets EOF after the last queued event and a moment to finish.
 
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
@@ -73,6 +74,7 @@ impl CommandHook {
                 event = events.recv() => event,
             };
             let Some(event) = next else {
+                self.finish(&control).await;
                 return;
             };
             tokio::select! {
@@ -186,6 +188,24 @@ impl CommandHook {
                 );
                 self.hold_back(ran);
             }
+        }
+    }
+
+    /// The hooks are closing and every queued event was written: the process gets EOF
+    /// on its stdin and may finish its work, until the runtime stops waiting.
+    async fn finish(&mut self, control: &Control) {
+        let Some(Running {
+            mut child, stdin, ..
+        }) = self.running.take()
+        else {
+            return;
+        };
+        drop(stdin);
+        tokio::select! {
+            () = control.abort.cancelled() => {
+                let _ = child.kill().await;
+            }
+            _ = child.wait() => {}
         }
     }
 

@@ -214,6 +214,7 @@ mod tests {
         assert_eq!(hook.type_mask(), 1 << 1);
         hook.queue_capacity = 0;
         assert!(hook.check().is_err());
+        hook.queue_capacity = 1;
         let bad_name = EventHookConfig::new("a b", HookTarget::Command(vec!["x".into()]));
         assert!(bad_name.check().is_err());
         let no_program = EventHookConfig::new("c", HookTarget::Command(Vec::new()));

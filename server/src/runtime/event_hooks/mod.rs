@@ -161,6 +161,14 @@ pub struct EventHooks {
     tasks: TaskTracker,
 }
 
+impl fmt::Debug for EventHooks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.hooks.iter().map(|h| &h.stats.name))
+            .finish()
+    }
+}
+
 impl EventHooks {
     /// No hooks.
     pub fn none() -> Self {
