@@ -89,7 +89,10 @@ impl TurnMetrics {
             encoder,
             "odyssey_turn_duration_seconds",
             "Wall-clock time of turns that ran, from start to their record, by outcome.",
-            OUTCOMES.map(|o| ([("outcome", name(o))], self.durations[index(o)].snapshot())),
+            OUTCOMES
+                .into_iter()
+                .filter(|o| self.durations[index(*o)].count() > 0)
+                .map(|o| ([("outcome", name(o))], self.durations[index(o)].snapshot())),
         )?;
         encode::gauge(
             encoder,
