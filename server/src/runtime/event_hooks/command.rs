@@ -23,6 +23,8 @@ const PASSED_ENV: [&str; 3] = ["PATH", "LANG", "TZ"];
 
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long a process whose stdin broke may take to report its exit.
+const REAP_WAIT: Duration = Duration::from_millis(200);
 /// A process that ran this long before failing starts again without waiting.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
 
@@ -97,9 +99,15 @@ impl CommandHook {
             Ok(Ok(())) => self.stats.delivered(),
             Ok(Err(e)) => {
                 self.stats.event_failed();
-                self.stats
-                    .error(Failure::Write, &format_args!("writing to the command: {e}"));
-                self.stop_process().await;
+                // A broken pipe usually means the process ended: say how, if it did.
+                match self.reap().await {
+                    Some(status) => self.ended(Ok(status)),
+                    None => {
+                        self.stats
+                            .error(Failure::Write, &format_args!("writing to the command: {e}"));
+                        self.stop_process().await;
+                    }
+                }
             }
             Err(_) => {
                 self.stats.event_failed();
@@ -207,6 +215,15 @@ impl CommandHook {
             }
             _ = child.wait() => {}
         }
+    }
+
+    /// The exit status of a process that is ending on its own, if it ends at once.
+    async fn reap(&mut self) -> Option<ExitStatus> {
+        let running = self.running.as_mut()?;
+        tokio::time::timeout(REAP_WAIT, running.child.wait())
+            .await
+            .ok()?
+            .ok()
     }
 
     async fn stop_process(&mut self) {
