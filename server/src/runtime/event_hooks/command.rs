@@ -1,5 +1,5 @@
 //! A command hook: one long-running process per hook, fed one JSON event per line on its
-//! stdin. It is started with the first event and started again after it exits; a start
+//! stdin (events that queued up meanwhile go in one write). It is started with the first event and started again after it exits; a start
 //! that fails, or a process that fails, holds the next start back (1 s, doubling to
 //! 30 s) so a broken hook does not fork once per event. A write that does not finish
 //! within the timeout (the process stopped reading) ends the process. When the runtime
@@ -23,6 +23,9 @@ const PASSED_ENV: [&str; 3] = ["PATH", "LANG", "TZ"];
 
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Most events written at once: a burst of events (a streamed answer) costs the hook's
+/// task one wake-up and the pipe one write per batch, not per event.
+const BATCH: usize = 256;
 /// How long a process whose stdin broke may take to report its exit.
 const REAP_WAIT: Duration = Duration::from_millis(200);
 /// A process that ran this long before failing starts again without waiting.
@@ -60,8 +63,9 @@ impl CommandHook {
     /// this ends.
     pub(super) async fn run(mut self, mut events: mpsc::Receiver<Arc<Event>>, control: Control) {
         let mut stopping = false;
+        let mut batch = Vec::with_capacity(BATCH);
         loop {
-            let next = tokio::select! {
+            let received = tokio::select! {
                 biased;
                 () = control.abort.cancelled() => return,
                 () = control.stop.cancelled(), if !stopping => {
@@ -73,32 +77,38 @@ impl CommandHook {
                     self.ended(status);
                     continue;
                 }
-                event = events.recv() => event,
+                received = events.recv_many(&mut batch, BATCH) => received,
             };
-            let Some(event) = next else {
+            if received == 0 {
                 self.finish(&control).await;
                 return;
-            };
+            }
             tokio::select! {
                 () = control.abort.cancelled() => return,
-                () = self.deliver(&event) => {}
+                () = self.deliver(&batch) => {}
             }
+            batch.clear();
         }
     }
 
-    async fn deliver(&mut self, event: &Event) {
+    /// Writes `events` as lines, in one write when the pipe takes them.
+    async fn deliver(&mut self, events: &[Arc<Event>]) {
+        let count = events.len() as u64;
         let timeout = self.timeout;
         let Some(running) = self.ensure_running() else {
-            self.stats.event_failed();
+            self.stats.events_failed(count);
             return;
         };
-        let mut line = encode_event(event);
-        line.push(b'\n');
-        let written = tokio::time::timeout(timeout, running.stdin.write_all(&line)).await;
+        let mut lines = Vec::new();
+        for event in events {
+            lines.extend_from_slice(&encode_event(event));
+            lines.push(b'\n');
+        }
+        let written = tokio::time::timeout(timeout, running.stdin.write_all(&lines)).await;
         match written {
-            Ok(Ok(())) => self.stats.delivered(),
+            Ok(Ok(())) => self.stats.delivered(count),
             Ok(Err(e)) => {
-                self.stats.event_failed();
+                self.stats.events_failed(count);
                 // A broken pipe usually means the process ended: say how, if it did.
                 match self.reap().await {
                     Some(status) => self.ended(Ok(status)),
@@ -110,7 +120,7 @@ impl CommandHook {
                 }
             }
             Err(_) => {
-                self.stats.event_failed();
+                self.stats.events_failed(count);
                 self.stats.error(
                     Failure::Timeout,
                     &format_args!(

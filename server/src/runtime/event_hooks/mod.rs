@@ -105,13 +105,13 @@ impl HookStats {
         }
     }
 
-    fn delivered(&self) {
-        self.delivered.fetch_add(1, Ordering::Relaxed);
+    fn delivered(&self, count: u64) {
+        self.delivered.fetch_add(count, Ordering::Relaxed);
     }
 
-    /// An event that did not reach the hook (its failure, if any, is counted apart).
-    fn event_failed(&self) {
-        self.failed.fetch_add(1, Ordering::Relaxed);
+    /// Events that did not reach the hook (their failure, if any, is counted apart).
+    fn events_failed(&self, count: u64) {
+        self.failed.fetch_add(count, Ordering::Relaxed);
     }
 
     /// Counts a failure and logs it, rate-limited. `detail` never holds event content.

@@ -84,7 +84,7 @@ impl Webhook {
         };
         let failure = match tokio::time::timeout(self.timeout, exchange).await {
             Ok(Ok(status)) if status.is_success() => {
-                self.stats.delivered();
+                self.stats.delivered(1);
                 return;
             }
             Ok(Ok(status)) => (Failure::Status, format!("the webhook answered {status}")),
@@ -99,7 +99,7 @@ impl Webhook {
             }
             Err(_) => (Failure::Timeout, timed_out(self.timeout)),
         };
-        self.stats.event_failed();
+        self.stats.events_failed(1);
         self.stats.error(failure.0, &failure.1);
     }
 }
