@@ -51,7 +51,7 @@ impl Receiver {
                     },
                 ),
             )
-            .route("/hang", post(|| std::future::pending::<StatusCode>()))
+            .route("/hang", post(std::future::pending::<StatusCode>))
             .with_state(received.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await

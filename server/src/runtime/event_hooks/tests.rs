@@ -129,6 +129,6 @@ fn bad_configurations_are_refused_before_anything_starts() {
             allow_http: false,
         },
     );
-    let error = EventHooks::start(&[hook]).err().expect("refused");
+    let error = EventHooks::start(&[hook]).expect_err("refused");
     assert!(error.contains("allow_http"), "{error}");
 }
