@@ -4,14 +4,16 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, ConfigError, Secret, ServerConfig, Sources, TlsFiles};
 use crate::grpc::{self, GrpcOptions};
-use crate::http::{self as gateway, HttpOptions};
+use crate::http::{self as gateway, HttpOptions, MetricsTokens};
 use crate::runtime::{OdysseyRuntime, RuntimeConfig, RuntimeError, SandboxMode};
 use crate::tls::TlsIdentity;
 
@@ -46,6 +48,12 @@ pub enum ServeError {
     Task(#[from] tokio::task::JoinError),
     #[error("HTTP gateway error: {0}")]
     Gateway(#[source] std::io::Error),
+    #[error(
+        "refusing to serve metrics on {0} without a token: set --auth-token or --metrics-auth-token (or server.auth_token, metrics.auth_token), or pass --insecure"
+    )]
+    InsecureMetricsBind(SocketAddr),
+    #[error("metrics endpoint error: {0}")]
+    Metrics(#[source] std::io::Error),
 }
 
 #[derive(
@@ -216,6 +224,20 @@ pub struct ServeArgs {
     /// Anything but loopback needs --auth-token (or --insecure).
     #[arg(long, value_name = "ADDR")]
     pub http_listen: Option<SocketAddr>,
+    /// Serve Prometheus metrics (`GET /metrics`) on this address. Anything but loopback
+    /// needs a token (--auth-token or --metrics-auth-token) or --insecure; the endpoint
+    /// asks for a token whenever the server has one.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// A bearer token that only reads metrics, accepted by the metrics endpoint beside
+    /// --auth-token (so the monitoring system never holds the API token).
+    #[arg(long)]
+    pub metrics_auth_token: Option<Secret>,
+    /// An event hook receiving every session event: a URL (each event POSTed as JSON) or
+    /// a program (one JSON event per line on its stdin); repeatable. Filters, queues and
+    /// timeouts are set in `[[hooks.event]]` tables of the configuration file.
+    #[arg(long = "event-hook", value_name = "URL|PROGRAM")]
+    pub event_hooks: Vec<String>,
 }
 
 impl ServeArgs {
@@ -280,6 +302,8 @@ pub struct ServerHandle {
     task: JoinHandle<Result<(), tonic::transport::Error>>,
     /// The HTTP gateway, when `--http-listen` is set.
     gateway: Option<(SocketAddr, JoinHandle<std::io::Result<()>>)>,
+    /// The metrics endpoint, when `--metrics-listen` is set.
+    metrics: Option<(SocketAddr, JoinHandle<std::io::Result<()>>)>,
 }
 
 impl ServerHandle {
@@ -309,6 +333,11 @@ impl ServerHandle {
         self.http_addr().map(|addr| format!("{scheme}://{addr}"))
     }
 
+    /// The metrics endpoint's address, when it runs.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|(addr, _)| *addr)
+    }
+
     /// Stops gracefully and waits until it has.
     pub async fn shutdown(self) -> Result<(), ServeError> {
         self.stop.cancel();
@@ -320,6 +349,9 @@ impl ServerHandle {
         self.task.await??;
         if let Some((_, gateway)) = self.gateway {
             gateway.await?.map_err(ServeError::Gateway)?;
+        }
+        if let Some((_, metrics)) = self.metrics {
+            metrics.await?.map_err(ServeError::Metrics)?;
         }
         Ok(())
     }
@@ -354,14 +386,28 @@ pub async fn start_with_config(
 /// Binds, opens the runtime and serves `config` in the background.
 pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeError> {
     let identity = config.tls.as_ref().map(read_identity).transpose()?;
-    let (listener, addr) = bind(&config, config.listen).await?;
+    let api_protected = config.grpc.auth_token.is_some() || config.insecure;
+    let (listener, addr) = bind(config.listen, api_protected, ServeError::InsecureBind).await?;
     let gateway_listener = match config.http_listen {
-        Some(http) => Some(bind(&config, http).await?),
+        Some(http) => Some(bind(http, api_protected, ServeError::InsecureBind).await?),
         None => None,
     };
+    let metrics_tokens = metrics_tokens(&config);
+    let metrics_listener = match config.metrics_listen {
+        Some(wanted) => {
+            let protected = !metrics_tokens.is_empty() || config.insecure;
+            Some(bind(wanted, protected, ServeError::InsecureMetricsBind).await?)
+        }
+        None => None,
+    };
+    let rpc_metrics = metrics_listener
+        .is_some()
+        .then(|| Arc::new(grpc::RpcMetrics::new()));
     let http = http_options(&config, identity.clone());
+    let metrics_tls = identity.clone();
     let grpc = GrpcOptions {
         tls: identity,
+        metrics: rpc_metrics.clone(),
         ..config.grpc
     };
     let tls = grpc.tls.is_some();
@@ -384,6 +430,23 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         ));
         (addr, task)
     });
+    let metrics = match (metrics_listener, rpc_metrics) {
+        (Some((listener, addr)), Some(rpc)) => {
+            tracing::info!(%addr, "metrics endpoint listening");
+            let mut registry = Registry::default();
+            registry.register_collector(Box::new(runtime.metrics_collector()));
+            registry.register_collector(Box::new(rpc));
+            let task = tokio::spawn(gateway::serve_metrics(
+                Arc::new(registry),
+                MetricsTokens::new(metrics_tokens),
+                listener,
+                metrics_tls,
+                stop.clone().cancelled_owned(),
+            ));
+            Some((addr, task))
+        }
+        _ => None,
+    };
     Ok(ServerHandle {
         addr,
         tls,
@@ -391,7 +454,23 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         stop,
         task,
         gateway,
+        metrics,
     })
+}
+
+/// The tokens the metrics endpoint accepts: the API token and the metrics token.
+fn metrics_tokens(config: &ServerConfig) -> Vec<String> {
+    let metrics = config
+        .metrics_auth_token
+        .as_ref()
+        .map(|t| t.expose().to_owned());
+    config
+        .grpc
+        .auth_token
+        .iter()
+        .cloned()
+        .chain(metrics)
+        .collect()
 }
 
 /// The gateway shares the gRPC port's token, heartbeat, browser origins and certificate:
@@ -405,14 +484,15 @@ fn http_options(config: &ServerConfig, tls: Option<TlsIdentity>) -> HttpOptions 
     }
 }
 
-/// Binds one of the server's addresses; anything but loopback needs a token or
-/// `insecure`.
+/// Binds one of the server's addresses; anything but loopback needs it `protected` (by a
+/// token, or the operator's `insecure`), else `refused` names the problem.
 async fn bind(
-    config: &ServerConfig,
     wanted: SocketAddr,
+    protected: bool,
+    refused: fn(SocketAddr) -> ServeError,
 ) -> Result<(TcpListener, SocketAddr), ServeError> {
-    if !wanted.ip().is_loopback() && config.grpc.auth_token.is_none() && !config.insecure {
-        return Err(ServeError::InsecureBind(wanted));
+    if !wanted.ip().is_loopback() && !protected {
+        return Err(refused(wanted));
     }
     let listener = TcpListener::bind(wanted)
         .await

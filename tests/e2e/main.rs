@@ -14,6 +14,7 @@ mod grpc_web;
 mod grpcurl;
 mod hub;
 mod memory;
+mod operations;
 mod prompt;
 mod provider_features;
 mod providers;

@@ -8,12 +8,14 @@ pub(crate) mod auth;
 mod bundle;
 mod convert;
 mod execution;
+pub mod metrics;
 mod server_info;
 mod session;
 mod status;
 pub mod web;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use odyssey_api::v1::{
@@ -25,6 +27,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Server;
 
+pub use metrics::RpcMetrics;
 pub(crate) use status::shorten;
 pub use status::{ERROR_DOMAIN, to_status};
 
@@ -45,6 +48,8 @@ pub struct GrpcOptions {
     pub tls: Option<TlsIdentity>,
     /// Browser origins allowed to call the API cross-origin (gRPC-Web); none by default.
     pub cors_origins: Vec<http::HeaderValue>,
+    /// Where every call is counted, when the metrics endpoint is on.
+    pub metrics: Option<Arc<RpcMetrics>>,
 }
 
 impl Default for GrpcOptions {
@@ -55,6 +60,7 @@ impl Default for GrpcOptions {
             max_message_bytes: 4 * 1024 * 1024,
             tls: None,
             cors_origins: Vec::new(),
+            metrics: None,
         }
     }
 }
@@ -71,6 +77,7 @@ impl std::fmt::Debug for GrpcOptions {
             .field("max_message_bytes", &self.max_message_bytes)
             .field("tls", &self.tls)
             .field("cors_origins", &self.cors_origins)
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }
@@ -136,13 +143,15 @@ pub async fn serve(
     };
 
     // Outermost first: CORS answers preflights (which carry no token), tonic-web turns
-    // gRPC-Web into gRPC (and the answers back, auth refusals included), then auth.
-    // HTTP/1.1 is accepted for gRPC-Web; gRPC itself stays on HTTP/2. TLS is done by our
-    // own listener, which offers HTTP/1.1 in ALPN too.
+    // gRPC-Web into gRPC (and the answers back, auth refusals included), metrics count
+    // every gRPC call (refused ones too), then auth. HTTP/1.1 is accepted for gRPC-Web;
+    // gRPC itself stays on HTTP/2. TLS is done by our own listener, which offers HTTP/1.1
+    // in ALPN too.
     let router = Server::builder()
         .accept_http1(true)
         .layer(web::cors(&options.cors_origins))
         .layer(tonic_web::GrpcWebLayer::new())
+        .layer(metrics::RpcMetricsLayer::new(options.metrics.clone()))
         .layer(auth::AuthLayer::new(options.auth_token.clone()))
         .add_service(health_service)
         .add_optional_service(reflection_v1)

@@ -1,3 +1,6 @@
+//! The HTTP surfaces beside the gRPC port: the metrics endpoint (`--metrics-listen`, see
+//! [`metrics`]) and the gateway.
+//!
 //! The HTTP gateway (`--http-listen`): a small JSON/SSE surface for browsers and curl,
 //! beside the gRPC port. `GET /sessions/{id}/events` streams a session's events as
 //! server-sent events (each `id:` is the event's sequence; `Last-Event-ID` resumes with no
@@ -9,6 +12,7 @@ mod approvals;
 mod auth;
 mod error;
 mod events;
+pub mod metrics;
 
 use std::future::Future;
 use std::time::Duration;
@@ -22,6 +26,7 @@ use crate::runtime::OdysseyRuntime;
 use crate::tls::{GATEWAY_ALPN, TlsIdentity, TlsListener};
 
 pub use error::HttpError;
+pub use metrics::{MetricsTokens, serve_metrics};
 
 /// Settings of the HTTP gateway.
 #[derive(Clone, Debug, Default)]
@@ -80,7 +85,18 @@ pub async fn serve(
         stop.await;
         streams.cancel();
     };
-    match &options.tls {
+    serve_app(app, listener, options.tls.as_ref(), shutdown).await
+}
+
+/// Serves `app` on `listener`, over TLS (HTTP/1.1 in ALPN) when the server has a
+/// certificate, until `shutdown` completes.
+async fn serve_app(
+    app: Router,
+    listener: TcpListener,
+    tls: Option<&TlsIdentity>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    match tls {
         Some(identity) => {
             let listener = TlsListener::new(listener, identity.acceptor(GATEWAY_ALPN));
             axum::serve(listener, app)

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::handle::{ReplayState, SessionHandle};
 use super::log::{EventLog, LogError};
+use super::observer::EventObserver;
 use super::record::{
     LOG_FILE, RECORD_FILE, SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats,
     write_json_atomic,
@@ -41,6 +42,8 @@ pub struct SessionStore {
     quarantine_root: PathBuf,
     open: Mutex<HashMap<Uuid, Arc<OnceCell<Arc<SessionHandle>>>>>,
     quarantined: Mutex<Vec<QuarantinedSession>>,
+    /// Handed to every session opened, to see its events.
+    observer: Option<Arc<dyn EventObserver>>,
 }
 
 impl SessionStore {
@@ -78,7 +81,14 @@ impl SessionStore {
             quarantine_root,
             open: Mutex::new(HashMap::new()),
             quarantined: Mutex::new(quarantined),
+            observer: None,
         })
+    }
+
+    /// Lets `observer` see the events of every session this store opens.
+    pub fn with_observer(mut self, observer: Arc<dyn EventObserver>) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// Sessions the open-turn journal names: they were running a turn when the server
@@ -134,7 +144,7 @@ impl SessionStore {
             let log = EventLog::open(&dir.join(LOG_FILE), |_| {})
                 .map_err(RuntimeError::from)?
                 .log;
-            SessionHandle::new(record.clone(), dir, log, replay)
+            SessionHandle::new(record.clone(), dir, log, replay, self.observer.clone())
         })();
         let handle = match result {
             Ok(handle) => Arc::new(handle),
@@ -154,7 +164,8 @@ impl SessionStore {
         let handle = cell
             .get_or_try_init(|| async {
                 let dir = self.dir_of(id);
-                tokio::task::spawn_blocking(move || load(id, &dir))
+                let observer = self.observer.clone();
+                tokio::task::spawn_blocking(move || load(id, &dir, observer))
                     .await
                     .map_err(|e| RuntimeError::storage("load session", std::io::Error::other(e)))?
             })
@@ -310,7 +321,11 @@ impl From<RuntimeError> for LoadError {
     }
 }
 
-fn load(id: Uuid, dir: &Path) -> std::result::Result<Arc<SessionHandle>, LoadError> {
+fn load(
+    id: Uuid,
+    dir: &Path,
+    observer: Option<Arc<dyn EventObserver>>,
+) -> std::result::Result<Arc<SessionHandle>, LoadError> {
     let record_path = dir.join(RECORD_FILE);
     if !record_path.exists() {
         return Err(LoadError::Missing);
@@ -344,12 +359,13 @@ fn load(id: Uuid, dir: &Path) -> std::result::Result<Arc<SessionHandle>, LoadErr
         dir.to_path_buf(),
         recovered.log,
         replay,
+        observer,
     )?))
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> std::result::Result<T, String> {
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+    serde_json::from_slice(&bytes).map_err(|e| crate::runtime::quoted::json_error(&e))
 }
 
 fn read_dir(dir: &Path) -> Result<Vec<std::fs::DirEntry>> {
