@@ -188,7 +188,7 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(
-            err.contains("env_allowlist") && err.contains("OPENAI_API_KEY"),
+            err.contains("sandbox.env_allow") && err.contains("OPENAI_API_KEY"),
             "{err}"
         );
 
@@ -200,7 +200,7 @@ mod tests {
         assert!(
             limits
                 .grant(&mount)
-                .is_err_and(|e| e.to_string().contains("mount_roots"))
+                .is_err_and(|e| e.to_string().contains("sandbox.mount_roots"))
         );
         let rooted = AccessLimits {
             mount_roots: vec![dir.path().to_path_buf()],
