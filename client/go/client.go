@@ -13,11 +13,21 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 )
 
-// chunkBytes is the archive size per BuildBundle message, well under the message limit.
-const chunkBytes = 256 * 1024
+const (
+	// chunkBytes is the archive size per BuildBundle message, well under the message limit.
+	chunkBytes = 256 * 1024
+	// maxReceiveBytes is the largest message accepted from the server. The server caps
+	// what it sends (4 MiB by default, configurable), so this only has to be as large.
+	maxReceiveBytes = 64 << 20
+)
+
+// Keepalive pings find a dead connection under a long-lived event stream, which would
+// otherwise wait forever on a peer that vanished without closing it.
+var keepaliveParams = keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}
 
 // Client is a connection to an odysseyd server. Safe for concurrent use.
 type Client struct {
@@ -86,7 +96,11 @@ func Dial(address string, opts ...Option) (*Client, error) {
 	if o.tls != nil {
 		creds = credentials.NewTLS(o.tls)
 	}
-	dialOps := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, o.dialOps...)
+	dialOps := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		grpc.WithKeepaliveParams(keepaliveParams),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxReceiveBytes)),
+	}, o.dialOps...)
 	conn, err := grpc.NewClient(address, dialOps...)
 	if err != nil {
 		return nil, fmt.Errorf("odyssey: %s: %w", address, err)

@@ -4,68 +4,169 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	odysseyv1 "github.com/odyssey-ai/odyssey/client/go/gen/odyssey/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 )
 
+// ReconnectPolicy says how an EventStream resubscribes after its connection fails
+// (codes.Unavailable: a network failure, a server restarting). The first retry waits
+// InitialDelay, each further one twice as long, up to MaxDelay; after MaxAttempts
+// consecutive failures Next returns the error. Any message received (event or heartbeat)
+// resets the count.
+type ReconnectPolicy struct {
+	InitialDelay time.Duration
+	MaxDelay     time.Duration
+	MaxAttempts  int
+}
+
+// DefaultReconnectPolicy retries for about half a minute: enough for a server restart,
+// short enough that a server gone for good is reported.
+var DefaultReconnectPolicy = ReconnectPolicy{
+	InitialDelay: 100 * time.Millisecond,
+	MaxDelay:     5 * time.Second,
+	MaxAttempts:  10,
+}
+
+// NoReconnect ends the stream at the first connection failure.
+var NoReconnect = ReconnectPolicy{}
+
+// Delay is the wait before retry number attempt (1-based).
+func (p ReconnectPolicy) Delay(attempt int) time.Duration {
+	delay := p.InitialDelay
+	for i := 1; i < attempt && delay < p.MaxDelay; i++ {
+		delay *= 2
+	}
+	return min(delay, p.MaxDelay)
+}
+
+// SubscribeOption configures Subscribe.
+type SubscribeOption func(*subscribeOptions)
+
+type subscribeOptions struct {
+	reconnect ReconnectPolicy
+}
+
+// WithReconnect sets how the stream resubscribes after a dropped connection
+// (DefaultReconnectPolicy unless set; NoReconnect: not at all).
+func WithReconnect(policy ReconnectPolicy) SubscribeOption {
+	return func(o *subscribeOptions) { o.reconnect = policy }
+}
+
 // EventStream yields a session's events after a sequence number, replayed then live, in
-// sequence order, each once. Heartbeats only prove the stream is alive: they are counted,
-// never returned.
+// sequence order, each once. When the connection drops, it resubscribes by itself after
+// the last sequence it returned, as its ReconnectPolicy allows, so the caller sees every
+// event once; Reconnects counts how often. Heartbeats only prove the stream is alive:
+// they are counted, never returned.
 //
-// LastSequence is the sequence of the last event returned: after a disconnect,
+// LastSequence is the sequence of the last event returned: after Close, or an error,
 // Subscribe(ctx, sessionID, stream.LastSequence()) resumes with nothing missed and nothing
 // repeated. Not safe for concurrent use.
 type EventStream struct {
-	stream       grpc.ServerStreamingClient[odysseyv1.SubscribeSessionResponse]
-	cancel       context.CancelFunc
-	lastSequence uint64
-	heartbeats   uint64
+	client    *Client
+	ctx       context.Context
+	sessionID string
+	policy    ReconnectPolicy
+	// retry is false when the first subscribe got no answer: that failure is reported,
+	// never retried.
+	retry bool
+
+	stream        grpc.ServerStreamingClient[odysseyv1.SubscribeSessionResponse]
+	cancel        context.CancelFunc
+	lastSequence  uint64
+	heartbeats    uint64
+	lastHeartbeat *odysseyv1.Heartbeat
+	reconnects    uint64
 	// When set, the stream ends after the first event it accepts.
 	until  func(*odysseyv1.SessionEvent) bool
 	closed bool
 }
 
 // Subscribe opens the event stream of a session after afterSequence (0: from the start).
-// A session that does not exist is reported by the first Next, as codes.NotFound.
-func (c *Client) Subscribe(ctx context.Context, sessionID string, afterSequence uint64) (*EventStream, error) {
-	ctx, cancel := context.WithCancel(c.Context(ctx))
-	stream, err := c.Sessions.SubscribeSession(ctx, &odysseyv1.SubscribeSessionRequest{
-		SessionId:     sessionID,
-		AfterSequence: afterSequence,
+// It waits for the server's answer: the subscription is open on the server when it
+// returns. A session that does not exist is reported by the first Next, as
+// codes.NotFound.
+func (c *Client) Subscribe(ctx context.Context, sessionID string, afterSequence uint64, opts ...SubscribeOption) (*EventStream, error) {
+	o := subscribeOptions{reconnect: DefaultReconnectPolicy}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := &EventStream{
+		client:       c,
+		ctx:          ctx,
+		sessionID:    sessionID,
+		policy:       o.reconnect,
+		lastSequence: afterSequence,
+	}
+	if err := s.subscribe(); err != nil {
+		return nil, err
+	}
+	// Header blocks until the server answers; no header means the call ended at once
+	// (refused, or no server), which the first Next reports.
+	header, err := s.stream.Header()
+	s.retry = err == nil && header != nil
+	return s, nil
+}
+
+func (s *EventStream) subscribe() error {
+	ctx, cancel := context.WithCancel(s.client.Context(s.ctx))
+	stream, err := s.client.Sessions.SubscribeSession(ctx, &odysseyv1.SubscribeSessionRequest{
+		SessionId:     s.sessionID,
+		AfterSequence: s.lastSequence,
 	})
 	if err != nil {
 		cancel()
-		return nil, wrap(err)
+		return wrap(err)
 	}
-	return &EventStream{stream: stream, cancel: cancel, lastSequence: afterSequence}, nil
+	s.stream, s.cancel = stream, cancel
+	return nil
 }
 
 // Next returns the next event. It returns io.EOF once the stream is over (the server
 // ended it, Close was called, or the turn of a TurnStream completed), and an *Error when
-// the server refused (codes.NotFound for an unknown or deleted session) or went away.
+// the server refused (codes.NotFound for an unknown or deleted session) or the connection
+// stayed down past the ReconnectPolicy.
 func (s *EventStream) Next() (*odysseyv1.SessionEvent, error) {
+	attempts := 0
 	for {
 		if s.closed {
 			return nil, io.EOF
 		}
-		item, err := s.stream.Recv()
-		if err != nil {
-			closedByUs := s.closed
-			s.Close()
-			if errors.Is(err, io.EOF) || (closedByUs && Code(err) == codes.Canceled) {
-				return nil, io.EOF
+		if s.stream == nil {
+			// Between a failure and the next resubscribe.
+			if err := s.subscribe(); err != nil {
+				if err := s.backoff(err, &attempts); err != nil {
+					s.Close()
+					return nil, err
+				}
+				continue
 			}
-			return nil, wrap(err)
+			s.reconnects++
 		}
-		if item.GetHeartbeat() != nil {
+		item, err := s.stream.Recv()
+		if errors.Is(err, io.EOF) {
+			s.Close()
+			return nil, io.EOF
+		} else if err != nil {
+			s.cancel()
+			s.stream = nil
+			if err := s.backoff(err, &attempts); err != nil {
+				s.Close()
+				return nil, err
+			}
+			continue
+		}
+		attempts = 0
+		if heartbeat := item.GetHeartbeat(); heartbeat != nil {
 			s.heartbeats++
+			s.lastHeartbeat = heartbeat
 			continue
 		}
 		event := item.GetEvent()
-		// Replay and live delivery never overlap on the server; this guard keeps the
-		// promise even if a caller resumes from an older sequence than it has seen.
+		// Already returned before a resubscribe (or the caller resumed from an older
+		// sequence than it has seen): skipped, never repeated.
 		if event == nil || event.GetSequence() <= s.lastSequence {
 			continue
 		}
@@ -77,11 +178,34 @@ func (s *EventStream) Next() (*odysseyv1.SessionEvent, error) {
 	}
 }
 
+// backoff waits before the next resubscribe after err, or returns err as an *Error when
+// the stream should end instead: the failure is not the connection's, the policy is
+// spent, or the stream's context ended.
+func (s *EventStream) backoff(err error, attempts *int) error {
+	if !s.retry || Code(err) != codes.Unavailable || *attempts >= s.policy.MaxAttempts {
+		return wrap(err)
+	}
+	*attempts++
+	select {
+	case <-time.After(s.policy.Delay(*attempts)):
+		return nil
+	case <-s.ctx.Done():
+		return wrap(err)
+	}
+}
+
 // LastSequence is the sequence of the last event returned (or the starting point).
 func (s *EventStream) LastSequence() uint64 { return s.lastSequence }
 
 // Heartbeats counts the heartbeats received.
 func (s *EventStream) Heartbeats() uint64 { return s.heartbeats }
+
+// LastHeartbeat is the most recent heartbeat (when the server sent it, and its last
+// sequence then), or nil before the first.
+func (s *EventStream) LastHeartbeat() *odysseyv1.Heartbeat { return s.lastHeartbeat }
+
+// Reconnects counts how often the stream resubscribed after a dropped connection.
+func (s *EventStream) Reconnects() uint64 { return s.reconnects }
 
 // Close ends the subscription; the server sees the client go away.
 func (s *EventStream) Close() {
@@ -98,12 +222,12 @@ type TurnStream struct {
 
 // StreamTurn starts a turn and streams its events as they happen. It subscribes before
 // submitting, so nothing is missed.
-func (c *Client) StreamTurn(ctx context.Context, sessionID, prompt string) (*TurnStream, error) {
+func (c *Client) StreamTurn(ctx context.Context, sessionID, prompt string, opts ...SubscribeOption) (*TurnStream, error) {
 	session, err := c.GetSession(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	events, err := c.Subscribe(ctx, sessionID, session.GetLastSequence())
+	events, err := c.Subscribe(ctx, sessionID, session.GetLastSequence(), opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,13 @@ func repoRoot(t *testing.T) string {
 // loopback port with a temporary home, and returns its address. It stops with the test.
 func startServer(t *testing.T) string {
 	t.Helper()
+	return startServerWith(t, nil)
+}
+
+// startServerWith is startServer with further flags (e.g. TLS), checked for SERVING by a
+// client dialed with dial.
+func startServerWith(t *testing.T, flags []string, dial ...odyssey.Option) string {
+	t.Helper()
 	binary := os.Getenv("ODYSSEYD")
 	if binary == "" {
 		binary = filepath.Join(repoRoot(t), "target", "debug", "odysseyd")
@@ -45,13 +52,14 @@ func startServer(t *testing.T) string {
 	if err := os.Chmod(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary,
+	args := append([]string{
 		"--listen", "127.0.0.1:0",
 		"--home", home,
 		"--log-format", "json",
 		"--heartbeat-seconds", "1",
 		"--auth-token", testToken,
-	)
+	}, flags...)
+	cmd := exec.Command(binary, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +102,7 @@ func startServer(t *testing.T) string {
 	}()
 	select {
 	case addr := <-addresses:
-		client, err := odyssey.Dial(addr)
+		client, err := odyssey.Dial(addr, dial...)
 		if err != nil {
 			t.Fatal(err)
 		}

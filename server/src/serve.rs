@@ -4,15 +4,18 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, ConfigError, Secret, ServerConfig, Sources, TlsFiles};
-use crate::grpc::{self, GrpcOptions, TlsIdentity};
-use crate::http::{self as gateway, HttpOptions};
+use crate::grpc::{self, GrpcOptions};
+use crate::http::{self as gateway, HttpOptions, MetricsTokens};
 use crate::runtime::{OdysseyRuntime, RuntimeConfig, RuntimeError, SandboxMode};
+use crate::tls::TlsIdentity;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -45,6 +48,12 @@ pub enum ServeError {
     Task(#[from] tokio::task::JoinError),
     #[error("HTTP gateway error: {0}")]
     Gateway(#[source] std::io::Error),
+    #[error(
+        "refusing to serve metrics on {0} without a token: set --auth-token or --metrics-auth-token (or server.auth_token, metrics.auth_token), or pass --insecure"
+    )]
+    InsecureMetricsBind(SocketAddr),
+    #[error("metrics endpoint error: {0}")]
+    Metrics(#[source] std::io::Error),
 }
 
 #[derive(
@@ -58,8 +67,12 @@ pub enum LogFormat {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum SandboxModeArg {
+    // The configuration file's spelling; the kebab-case one clap derives stays accepted.
+    #[value(name = "read_only", alias = "read-only")]
     ReadOnly,
+    #[value(name = "workspace_write", alias = "workspace-write")]
     WorkspaceWrite,
+    #[value(name = "danger_full_access", alias = "danger-full-access")]
     DangerFullAccess,
 }
 
@@ -196,7 +209,8 @@ pub struct ServeArgs {
     /// <home>/config.toml (and under the environment and flags).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Serve TLS with this certificate chain (PEM); needs --tls-key.
+    /// Serve TLS (the gRPC port and the HTTP gateway) with this certificate chain (PEM);
+    /// needs --tls-key.
     #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
     /// The private key (PEM) of --tls-cert.
@@ -210,6 +224,20 @@ pub struct ServeArgs {
     /// Anything but loopback needs --auth-token (or --insecure).
     #[arg(long, value_name = "ADDR")]
     pub http_listen: Option<SocketAddr>,
+    /// Serve Prometheus metrics (`GET /metrics`) on this address. Anything but loopback
+    /// needs a token (--auth-token or --metrics-auth-token) or --insecure; the endpoint
+    /// asks for a token whenever the server has one.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// A bearer token that only reads metrics, accepted by the metrics endpoint beside
+    /// --auth-token (so the monitoring system never holds the API token).
+    #[arg(long)]
+    pub metrics_auth_token: Option<Secret>,
+    /// An event hook receiving every session event: a URL (each event POSTed as JSON) or
+    /// a program (one JSON event per line on its stdin); repeatable. Filters, queues and
+    /// timeouts are set in `[[hooks.event]]` tables of the configuration file.
+    #[arg(long = "event-hook", value_name = "URL|PROGRAM")]
+    pub event_hooks: Vec<String>,
     /// Idle sessions kept open in memory; beyond it, idle sessions are dropped from
     /// memory and read from disk again when next used [default: 1024].
     #[arg(long, value_name = "SESSIONS")]
@@ -257,8 +285,11 @@ fn cors_origin_arg(value: &str) -> Result<String, String> {
 pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colours only for a person at a terminal, not in files or the journal.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
@@ -275,6 +306,8 @@ pub struct ServerHandle {
     task: JoinHandle<Result<(), tonic::transport::Error>>,
     /// The HTTP gateway, when `--http-listen` is set.
     gateway: Option<(SocketAddr, JoinHandle<std::io::Result<()>>)>,
+    /// The metrics endpoint, when `--metrics-listen` is set.
+    metrics: Option<(SocketAddr, JoinHandle<std::io::Result<()>>)>,
 }
 
 impl ServerHandle {
@@ -298,6 +331,17 @@ impl ServerHandle {
         self.gateway.as_ref().map(|(addr, _)| *addr)
     }
 
+    /// The HTTP gateway's `http://ADDR`, or `https://ADDR` when the server serves TLS.
+    pub fn http_url(&self) -> Option<String> {
+        let scheme = if self.tls { "https" } else { "http" };
+        self.http_addr().map(|addr| format!("{scheme}://{addr}"))
+    }
+
+    /// The metrics endpoint's address, when it runs.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|(addr, _)| *addr)
+    }
+
     /// Stops gracefully and waits until it has.
     pub async fn shutdown(self) -> Result<(), ServeError> {
         self.stop.cancel();
@@ -309,6 +353,9 @@ impl ServerHandle {
         self.task.await??;
         if let Some((_, gateway)) = self.gateway {
             gateway.await?.map_err(ServeError::Gateway)?;
+        }
+        if let Some((_, metrics)) = self.metrics {
+            metrics.await?.map_err(ServeError::Metrics)?;
         }
         Ok(())
     }
@@ -343,24 +390,31 @@ pub async fn start_with_config(
 /// Binds, opens the runtime and serves `config` in the background.
 pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeError> {
     let identity = config.tls.as_ref().map(read_identity).transpose()?;
-    let (listener, addr) = bind(&config, config.listen).await?;
+    let api_protected = config.grpc.auth_token.is_some() || config.insecure;
+    let (listener, addr) = bind(config.listen, api_protected, ServeError::InsecureBind).await?;
     let gateway_listener = match config.http_listen {
-        Some(http) => Some(bind(&config, http).await?),
+        Some(http) => Some(bind(http, api_protected, ServeError::InsecureBind).await?),
         None => None,
     };
-    let http = http_options(&config);
+    let metrics_tokens = metrics_tokens(&config);
+    let metrics_listener = match config.metrics_listen {
+        Some(wanted) => {
+            let protected = !metrics_tokens.is_empty() || config.insecure;
+            Some(bind(wanted, protected, ServeError::InsecureMetricsBind).await?)
+        }
+        None => None,
+    };
+    let rpc_metrics = metrics_listener
+        .is_some()
+        .then(|| Arc::new(grpc::RpcMetrics::new()));
+    let http = http_options(&config, identity.clone());
+    let metrics_tls = identity.clone();
     let grpc = GrpcOptions {
         tls: identity,
+        metrics: rpc_metrics.clone(),
         ..config.grpc
     };
     let tls = grpc.tls.is_some();
-    // A certificate the TLS library refuses is reported now, not on the first connection.
-    if let (Some(identity), Some(files)) = (&grpc.tls, &config.tls) {
-        grpc::check_tls(identity).map_err(|message| ServeError::Tls {
-            files: files.clone(),
-            message,
-        })?;
-    }
     let runtime = OdysseyRuntime::start(config.runtime).await?;
     let stop = CancellationToken::new();
     let task = tokio::spawn(grpc::serve(
@@ -371,7 +425,7 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         config.shutdown_grace,
     ));
     let gateway = gateway_listener.map(|(listener, addr)| {
-        tracing::info!(%addr, "HTTP gateway listening");
+        tracing::info!(%addr, tls, "HTTP gateway listening");
         let task = tokio::spawn(gateway::serve(
             runtime.clone(),
             http,
@@ -380,6 +434,23 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         ));
         (addr, task)
     });
+    let metrics = match (metrics_listener, rpc_metrics) {
+        (Some((listener, addr)), Some(rpc)) => {
+            tracing::info!(%addr, "metrics endpoint listening");
+            let mut registry = Registry::default();
+            registry.register_collector(Box::new(runtime.metrics_collector()));
+            registry.register_collector(Box::new(rpc));
+            let task = tokio::spawn(gateway::serve_metrics(
+                Arc::new(registry),
+                MetricsTokens::new(metrics_tokens),
+                listener,
+                metrics_tls,
+                stop.clone().cancelled_owned(),
+            ));
+            Some((addr, task))
+        }
+        _ => None,
+    };
     Ok(ServerHandle {
         addr,
         tls,
@@ -387,26 +458,45 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         stop,
         task,
         gateway,
+        metrics,
     })
 }
 
-/// The gateway shares the gRPC port's token, heartbeat and browser origins.
-fn http_options(config: &ServerConfig) -> HttpOptions {
+/// The tokens the metrics endpoint accepts: the API token and the metrics token.
+fn metrics_tokens(config: &ServerConfig) -> Vec<String> {
+    let metrics = config
+        .metrics_auth_token
+        .as_ref()
+        .map(|t| t.expose().to_owned());
+    config
+        .grpc
+        .auth_token
+        .iter()
+        .cloned()
+        .chain(metrics)
+        .collect()
+}
+
+/// The gateway shares the gRPC port's token, heartbeat, browser origins and certificate:
+/// a server that serves TLS serves it on both ports.
+fn http_options(config: &ServerConfig, tls: Option<TlsIdentity>) -> HttpOptions {
     HttpOptions {
         auth_token: config.grpc.auth_token.clone(),
         heartbeat: config.grpc.heartbeat,
         cors_origins: config.grpc.cors_origins.clone(),
+        tls,
     }
 }
 
-/// Binds one of the server's addresses; anything but loopback needs a token or
-/// `insecure`.
+/// Binds one of the server's addresses; anything but loopback needs it `protected` (by a
+/// token, or the operator's `insecure`), else `refused` names the problem.
 async fn bind(
-    config: &ServerConfig,
     wanted: SocketAddr,
+    protected: bool,
+    refused: fn(SocketAddr) -> ServeError,
 ) -> Result<(TcpListener, SocketAddr), ServeError> {
-    if !wanted.ip().is_loopback() && config.grpc.auth_token.is_none() && !config.insecure {
-        return Err(ServeError::InsecureBind(wanted));
+    if !wanted.ip().is_loopback() && !protected {
+        return Err(refused(wanted));
     }
     let listener = TcpListener::bind(wanted)
         .await
@@ -421,7 +511,8 @@ async fn bind(
     Ok((listener, addr))
 }
 
-/// The PEM files of the gRPC port's certificate and key.
+/// The PEM files of the server's certificate and key, checked now so that what the TLS
+/// library refuses stops the server at startup, not on the first connection.
 fn read_identity(files: &TlsFiles) -> Result<TlsIdentity, ServeError> {
     let read = |what, path: &PathBuf| {
         std::fs::read(path).map_err(|source| ServeError::TlsFile {
@@ -430,10 +521,11 @@ fn read_identity(files: &TlsFiles) -> Result<TlsIdentity, ServeError> {
             source,
         })
     };
-    Ok(TlsIdentity::new(
-        read("certificate", &files.cert)?,
-        read("key", &files.key)?,
-    ))
+    let (cert, key) = (read("certificate", &files.cert)?, read("key", &files.key)?);
+    TlsIdentity::from_pem(&cert, &key).map_err(|error| ServeError::Tls {
+        files: files.clone(),
+        message: error.to_string(),
+    })
 }
 
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully. The

@@ -358,8 +358,10 @@ async fn a_timeout_kills_the_command_and_its_children() {
         assert!(out.timed_out, "{mode}: {}", shows(&out));
         assert_eq!(out.exit_code, 128 + libc::SIGKILL, "{mode}");
         assert_eq!(out.stdout, "started\n");
+        // The command would run for 600 s: ending within seconds means the clock killed
+        // it (the exact latency is a benchmark's figure, not this test's).
         assert!(
-            started.elapsed() < Duration::from_secs(3),
+            started.elapsed() < Duration::from_secs(30),
             "{mode}: {:?}",
             started.elapsed()
         );
@@ -673,8 +675,9 @@ async fn cancel_kills_promptly() {
         let at = cancelled_at.lock().expect("lock").expect("cancelled");
         assert!(out.cancelled, "{mode}: {}", shows(&out));
         assert_eq!(out.exit_code, 128 + libc::SIGKILL);
+        // The commands would sleep for 100 s: ending within seconds means cancelled.
         assert!(
-            at.elapsed() < Duration::from_secs(1),
+            at.elapsed() < Duration::from_secs(10),
             "{mode}: {:?} after cancel",
             at.elapsed()
         );

@@ -507,8 +507,10 @@ async fn cancelling_a_turn_kills_its_running_command_and_children() {
         .status
         .expect("status");
     assert_eq!(status.state, pb::ExecutionState::Cancelled as i32);
+    // The commands would sleep for 300 s: gone within a few seconds means killed. (How
+    // fast is a benchmark's question; a busy machine must not fail this test.)
     let mut gone = false;
-    for _ in 0..100 {
+    for _ in 0..1000 {
         if running() == 0 {
             gone = true;
             break;
@@ -517,8 +519,8 @@ async fn cancelling_a_turn_kills_its_running_command_and_children() {
     }
     assert!(gone, "the command and its child were killed");
     assert!(
-        began.elapsed() < Duration::from_secs(1),
-        "within a second: {:?}",
+        began.elapsed() < Duration::from_secs(30),
+        "killed, not left to finish: {:?}",
         began.elapsed()
     );
 }

@@ -24,7 +24,7 @@ fn http_client() -> reqwest::Client {
 }
 
 /// One gRPC-Web message frame: flag 0, big-endian length, the message.
-fn frame(message: &impl Message) -> Vec<u8> {
+pub(crate) fn frame(message: &impl Message) -> Vec<u8> {
     let body = message.encode_to_vec();
     let mut framed = vec![0u8];
     framed.extend_from_slice(&(body.len() as u32).to_be_bytes());
@@ -33,7 +33,7 @@ fn frame(message: &impl Message) -> Vec<u8> {
 }
 
 /// Splits a gRPC-Web response body into its data messages and its trailer block.
-fn unframe(mut body: &[u8]) -> (Vec<Vec<u8>>, String) {
+pub(crate) fn unframe(mut body: &[u8]) -> (Vec<Vec<u8>>, String) {
     let mut messages = Vec::new();
     let mut trailers = String::new();
     while body.len() >= 5 {
@@ -51,7 +51,10 @@ fn unframe(mut body: &[u8]) -> (Vec<Vec<u8>>, String) {
     (messages, trailers)
 }
 
-fn grpc_status(response_headers: &reqwest::header::HeaderMap, trailers: &str) -> Option<String> {
+pub(crate) fn grpc_status(
+    response_headers: &reqwest::header::HeaderMap,
+    trailers: &str,
+) -> Option<String> {
     if let Some(status) = response_headers.get("grpc-status") {
         return status.to_str().ok().map(str::to_owned);
     }

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -38,6 +39,13 @@ def _binary() -> Path:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
+    with start_server() as server:
+        yield server
+
+
+@contextmanager
+def start_server(*flags: str) -> Iterator[Server]:
+    """A real odysseyd with the test token and any further ``flags`` (e.g. TLS)."""
     # Not under pytest's private tmp folder: sandboxed commands run as another user, who
     # must be able to reach the home's sandbox cells.
     home = Path(tempfile.mkdtemp(prefix="odyssey-python-sdk-"))
@@ -50,6 +58,7 @@ def server() -> Iterator[Server]:
             "--log-format", "json",
             "--heartbeat-seconds", "1",
             "--auth-token", TOKEN,
+            *flags,
         ],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

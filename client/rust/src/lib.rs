@@ -52,3 +52,9 @@ pub use turn::TurnStream;
 
 /// The generated API, re-exported so SDK users need no direct `odyssey-api` dependency.
 pub use odyssey_api::v1 as proto;
+
+/// The Rust client guide, `docs/clients/rust.md`: its examples compile as doc tests, so
+/// the guide cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/clients/rust.md")]
+pub struct ClientGuide;

@@ -4,7 +4,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 
 import { packProject } from "./archive.js";
 import { call, OdysseyError, Code } from "./errors.js";
-import { EventStream } from "./events.js";
+import { EventStream, type ReconnectPolicy } from "./events.js";
 import {
   ApprovalService,
   type Approval,
@@ -24,6 +24,17 @@ import { Health, HealthCheckResponse_ServingStatus } from "./gen/grpc/health/v1/
 
 /** Archive bytes per BuildBundle message: well under the server's message limit. */
 const CHUNK_BYTES = 256 * 1024;
+/**
+ * The largest message accepted from the server. The server caps what it sends (4 MiB by
+ * default, configurable), so this only has to be at least as large.
+ */
+const READ_MAX_BYTES = 64 * 1024 * 1024;
+/**
+ * Keepalive pings find a dead connection under a long-lived event stream, which would
+ * otherwise wait forever on a peer that vanished without closing it.
+ */
+const PING_INTERVAL_MS = 30_000;
+const PING_TIMEOUT_MS = 20_000;
 
 export interface ConnectOptions {
   /** `host:port` of the server. */
@@ -64,6 +75,9 @@ export class OdysseyClient {
     const transport = createGrpcTransport({
       baseUrl: `${tls ? "https" : "http"}://${options.address}`,
       nodeOptions: typeof tls === "object" ? { ca: tls.ca } : {},
+      readMaxBytes: READ_MAX_BYTES,
+      pingIntervalMs: PING_INTERVAL_MS,
+      pingTimeoutMs: PING_TIMEOUT_MS,
     });
     return new OdysseyClient(transport, options.token);
   }
@@ -153,9 +167,22 @@ export class OdysseyClient {
     await call(() => this.sessions.deleteSession({ sessionId }, { headers: this.headers }));
   }
 
-  /** The session's events after `afterSequence` (0: from the start), then live ones. */
-  events(sessionId: string, options: { afterSequence?: bigint } = {}): EventStream {
-    return new EventStream(this.sessions, sessionId, options.afterSequence ?? 0n, this.headers);
+  /**
+   * The session's events after `afterSequence` (0: from the start), then live ones. The
+   * stream resubscribes by itself after a dropped connection, as `reconnect` allows
+   * (`NO_RECONNECT`: not at all).
+   */
+  events(
+    sessionId: string,
+    options: { afterSequence?: bigint; reconnect?: ReconnectPolicy } = {},
+  ): EventStream {
+    return new EventStream(
+      this.sessions,
+      sessionId,
+      options.afterSequence ?? 0n,
+      this.headers,
+      options.reconnect,
+    );
   }
 
   // Turns
@@ -178,11 +205,16 @@ export class OdysseyClient {
 
   /**
    * Starts a turn and streams its events as they happen, ending with its `turnCompleted`
-   * event. The stream starts after the session's last event, so nothing is missed.
+   * event. The stream starts after the session's last event, so nothing is missed, and
+   * resubscribes by itself after a dropped connection, as `reconnect` allows.
    */
-  async streamTurn(sessionId: string, prompt: string): Promise<TurnStream> {
+  async streamTurn(
+    sessionId: string,
+    prompt: string,
+    options: { reconnect?: ReconnectPolicy } = {},
+  ): Promise<TurnStream> {
     const { lastSequence } = await this.getSession(sessionId);
-    const events = this.events(sessionId, { afterSequence: lastSequence });
+    const events = this.events(sessionId, { afterSequence: lastSequence, ...options });
     let executionId: string;
     try {
       executionId = await this.submit(sessionId, prompt);

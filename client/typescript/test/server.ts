@@ -6,7 +6,7 @@ import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
-import { OdysseyClient } from "../src/index.js";
+import { OdysseyClient, type ConnectOptions } from "../src/index.js";
 
 /** The repository root (this file runs from client/typescript/build-test/test/). */
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..");
@@ -19,9 +19,12 @@ export interface TestServer {
 
 /**
  * Starts a real odysseyd ($ODYSSEYD, else target/debug/odysseyd) on a free loopback port
- * with a temporary home and waits until it is SERVING.
+ * with a temporary home and further `flags` (e.g. TLS), and waits until a client with
+ * `tls` sees it SERVING.
  */
-export async function startServer(): Promise<TestServer> {
+export async function startServer(
+  options: { flags?: string[]; tls?: ConnectOptions["tls"] } = {},
+): Promise<TestServer> {
   const binary = process.env.ODYSSEYD || join(REPO, "target", "debug", "odysseyd");
   if (!existsSync(binary)) {
     throw new Error(`no odysseyd at ${binary}: run \`cargo build\` or set ODYSSEYD`);
@@ -38,6 +41,7 @@ export async function startServer(): Promise<TestServer> {
       "--log-format", "json",
       "--heartbeat-seconds", "1",
       "--auth-token", TOKEN,
+      ...(options.flags ?? []),
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
@@ -47,7 +51,7 @@ export async function startServer(): Promise<TestServer> {
   };
   try {
     const address = await servingAddress(child);
-    const client = OdysseyClient.connect({ address });
+    const client = OdysseyClient.connect({ address, tls: options.tls });
     await client.waitUntilServing();
     return { address, stop };
   } catch (error) {

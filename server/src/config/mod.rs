@@ -8,12 +8,14 @@
 //! 6. command-line flags, when given.
 //!
 //! Each file is TOML with the sections `[server]`, `[turns]`, `[sandbox]`, `[approvals]`,
-//! `[providers.<name>]`, `[requirements]` and `[[models.override]]`; `settings.rs` lists
-//! every key. Unknown keys and bad values are errors naming the file, line and key.
+//! `[metrics]`, `[[hooks.event]]`, `[providers.<name>]`, `[requirements]` and
+//! `[[models.override]]`; `settings.rs` lists every key. Unknown keys and bad values are
+//! errors naming the file, line and key.
 //! Every value remembers where it came from, for `odyssey config show --sources`, and
 //! secrets (the auth token, provider keys) are masked in every output.
 
 mod error;
+mod event_hooks;
 mod files;
 mod layers;
 mod requirements;
@@ -67,6 +69,10 @@ pub struct ServerConfig {
     pub tls: Option<TlsFiles>,
     /// Also serve the HTTP gateway (server-sent events, approvals) here.
     pub http_listen: Option<SocketAddr>,
+    /// Serve Prometheus metrics (`GET /metrics`) here.
+    pub metrics_listen: Option<SocketAddr>,
+    /// A bearer token that reads metrics only, accepted beside the API token.
+    pub metrics_auth_token: Option<Secret>,
 }
 
 impl ServerConfig {
@@ -81,6 +87,8 @@ impl ServerConfig {
             shutdown_grace: Duration::from_secs(10),
             tls: None,
             http_listen: None,
+            metrics_listen: None,
+            metrics_auth_token: None,
         }
     }
 }

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::event_hooks::{self, HookEntry};
 use super::requirements::{narrow_mode, narrow_providers, narrow_urls};
 use super::setting::{Setting, ValueError};
-use super::{ServerConfig, TlsFiles};
+use super::{Secret, ServerConfig, TlsFiles};
 use crate::grpc::web::parse_origin;
 use crate::runtime::hub::{check_registry_url, load_auth_file};
 use crate::runtime::model::ModelSpec;
@@ -461,6 +462,22 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
             (!a.env_allowlist.is_empty()).then(|| a.env_allowlist.clone())
         }),
         server(
+            "sandbox.max_memory_mb",
+            |d| Some(d.server.runtime.access.max_memory_mb),
+            |d, v| {
+                d.server.runtime.access.max_memory_mb = at_least(v, 1)?;
+                Ok(())
+            },
+        ),
+        server(
+            "sandbox.max_cpu",
+            |d| Some(d.server.runtime.access.max_cpu),
+            |d, v| {
+                d.server.runtime.access.max_cpu = at_least(v, 1)?;
+                Ok(())
+            },
+        ),
+        server(
             "sandbox.helper",
             |d| d.server.runtime.sandbox.helper.clone(),
             |d, v| {
@@ -548,6 +565,55 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
         )
         .flag("--registry-insecure", |a| {
             (!a.registry_insecure.is_empty()).then(|| a.registry_insecure.clone())
+        }),
+        // [metrics]: the Prometheus endpoint.
+        server(
+            "metrics.listen",
+            |d| d.server.metrics_listen,
+            |d, v| {
+                d.server.metrics_listen = Some(v);
+                Ok(())
+            },
+        )
+        .flag("--metrics-listen", |a| a.metrics_listen),
+        server(
+            "metrics.auth_token",
+            |d| {
+                let token = d.server.metrics_auth_token.as_ref();
+                token.map(|t| t.expose().to_owned())
+            },
+            |d, v: String| {
+                d.server.metrics_auth_token = Some(v).filter(|t| !t.is_empty()).map(Secret::new);
+                Ok(())
+            },
+        )
+        .flag("--metrics-auth-token", |a| {
+            a.metrics_auth_token.as_ref().map(|t| t.expose().to_owned())
+        })
+        .secret(),
+        // [[hooks.event]]: programs and webhooks that receive session events.
+        server(
+            "hooks.event",
+            |d| {
+                let hooks = &d.server.runtime.event_hooks;
+                if hooks.is_empty() {
+                    return None;
+                }
+                hooks
+                    .iter()
+                    .map(|hook| toml::Value::try_from(HookEntry::from(hook)).ok())
+                    .collect()
+            },
+            |d, entries: Vec<toml::Value>| {
+                d.server.runtime.event_hooks = event_hooks::parse(entries)?;
+                Ok(())
+            },
+        )
+        .flag("--event-hook", |a| {
+            (!a.event_hooks.is_empty()).then(|| {
+                let entries = a.event_hooks.iter().map(|h| HookEntry::from_flag(h));
+                entries.collect::<Vec<_>>()
+            })
         }),
         // [requirements]: caps nothing after them may exceed.
         server(

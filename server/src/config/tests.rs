@@ -678,3 +678,141 @@ fn flags_document_the_defaults_the_settings_use() {
         assert_eq!(documented, actual, "{flag}");
     }
 }
+
+#[test]
+fn metrics_and_event_hooks_come_from_files_flags_and_the_environment() {
+    use crate::runtime::event_hooks::HookTarget;
+
+    let mut machine = Machine::new();
+    let path = machine.write(
+        "ops/hooks.toml",
+        r#"
+[metrics]
+listen = "127.0.0.1:9464"
+auth_token = "metrics-secret-321"
+
+[[hooks.event]]
+name = "audit"
+url = "https://audit.example.com/odyssey"
+events = ["turn_started", "turn_completed"]
+timeout_ms = 2000
+
+[[hooks.event]]
+command = ["/usr/local/bin/sink", "--dir", "/var/log/odyssey"]
+queue_capacity = 16
+"#,
+    );
+    let loaded = machine.load(&["--config", &path_text(&path)]).unwrap();
+    assert_eq!(
+        loaded.config.metrics_listen,
+        Some("127.0.0.1:9464".parse().unwrap())
+    );
+    assert_eq!(
+        loaded
+            .config
+            .metrics_auth_token
+            .as_ref()
+            .map(|t| t.expose()),
+        Some("metrics-secret-321")
+    );
+    let hooks = &loaded.config.runtime.event_hooks;
+    assert_eq!(hooks.len(), 2);
+    assert_eq!(hooks[0].name, "audit");
+    assert_eq!(hooks[0].events, ["turn_started", "turn_completed"]);
+    assert_eq!(hooks[0].timeout, Duration::from_millis(2000));
+    assert_eq!(hooks[1].name, "hook-2");
+    assert_eq!(hooks[1].queue_capacity, 16);
+    assert_eq!(
+        hooks[1].target,
+        HookTarget::Command(vec![
+            "/usr/local/bin/sink".into(),
+            "--dir".into(),
+            "/var/log/odyssey".into()
+        ])
+    );
+    let shown = to_toml(&loaded, true);
+    assert!(!shown.contains("metrics-secret-321"), "{shown}");
+    for expected in ["[metrics]", "[[hooks.event]]", "name = \"audit\""] {
+        assert!(shown.contains(expected), "{expected} in:\n{shown}");
+    }
+    // What `config show` prints configures the same hooks.
+    let again = machine.write("ops/again.toml", &to_toml(&loaded, false));
+    let reloaded = machine.load(&["--config", &path_text(&again)]).unwrap();
+    assert_eq!(
+        reloaded.config.runtime.event_hooks,
+        loaded.config.runtime.event_hooks
+    );
+
+    // A flag replaces the file's list: a URL is a webhook, anything else a program.
+    let flagged = machine
+        .load(&[
+            "--config",
+            &path_text(&path),
+            "--event-hook",
+            "http://127.0.0.1:9000/events",
+            "--event-hook",
+            "/opt/hooks/sink",
+        ])
+        .unwrap();
+    let hooks = &flagged.config.runtime.event_hooks;
+    assert_eq!(hooks.len(), 2);
+    assert!(
+        matches!(&hooks[0].target, HookTarget::Webhook { url, .. } if url == "http://127.0.0.1:9000/events")
+    );
+    assert_eq!(
+        hooks[1].target,
+        HookTarget::Command(vec!["/opt/hooks/sink".into()])
+    );
+    assert_eq!(source_of(&flagged, "hooks.event"), "flag --event-hook");
+
+    machine.set_env("ODYSSEY_EVENT_HOOK", "https://a.example.com/e,/opt/b");
+    machine.set_env("ODYSSEY_METRICS_LISTEN", "127.0.0.1:9465");
+    let from_env = machine.load(&[]).unwrap();
+    assert_eq!(from_env.config.runtime.event_hooks.len(), 2);
+    assert_eq!(
+        from_env.config.metrics_listen,
+        Some("127.0.0.1:9465".parse().unwrap())
+    );
+}
+
+#[test]
+fn bad_event_hooks_name_the_entry_and_the_problem() {
+    let machine = Machine::new();
+    let cases = [
+        (
+            "[[hooks.event]]\nurl = \"https://a.example.com/\"\n\n[[hooks.event]]\nurl = \"http://b.example.com/\"\n",
+            "`hooks.event[1]`",
+            "allow_http",
+        ),
+        (
+            "[[hooks.event]]\ncommand = [\"/bin/cat\"]\nevents = [\"turn_done\"]\n",
+            "`hooks.event[0]`",
+            "unknown event type `turn_done`",
+        ),
+        (
+            "[[hooks.event]]\nname = \"x\"\n",
+            "`hooks.event[0]`",
+            "needs a `url`",
+        ),
+        (
+            "[[hooks.event]]\nname = \"x\"\ncommand = [\"/bin/cat\"]\n\n[[hooks.event]]\nname = \"x\"\ncommand = [\"/bin/cat\"]\n",
+            "`hooks.event[1]`",
+            "another event hook is named `x`",
+        ),
+        (
+            "[[hooks.event]]\ncommand = [\"/bin/cat\"]\nqueue = 5\n",
+            "`hooks.event[0]`",
+            "queue",
+        ),
+    ];
+    for (at, (text, key, problem)) in cases.iter().enumerate() {
+        let path = machine.write(&format!("ops/bad-{at}.toml"), text);
+        let e = error(machine.load(&["--config", &path_text(&path)]));
+        assert!(e.contains(key) && e.contains(problem), "{e}");
+    }
+    let allowed = machine.write(
+        "ops/allowed.toml",
+        "[[hooks.event]]\nurl = \"http://b.example.com/\"\nallow_http = true\n",
+    );
+    assert!(machine.load(&["--config", &path_text(&allowed)]).is_ok());
+}

@@ -8,13 +8,14 @@ pub(crate) mod auth;
 mod bundle;
 mod convert;
 mod execution;
+pub mod metrics;
 mod server_info;
 mod session;
 mod status;
-mod tls;
 pub mod web;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use odyssey_api::v1::{
@@ -26,11 +27,12 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Server;
 
+pub use metrics::RpcMetrics;
 pub(crate) use status::shorten;
 pub use status::{ERROR_DOMAIN, to_status};
-pub use tls::{TlsIdentity, check_tls};
 
 use crate::runtime::OdysseyRuntime;
+use crate::tls::{GRPC_ALPN, TlsIdentity, TlsListener};
 
 /// Transport settings of the gRPC surface.
 #[derive(Clone)]
@@ -41,10 +43,13 @@ pub struct GrpcOptions {
     pub heartbeat: Duration,
     /// Largest request or response message, in bytes.
     pub max_message_bytes: usize,
-    /// Serve TLS with this identity; plaintext HTTP/2 when `None`.
+    /// Serve TLS with this identity (ALPN `h2`, and `http/1.1` for gRPC-Web); plaintext
+    /// when `None`.
     pub tls: Option<TlsIdentity>,
     /// Browser origins allowed to call the API cross-origin (gRPC-Web); none by default.
     pub cors_origins: Vec<http::HeaderValue>,
+    /// Where every call is counted, when the metrics endpoint is on.
+    pub metrics: Option<Arc<RpcMetrics>>,
 }
 
 impl Default for GrpcOptions {
@@ -55,6 +60,7 @@ impl Default for GrpcOptions {
             max_message_bytes: 4 * 1024 * 1024,
             tls: None,
             cors_origins: Vec::new(),
+            metrics: None,
         }
     }
 }
@@ -71,6 +77,7 @@ impl std::fmt::Debug for GrpcOptions {
             .field("max_message_bytes", &self.max_message_bytes)
             .field("tls", &self.tls)
             .field("cors_origins", &self.cors_origins)
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }
@@ -104,6 +111,9 @@ pub async fn serve(
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(odyssey_api::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            // google.rpc error details (ErrorInfo, BadRequest, RetryInfo), so grpcurl can
+            // decode the details every error carries.
+            .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
     };
     let reflection_v1 = reflection()
         .build_v1()
@@ -133,15 +143,15 @@ pub async fn serve(
     };
 
     // Outermost first: CORS answers preflights (which carry no token), tonic-web turns
-    // gRPC-Web into gRPC (and the answers back, auth refusals included), then auth.
-    // HTTP/1.1 is accepted for gRPC-Web; gRPC itself stays on HTTP/2.
-    let mut builder = Server::builder().accept_http1(true);
-    if let Some(identity) = &options.tls {
-        builder = builder.tls_config(identity.server_config())?;
-    }
-    builder
+    // gRPC-Web into gRPC (and the answers back, auth refusals included), metrics count
+    // every gRPC call (refused ones too), then auth. HTTP/1.1 is accepted for gRPC-Web;
+    // gRPC itself stays on HTTP/2. TLS is done by our own listener, which offers HTTP/1.1
+    // in ALPN too.
+    let router = Server::builder()
+        .accept_http1(true)
         .layer(web::cors(&options.cors_origins))
         .layer(tonic_web::GrpcWebLayer::new())
+        .layer(metrics::RpcMetricsLayer::new(options.metrics.clone()))
         .layer(auth::AuthLayer::new(options.auth_token.clone()))
         .add_service(health_service)
         .add_optional_service(reflection_v1)
@@ -174,10 +184,19 @@ pub async fn serve(
             ServerServiceServer::new(server_info::ServerInfo::new(runtime, max))
                 .max_decoding_message_size(max)
                 .max_encoding_message_size(max),
-        )
-        .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(listener),
-            shutdown,
-        )
-        .await
+        );
+    match &options.tls {
+        Some(identity) => {
+            let listener = TlsListener::new(listener, identity.acceptor(GRPC_ALPN));
+            router
+                .serve_with_incoming_shutdown(listener.into_stream(), shutdown)
+                .await
+        }
+        None => {
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await
+        }
+    }
 }

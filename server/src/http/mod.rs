@@ -1,14 +1,18 @@
+//! The HTTP surfaces beside the gRPC port: the metrics endpoint (`--metrics-listen`, see
+//! [`metrics`]) and the gateway.
+//!
 //! The HTTP gateway (`--http-listen`): a small JSON/SSE surface for browsers and curl,
 //! beside the gRPC port. `GET /sessions/{id}/events` streams a session's events as
 //! server-sent events (each `id:` is the event's sequence; `Last-Event-ID` resumes with no
-//! gap) and `POST /approvals/{request_id}` answers a waiting tool call. Same bearer token
-//! and CORS origins as the gRPC port. Like `crate::grpc`, an adapter only: every request
-//! is one call on the runtime core.
+//! gap) and `POST /approvals/{request_id}` answers a waiting tool call. Same bearer token,
+//! CORS origins and TLS certificate as the gRPC port. Like `crate::grpc`, an adapter only:
+//! every request is one call on the runtime core.
 
 mod approvals;
 mod auth;
 mod error;
 mod events;
+pub mod metrics;
 
 use std::future::Future;
 use std::time::Duration;
@@ -19,8 +23,10 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::OdysseyRuntime;
+use crate::tls::{GATEWAY_ALPN, TlsIdentity, TlsListener};
 
 pub use error::HttpError;
+pub use metrics::{MetricsTokens, serve_metrics};
 
 /// Settings of the HTTP gateway.
 #[derive(Clone, Debug, Default)]
@@ -31,6 +37,8 @@ pub struct HttpOptions {
     pub heartbeat: Duration,
     /// Browser origins allowed to call the gateway cross-origin; none by default.
     pub cors_origins: Vec<http::HeaderValue>,
+    /// Serve HTTPS with this identity; plain HTTP when `None`.
+    pub tls: Option<TlsIdentity>,
 }
 
 /// What every handler reaches: the core, and the signal that ends live streams.
@@ -73,10 +81,32 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let streams = CancellationToken::new();
     let app = router(runtime, &options, streams.clone());
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            stop.await;
-            streams.cancel();
-        })
-        .await
+    let shutdown = async move {
+        stop.await;
+        streams.cancel();
+    };
+    serve_app(app, listener, options.tls.as_ref(), shutdown).await
+}
+
+/// Serves `app` on `listener`, over TLS (HTTP/1.1 in ALPN) when the server has a
+/// certificate, until `shutdown` completes.
+async fn serve_app(
+    app: Router,
+    listener: TcpListener,
+    tls: Option<&TlsIdentity>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    match tls {
+        Some(identity) => {
+            let listener = TlsListener::new(listener, identity.acceptor(GATEWAY_ALPN));
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+    }
 }

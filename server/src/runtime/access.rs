@@ -49,7 +49,7 @@ pub struct SessionAccess {
 
 impl AccessLimits {
     /// Checks a manifest's sandbox section against the ceilings; the error names the
-    /// operator setting that would have to change.
+    /// operator setting (its configuration key) that would have to change.
     pub fn grant(&self, spec: &SandboxSpec) -> Result<SessionAccess> {
         let network = match spec.network.as_slice() {
             [] => false,
@@ -66,7 +66,7 @@ impl AccessLimits {
         };
         if network && !self.allow_network {
             return Err(denied(
-                "allow_network",
+                "sandbox.allow_network",
                 "the bundle asks for network access (network: [\"*\"]), which this server does not allow",
             ));
         }
@@ -76,7 +76,7 @@ impl AccessLimits {
         for (inside, host) in &spec.env {
             if !self.env_allowlist.iter().any(|allowed| allowed == host) {
                 return Err(denied(
-                    "env_allowlist",
+                    "sandbox.env_allow",
                     &format!(
                         "the bundle maps host variable `{host}` into `{inside}`, which this server does not allow"
                     ),
@@ -88,7 +88,7 @@ impl AccessLimits {
         }
         if let Some(memory) = spec.memory_mb.filter(|m| *m > self.max_memory_mb) {
             return Err(denied(
-                "max_memory_mb",
+                "sandbox.max_memory_mb",
                 &format!(
                     "the bundle asks for {memory} MB of memory; this server allows at most {}",
                     self.max_memory_mb
@@ -97,7 +97,7 @@ impl AccessLimits {
         }
         if let Some(cpu) = spec.cpu.filter(|c| *c > self.max_cpu) {
             return Err(denied(
-                "max_cpu",
+                "sandbox.max_cpu",
                 &format!(
                     "the bundle asks for {cpu} CPUs; this server allows at most {}",
                     self.max_cpu
@@ -128,7 +128,7 @@ impl AccessLimits {
                     Ok(path.to_path_buf())
                 } else {
                     Err(denied(
-                        "mount_roots",
+                        "sandbox.mount_roots",
                         &format!("the bundle asks to mount `{mount}`, which is not under a folder this server allows"),
                     ))
                 }
@@ -188,7 +188,7 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(
-            err.contains("env_allowlist") && err.contains("OPENAI_API_KEY"),
+            err.contains("sandbox.env_allow") && err.contains("OPENAI_API_KEY"),
             "{err}"
         );
 
@@ -200,7 +200,7 @@ mod tests {
         assert!(
             limits
                 .grant(&mount)
-                .is_err_and(|e| e.to_string().contains("mount_roots"))
+                .is_err_and(|e| e.to_string().contains("sandbox.mount_roots"))
         );
         let rooted = AccessLimits {
             mount_roots: vec![dir.path().to_path_buf()],

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::runtime::access::AccessLimits;
 use crate::runtime::bundle::ArchiveLimits;
+use crate::runtime::event_hooks::EventHookConfig;
 use crate::runtime::hub::HubSettings;
 use crate::runtime::memory::MemorySettings;
 use crate::runtime::model_override::ModelOverride;
@@ -74,6 +75,9 @@ pub struct RuntimeConfig {
     pub requirements: Requirements,
     /// Models this server uses for some bundles' agents instead of the ones they name.
     pub model_overrides: Vec<ModelOverride>,
+    /// Operator programs and webhooks that receive session events (fail-open: a failing
+    /// hook is logged and counted, never waited for).
+    pub event_hooks: Vec<EventHookConfig>,
 }
 
 impl RuntimeConfig {
@@ -105,6 +109,7 @@ impl RuntimeConfig {
             prompt_limits: PromptLimits::default(),
             requirements: Requirements::default(),
             model_overrides: Vec::new(),
+            event_hooks: Vec::new(),
         }
     }
 

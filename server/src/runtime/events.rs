@@ -131,6 +131,59 @@ pub enum EventPayload {
 }
 
 impl EventPayload {
+    /// Every event type as it is named in the log's `type` field, in the order of
+    /// [`EventPayload::type_index`]: metrics count events by it, and event hooks filter
+    /// on it.
+    pub const TYPE_NAMES: [&'static str; 18] = [
+        "turn_started",
+        "turn_completed",
+        "agent_message_delta",
+        "reasoning_delta",
+        "reasoning_section_break",
+        "tool_call_started",
+        "tool_call_delta",
+        "tool_call_finished",
+        "exec_command_begin",
+        "exec_command_output_delta",
+        "exec_command_end",
+        "permission_requested",
+        "approval_resolved",
+        "plan_updated",
+        "token_usage_reported",
+        "error_occurred",
+        "history_compacted",
+        "memory_recalled",
+    ];
+
+    /// This event's position in [`EventPayload::TYPE_NAMES`].
+    pub fn type_index(&self) -> usize {
+        match self {
+            Self::TurnStarted(_) => 0,
+            Self::TurnCompleted(_) => 1,
+            Self::AgentMessageDelta { .. } => 2,
+            Self::ReasoningDelta { .. } => 3,
+            Self::ReasoningSectionBreak => 4,
+            Self::ToolCallStarted { .. } => 5,
+            Self::ToolCallDelta { .. } => 6,
+            Self::ToolCallFinished { .. } => 7,
+            Self::ExecCommandBegin { .. } => 8,
+            Self::ExecCommandOutputDelta { .. } => 9,
+            Self::ExecCommandEnd { .. } => 10,
+            Self::PermissionRequested { .. } => 11,
+            Self::ApprovalResolved { .. } => 12,
+            Self::PlanUpdated { .. } => 13,
+            Self::TokenUsageReported { .. } => 14,
+            Self::ErrorOccurred { .. } => 15,
+            Self::HistoryCompacted(_) => 16,
+            Self::MemoryRecalled { .. } => 17,
+        }
+    }
+
+    /// The event's type as the log names it (`turn_started`).
+    pub fn type_name(&self) -> &'static str {
+        Self::TYPE_NAMES[self.type_index()]
+    }
+
     /// Whether this event ends a turn.
     pub fn is_turn_end(&self) -> bool {
         matches!(self, Self::TurnCompleted(_))
@@ -245,4 +298,118 @@ pub enum PlanStepStatus {
 pub struct PlanStep {
     pub text: String,
     pub status: PlanStepStatus,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One payload of every type.
+    fn every_type() -> Vec<EventPayload> {
+        let context = TurnContext {
+            cwd: String::new(),
+            model: ModelSpec::new("replay", "main"),
+            sandbox_mode: SandboxMode::WorkspaceWrite,
+            approval_policy: ApprovalPolicy::default(),
+            metadata: BTreeMap::new(),
+        };
+        let text = || String::from("x");
+        vec![
+            EventPayload::TurnStarted(TurnStarted {
+                prompt: text(),
+                context,
+            }),
+            EventPayload::TurnCompleted(TurnCompleted {
+                outcome: TurnOutcome::Completed,
+                response: text(),
+                error: String::new(),
+                usage: TokenUsage::default(),
+                messages: Vec::new(),
+                model_calls: 1,
+            }),
+            EventPayload::AgentMessageDelta { delta: text() },
+            EventPayload::ReasoningDelta { delta: text() },
+            EventPayload::ReasoningSectionBreak,
+            EventPayload::ToolCallStarted {
+                call_id: text(),
+                tool: text(),
+                arguments: serde_json::json!({}),
+            },
+            EventPayload::ToolCallDelta {
+                call_id: text(),
+                delta: text(),
+            },
+            EventPayload::ToolCallFinished {
+                call_id: text(),
+                tool: text(),
+                success: true,
+                result: text(),
+            },
+            EventPayload::ExecCommandBegin {
+                exec_id: text(),
+                argv: vec![text()],
+                cwd: text(),
+                call_id: None,
+            },
+            EventPayload::ExecCommandOutputDelta {
+                exec_id: text(),
+                stream: OutputStream::Stdout,
+                text: text(),
+            },
+            EventPayload::ExecCommandEnd {
+                exec_id: text(),
+                exit_code: 0,
+                duration_ms: 1,
+                timed_out: false,
+                output_truncated: false,
+            },
+            EventPayload::PermissionRequested {
+                request_id: text(),
+                call_id: text(),
+                tool: text(),
+                arguments: serde_json::json!({}),
+                summary: text(),
+                reason: text(),
+            },
+            EventPayload::ApprovalResolved {
+                request_id: text(),
+                decision: ApprovalDecision::Deny,
+                resolution: ApprovalResolution::Decided,
+                reason: String::new(),
+            },
+            EventPayload::PlanUpdated { steps: Vec::new() },
+            EventPayload::TokenUsageReported {
+                call: TokenUsage::default(),
+                turn_total: TokenUsage::default(),
+            },
+            EventPayload::ErrorOccurred {
+                code: text(),
+                message: text(),
+                fatal: false,
+            },
+            EventPayload::HistoryCompacted(HistoryCompacted {
+                summary: text(),
+                through_turn_id: Uuid::nil(),
+                turns_compacted: 1,
+                tokens_before: 2,
+                tokens_after: 1,
+                usage: TokenUsage::default(),
+            }),
+            EventPayload::MemoryRecalled {
+                records: 1,
+                section: text(),
+            },
+        ]
+    }
+
+    #[test]
+    fn type_names_are_the_logged_type_of_every_payload_in_order() {
+        let payloads = every_type();
+        assert_eq!(payloads.len(), EventPayload::TYPE_NAMES.len());
+        for (index, payload) in payloads.iter().enumerate() {
+            let logged = serde_json::to_value(payload).expect("serializes");
+            assert_eq!(payload.type_index(), index);
+            assert_eq!(logged["type"], payload.type_name(), "{payload:?}");
+        }
+    }
 }

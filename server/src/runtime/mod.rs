@@ -7,10 +7,12 @@ pub mod bundle;
 pub mod chat;
 pub mod config;
 pub mod error;
+pub mod event_hooks;
 pub mod events;
 pub mod execution;
 pub mod hub;
 pub mod memory;
+pub mod metrics;
 pub mod model;
 pub mod model_override;
 pub mod paging;
@@ -18,6 +20,7 @@ pub mod permissions;
 pub mod policy;
 pub mod prompt;
 pub mod provider;
+pub mod quoted;
 pub mod requirements;
 pub mod sandbox;
 pub mod session;
@@ -27,8 +30,8 @@ pub mod tools;
 
 pub use api::{
     Activity, CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, PulledBundle,
-    PushedBundle, RuntimeBuilder, SandboxCapabilities, ServerInfo, SessionCommand, SessionFilter,
-    SessionSpec,
+    PushedBundle, RuntimeBuilder, RuntimeCollector, SandboxCapabilities, ServerInfo,
+    SessionCommand, SessionFilter, SessionSpec,
 };
 pub use bundle::InstallOptions;
 pub use config::RuntimeConfig;

@@ -6,7 +6,7 @@
 mod overrides;
 mod requirements;
 mod show;
-mod tls;
+pub(crate) mod tls;
 
 use std::path::PathBuf;
 

@@ -14,13 +14,13 @@ use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, 
 use crate::support::loopback;
 
 /// A CA, and a certificate for `localhost` / `127.0.0.1` it signed, as PEM.
-struct Pki {
-    ca: String,
-    cert: String,
-    key: String,
+pub(crate) struct Pki {
+    pub ca: String,
+    pub cert: String,
+    pub key: String,
 }
 
-fn pki(name: &str) -> Pki {
+pub(crate) fn pki(name: &str) -> Pki {
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params
@@ -42,7 +42,7 @@ fn pki(name: &str) -> Pki {
     }
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).expect("write PEM");
     path

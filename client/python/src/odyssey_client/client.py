@@ -24,10 +24,20 @@ from odyssey.v1 import (
 )
 from odyssey_client.archive import pack_project
 from odyssey_client.errors import OdysseyError, call
-from odyssey_client.events import EventStream, ends_turn
+from odyssey_client.events import EventStream, ReconnectPolicy, ends_turn
 
 #: Archive bytes per BuildBundle message: well under the server's message limit.
 CHUNK_BYTES = 256 * 1024
+
+#: Channel settings. The server caps what it sends (4 MiB by default, configurable), so
+#: the receive limit only has to be at least as large. Keepalive pings find a dead
+#: connection under a long-lived event stream, which would otherwise wait forever on a
+#: peer that vanished without closing it.
+CHANNEL_OPTIONS = (
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 20_000),
+)
 
 
 class OdysseyClient:
@@ -51,9 +61,9 @@ class OdysseyClient:
             raise ValueError("root_certificates needs tls=True")
         if tls:
             credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
-            self._channel = grpc.secure_channel(address, credentials)
+            self._channel = grpc.secure_channel(address, credentials, options=CHANNEL_OPTIONS)
         else:
-            self._channel = grpc.insecure_channel(address)
+            self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._metadata: tuple[tuple[str, str], ...] = (
             (("authorization", f"Bearer {token}"),) if token else ()
         )
@@ -160,9 +170,22 @@ class OdysseyClient:
         request = session_pb2.DeleteSessionRequest(session_id=session_id)
         call(lambda: self.sessions.DeleteSession(request, metadata=self._metadata))
 
-    def events(self, session_id: str, *, after_sequence: int = 0) -> EventStream:
-        """The session's events after ``after_sequence`` (0: from the start), then live ones."""
-        return EventStream(self.sessions, session_id, after_sequence, self._metadata)
+    def events(
+        self,
+        session_id: str,
+        *,
+        after_sequence: int = 0,
+        reconnect: ReconnectPolicy = ReconnectPolicy(),
+    ) -> EventStream:
+        """The session's events after ``after_sequence`` (0: from the start), then live ones.
+
+        The stream resubscribes by itself after a dropped connection, as ``reconnect``
+        allows (``ReconnectPolicy.never()``: not at all). The subscription is open on the
+        server when this returns.
+        """
+        return EventStream(
+            self.sessions, session_id, after_sequence, self._metadata, reconnect=reconnect
+        )
 
     # Turns
 
@@ -189,12 +212,18 @@ class OdysseyClient:
         return call(lambda: self.executions.Run(request, metadata=self._metadata)).status
 
     def stream_turn(
-        self, session_id: str, prompt: str, *, metadata: Optional[Mapping[str, str]] = None
+        self,
+        session_id: str,
+        prompt: str,
+        *,
+        metadata: Optional[Mapping[str, str]] = None,
+        reconnect: ReconnectPolicy = ReconnectPolicy(),
     ) -> TurnStream:
         """Starts a turn and streams its events as they happen, ending with its
-        ``turn_completed`` event. Subscribes before submitting, so nothing is missed."""
+        ``turn_completed`` event. Subscribes before submitting, so nothing is missed; the
+        stream resubscribes by itself after a dropped connection, as ``reconnect`` allows."""
         after = self.get_session(session_id).last_sequence
-        return TurnStream(self, session_id, after, prompt, metadata)
+        return TurnStream(self, session_id, after, prompt, metadata, reconnect)
 
     def execution_status(self, execution_id: str) -> execution_pb2.ExecutionStatus:
         request = execution_pb2.GetExecutionStatusRequest(execution_id=execution_id)
@@ -247,8 +276,9 @@ class OdysseyClient:
 class TurnStream(Iterator[events_pb2.SessionEvent]):
     """The events of one turn, live, ending with its ``turn_completed`` event.
 
-    ``execution_id`` names the turn; ``last_sequence`` is the last event seen, for
-    resuming with ``client.events(session_id, after_sequence=...)`` after a disconnect.
+    ``execution_id`` names the turn. Like :class:`EventStream` it resubscribes by itself
+    after a dropped connection; ``last_sequence`` is the last event seen, for resuming
+    with ``client.events(session_id, after_sequence=...)`` after the stream was closed.
     """
 
     def __init__(
@@ -258,9 +288,12 @@ class TurnStream(Iterator[events_pb2.SessionEvent]):
         after_sequence: int,
         prompt: str,
         metadata: Optional[Mapping[str, str]],
+        reconnect: ReconnectPolicy = ReconnectPolicy(),
     ) -> None:
         self.session_id = session_id
-        self._events = client.events(session_id, after_sequence=after_sequence)
+        self._events = client.events(
+            session_id, after_sequence=after_sequence, reconnect=reconnect
+        )
         try:
             self.execution_id = client.submit(session_id, prompt, metadata=metadata)
         except OdysseyError:
@@ -271,6 +304,11 @@ class TurnStream(Iterator[events_pb2.SessionEvent]):
     @property
     def last_sequence(self) -> int:
         return self._events.last_sequence
+
+    @property
+    def reconnects(self) -> int:
+        """How many times the stream resubscribed after a dropped connection."""
+        return self._events.reconnects
 
     def __iter__(self) -> TurnStream:
         return self

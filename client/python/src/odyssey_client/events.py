@@ -1,28 +1,63 @@
-"""A session's event stream: events in sequence order, each once, heartbeats hidden."""
+"""A session's event stream: events in sequence order, each once, heartbeats hidden, and
+resubscribed by itself after the connection drops."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Optional
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import grpc
 
 from odyssey.v1 import events_pb2, session_pb2, session_pb2_grpc
 from odyssey_client.errors import OdysseyError
 
+if TYPE_CHECKING:
+    # The type of a server-streaming call, known to grpc's type stubs only.
+    from grpc import _CallIterator
+
+    Subscription = _CallIterator[session_pb2.SubscribeSessionResponse]
+
+
+@dataclass(frozen=True)
+class ReconnectPolicy:
+    """How an :class:`EventStream` retries after its connection fails.
+
+    The first retry waits ``initial_delay`` seconds, each further one twice as long, up to
+    ``max_delay``. After ``max_attempts`` consecutive failures the error is raised; any
+    message received (event or heartbeat) resets the count. The default is about half a
+    minute of retries: enough for a server restart, short enough that a server gone for
+    good is reported.
+    """
+
+    initial_delay: float = 0.1
+    max_delay: float = 5.0
+    max_attempts: int = 10
+
+    @classmethod
+    def never(cls) -> ReconnectPolicy:
+        """The first connection failure ends the stream with :class:`OdysseyError`."""
+        return cls(max_attempts=0)
+
+    def delay(self, attempt: int) -> float:
+        """The wait before retry number ``attempt`` (1-based)."""
+        return min(self.initial_delay * 2.0 ** min(attempt - 1, 62), self.max_delay)
+
 
 class EventStream(Iterator[events_pb2.SessionEvent]):
     """Iterates a session's events after a sequence number, replayed then live.
 
     The server sends every stored event after ``after_sequence``, then follows new ones
-    with no gap. ``last_sequence`` is the sequence of the last event handed out: after a
-    disconnect, ``client.events(session_id, after_sequence=stream.last_sequence)`` resumes
-    with nothing missed and nothing repeated. Heartbeats only prove the stream is alive;
-    they are counted in ``heartbeats`` and never yielded.
+    with no gap. When the connection drops (``UNAVAILABLE``: a network failure, a server
+    restarting), the stream resubscribes after ``last_sequence`` by itself, as
+    ``reconnect`` allows, so the caller sees every event once, in order; ``reconnects``
+    counts how often. Heartbeats only prove the stream is alive: they are counted in
+    ``heartbeats`` (the latest is ``last_heartbeat``) and never yielded.
 
     ``stop_when``, when set, ends the stream after the first event it accepts.
     Iteration ends when the server ends the stream or :meth:`close` is called; a refusal
-    (``NOT_FOUND`` for an unknown or deleted session, ``UNAVAILABLE`` when the server goes
-    away) raises :class:`OdysseyError`.
+    (``NOT_FOUND`` for an unknown or deleted session) or a connection that stays down past
+    the policy raises :class:`OdysseyError`.
     """
 
     def __init__(
@@ -32,23 +67,36 @@ class EventStream(Iterator[events_pb2.SessionEvent]):
         after_sequence: int,
         metadata: tuple[tuple[str, str], ...],
         stop_when: Optional[Callable[[events_pb2.SessionEvent], bool]] = None,
+        reconnect: ReconnectPolicy = ReconnectPolicy(),
     ) -> None:
         self.session_id = session_id
         self.last_sequence = after_sequence
         self.heartbeats = 0
+        self.last_heartbeat: Optional[session_pb2.Heartbeat] = None
+        self.reconnects = 0
         self.stop_when = stop_when
+        self.reconnect = reconnect
+        self._stub = stub
+        self._metadata = metadata
         self._closed = False
-        self._call = stub.SubscribeSession(
-            session_pb2.SubscribeSessionRequest(
-                session_id=session_id, after_sequence=after_sequence
-            ),
-            metadata=metadata,
+        self._call = self._subscribe()
+        # Waits for the server's answer, as the first call only: a session that does not
+        # exist or a server that is not there is reported at once by the first next(),
+        # never retried; once answered, the subscription is open on the server.
+        self._call.initial_metadata()
+        self._retry = self._call.is_active()
+
+    def _subscribe(self) -> Subscription:
+        request = session_pb2.SubscribeSessionRequest(
+            session_id=self.session_id, after_sequence=self.last_sequence
         )
+        return self._stub.SubscribeSession(request, metadata=self._metadata)
 
     def __iter__(self) -> EventStream:
         return self
 
     def __next__(self) -> events_pb2.SessionEvent:
+        attempts = 0
         while True:
             if self._closed:
                 raise StopIteration
@@ -60,14 +108,29 @@ class EventStream(Iterator[events_pb2.SessionEvent]):
             except grpc.RpcError as error:
                 if self._closed:
                     raise StopIteration from None
-                self._closed = True
-                raise OdysseyError.from_rpc_error(error) from None
+                failure = OdysseyError.from_rpc_error(error)
+                if (
+                    not self._retry
+                    or failure.code != grpc.StatusCode.UNAVAILABLE
+                    or attempts >= self.reconnect.max_attempts
+                ):
+                    self._closed = True
+                    raise failure from None
+                attempts += 1
+                time.sleep(self.reconnect.delay(attempts))
+                if self._closed:
+                    raise StopIteration from None
+                self._call = self._subscribe()
+                self.reconnects += 1
+                continue
+            attempts = 0
             if item.HasField("heartbeat"):
                 self.heartbeats += 1
+                self.last_heartbeat = item.heartbeat
                 continue
             event = item.event
-            # Replay and live delivery never overlap on the server; this guard keeps the
-            # promise even if a caller resumes from an older sequence than it has seen.
+            # Already handed out before a resubscribe (or the caller resumed from an
+            # older sequence than it has seen): skipped, never repeated.
             if event.sequence <= self.last_sequence:
                 continue
             self.last_sequence = event.sequence
@@ -76,7 +139,8 @@ class EventStream(Iterator[events_pb2.SessionEvent]):
             return event
 
     def close(self) -> None:
-        """Ends the subscription (the server sees the client go away)."""
+        """Ends the subscription (the server sees the client go away). Safe to call from
+        another thread: a blocked iteration ends."""
         if not self._closed:
             self._closed = True
             self._call.cancel()

@@ -145,6 +145,7 @@ impl OdysseyRuntime {
     /// Records a turn that never ran (cancelled in the queue, or the server stopping), so
     /// that every accepted execution has its turn in the log.
     pub(super) async fn record_unstarted(&self, job: Job, outcome: TurnOutcome, why: &str) {
+        self.inner.metrics.turns.ended_unstarted(outcome);
         let execution_id = job.execution_id;
         let executions = &self.inner.executions;
         let finish = |last_sequence: u64| {
@@ -202,6 +203,7 @@ impl OdysseyRuntime {
 
     /// Runs one turn end to end: events, budgets, cancellation, the turn record.
     async fn execute(&self, job: Job, signal: &Arc<CancelSignal>, slot: &mut WorkerSlot) {
+        let running = self.inner.metrics.turns.begin();
         let execution_id = job.execution_id;
         let opened = match self.inner.sessions.get(job.request.session_id).await {
             Ok(session) => self
@@ -316,6 +318,11 @@ impl OdysseyRuntime {
                 });
             })
             .await;
+        running.finish(if ended.is_ok() {
+            outcome
+        } else {
+            TurnOutcome::Failed
+        });
         match ended {
             Ok(_) => {
                 self.inner.sessions.journal_turn_end(session.id());
@@ -362,6 +369,11 @@ impl OdysseyRuntime {
             .clone();
         let provider = self.inner.providers.resolve(&context.model, &bundle.root)?;
         let provider = self.record_calls(record.id, provider);
+        let provider = self
+            .inner
+            .metrics
+            .providers
+            .meter(&context.model.provider, provider);
         let access = self.inner.config.access.grant(&bundle.manifest.sandbox)?;
         let cell = self.prepare_cell(record.id, &bundle).await?;
         let rules = PermissionRules::from_tool_rules(&agent.tools)?;

@@ -57,12 +57,17 @@ impl OdysseyRuntime {
             sandbox: self.inner.capabilities.clone(),
             quarantined: self.inner.sessions.quarantined(),
             providers: self.inner.providers.known_providers(),
-            activity: Activity {
-                tasks: tokio::runtime::Handle::try_current()
-                    .map_or(0, |runtime| runtime.metrics().num_alive_tasks()),
-                open_sessions: self.inner.sessions.open_count(),
-                subscriptions: self.inner.subscriptions.load(Ordering::Relaxed),
-            },
+            activity: self.activity(),
+        }
+    }
+
+    /// What the runtime holds right now (see [`Activity`]).
+    pub fn activity(&self) -> Activity {
+        Activity {
+            tasks: tokio::runtime::Handle::try_current()
+                .map_or(0, |runtime| runtime.metrics().num_alive_tasks()),
+            open_sessions: self.inner.sessions.open_count(),
+            subscriptions: self.inner.subscriptions.load(Ordering::Relaxed),
         }
     }
 }

@@ -24,6 +24,7 @@ mod executions;
 mod hub;
 mod info;
 mod memory;
+mod operations;
 mod overrides;
 mod prompt;
 mod recording;
@@ -42,15 +43,18 @@ pub use bundles::ModelAvailability;
 pub use commands::{CommandLine, CommandResult, SessionCommand};
 pub use hub::{PulledBundle, PushedBundle};
 pub use info::{Activity, SandboxCapabilities, ServerInfo};
+pub use operations::RuntimeCollector;
 pub use sessions::{SessionFilter, SessionSpec};
 
 use crate::runtime::bundle::BundleStore;
 use crate::runtime::config::RuntimeConfig;
 use crate::runtime::error::{Result, RuntimeError};
+use crate::runtime::event_hooks::EventHooks;
 use crate::runtime::events::TurnOutcome;
 use crate::runtime::execution::{ExecutionTable, Queue};
 use crate::runtime::hub::Hub;
 use crate::runtime::memory::{FileMemory, FileMemoryLimits, MemoryProvider};
+use crate::runtime::metrics::Metrics;
 use crate::runtime::permissions::ApprovalStore;
 use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::{CassetteRecorder, ProviderRegistry};
@@ -90,6 +94,10 @@ struct Inner {
     shutting_down: AtomicBool,
     /// Long-term memory: the embedder's provider, else files under `<home>/memory/`.
     memory: Arc<dyn MemoryProvider>,
+    /// Counters for operators (see [`OdysseyRuntime::metrics_collector`]).
+    metrics: Arc<Metrics>,
+    /// The operator's event hooks; sessions hand them every published event.
+    event_hooks: Arc<EventHooks>,
     /// Live event subscriptions, for [`ServerInfo::activity`].
     subscriptions: Arc<AtomicUsize>,
 }
@@ -117,10 +125,16 @@ impl OdysseyRuntime {
             RuntimeError::storage(format!("create home {}", config.home.display()), e)
         })?;
         let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
+        let metrics = Arc::new(Metrics::new(providers.known_providers()));
+        let event_hooks = Arc::new(
+            EventHooks::start(&config.event_hooks)
+                .map_err(|message| RuntimeError::invalid("event_hooks", message))?,
+        );
         let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?
+            .with_observer(operations::observer(&metrics, &event_hooks))
             .with_open_cache(config.open_session_cache);
         let hub = Hub::new(&config.hub)?;
-        let sandbox = Sandbox::new(config.sandbox.clone());
+        let sandbox = Sandbox::new(config.sandbox.clone()).with_metrics(metrics.sandbox.clone());
         let skills = prompt::server_skills(&config)?;
         let capabilities = SandboxCapabilities {
             forced_mode: config.sandbox_mode_override,
@@ -146,6 +160,8 @@ impl OdysseyRuntime {
         let runtime = Self {
             inner: Arc::new(Inner {
                 memory,
+                metrics,
+                event_hooks,
                 queue: Queue::new(config.queue_capacity),
                 executions: ExecutionTable::new(config.execution_history),
                 slots: Arc::new(Semaphore::new(config.worker_count.max(1))),
@@ -193,12 +209,20 @@ impl OdysseyRuntime {
     }
 
     /// Stops taking turns, lets running ones finish within `grace`, then records what is
-    /// left as interrupted. Queued turns are recorded as interrupted at once.
+    /// left as interrupted. Queued turns are recorded as interrupted at once. Event hooks
+    /// then get a moment to deliver what they have queued.
     pub async fn shutdown(&self, grace: Duration) {
         if self.inner.shutting_down.swap(true, Ordering::AcqRel) {
             self.inner.turns.wait().await;
             return;
         }
+        self.stop_turns(grace).await;
+        // The interrupted turns' last events reach the hooks before they stop.
+        self.inner.event_hooks.close(operations::HOOK_GRACE).await;
+    }
+
+    /// The turn part of [`OdysseyRuntime::shutdown`].
+    async fn stop_turns(&self, grace: Duration) {
         for job in self.inner.queue.close() {
             self.record_unstarted(
                 job,

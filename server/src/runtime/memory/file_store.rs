@@ -138,7 +138,8 @@ fn read(path: &Path) -> Result<Vec<MemoryRecord>, MemoryError> {
         match serde_json::from_str(line) {
             Ok(record) => records.push(record),
             Err(e) => {
-                tracing::warn!(file = %path.display(), line = number + 1, error = %e, "skipping an unreadable memory record")
+                let error = crate::runtime::quoted::json_error(&e);
+                tracing::warn!(file = %path.display(), line = number + 1, %error, "skipping an unreadable memory record")
             }
         }
     }

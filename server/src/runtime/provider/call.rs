@@ -211,13 +211,20 @@ impl CallRequest {
             match t.retry.decide(retry, error.retry_after()) {
                 RetryDecision::GiveUp => return Err(error),
                 RetryDecision::Wait(wait) => {
+                    // The provider's own words may quote the request (the prompt), so
+                    // they are only logged when debug logging is asked for.
                     tracing::warn!(
                         provider = %t.name,
                         model = %self.model,
                         retry = retry + 1,
                         wait_ms = wait.as_millis() as u64,
-                        error = %redact(&error.to_string(), &t.api_key),
+                        reason = error.reason(),
                         "model call failed to start; retrying",
+                    );
+                    tracing::debug!(
+                        provider = %t.name,
+                        error = %redact(&error.to_string(), &t.api_key),
+                        "model call failure",
                     );
                     tokio::time::sleep(wait).await;
                     retry += 1;

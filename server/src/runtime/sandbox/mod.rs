@@ -48,6 +48,8 @@ pub use types::{CellPaths, ExecOutcome, ExecRequest};
 
 use running::RunningSet;
 
+use crate::runtime::metrics::SandboxMetrics;
+
 /// How long `remove_cell` waits for the cell's killed processes to be reaped.
 const CELL_STOP_WAIT: Duration = Duration::from_secs(5);
 
@@ -61,6 +63,8 @@ pub struct Sandbox {
     helper: Result<std::path::PathBuf, String>,
     layout: SystemLayout,
     running: Arc<RunningSet>,
+    /// Counts every process run, by mode and outcome.
+    metrics: Arc<SandboxMetrics>,
 }
 
 impl Sandbox {
@@ -73,8 +77,15 @@ impl Sandbox {
             helper: settings.resolve_helper(),
             layout: SystemLayout::detect(),
             running: Arc::new(RunningSet::default()),
+            metrics: Arc::default(),
             settings,
         }
+    }
+
+    /// Records runs in `metrics` (the runtime's) instead of counters of its own.
+    pub fn with_metrics(mut self, metrics: Arc<SandboxMetrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     pub fn settings(&self) -> &SandboxSettings {

@@ -42,6 +42,20 @@ impl Sandbox {
         &self,
         cell: &CellPaths,
         request: ExecRequest,
+        on_output: impl FnMut(OutputStream, String) + Send,
+        cancel: CancellationToken,
+    ) -> Result<ExecOutcome, SandboxError> {
+        let started = std::time::Instant::now();
+        let mode = request.mode;
+        let result = self.run_checked(cell, request, on_output, cancel).await;
+        self.metrics.record(mode, &result, started.elapsed());
+        result
+    }
+
+    async fn run_checked(
+        &self,
+        cell: &CellPaths,
+        request: ExecRequest,
         mut on_output: impl FnMut(OutputStream, String) + Send,
         cancel: CancellationToken,
     ) -> Result<ExecOutcome, SandboxError> {

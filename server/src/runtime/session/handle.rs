@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::history::{History, HistorySnapshot};
 use super::log::EventLog;
+use super::observer::EventObserver;
 use super::record::{SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats, write_json_atomic};
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::{
@@ -35,6 +36,11 @@ pub struct SessionHandle {
     published: watch::Sender<u64>,
     /// The last sequence known to be on stable storage.
     synced_sequence: AtomicU64,
+    /// The runtime's view of every event (metrics, event hooks), if any.
+    observer: Option<Arc<dyn EventObserver>>,
+    /// The last sequence handed to the observer as published. Its own lock, taken before
+    /// the state's, keeps hand-overs in sequence order when appends race.
+    observed: Mutex<u64>,
 }
 
 struct LiveState {
@@ -124,12 +130,15 @@ impl SessionHandle {
         dir: PathBuf,
         log: EventLog,
         replay: ReplayState,
+        observer: Option<Arc<dyn EventObserver>>,
     ) -> Result<Self> {
         let sync_file = File::open(log.path())
             .map_err(|e| RuntimeError::storage(format!("open {}", log.path().display()), e))?;
         let (published, _) = watch::channel(log.last_sequence());
         let synced_sequence = AtomicU64::new(log.last_sequence());
         Ok(Self {
+            observed: Mutex::new(log.last_sequence()),
+            observer,
             synced_sequence,
             record,
             dir,
@@ -256,6 +265,9 @@ impl SessionHandle {
             }
             _ => {}
         }
+        if let Some(observer) = &self.observer {
+            observer.appended(&event);
+        }
         state.stats.last_sequence = event.sequence;
         state.stats.updated_at_ms = event.created_at_ms;
         if let EventPayload::TurnCompleted(done) = &event.payload {
@@ -281,6 +293,35 @@ impl SessionHandle {
                 false
             }
         });
+        if let Some(observer) = &self.observer
+            && observer.follows_published()
+        {
+            self.hand_over(observer.as_ref(), sequence);
+        }
+    }
+
+    /// Hands the observer every event after the last one it got, up to `sequence`, from
+    /// the ring.
+    fn hand_over(&self, observer: &dyn EventObserver, sequence: u64) {
+        let mut observed = self.observed.lock().unwrap_or_else(|p| p.into_inner());
+        if sequence <= *observed {
+            return;
+        }
+        let state = self.lock();
+        let first = state.recent.front().map_or(sequence + 1, |e| e.sequence);
+        if first > *observed + 1 {
+            observer.missed(first.min(sequence + 1) - *observed - 1);
+        }
+        let skip = (*observed + 1).saturating_sub(first) as usize;
+        for event in state
+            .recent
+            .iter()
+            .skip(skip)
+            .take_while(|e| e.sequence <= sequence)
+        {
+            observer.published(event);
+        }
+        *observed = sequence;
     }
 
     /// Makes everything appended so far durable. Concurrent callers each wait for their

@@ -145,7 +145,7 @@ impl EventLog {
                     return Err(LogError::Corrupt {
                         path: path.to_path_buf(),
                         line: line_no,
-                        message: err.to_string(),
+                        message: crate::runtime::quoted::json_error(&err),
                     });
                 }
             };
@@ -309,7 +309,7 @@ impl LogReader {
                 LogError::Corrupt {
                     path: self.path.clone(),
                     line: 0,
-                    message: e.to_string(),
+                    message: crate::runtime::quoted::json_error(&e),
                 }
             })?;
             if event.sequence > self.after_sequence {

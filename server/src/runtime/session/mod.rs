@@ -4,12 +4,14 @@
 mod handle;
 mod history;
 mod log;
+mod observer;
 mod record;
 mod sink;
 mod store;
 
 pub use handle::{SessionHandle, Subscription};
 pub use history::{HistorySnapshot, HistorySummary, HistoryTurn, MEMORY_TURNS};
+pub use observer::EventObserver;
 pub use record::{BundlePin, SessionInfo, SessionRecord, SessionStats};
 pub use sink::EventSink;
 pub use store::{QuarantinedSession, SessionStore};

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::handle::{ReplayState, SessionHandle};
 use super::log::{EventLog, LogError};
+use super::observer::EventObserver;
 use super::record::{
     LOG_FILE, RECORD_FILE, SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats,
     write_json_atomic,
@@ -41,6 +42,8 @@ pub struct SessionStore {
     quarantined: Mutex<Vec<QuarantinedSession>>,
     /// Open sessions kept while idle; opening one more drops the idle ones.
     keep_open: usize,
+    /// Handed to every session opened, to see its events.
+    observer: Option<Arc<dyn EventObserver>>,
 }
 
 impl SessionStore {
@@ -79,6 +82,7 @@ impl SessionStore {
             open: Mutex::new(HashMap::new()),
             quarantined: Mutex::new(quarantined),
             keep_open: usize::MAX,
+            observer: None,
         })
     }
 
@@ -86,6 +90,12 @@ impl SessionStore {
     /// (a turn, a read, a subscription).
     pub fn with_open_cache(mut self, sessions: usize) -> Self {
         self.keep_open = sessions;
+        self
+    }
+
+    /// Lets `observer` see the events of every session this store opens.
+    pub fn with_observer(mut self, observer: Arc<dyn EventObserver>) -> Self {
+        self.observer = Some(observer);
         self
     }
 
@@ -142,7 +152,7 @@ impl SessionStore {
             let log = EventLog::open(&dir.join(LOG_FILE), |_| {})
                 .map_err(RuntimeError::from)?
                 .log;
-            SessionHandle::new(record.clone(), dir, log, replay)
+            SessionHandle::new(record.clone(), dir, log, replay, self.observer.clone())
         })();
         let handle = match result {
             Ok(handle) => Arc::new(handle),
@@ -162,7 +172,8 @@ impl SessionStore {
         let handle = cell
             .get_or_try_init(|| async {
                 let dir = self.dir_of(id);
-                tokio::task::spawn_blocking(move || load(id, &dir))
+                let observer = self.observer.clone();
+                tokio::task::spawn_blocking(move || load(id, &dir, observer))
                     .await
                     .map_err(|e| RuntimeError::storage("load session", std::io::Error::other(e)))?
             })
@@ -315,7 +326,11 @@ impl From<RuntimeError> for LoadError {
     }
 }
 
-fn load(id: Uuid, dir: &Path) -> std::result::Result<Arc<SessionHandle>, LoadError> {
+fn load(
+    id: Uuid,
+    dir: &Path,
+    observer: Option<Arc<dyn EventObserver>>,
+) -> std::result::Result<Arc<SessionHandle>, LoadError> {
     let record_path = dir.join(RECORD_FILE);
     if !record_path.exists() {
         return Err(LoadError::Missing);
@@ -349,12 +364,13 @@ fn load(id: Uuid, dir: &Path) -> std::result::Result<Arc<SessionHandle>, LoadErr
         dir.to_path_buf(),
         recovered.log,
         replay,
+        observer,
     )?))
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> std::result::Result<T, String> {
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+    serde_json::from_slice(&bytes).map_err(|e| crate::runtime::quoted::json_error(&e))
 }
 
 fn read_dir(dir: &Path) -> Result<Vec<std::fs::DirEntry>> {

@@ -393,3 +393,90 @@ async fn idle_sessions_beyond_the_cache_are_dropped_however_they_were_opened() {
     let again = store.get(ids[0]).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(Arc::ptr_eq(&held, &again));
 }
+
+/// Records what a store's sessions tell their observer.
+#[derive(Default)]
+struct Recorder {
+    appended: std::sync::atomic::AtomicU64,
+    published: std::sync::Mutex<Vec<u64>>,
+}
+
+impl super::EventObserver for Recorder {
+    fn appended(&self, _event: &Event) {
+        self.appended
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn follows_published(&self) -> bool {
+        true
+    }
+
+    fn published(&self, event: &Arc<Event>) {
+        self.published
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(event.sequence);
+    }
+
+    fn missed(&self, count: u64) {
+        panic!("{count} events missed");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_observer_sees_every_event_once_in_order_even_when_appends_race() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let recorder = Arc::new(Recorder::default());
+    let store = store(&dir).with_observer(recorder.clone());
+    let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let handle = handle.clone();
+            tokio::spawn(async move {
+                for i in 0..200 {
+                    let payload = delta(&format!("{w}-{i}"));
+                    let appended = if i % 50 == 0 {
+                        // Durability points publish after a sync, racing the others.
+                        handle.append(None, payload).await.map(|_| ())
+                    } else {
+                        handle.append_now(None, payload).map(|_| ())
+                    };
+                    appended.unwrap_or_else(|e| panic!("{e}"));
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    let published = recorder
+        .published
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    assert_eq!(published, (1..=400).collect::<Vec<u64>>());
+    assert_eq!(
+        recorder.appended.load(std::sync::atomic::Ordering::Relaxed),
+        400
+    );
+
+    // Reopened by another store, the old events are not handed over again.
+    let id = handle.id();
+    drop(handle);
+    drop(store);
+    let again = Arc::new(Recorder::default());
+    let store =
+        super::SessionStore::open(dir.path().join("sessions"), dir.path().join("quarantine"))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_observer(again.clone());
+    let handle = store.get(id).await.unwrap_or_else(|e| panic!("{e}"));
+    handle
+        .append_now(None, delta("after"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let published = again
+        .published
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    assert_eq!(published, [401]);
+}

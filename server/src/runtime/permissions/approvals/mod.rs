@@ -176,6 +176,13 @@ impl ApprovalStore {
         }
     }
 
+    /// How many requests wait for a human now.
+    pub fn pending_count(&self) -> usize {
+        let mut state = self.lock();
+        state.expire_overdue();
+        state.pending.len()
+    }
+
     /// Pending requests, oldest first, optionally of one session.
     pub fn list(
         &self,
