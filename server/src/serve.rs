@@ -238,6 +238,10 @@ pub struct ServeArgs {
     /// timeouts are set in `[[hooks.event]]` tables of the configuration file.
     #[arg(long = "event-hook", value_name = "URL|PROGRAM")]
     pub event_hooks: Vec<String>,
+    /// Idle sessions kept open in memory; beyond it, idle sessions are dropped from
+    /// memory and read from disk again when next used [default: 1024].
+    #[arg(long, value_name = "SESSIONS")]
+    pub open_session_cache: Option<usize>,
 }
 
 impl ServeArgs {

@@ -130,7 +130,8 @@ async fn allow_once_runs_the_command_in_the_sandbox_and_asks_again_next_time() {
         .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{kinds:?}");
 
-    // Resolving again: FAILED_PRECONDITION; an unknown id: NOT_FOUND.
+    // Resolving again: FAILED_PRECONDITION; an unknown id: NOT_FOUND; a malformed one:
+    // INVALID_ARGUMENT.
     let again = resolve(
         &server,
         &waiting[0].request_id,
@@ -140,10 +141,19 @@ async fn allow_once_runs_the_command_in_the_sandbox_and_asks_again_next_time() {
     .await
     .expect_err("twice");
     assert_eq!(again.code(), Code::FailedPrecondition);
-    let unknown = resolve(&server, "no-such-request", pb::ApprovalDecision::Deny, "")
-        .await
-        .expect_err("unknown");
+    let unknown = resolve(
+        &server,
+        &uuid::Uuid::now_v7().to_string(),
+        pb::ApprovalDecision::Deny,
+        "",
+    )
+    .await
+    .expect_err("unknown");
     assert_eq!(unknown.code(), Code::NotFound);
+    let malformed = resolve(&server, "no-such-request", pb::ApprovalDecision::Deny, "")
+        .await
+        .expect_err("malformed");
+    assert_eq!(malformed.code(), Code::InvalidArgument);
 
     // allow_once is not remembered: the same command asks again.
     let second = server.submit(&session.id, "again").await.expect("submit");

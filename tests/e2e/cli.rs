@@ -452,7 +452,8 @@ async fn approvals_lists_pending_requests_and_approve_lets_the_turn_finish() {
         "{err}"
     );
     assert!(err.trim_end().ends_with("(FAILED_PRECONDITION)"), "{err}");
-    let (code, _, err) = odyssey(&["--server", &url, "deny", "no-such-request"]).await;
+    let nobody = uuid::Uuid::now_v7().to_string();
+    let (code, _, err) = odyssey(&["--server", &url, "deny", &nobody]).await;
     assert_eq!(code, 1);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.trim_end().ends_with("(NOT_FOUND)"), "{err}");

@@ -4,6 +4,7 @@
 mod support;
 
 mod approvals;
+mod bad_input;
 mod bundles;
 mod cli;
 mod commands;

@@ -599,7 +599,7 @@ async fn turn_overrides_are_checked_and_recorded_in_the_turn_context() {
         .await
         .expect_err("missing folder");
     assert_eq!(refused.code(), Code::InvalidArgument);
-    assert_eq!(bad_fields(&refused), ["cwd"]);
+    assert_eq!(bad_fields(&refused), ["input.overrides.cwd"]);
     let data = server.home().join(format!("sandbox/{}/data", session.id));
     std::fs::create_dir_all(data.join("src")).expect("mkdir src");
     let status = server
@@ -637,7 +637,7 @@ async fn turn_overrides_are_checked_and_recorded_in_the_turn_context() {
         .await
         .expect_err("unknown provider");
     assert_eq!(unknown.code(), Code::InvalidArgument);
-    assert_eq!(bad_fields(&unknown), ["model"]);
+    assert_eq!(bad_fields(&unknown), ["input.overrides.model"]);
     let zero_window = prost_types::Struct {
         fields: [("context_window".to_owned(), prost_types::Value::from(0.0))].into(),
     };
@@ -646,7 +646,7 @@ async fn turn_overrides_are_checked_and_recorded_in_the_turn_context() {
         .run(overridden("", Some(spec("openai", Some(zero_window)))))
         .await
         .expect_err("zero context window");
-    assert_eq!(bad_fields(&bad_window), ["model"]);
+    assert_eq!(bad_fields(&bad_window), ["input.overrides.model"]);
     assert!(
         bad_window.message().contains("context_window"),
         "{}",

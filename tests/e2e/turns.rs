@@ -346,7 +346,7 @@ async fn bad_turn_requests_and_exhausted_cassettes_fail_clearly() {
         .await
         .expect_err("empty prompt");
     assert_eq!(empty.code(), Code::InvalidArgument);
-    assert_eq!(bad_fields(&empty), vec!["prompt"]);
+    assert_eq!(bad_fields(&empty), vec!["input.prompt"]);
     let missing = server
         .executions()
         .run(pb::RunRequest { input: None })
@@ -366,7 +366,7 @@ async fn bad_turn_requests_and_exhausted_cassettes_fail_clearly() {
         })
         .await
         .expect_err("cwd escape");
-    assert_eq!(bad_fields(&escape), vec!["cwd"]);
+    assert_eq!(bad_fields(&escape), vec!["input.overrides.cwd"]);
     let unknown = server
         .executions()
         .submit(pb::SubmitRequest {

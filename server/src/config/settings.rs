@@ -224,6 +224,15 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
         )
         .flag("--queue-capacity", |a| a.queue_capacity),
         server(
+            "server.open_session_cache",
+            |d| Some(d.server.runtime.open_session_cache),
+            |d, v| {
+                d.server.runtime.open_session_cache = v;
+                Ok(())
+            },
+        )
+        .flag("--open-session-cache", |a| a.open_session_cache),
+        server(
             "server.max_message_bytes",
             |d| Some(d.server.grpc.max_message_bytes),
             |d, v| {

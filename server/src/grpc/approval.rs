@@ -82,9 +82,10 @@ impl ApprovalService for Approvals {
                 ));
             }
         };
+        let request_id = parse_uuid("request_id", &r.request_id)?;
         let resolved = self
             .runtime
-            .resolve_approval(&r.request_id, decision, r.reason)
+            .resolve_approval(&request_id.to_string(), decision, r.reason)
             .map_err(to_status)?;
         Ok(Response::new(pb::ResolveApprovalResponse {
             approval: Some(approval(&resolved)),

@@ -8,8 +8,14 @@ use odyssey_api::v1::bundle_service_server::BundleService;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::convert;
-use super::status::{invalid, to_status};
+use super::status::{invalid, to_status, to_status_at};
 use crate::runtime::{InstallOptions, OdysseyRuntime, PageRequest};
+
+/// Upload options arrive in the stream's first message, `options`.
+const UPLOAD_FIELDS: &[(&str, &str)] = &[("namespace", "options.namespace")];
+
+/// Requests naming a bundle in `bundle_reference` rather than `reference`.
+pub(super) const BUNDLE_REFERENCE: &[(&str, &str)] = &[("reference", "bundle_reference")];
 
 /// Size of the archive chunks ExportBundle sends.
 const EXPORT_CHUNK: usize = 256 * 1024;
@@ -94,7 +100,10 @@ impl BundleService for Bundles {
         } else {
             name
         };
-        let archive = self.runtime.init_archive(&name).map_err(to_status)?;
+        let archive = self
+            .runtime
+            .init_archive(&name)
+            .map_err(|e| to_status_at(e, &[("bundle name", "name")]))?;
         Ok(Response::new(pb::InitBundleResponse { archive }))
     }
 
@@ -114,7 +123,7 @@ impl BundleService for Bundles {
             .runtime
             .install_project_archive(archive, options)
             .await
-            .map_err(to_status)?;
+            .map_err(|e| to_status_at(e, UPLOAD_FIELDS))?;
         Ok(Response::new(pb::BuildBundleResponse {
             bundle: Some(convert::bundle(&bundle)),
         }))
@@ -209,7 +218,7 @@ impl BundleService for Bundles {
             .runtime
             .import_bundle(archive, options)
             .await
-            .map_err(to_status)?;
+            .map_err(|e| to_status_at(e, UPLOAD_FIELDS))?;
         Ok(Response::new(pb::ImportBundleResponse {
             bundle: Some(convert::bundle(&bundle)),
         }))
@@ -270,7 +279,7 @@ impl BundleService for Bundles {
             .runtime
             .list_agents(required("bundle_reference", &reference)?)
             .await
-            .map_err(to_status)?;
+            .map_err(|e| to_status_at(e, BUNDLE_REFERENCE))?;
         Ok(Response::new(pb::ListAgentsResponse {
             agents: agents.iter().map(convert::agent).collect(),
         }))
@@ -285,7 +294,7 @@ impl BundleService for Bundles {
             .runtime
             .list_models(required("bundle_reference", &reference)?)
             .await
-            .map_err(to_status)?;
+            .map_err(|e| to_status_at(e, BUNDLE_REFERENCE))?;
         Ok(Response::new(pb::ListModelsResponse {
             models: models.iter().map(convert::model_info).collect(),
         }))
@@ -300,7 +309,7 @@ impl BundleService for Bundles {
             .runtime
             .list_skills(required("bundle_reference", &reference)?)
             .await
-            .map_err(to_status)?;
+            .map_err(|e| to_status_at(e, BUNDLE_REFERENCE))?;
         Ok(Response::new(pb::ListSkillsResponse {
             skills: skills.iter().map(convert::skill_listing).collect(),
         }))

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use super::convert;
-use super::status::{invalid, parse_uuid, to_status};
+use super::status::{invalid, parse_uuid, to_status, to_status_at};
 use crate::runtime::{CommandLine, ExecutionRequest, OdysseyRuntime, SessionCommand};
 
 pub struct Executions {
@@ -24,6 +24,14 @@ impl Executions {
         Self { runtime }
     }
 }
+
+/// Where a turn request's values sit in `RunRequest` and `SubmitRequest`.
+const TURN_FIELDS: &[(&str, &str)] = &[
+    ("prompt", "input.prompt"),
+    ("metadata", "input.metadata"),
+    ("cwd", "input.overrides.cwd"),
+    ("model", "input.overrides.model"),
+];
 
 fn execution_request(input: Option<pb::TurnInput>) -> Result<ExecutionRequest, Status> {
     let input = input.ok_or_else(|| invalid("input", "is required"))?;
@@ -80,7 +88,11 @@ impl ExecutionService for Executions {
         request: Request<pb::RunRequest>,
     ) -> Result<Response<pb::RunResponse>, Status> {
         let request = execution_request(request.into_inner().input)?;
-        let status = self.runtime.run(request).await.map_err(to_status)?;
+        let status = self
+            .runtime
+            .run(request)
+            .await
+            .map_err(|e| to_status_at(e, TURN_FIELDS))?;
         Ok(Response::new(pb::RunResponse {
             status: Some(convert::execution_status(&status)),
         }))
@@ -91,7 +103,11 @@ impl ExecutionService for Executions {
         request: Request<pb::SubmitRequest>,
     ) -> Result<Response<pb::SubmitResponse>, Status> {
         let request = execution_request(request.into_inner().input)?;
-        let handle = self.runtime.submit(request).await.map_err(to_status)?;
+        let handle = self
+            .runtime
+            .submit(request)
+            .await
+            .map_err(|e| to_status_at(e, TURN_FIELDS))?;
         Ok(Response::new(pb::SubmitResponse {
             execution_id: handle.execution_id.to_string(),
             session_id: handle.session_id.to_string(),

@@ -60,6 +60,11 @@ impl ServerService for ServerInfo {
                 })
                 .collect(),
             providers: info.providers.clone(),
+            activity: Some(pb::ServerActivity {
+                tasks: info.activity.tasks as u64,
+                open_sessions: info.activity.open_sessions as u32,
+                subscriptions: info.activity.subscriptions as u32,
+            }),
         }))
     }
 }

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use super::convert;
-use super::status::{invalid, parse_uuid, to_status};
+use super::status::{invalid, parse_uuid, to_status, to_status_at};
 use crate::runtime::session::Subscription;
 use crate::runtime::{OdysseyRuntime, PageRequest, SessionFilter, SessionSpec};
 
@@ -60,7 +60,11 @@ impl SessionService for Sessions {
             metadata: r.metadata.into_iter().collect(),
             token_budget: Some(r.token_budget).filter(|b| *b > 0),
         };
-        let info = self.runtime.create_session(spec).await.map_err(to_status)?;
+        let info = self
+            .runtime
+            .create_session(spec)
+            .await
+            .map_err(|e| to_status_at(e, super::bundle::BUNDLE_REFERENCE))?;
         Ok(Response::new(pb::CreateSessionResponse {
             session: Some(convert::session(&info)),
         }))

@@ -172,7 +172,24 @@ impl RuntimeError {
             Self::InvalidArgument { field, .. } => Some(field),
             Self::Bundle(e) => e.field(),
             Self::Hub(e) => e.field(),
+            Self::Sandbox(e) => e.field(),
+            Self::Approval(e) => e.field(),
             _ => None,
+        }
+    }
+
+    /// The message a client is shown. A full or read-only disk is named as such, without
+    /// the files of the server's home its detail names (the log has those).
+    pub fn client_message(&self) -> String {
+        match self.reason() {
+            "DISK_FULL" => {
+                "the server's disk is full (no space left on device); retry once space is freed"
+                    .into()
+            }
+            "STORAGE_READ_ONLY" => "the server's storage is read-only; nothing can be written \
+                                    until it is writable again"
+                .into(),
+            _ => self.to_string(),
         }
     }
 
@@ -202,6 +219,21 @@ pub(crate) fn storage_reason(e: &std::io::Error) -> &'static str {
         ErrorKind::Unavailable => "STORAGE_READ_ONLY",
         _ => "STORAGE_ERROR",
     }
+}
+
+/// Client input as error messages quote it: whole when short, else its start and `…`.
+/// A message travels in the gRPC trailers, so echoing a megabyte of input back would
+/// break the response rather than explain it.
+pub fn shorten(value: &str) -> String {
+    const MAX: usize = 64;
+    if value.len() <= MAX {
+        return value.to_string();
+    }
+    let mut end = MAX;
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &value[..end])
 }
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

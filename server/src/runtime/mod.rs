@@ -29,9 +29,9 @@ pub mod textfile;
 pub mod tools;
 
 pub use api::{
-    CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, PulledBundle, PushedBundle,
-    RuntimeBuilder, RuntimeCollector, SandboxCapabilities, ServerInfo, SessionCommand,
-    SessionFilter, SessionSpec,
+    Activity, CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, PulledBundle,
+    PushedBundle, RuntimeBuilder, RuntimeCollector, SandboxCapabilities, ServerInfo,
+    SessionCommand, SessionFilter, SessionSpec,
 };
 pub use bundle::InstallOptions;
 pub use config::RuntimeConfig;

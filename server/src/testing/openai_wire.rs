@@ -31,7 +31,8 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use script::{
-    Reply, Script, StreamBuilder, WireEvent, WireUsage, chunk, error_object, split, usage_chunk,
+    Reply, Responder, Script, StreamBuilder, WireEvent, WireUsage, chunk, error_object, split,
+    usage_chunk,
 };
 
 pub use responses::{ResponsesBuilder, ResponsesUsage};
@@ -220,6 +221,7 @@ async fn answer(
         let index = state.requests.len();
         match &mut state.mode {
             Mode::Echo => echo(&request),
+            Mode::Respond(respond) => respond(&request),
             Mode::Scripted(replies) => replies.pop_front().unwrap_or_else(|| {
                 Reply::error(
                     500,

@@ -130,6 +130,11 @@ async fn a_turn_shows_in_every_metric_family() {
     expect("odyssey_queue_capacity", &[], 128.0);
     expect("odyssey_workers", &[], 4.0);
     expect("odyssey_approvals_pending", &[], 0.0);
+    expect("odyssey_subscriptions", &[], 0.0);
+    assert!(
+        text.contains("odyssey_runtime_tasks ") && text.contains("odyssey_sessions_open "),
+        "the runtime's activity is exposed"
+    );
     expect(
         "odyssey_build_info",
         &[("version", env!("CARGO_PKG_VERSION"))],

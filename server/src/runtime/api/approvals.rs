@@ -8,6 +8,9 @@ use crate::runtime::events::ApprovalDecision;
 use crate::runtime::paging::{Page, PageRequest};
 use crate::runtime::permissions::Approval;
 
+/// Longest reason a decision may carry: it is shown to the model and kept in the log.
+const MAX_REASON_BYTES: usize = 4096;
+
 impl OdysseyRuntime {
     /// Pending requests, oldest first, optionally of one session.
     pub fn list_approvals(
@@ -15,6 +18,11 @@ impl OdysseyRuntime {
         session: Option<Uuid>,
         page: PageRequest,
     ) -> Result<Page<Approval>> {
+        if let Some(id) = session
+            && self.inner.sessions.peek(id).is_none()
+        {
+            return Err(RuntimeError::not_found("session", id.to_string()));
+        }
         Ok(self.inner.approvals.list(session, &page)?)
     }
 
@@ -27,6 +35,12 @@ impl OdysseyRuntime {
     ) -> Result<Approval> {
         if request_id.trim().is_empty() {
             return Err(RuntimeError::invalid("request_id", "is required"));
+        }
+        if reason.len() > MAX_REASON_BYTES {
+            return Err(RuntimeError::invalid(
+                "reason",
+                format!("must be at most {MAX_REASON_BYTES} bytes"),
+            ));
         }
         let approval = self.inner.approvals.resolve(request_id, decision, reason)?;
         tracing::info!(

@@ -112,7 +112,8 @@ impl OdysseyRuntime {
             bundles,
             &page,
             |b| format!("{}/{}@{}", b.id.namespace, b.id.name, b.id.version),
-            |b, key| parse_bundle_key(key).is_some_and(|k| position(b) > k),
+            parse_bundle_key,
+            |b, key| position(b) > *key,
             |_| true,
         )
     }

@@ -2,7 +2,6 @@
 //! call and not a turn: it streams exec-command events into the session's log and
 //! returns the exit code and (capped) output.
 
-use std::path::{Component, Path};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -14,6 +13,12 @@ use crate::runtime::events::{EventPayload, OutputStream};
 use crate::runtime::permissions::split_command;
 use crate::runtime::sandbox::{ExecOutcome, ExecRequest};
 use crate::runtime::session::EventSink;
+
+/// Longest argument, and longest argument list, a command may have: the kernel refuses
+/// to start a program with an argument of 128 KiB or more (`MAX_ARG_STRLEN`), and the
+/// list shares `ARG_MAX` with the environment.
+const MAX_ARG_BYTES: usize = 128 * 1024 - 1;
+const MAX_ARGV_BYTES: usize = 1024 * 1024;
 
 /// The longest an operator command may run.
 const MAX_COMMAND_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -148,6 +153,12 @@ impl OdysseyRuntime {
 fn argv_of(command: &CommandLine) -> Result<Vec<String>> {
     let argv = match command {
         CommandLine::Argv(argv) => argv.clone(),
+        CommandLine::Line(line) if line.len() > MAX_ARG_BYTES => {
+            return Err(RuntimeError::invalid(
+                "command_line",
+                format!("must be at most {MAX_ARG_BYTES} bytes"),
+            ));
+        }
         CommandLine::Line(line) => {
             let split = split_command(line);
             let single = match split.commands.as_slice() {
@@ -176,17 +187,21 @@ fn argv_of(command: &CommandLine) -> Result<Vec<String>> {
     if argv.first().is_none_or(|program| program.is_empty()) {
         return Err(RuntimeError::invalid("argv", "the command is empty"));
     }
+    let total: usize = argv.iter().map(|a| a.len() + 1).sum();
+    if argv.iter().any(|a| a.len() > MAX_ARG_BYTES) || total > MAX_ARGV_BYTES {
+        return Err(RuntimeError::invalid(
+            "argv",
+            format!(
+                "each argument must be at most {MAX_ARG_BYTES} bytes, all of them at most \
+                 {MAX_ARGV_BYTES}"
+            ),
+        ));
+    }
     Ok(argv)
 }
 
 fn relative_cwd(cwd: Option<&str>) -> Result<&str> {
     let cwd = cwd.filter(|c| !c.is_empty()).unwrap_or(".");
-    let path = Path::new(cwd);
-    if path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err(RuntimeError::invalid(
-            "cwd",
-            "must be a path inside the session workspace (relative, without `..`)",
-        ));
-    }
+    super::overrides::check_cwd(cwd)?;
     Ok(cwd)
 }

@@ -31,6 +31,9 @@ impl OdysseyRuntime {
         self.ensure_running()?;
         validate_request(&request)?;
         let session = self.inner.sessions.get(request.session_id).await?;
+        // A turn left open (its end could not be written) is closed first; while the
+        // disk refuses that, it refuses the new turn too, with the storage error.
+        self.inner.sessions.close_open_turn(&session).await?;
         self.check_overrides(session.id(), &request)?;
         ensure_session_budget(session.record(), &session.stats())?;
         let execution_id = Uuid::now_v7();
@@ -157,6 +160,11 @@ impl OdysseyRuntime {
             finish(0);
             return;
         };
+        if let Err(e) = self.inner.sessions.close_open_turn(&session).await {
+            tracing::warn!(execution = %execution_id, error = %e, "cannot record an unstarted turn");
+            finish(0);
+            return;
+        }
         let context = self.turn_context(&session, &job.request);
         let started = TurnStarted {
             prompt: job.request.prompt.clone(),
@@ -197,12 +205,21 @@ impl OdysseyRuntime {
     async fn execute(&self, job: Job, signal: &Arc<CancelSignal>, slot: &mut WorkerSlot) {
         let running = self.inner.metrics.turns.begin();
         let execution_id = job.execution_id;
-        let session = match self.inner.sessions.get(job.request.session_id).await {
+        let opened = match self.inner.sessions.get(job.request.session_id).await {
+            Ok(session) => self
+                .inner
+                .sessions
+                .close_open_turn(&session)
+                .await
+                .map(|()| session),
+            Err(e) => Err(e),
+        };
+        let session = match opened {
             Ok(session) => session,
             Err(e) => {
                 self.inner.executions.update(execution_id, |s| {
                     s.state = ExecutionState::Failed;
-                    s.error = e.to_string();
+                    s.error = e.client_message();
                 });
                 return;
             }
@@ -223,10 +240,15 @@ impl OdysseyRuntime {
         let first_sequence = match started {
             Ok(event) => event.sequence,
             Err(e) => {
-                self.inner.sessions.journal_turn_end(session.id());
+                // Written but not synced, the start stays in the log: the turn is closed
+                // as failed later (and stays journaled until then).
+                let error = format!("cannot record the turn's start: {}", e.client_message());
+                if !session.abandon_turn(execution_id, TurnOutcome::Failed, error.clone()) {
+                    self.inner.sessions.journal_turn_end(session.id());
+                }
                 self.inner.executions.update(execution_id, |s| {
                     s.state = ExecutionState::Failed;
-                    s.error = e.to_string();
+                    s.error = error;
                 });
                 return;
             }
@@ -296,14 +318,30 @@ impl OdysseyRuntime {
                 });
             })
             .await;
-        self.inner.sessions.journal_turn_end(session.id());
-        session.write_summary();
-        running.finish(outcome);
-        if let Err(e) = ended {
-            executions.update(execution_id, |s| {
-                s.state = ExecutionState::Failed;
-                s.error = format!("cannot record the turn's end: {e}");
-            });
+        running.finish(if ended.is_ok() {
+            outcome
+        } else {
+            TurnOutcome::Failed
+        });
+        match ended {
+            Ok(_) => {
+                self.inner.sessions.journal_turn_end(session.id());
+                session.write_summary();
+            }
+            Err(e) => {
+                // Unless the end was written and only its sync failed, the log shows the
+                // turn running: it stays open (and journaled), and is closed as failed
+                // before the session's next turn, or at the next start.
+                let error = format!("cannot record the turn's end: {}", e.client_message());
+                let open = session.abandon_turn(execution_id, TurnOutcome::Failed, error.clone());
+                if !open {
+                    self.inner.sessions.journal_turn_end(session.id());
+                }
+                executions.update(execution_id, |s| {
+                    s.state = ExecutionState::Failed;
+                    s.error = error;
+                });
+            }
         }
     }
 
@@ -482,18 +520,9 @@ fn validate_request(request: &ExecutionRequest) -> Result<()> {
         return Err(RuntimeError::invalid("prompt", "must not be empty"));
     }
     if let Some(cwd) = &request.cwd {
-        let path = std::path::Path::new(cwd);
-        let escapes = path.is_absolute()
-            || path
-                .components()
-                .any(|c| matches!(c, std::path::Component::ParentDir));
-        if escapes {
-            return Err(RuntimeError::invalid(
-                "cwd",
-                "must be a path inside the session workspace (relative, without `..`)",
-            ));
-        }
+        super::overrides::check_cwd(cwd)?;
     }
+    super::sessions::validate_metadata(&request.metadata)?;
     if let Some(model) = &request.model
         && (model.provider.is_empty() || model.name.is_empty())
     {

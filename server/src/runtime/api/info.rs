@@ -1,6 +1,7 @@
 //! What the server can tell about itself: version, limits, sandbox capabilities and the
 //! sessions it had to quarantine.
 
+use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
 use super::OdysseyRuntime;
@@ -20,6 +21,19 @@ pub struct ServerInfo {
     pub sandbox: SandboxCapabilities,
     pub quarantined: Vec<QuarantinedSession>,
     pub providers: Vec<String>,
+    pub activity: Activity,
+}
+
+/// What the runtime holds right now. Each figure returns to its idle level once the work
+/// that raised it is over; one that keeps growing is a leak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// Tasks alive on the async runtime the server runs on (0 outside of one).
+    pub tasks: usize,
+    /// Sessions held open in memory.
+    pub open_sessions: usize,
+    /// Live event subscriptions.
+    pub subscriptions: usize,
 }
 
 /// Detected by the sandbox module, which knows what its mechanisms need.
@@ -43,6 +57,17 @@ impl OdysseyRuntime {
             sandbox: self.inner.capabilities.clone(),
             quarantined: self.inner.sessions.quarantined(),
             providers: self.inner.providers.known_providers(),
+            activity: self.activity(),
+        }
+    }
+
+    /// What the runtime holds right now (see [`Activity`]).
+    pub fn activity(&self) -> Activity {
+        Activity {
+            tasks: tokio::runtime::Handle::try_current()
+                .map_or(0, |runtime| runtime.metrics().num_alive_tasks()),
+            open_sessions: self.inner.sessions.open_count(),
+            subscriptions: self.inner.subscriptions.load(Ordering::Relaxed),
         }
     }
 }

@@ -32,7 +32,7 @@ mod sessions;
 mod tools;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::Semaphore;
@@ -42,7 +42,7 @@ pub use builder::RuntimeBuilder;
 pub use bundles::ModelAvailability;
 pub use commands::{CommandLine, CommandResult, SessionCommand};
 pub use hub::{PulledBundle, PushedBundle};
-pub use info::{SandboxCapabilities, ServerInfo};
+pub use info::{Activity, SandboxCapabilities, ServerInfo};
 pub use operations::RuntimeCollector;
 pub use sessions::{SessionFilter, SessionSpec};
 
@@ -98,6 +98,8 @@ struct Inner {
     metrics: Arc<Metrics>,
     /// The operator's event hooks; sessions hand them every published event.
     event_hooks: Arc<EventHooks>,
+    /// Live event subscriptions, for [`ServerInfo::activity`].
+    subscriptions: Arc<AtomicUsize>,
 }
 
 impl OdysseyRuntime {
@@ -129,7 +131,8 @@ impl OdysseyRuntime {
                 .map_err(|message| RuntimeError::invalid("event_hooks", message))?,
         );
         let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?
-            .with_observer(operations::observer(&metrics, &event_hooks));
+            .with_observer(operations::observer(&metrics, &event_hooks))
+            .with_open_cache(config.open_session_cache);
         let hub = Hub::new(&config.hub)?;
         let sandbox = Sandbox::new(config.sandbox.clone()).with_metrics(metrics.sandbox.clone());
         let skills = prompt::server_skills(&config)?;
@@ -174,16 +177,22 @@ impl OdysseyRuntime {
                 providers,
                 host_tools,
                 recorder: Arc::new(CassetteRecorder::new(config.sessions_dir())),
+                subscriptions: Arc::new(AtomicUsize::new(0)),
                 skills,
                 config,
             }),
         };
         for id in runtime.inner.sessions.journaled_open_sessions() {
             match runtime.inner.sessions.get(id).await {
-                Ok(_) => {}
-                Err(e) => tracing::warn!(session = %id, error = %e, "cannot repair session"),
+                // Still open (the log cannot be written yet): the marker stays, so the
+                // next start tries again.
+                Ok(session) if session.has_open_turn() => {}
+                Ok(_) => runtime.inner.sessions.journal_turn_end(id),
+                Err(e) => {
+                    tracing::warn!(session = %id, error = %e, "cannot repair session");
+                    runtime.inner.sessions.journal_turn_end(id);
+                }
             }
-            runtime.inner.sessions.journal_turn_end(id);
         }
         Ok(runtime)
     }

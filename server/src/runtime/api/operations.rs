@@ -79,6 +79,25 @@ impl Collector for RuntimeCollector {
             "Tool calls waiting for a human decision.",
             count(inner.approvals.pending_count()),
         )?;
+        let activity = self.runtime.activity();
+        metrics::gauge(
+            &mut encoder,
+            "odyssey_runtime_tasks",
+            "Tasks alive on the server's async runtime (connections, streams, turns, timers).",
+            count(activity.tasks),
+        )?;
+        metrics::gauge(
+            &mut encoder,
+            "odyssey_sessions_open",
+            "Sessions held open in memory.",
+            count(activity.open_sessions),
+        )?;
+        metrics::gauge(
+            &mut encoder,
+            "odyssey_subscriptions",
+            "Live event subscriptions (SubscribeSession and gateway event streams).",
+            count(activity.subscriptions),
+        )?;
         inner.metrics.encode(&mut encoder)?;
         inner.event_hooks.encode(&mut encoder)
     }

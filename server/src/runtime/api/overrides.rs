@@ -15,7 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use uuid::Uuid;
 
 use super::OdysseyRuntime;
-use crate::runtime::error::{ErrorKind, Result, RuntimeError};
+use crate::runtime::error::{ErrorKind, Result, RuntimeError, shorten};
 use crate::runtime::execution::ExecutionRequest;
 use crate::runtime::sandbox::CellPaths;
 
@@ -46,6 +46,38 @@ impl OdysseyRuntime {
     }
 }
 
+/// Longest `cwd` accepted, and longest folder name in it: the file system's own limits
+/// (Linux's `PATH_MAX` and `NAME_MAX`), so a longer one could name no folder anyway.
+const MAX_CWD_BYTES: usize = 4096;
+const MAX_CWD_NAME_BYTES: usize = 255;
+
+/// Checks what can be checked of a `cwd` without the workspace: relative, without `..`,
+/// within the file system's length limits.
+pub(super) fn check_cwd(cwd: &str) -> Result<()> {
+    let path = Path::new(cwd);
+    if path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(RuntimeError::invalid(
+            "cwd",
+            "must be a path inside the session workspace (relative, without `..`)",
+        ));
+    }
+    let longest_name = path
+        .components()
+        .map(|c| c.as_os_str().len())
+        .max()
+        .unwrap_or(0);
+    if cwd.len() > MAX_CWD_BYTES || longest_name > MAX_CWD_NAME_BYTES {
+        return Err(RuntimeError::invalid(
+            "cwd",
+            format!(
+                "must be at most {MAX_CWD_BYTES} bytes, each folder name at most \
+                 {MAX_CWD_NAME_BYTES}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The turn's `cwd` as it is recorded: normal components joined by `/`, `.` for the
 /// workspace itself.
 pub(super) fn normalized_cwd(cwd: Option<&str>) -> String {
@@ -70,7 +102,10 @@ pub(super) fn workspace_dir(data: &Path, cwd: &str) -> Result<PathBuf> {
     let not_a_folder = || {
         RuntimeError::invalid(
             "cwd",
-            format!("`{cwd}` is not a folder of the session workspace"),
+            format!(
+                "`{}` is not a folder of the session workspace",
+                shorten(cwd)
+            ),
         )
     };
     let root = data.canonicalize().map_err(|_| not_a_folder())?;
@@ -78,7 +113,7 @@ pub(super) fn workspace_dir(data: &Path, cwd: &str) -> Result<PathBuf> {
     if !dir.starts_with(&root) {
         return Err(RuntimeError::invalid(
             "cwd",
-            format!("`{cwd}` leads outside the session workspace"),
+            format!("`{}` leads outside the session workspace", shorten(cwd)),
         ));
     }
     if !dir.is_dir() {
@@ -97,6 +132,19 @@ mod tests {
         assert_eq!(normalized_cwd(Some("")), ".");
         assert_eq!(normalized_cwd(Some("./src//lib/")), "src/lib");
         assert_eq!(normalized_cwd(Some(".")), ".");
+    }
+
+    #[test]
+    fn cwd_must_be_relative_and_within_the_file_system_limits() {
+        for cwd in ["src", "a/b/c", ".", "./x"] {
+            assert!(check_cwd(cwd).is_ok(), "{cwd}");
+        }
+        let long_name = "n".repeat(256);
+        let long_path = ["d"; 2100].join("/");
+        for cwd in ["/etc", "../x", "a/../../b", &long_name, &long_path] {
+            let e = check_cwd(cwd).expect_err(cwd);
+            assert_eq!(e.field(), Some("cwd"), "{cwd}");
+        }
     }
 
     #[test]

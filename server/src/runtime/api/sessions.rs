@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::OdysseyRuntime;
-use crate::runtime::bundle::{AgentDefinition, BundleId};
-use crate::runtime::error::{ErrorKind, Result, RuntimeError};
+use crate::runtime::bundle::{AgentDefinition, BundleId, name_problem};
+use crate::runtime::error::{ErrorKind, Result, RuntimeError, shorten};
 use crate::runtime::events::TurnOutcome;
 use crate::runtime::events::now_ms;
 use crate::runtime::execution::ExecutionState;
@@ -77,8 +77,9 @@ impl OdysseyRuntime {
                 RuntimeError::invalid(
                     "agent_id",
                     format!(
-                        "bundle {} has no agent `{id}`; its agents: {}",
+                        "bundle {} has no agent `{}`; its agents: {}",
                         bundle.id,
+                        shorten(id),
                         known.join(", ")
                     ),
                 )
@@ -196,6 +197,7 @@ impl OdysseyRuntime {
         filter: SessionFilter,
         page: PageRequest,
     ) -> Result<Page<SessionInfo>> {
+        filter.validate()?;
         let runtime = self.clone();
         tokio::task::spawn_blocking(move || {
             let store = &runtime.inner.sessions;
@@ -205,7 +207,8 @@ impl OdysseyRuntime {
                 infos,
                 &page,
                 |info| info.record.id.to_string(),
-                |info, key| Uuid::parse_str(key).is_ok_and(|k| info.record.id < k),
+                |key| Uuid::parse_str(key).ok(),
+                |info, key| info.record.id < *key,
                 |info| matches_filter(info, &filter),
             )
         })
@@ -242,9 +245,42 @@ impl OdysseyRuntime {
         Ok(())
     }
 
-    /// Follows a session's events after `after_sequence` (0 = from the start).
+    /// Follows a session's events after `after_sequence` (0 = from the start). A sequence
+    /// the session has not reached is refused: following from there would silently skip
+    /// whatever comes before it (a client holding a sequence from another session, or
+    /// one a crash took back before it was durable).
     pub async fn subscribe_session(&self, id: Uuid, after_sequence: u64) -> Result<Subscription> {
-        Ok(self.inner.sessions.get(id).await?.subscribe(after_sequence))
+        let session = self.inner.sessions.get(id).await?;
+        let last = session.stats().last_sequence;
+        if after_sequence > last {
+            return Err(RuntimeError::invalid(
+                "after_sequence",
+                format!("{after_sequence} is past the session's last sequence, {last}"),
+            ));
+        }
+        Ok(session
+            .subscribe(after_sequence)
+            .counted_in(&self.inner.subscriptions))
+    }
+}
+
+impl SessionFilter {
+    /// Filters are names (`ns/name` for a bundle); anything else could match nothing.
+    fn validate(&self) -> Result<()> {
+        if let Some(bundle) = &self.bundle {
+            let (namespace, name) = bundle.split_once('/').unwrap_or(("local", bundle));
+            for part in [namespace, name] {
+                if let Some(problem) = name_problem(part) {
+                    return Err(RuntimeError::invalid("bundle", problem));
+                }
+            }
+        }
+        if let Some(agent) = &self.agent_id
+            && let Some(problem) = name_problem(agent)
+        {
+            return Err(RuntimeError::invalid("agent_id", problem));
+        }
+        Ok(())
     }
 }
 
@@ -264,7 +300,8 @@ fn matches_filter(info: &SessionInfo, filter: &SessionFilter) -> bool {
     bundle_ok && agent_ok
 }
 
-fn validate_metadata(metadata: &BTreeMap<String, String>) -> Result<()> {
+/// Checks a session's or a turn's metadata against the limits on its size.
+pub(super) fn validate_metadata(metadata: &BTreeMap<String, String>) -> Result<()> {
     if metadata.len() > MAX_METADATA_ENTRIES {
         return Err(RuntimeError::invalid(
             "metadata",

@@ -4,6 +4,7 @@
 //! (`ns/name@version`), so the rule keeps them lowercase, portable and free of `/` and `@`.
 
 use super::error::BundleError;
+use crate::runtime::error::shorten;
 
 /// Longest accepted name, in bytes.
 pub const MAX_NAME_LEN: usize = 64;
@@ -25,7 +26,8 @@ pub(crate) fn name_problem(value: &str) -> Option<String> {
         None
     } else {
         Some(format!(
-            "`{value}` must match [a-z0-9][a-z0-9._-]* (lowercase letters, digits, `.`, `_`, `-`)"
+            "`{}` must match [a-z0-9][a-z0-9._-]* (lowercase letters, digits, `.`, `_`, `-`)",
+            shorten(value)
         ))
     }
 }
@@ -36,7 +38,7 @@ pub(crate) fn check_name(field: &'static str, value: &str) -> Result<(), BundleE
         None => Ok(()),
         Some(message) => Err(BundleError::InvalidName {
             field,
-            value: value.to_owned(),
+            value: shorten(value),
             message,
         }),
     }

@@ -10,6 +10,7 @@ use std::str::FromStr;
 use super::digest::is_digest;
 use super::error::BundleError;
 use super::names::name_problem;
+use crate::runtime::error::shorten;
 
 /// The namespace of bundles installed without one.
 pub const DEFAULT_NAMESPACE: &str = "local";
@@ -40,7 +41,7 @@ pub enum BundleReference {
 impl BundleReference {
     pub fn parse(text: &str) -> Result<Self, BundleError> {
         let bad = |message: String| BundleError::InvalidReference {
-            reference: text.to_owned(),
+            reference: shorten(text),
             message,
         };
         let text_trimmed = text.trim();
@@ -72,7 +73,7 @@ impl BundleReference {
             None | Some("latest") => VersionSelector::Latest,
             Some(v) => VersionSelector::Exact(
                 semver::Version::parse(v)
-                    .map_err(|e| bad(format!("`{v}` is not a semantic version: {e}")))?,
+                    .map_err(|e| bad(format!("`{}` is not a semantic version: {e}", shorten(v))))?,
             ),
         };
         Ok(Self::Named {

@@ -54,6 +54,11 @@ pub(crate) fn reset(staging_root: &Path) -> Result<(), BundleError> {
         }
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        // A read-only home still serves its bundles; nothing can be staged anyway.
+        Err(e) if e.kind() == std::io::ErrorKind::ReadOnlyFilesystem => {
+            tracing::warn!(path = %staging_root.display(), "the bundle store is read-only: bundles can be read, not installed");
+            return Ok(());
+        }
         Err(e) => {
             return Err(BundleError::io(
                 format!("cleaning {}", staging_root.display()),

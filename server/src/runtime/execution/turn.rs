@@ -62,7 +62,7 @@ impl From<RuntimeError> for TurnFailure {
     fn from(e: RuntimeError) -> Self {
         Self {
             code: e.reason().to_ascii_lowercase(),
-            message: e.to_string(),
+            message: e.client_message(),
         }
     }
 }

@@ -104,7 +104,7 @@ impl HubError {
     ) -> Self {
         Self::InvalidReference {
             field,
-            reference: reference.to_owned(),
+            reference: crate::runtime::error::shorten(reference),
             message: message.into(),
         }
     }

@@ -231,7 +231,7 @@ impl ProviderError {
 
     pub(crate) fn invalid_model(model: impl Into<String>, message: impl Into<String>) -> Self {
         Self::InvalidModel {
-            model: model.into(),
+            model: crate::runtime::error::shorten(&model.into()),
             message: message.into(),
         }
     }

@@ -31,6 +31,12 @@ use google::{GOOGLE_NAMES, GoogleSlot};
 /// The name of the deterministic cassette provider.
 const REPLAY: &str = "replay";
 
+/// Longest model name accepted. A model's spec is copied into its session's record and
+/// into every turn's first event, so it stays small; real names are far shorter.
+const MAX_MODEL_NAME_BYTES: usize = 256;
+/// Largest model config accepted, as JSON (see [`MAX_MODEL_NAME_BYTES`]).
+const MAX_MODEL_CONFIG_BYTES: usize = 16 * 1024;
+
 /// Provider instances kept per slot for model-config base URLs; beyond it, a URL's
 /// provider is built per turn. Clients choose these URLs (within the operator's
 /// allowlist, which may be a prefix), so the cache must not grow with their choices.
@@ -341,6 +347,22 @@ impl ProviderRegistry {
             return Err(ProviderError::invalid_model(
                 spec.to_string(),
                 "the model name is empty",
+            ));
+        }
+        if spec.name.len() > MAX_MODEL_NAME_BYTES {
+            return Err(ProviderError::invalid_model(
+                spec.to_string(),
+                format!("the model name is longer than {MAX_MODEL_NAME_BYTES} bytes"),
+            ));
+        }
+        let config_bytes = spec
+            .config
+            .as_ref()
+            .map_or(0, |c| serde_json::to_vec(c).map_or(usize::MAX, |b| b.len()));
+        if config_bytes > MAX_MODEL_CONFIG_BYTES {
+            return Err(ProviderError::invalid_model(
+                spec.to_string(),
+                format!("the model config is larger than {MAX_MODEL_CONFIG_BYTES} bytes as JSON"),
             ));
         }
         super::context_window::validate(spec)?;

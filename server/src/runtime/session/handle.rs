@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
@@ -15,7 +15,9 @@ use super::log::EventLog;
 use super::observer::EventObserver;
 use super::record::{SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats, write_json_atomic};
 use crate::runtime::error::{Result, RuntimeError};
-use crate::runtime::events::{Event, EventPayload, now_ms};
+use crate::runtime::events::{
+    ApprovalDecision, ApprovalResolution, Event, EventPayload, TurnCompleted, TurnOutcome, now_ms,
+};
 
 /// How many recent events stay in memory for live subscribers. A subscriber further
 /// behind reads the log file instead, so memory stays bounded whatever it does.
@@ -46,10 +48,28 @@ struct LiveState {
     stats: SessionStats,
     recent: VecDeque<Arc<Event>>,
     history: History,
-    /// A turn the log shows as started but never ended (found when opening it).
-    open_turn: Option<(Uuid, Vec<String>)>,
+    /// A turn the log shows as started but never ended, that nothing runs any more:
+    /// found when opening the log after a crash, or left by a turn whose end could not
+    /// be written. It is closed before the session's next turn starts.
+    open_turn: Option<OpenTurn>,
+    /// The turn the log shows started and not yet completed (whoever runs it), with its
+    /// approval requests the log shows unresolved.
+    log_turn: Option<(Uuid, Vec<String>)>,
     deleted: bool,
 }
+
+/// A turn left open in the log, and how its end is to be recorded.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct OpenTurn {
+    pub turn_id: Uuid,
+    /// Approval requests of the turn that have no resolution in the log.
+    pub pending_approvals: Vec<String>,
+    pub outcome: TurnOutcome,
+    pub error: String,
+}
+
+/// Why a turn found open when its log was read is closed as interrupted.
+const CRASHED_TURN: &str = "the server stopped while this turn was running";
 
 /// What replaying the log found about the turn that was running, if any.
 #[derive(Default)]
@@ -58,7 +78,7 @@ pub(crate) struct ReplayState {
     pub recent: VecDeque<Arc<Event>>,
     pub history: History,
     /// A turn started but never completed, and its approvals still pending.
-    pub open_turn: Option<(Uuid, Vec<String>)>,
+    pub open_turn: Option<OpenTurn>,
 }
 
 impl ReplayState {
@@ -67,16 +87,21 @@ impl ReplayState {
         self.stats.updated_at_ms = event.created_at_ms;
         match &event.payload {
             EventPayload::TurnStarted(_) => {
-                self.open_turn = event.turn_id.map(|id| (id, Vec::new()));
+                self.open_turn = event.turn_id.map(|turn_id| OpenTurn {
+                    turn_id,
+                    pending_approvals: Vec::new(),
+                    outcome: TurnOutcome::Interrupted,
+                    error: CRASHED_TURN.into(),
+                });
             }
             EventPayload::PermissionRequested { request_id, .. } => {
-                if let Some((_, pending)) = &mut self.open_turn {
-                    pending.push(request_id.clone());
+                if let Some(open) = &mut self.open_turn {
+                    open.pending_approvals.push(request_id.clone());
                 }
             }
             EventPayload::ApprovalResolved { request_id, .. } => {
-                if let Some((_, pending)) = &mut self.open_turn {
-                    pending.retain(|r| r != request_id);
+                if let Some(open) = &mut self.open_turn {
+                    open.pending_approvals.retain(|r| r != request_id);
                 }
             }
             EventPayload::TurnCompleted(done) => {
@@ -124,6 +149,10 @@ impl SessionHandle {
                 stats: replay.stats,
                 recent: replay.recent,
                 history: replay.history,
+                log_turn: replay
+                    .open_turn
+                    .as_ref()
+                    .map(|open| (open.turn_id, open.pending_approvals.clone())),
                 open_turn: replay.open_turn,
                 deleted: false,
             }),
@@ -199,6 +228,15 @@ impl SessionHandle {
     /// Writes an event to the log and the ring without telling subscribers.
     fn write(&self, turn_id: Option<Uuid>, payload: EventPayload) -> Result<Arc<Event>> {
         let mut state = self.lock();
+        self.write_locked(&mut state, turn_id, payload)
+    }
+
+    fn write_locked(
+        &self,
+        state: &mut LiveState,
+        turn_id: Option<Uuid>,
+        payload: EventPayload,
+    ) -> Result<Arc<Event>> {
         if state.deleted {
             return Err(RuntimeError::not_found(
                 "session",
@@ -214,6 +252,19 @@ impl SessionHandle {
             payload,
         };
         state.log.append(&event).map_err(RuntimeError::from)?;
+        match (&event.payload, &mut state.log_turn) {
+            (EventPayload::TurnStarted(_), _) => {
+                state.log_turn = event.turn_id.map(|id| (id, Vec::new()));
+            }
+            (EventPayload::TurnCompleted(_), _) => state.log_turn = None,
+            (EventPayload::PermissionRequested { request_id, .. }, Some((_, pending))) => {
+                pending.push(request_id.clone());
+            }
+            (EventPayload::ApprovalResolved { request_id, .. }, Some((_, pending))) => {
+                pending.retain(|r| r != request_id);
+            }
+            _ => {}
+        }
         if let Some(observer) = &self.observer {
             observer.appended(&event);
         }
@@ -301,9 +352,87 @@ impl SessionHandle {
         }
     }
 
-    /// The turn a crash left open, with its pending approval ids; handed out once.
-    pub(crate) fn take_open_turn(&self) -> Option<(Uuid, Vec<String>)> {
-        self.lock().open_turn.take()
+    /// Records the end of the turn left open in the log, if any: its pending approvals
+    /// are resolved (denied) and the turn completed with the outcome its
+    /// [`OpenTurn`] says. All of it is written under one lock, so no other event slips
+    /// in between; what could not be written stays open for the next attempt. Returns the
+    /// turn closed.
+    pub(crate) async fn close_open_turn(&self) -> Result<Option<Uuid>> {
+        let mut last_written = None;
+        let closed = self.write_open_turn_end(&mut last_written);
+        if let Some(sequence) = last_written {
+            if closed.is_ok() {
+                self.sync().await?;
+            }
+            self.publish(sequence);
+        }
+        closed
+    }
+
+    fn write_open_turn_end(&self, last_written: &mut Option<u64>) -> Result<Option<Uuid>> {
+        let mut state = self.lock();
+        let Some(open) = state.open_turn.clone() else {
+            return Ok(None);
+        };
+        for request_id in &open.pending_approvals {
+            let (resolution, reason) = match open.outcome {
+                TurnOutcome::Interrupted => (
+                    ApprovalResolution::Interrupted,
+                    "the server stopped while this approval was pending",
+                ),
+                _ => (
+                    ApprovalResolution::Cancelled,
+                    "the turn ended while this approval was pending",
+                ),
+            };
+            let resolved = EventPayload::ApprovalResolved {
+                request_id: request_id.clone(),
+                decision: ApprovalDecision::Deny,
+                resolution,
+                reason: reason.into(),
+            };
+            let event = self.write_locked(&mut state, Some(open.turn_id), resolved)?;
+            *last_written = Some(event.sequence);
+            if let Some(left) = &mut state.open_turn {
+                left.pending_approvals.retain(|r| r != request_id);
+            }
+        }
+        let completed = EventPayload::TurnCompleted(TurnCompleted {
+            outcome: open.outcome,
+            response: String::new(),
+            error: open.error.clone(),
+            usage: Default::default(),
+            messages: Vec::new(),
+            model_calls: 0,
+        });
+        let event = self.write_locked(&mut state, Some(open.turn_id), completed)?;
+        *last_written = Some(event.sequence);
+        state.open_turn = None;
+        Ok(Some(open.turn_id))
+    }
+
+    /// Gives up on a turn whose end could not be written (a full or read-only disk): if
+    /// the log shows it open, it is closed with `outcome` and `error` (and its approval
+    /// requests the log shows unresolved, denied) before the session's next turn. Returns
+    /// whether the log shows it open.
+    pub(crate) fn abandon_turn(&self, turn_id: Uuid, outcome: TurnOutcome, error: String) -> bool {
+        let mut state = self.lock();
+        let pending_approvals = match &state.log_turn {
+            Some((open, pending)) if *open == turn_id => pending.clone(),
+            _ => return false,
+        };
+        state.open_turn = Some(OpenTurn {
+            turn_id,
+            pending_approvals,
+            outcome,
+            error,
+        });
+        true
+    }
+
+    /// Whether a turn is left open in the log (see [`SessionHandle::close_open_turn`]).
+    pub(crate) fn has_open_turn(&self) -> bool {
+        self.lock().open_turn.is_some()
     }
 
     /// Marks the session deleted: appends fail and subscribers end.
@@ -319,6 +448,7 @@ impl SessionHandle {
             cursor: after_sequence,
             wake: self.published.subscribe(),
             file: None,
+            counted: None,
         }
     }
 }
@@ -330,9 +460,26 @@ pub struct Subscription {
     cursor: u64,
     wake: watch::Receiver<u64>,
     file: Option<super::log::LogReader>,
+    counted: Option<Counted>,
+}
+
+/// Keeps a subscription counted while it lives.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Subscription {
+    /// Counts this subscription in `live` for as long as it exists.
+    pub(crate) fn counted_in(mut self, live: &Arc<AtomicUsize>) -> Self {
+        live.fetch_add(1, Ordering::Relaxed);
+        self.counted = Some(Counted(live.clone()));
+        self
+    }
+
     /// The sequence of the last event handed out.
     pub fn cursor(&self) -> u64 {
         self.cursor

@@ -65,10 +65,22 @@ pub struct Recovered {
 pub struct EventLog {
     path: PathBuf,
     file: File,
+    /// The end of the last whole event: readers stop here, appends start here.
     len: u64,
     last_sequence: u64,
     /// `(sequence, offset of that event's line)` every [`INDEX_STEP`] events.
     index: Vec<(u64, u64)>,
+    /// Set when the log was opened on a read-only file system: `file` only reads, and
+    /// the repair of its end (a torn tail cut, a lost newline restored) waits until
+    /// the first append finds the file writable.
+    read_only: Option<PendingRepair>,
+}
+
+/// What opening a read-only log could not fix yet.
+#[derive(Clone, Copy, Debug)]
+struct PendingRepair {
+    /// The last event's line has no newline.
+    newline: bool,
 }
 
 impl EventLog {
@@ -86,18 +98,26 @@ impl EventLog {
             len: 0,
             last_sequence: 0,
             index: Vec::new(),
+            read_only: None,
         })
     }
 
     /// Opens an existing log, calling `visit` with every event in order. An unreadable last
     /// line (the torn tail of a crash mid-write) is cut off; a bad line anywhere else, or a
     /// sequence gap, is an error.
+    ///
+    /// On a read-only file system the log opens for reading; the repair of its end waits
+    /// for the first append, and appends fail for as long as the file system stays
+    /// read-only.
     pub fn open(path: &Path, mut visit: impl FnMut(Event)) -> Result<Recovered, LogError> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| LogError::io(path, e))?;
+        let writable = OpenOptions::new().read(true).append(true).open(path);
+        let (file, read_only) = match writable {
+            Ok(file) => (file, false),
+            Err(e) if e.kind() == std::io::ErrorKind::ReadOnlyFilesystem => {
+                (File::open(path).map_err(|e| LogError::io(path, e))?, true)
+            }
+            Err(e) => return Err(LogError::io(path, e)),
+        };
         let read_handle = File::open(path).map_err(|e| LogError::io(path, e))?;
         let file_len = read_handle
             .metadata()
@@ -147,33 +167,59 @@ impl EventLog {
             visit(event);
             offset += n;
         }
-        let mut len = offset;
         let truncated_bytes = file_len - offset;
-        if truncated_bytes > 0 {
-            file.set_len(offset).map_err(|e| LogError::io(path, e))?;
-        }
-        if !newline_at_end && truncated_bytes == 0 {
-            // The last event is whole but its newline was lost: restore it.
-            file.write_all(b"\n").map_err(|e| LogError::io(path, e))?;
-            len += 1;
-        }
-        if truncated_bytes > 0 || len != offset {
-            file.sync_data().map_err(|e| LogError::io(path, e))?;
+        let mut log = Self {
+            path: path.to_path_buf(),
+            file,
+            len: offset,
+            last_sequence,
+            index,
+            read_only: Some(PendingRepair {
+                newline: !newline_at_end && truncated_bytes == 0,
+            }),
+        };
+        if !read_only {
+            log.repair_end(file_len)?;
         }
         Ok(Recovered {
-            log: Self::from_parts(path, file, len, last_sequence, index),
+            log,
             truncated_bytes,
         })
     }
 
-    fn from_parts(path: &Path, file: File, len: u64, last: u64, index: Vec<(u64, u64)>) -> Self {
-        Self {
-            path: path.to_path_buf(),
-            file,
-            len,
-            last_sequence: last,
-            index,
+    /// Cuts what follows the last whole event (a torn tail) and restores a lost final
+    /// newline, then takes appends.
+    fn repair_end(&mut self, file_len: u64) -> Result<(), LogError> {
+        let Some(pending) = self.read_only.take() else {
+            return Ok(());
+        };
+        let io = |e| LogError::io(&self.path, e);
+        if file_len > self.len {
+            self.file.set_len(self.len).map_err(io)?;
         }
+        if pending.newline {
+            self.file.write_all(b"\n").map_err(io)?;
+            self.len += 1;
+        }
+        if file_len != self.len {
+            self.file.sync_data().map_err(io)?;
+        }
+        Ok(())
+    }
+
+    /// A log opened read-only takes appends once its file system is writable again.
+    fn reopen_for_appends(&mut self) -> Result<(), LogError> {
+        if self.read_only.is_none() {
+            return Ok(());
+        }
+        let io = |e| LogError::io(&self.path, e);
+        self.file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(io)?;
+        let file_len = self.file.metadata().map_err(io)?.len();
+        self.repair_end(file_len)
     }
 
     pub fn last_sequence(&self) -> u64 {
@@ -187,6 +233,7 @@ impl EventLog {
     /// Appends one event. Its sequence must be the next one.
     pub fn append(&mut self, event: &Event) -> Result<(), LogError> {
         debug_assert_eq!(event.sequence, self.last_sequence + 1);
+        self.reopen_for_appends()?;
         let mut line = serde_json::to_vec(event).map_err(|e| LogError::Corrupt {
             path: self.path.clone(),
             line: event.sequence,

@@ -79,7 +79,9 @@ pub(crate) fn write_json_atomic<T: Serialize>(
 ) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    serde_json::to_writer_pretty(&mut tmp, value).map_err(std::io::Error::other)?;
+    // `io::Error::from` keeps the kind of a failed write (a full disk stays StorageFull,
+    // which callers report as such); `Error::other` would turn it into a bug.
+    serde_json::to_writer_pretty(&mut tmp, value).map_err(std::io::Error::from)?;
     if durable {
         tmp.as_file().sync_data()?;
     }

@@ -21,9 +21,7 @@ use super::record::{
     write_json_atomic,
 };
 use crate::runtime::error::{Result, RuntimeError};
-use crate::runtime::events::{
-    ApprovalDecision, ApprovalResolution, EventPayload, TurnCompleted, TurnOutcome, now_ms,
-};
+use crate::runtime::events::now_ms;
 
 const OPEN_JOURNAL: &str = ".open";
 const STAGING_PREFIX: &str = ".staging-";
@@ -42,6 +40,8 @@ pub struct SessionStore {
     quarantine_root: PathBuf,
     open: Mutex<HashMap<Uuid, Arc<OnceCell<Arc<SessionHandle>>>>>,
     quarantined: Mutex<Vec<QuarantinedSession>>,
+    /// Open sessions kept while idle; opening one more drops the idle ones.
+    keep_open: usize,
     /// Handed to every session opened, to see its events.
     observer: Option<Arc<dyn EventObserver>>,
 }
@@ -81,8 +81,16 @@ impl SessionStore {
             quarantine_root,
             open: Mutex::new(HashMap::new()),
             quarantined: Mutex::new(quarantined),
+            keep_open: usize::MAX,
             observer: None,
         })
+    }
+
+    /// Keeps at most `sessions` idle sessions open in memory, however they were opened
+    /// (a turn, a read, a subscription).
+    pub fn with_open_cache(mut self, sessions: usize) -> Self {
+        self.keep_open = sessions;
+        self
     }
 
     /// Lets `observer` see the events of every session this store opens.
@@ -173,7 +181,8 @@ impl SessionStore {
         match handle {
             Ok(handle) => {
                 let handle = handle.clone();
-                self.repair_open_turn(&handle).await?;
+                self.repair_open_turn(&handle).await;
+                self.evict_idle(self.keep_open);
                 Ok(handle)
             }
             Err(LoadError::Missing) => {
@@ -195,39 +204,24 @@ impl SessionStore {
         }
     }
 
-    /// A turn left open by a crash ends as interrupted (with its pending approvals), once.
-    async fn repair_open_turn(&self, handle: &Arc<SessionHandle>) -> Result<()> {
-        let Some((turn_id, pending)) = handle.take_open_turn() else {
-            return Ok(());
-        };
-        for request_id in pending {
-            handle.append_now(
-                Some(turn_id),
-                EventPayload::ApprovalResolved {
-                    request_id,
-                    decision: ApprovalDecision::Deny,
-                    resolution: ApprovalResolution::Interrupted,
-                    reason: "the server stopped while this approval was pending".into(),
-                },
-            )?;
+    /// Records the end of a turn the log leaves open (a crash's, as interrupted; one whose
+    /// end could not be written, as it ended), so that the session's next turn starts
+    /// after it. Fails while the log cannot be written; the turn then stays open.
+    pub async fn close_open_turn(&self, handle: &SessionHandle) -> Result<()> {
+        if let Some(turn_id) = handle.close_open_turn().await? {
+            handle.write_summary();
+            self.journal_turn_end(handle.id());
+            tracing::info!(session = %handle.id(), turn = %turn_id, "recorded the end of an open turn");
         }
-        handle
-            .append(
-                Some(turn_id),
-                EventPayload::TurnCompleted(TurnCompleted {
-                    outcome: TurnOutcome::Interrupted,
-                    response: String::new(),
-                    error: "the server stopped while this turn was running".into(),
-                    usage: Default::default(),
-                    messages: Vec::new(),
-                    model_calls: 0,
-                }),
-            )
-            .await?;
-        handle.write_summary();
-        self.journal_turn_end(handle.id());
-        tracing::info!(session = %handle.id(), turn = %turn_id, "marked interrupted turn");
         Ok(())
+    }
+
+    /// [`SessionStore::close_open_turn`] when a session is opened: a log that cannot be
+    /// written yet (a full or read-only disk) still serves reads.
+    async fn repair_open_turn(&self, handle: &SessionHandle) {
+        if let Err(e) = self.close_open_turn(handle).await {
+            tracing::warn!(session = %handle.id(), error = %e, "cannot record the end of an open turn yet");
+        }
     }
 
     /// The session ids on disk, newest first (ids are UUIDv7, ordered by creation time).
@@ -270,14 +264,25 @@ impl SessionStore {
         Ok(())
     }
 
+    /// Sessions held open in memory.
+    pub fn open_count(&self) -> usize {
+        self.lock_open()
+            .values()
+            .filter(|cell| cell.initialized())
+            .count()
+    }
+
     /// Forgets open sessions nobody uses, so memory follows activity, not history.
     pub fn evict_idle(&self, keep: usize) {
         let mut open = self.lock_open();
         if open.len() <= keep {
             return;
         }
+        // A session is in use while anyone holds its handle, or its cell: a `get` that
+        // found the cell has not cloned the handle out of it yet, and dropping the cell
+        // then would let the next `get` open a second writer on the same log.
         open.retain(|_, cell| match cell.get() {
-            Some(handle) => Arc::strong_count(handle) > 1,
+            Some(handle) => Arc::strong_count(handle) > 1 || Arc::strong_count(cell) > 1,
             None => true,
         });
     }

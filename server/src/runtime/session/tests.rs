@@ -9,7 +9,8 @@ use uuid::Uuid;
 use super::log::EventLog;
 use super::{BundlePin, SessionRecord, SessionStore};
 use crate::runtime::events::{
-    Event, EventPayload, TurnCompleted, TurnContext, TurnOutcome, TurnStarted,
+    ApprovalDecision, ApprovalResolution, Event, EventPayload, TurnCompleted, TurnContext,
+    TurnOutcome, TurnStarted,
 };
 use crate::runtime::model::ModelSpec;
 use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
@@ -280,6 +281,117 @@ async fn a_journaled_open_turn_is_recorded_as_interrupted_once() {
         ]
     );
     assert_eq!(handle.stats().turn_count, 1);
+}
+
+#[tokio::test]
+async fn a_turn_whose_end_cannot_be_written_is_closed_once_before_the_next() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = store(&dir);
+    let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
+    let turn = Uuid::now_v7();
+    let started = TurnStarted {
+        prompt: "hi".into(),
+        context: TurnContext {
+            cwd: ".".into(),
+            model: ModelSpec::new("replay", "main"),
+            sandbox_mode: SandboxMode::WorkspaceWrite,
+            approval_policy: ApprovalPolicy::OnRequest,
+            metadata: Default::default(),
+        },
+    };
+    handle
+        .append(Some(turn), EventPayload::TurnStarted(started))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for request_id in ["req-1", "req-2"] {
+        handle
+            .append_now(
+                Some(turn),
+                EventPayload::PermissionRequested {
+                    request_id: request_id.into(),
+                    call_id: "c".into(),
+                    tool: "Bash".into(),
+                    arguments: serde_json::json!({}),
+                    summary: "ls".into(),
+                    reason: String::new(),
+                },
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    handle
+        .append_now(
+            Some(turn),
+            EventPayload::ApprovalResolved {
+                request_id: "req-1".into(),
+                decision: ApprovalDecision::AllowOnce,
+                resolution: ApprovalResolution::Decided,
+                reason: String::new(),
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    // Only the turn the log shows open can be left open.
+    assert!(!handle.abandon_turn(Uuid::now_v7(), TurnOutcome::Failed, "x".into()));
+    assert!(!handle.has_open_turn());
+    // The turn's end could not be written (say the disk was full).
+    assert!(handle.abandon_turn(turn, TurnOutcome::Failed, "the disk is full".into()));
+    assert!(handle.has_open_turn());
+
+    for _ in 0..2 {
+        store
+            .close_open_turn(&handle)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(!handle.has_open_turn());
+    let mut subscription = handle.subscribe(4);
+    let closing = subscription
+        .next_batch()
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let ends: Vec<String> = closing
+        .iter()
+        .map(|e| match &e.payload {
+            EventPayload::ApprovalResolved {
+                request_id,
+                resolution,
+                ..
+            } => format!("{request_id}:{resolution:?}"),
+            EventPayload::TurnCompleted(done) => format!("{:?}:{}", done.outcome, done.error),
+            _ => "other".into(),
+        })
+        .collect();
+    assert_eq!(ends, ["req-2:Cancelled", "Failed:the disk is full"]);
+    assert!(closing.iter().all(|e| e.turn_id == Some(turn)));
+    assert_eq!(handle.stats().turn_count, 1);
+}
+
+#[tokio::test]
+async fn idle_sessions_beyond_the_cache_are_dropped_however_they_were_opened() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<Uuid> = {
+        let store = store(&dir);
+        (0..5)
+            .map(|_| {
+                store
+                    .create(record())
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .id()
+            })
+            .collect()
+    };
+    let store = store(&dir).with_open_cache(1);
+    let held = store.get(ids[0]).await.unwrap_or_else(|e| panic!("{e}"));
+    for id in &ids[1..] {
+        // Opened for a read, then let go.
+        drop(store.get(*id).await.unwrap_or_else(|e| panic!("{e}")));
+        assert!(store.open_count() <= 2, "{} open", store.open_count());
+    }
+    // The session in use stays the same open session.
+    let again = store.get(ids[0]).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(Arc::ptr_eq(&held, &again));
 }
 
 /// Records what a store's sessions tell their observer.

@@ -7,6 +7,7 @@
 //! chunk with empty `choices`.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -21,12 +22,27 @@ pub struct Script {
     pub(super) mode: Mode,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(super) enum Mode {
     /// One reply per request, in order; a request past the end gets a 500 saying so.
     Scripted(VecDeque<Reply>),
     /// Every request gets a short streamed echo of its last message, at once.
     Echo,
+    /// Every request gets what the function makes of its JSON body.
+    Respond(Responder),
+}
+
+/// Builds the reply to a request from its JSON body.
+pub type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
+
+impl std::fmt::Debug for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Scripted(replies) => f.debug_tuple("Scripted").field(replies).finish(),
+            Self::Echo => f.write_str("Echo"),
+            Self::Respond(_) => f.write_str("Respond"),
+        }
+    }
 }
 
 impl Script {
@@ -44,6 +60,19 @@ impl Script {
         Self {
             api_key: api_key.into(),
             mode: Mode::Echo,
+        }
+    }
+
+    /// A server answering any number of requests with `respond(body)`: replies that
+    /// depend on the request (a tool result gets the final answer), and stay right when a
+    /// client gives up on a request halfway.
+    pub fn respond(
+        api_key: impl Into<String>,
+        respond: impl Fn(&Value) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            api_key: api_key.into(),
+            mode: Mode::Respond(Arc::new(respond)),
         }
     }
 

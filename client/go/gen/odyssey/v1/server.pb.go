@@ -66,7 +66,10 @@ type GetServerInfoResponse struct {
 	Sandbox             *SandboxCapabilities   `protobuf:"bytes,4,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	QuarantinedSessions []*QuarantinedSession  `protobuf:"bytes,5,rep,name=quarantined_sessions,json=quarantinedSessions,proto3" json:"quarantined_sessions,omitempty"`
 	// Model providers this server knows.
-	Providers     []string `protobuf:"bytes,6,rep,name=providers,proto3" json:"providers,omitempty"`
+	Providers []string `protobuf:"bytes,6,rep,name=providers,proto3" json:"providers,omitempty"`
+	// What the server holds right now: a figure that keeps growing while nothing runs is
+	// a leak.
+	Activity      *ServerActivity `protobuf:"bytes,7,opt,name=activity,proto3" json:"activity,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -143,6 +146,76 @@ func (x *GetServerInfoResponse) GetProviders() []string {
 	return nil
 }
 
+func (x *GetServerInfoResponse) GetActivity() *ServerActivity {
+	if x != nil {
+		return x.Activity
+	}
+	return nil
+}
+
+type ServerActivity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tasks alive on the server's async runtime: connections, streams, turns, timers.
+	Tasks uint64 `protobuf:"varint,1,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	// Sessions held open in memory (bounded by the open-session cache while idle).
+	OpenSessions uint32 `protobuf:"varint,2,opt,name=open_sessions,json=openSessions,proto3" json:"open_sessions,omitempty"`
+	// Live event subscriptions (SubscribeSession streams, gateway event streams).
+	Subscriptions uint32 `protobuf:"varint,3,opt,name=subscriptions,proto3" json:"subscriptions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerActivity) Reset() {
+	*x = ServerActivity{}
+	mi := &file_odyssey_v1_server_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerActivity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerActivity) ProtoMessage() {}
+
+func (x *ServerActivity) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_server_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerActivity.ProtoReflect.Descriptor instead.
+func (*ServerActivity) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ServerActivity) GetTasks() uint64 {
+	if x != nil {
+		return x.Tasks
+	}
+	return 0
+}
+
+func (x *ServerActivity) GetOpenSessions() uint32 {
+	if x != nil {
+		return x.OpenSessions
+	}
+	return 0
+}
+
+func (x *ServerActivity) GetSubscriptions() uint32 {
+	if x != nil {
+		return x.Subscriptions
+	}
+	return 0
+}
+
 type ServerLimits struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	WorkerCount       uint32                 `protobuf:"varint,1,opt,name=worker_count,json=workerCount,proto3" json:"worker_count,omitempty"`
@@ -159,7 +232,7 @@ type ServerLimits struct {
 
 func (x *ServerLimits) Reset() {
 	*x = ServerLimits{}
-	mi := &file_odyssey_v1_server_proto_msgTypes[2]
+	mi := &file_odyssey_v1_server_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -171,7 +244,7 @@ func (x *ServerLimits) String() string {
 func (*ServerLimits) ProtoMessage() {}
 
 func (x *ServerLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_server_proto_msgTypes[2]
+	mi := &file_odyssey_v1_server_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -184,7 +257,7 @@ func (x *ServerLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerLimits.ProtoReflect.Descriptor instead.
 func (*ServerLimits) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{2}
+	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ServerLimits) GetWorkerCount() uint32 {
@@ -260,7 +333,7 @@ type SandboxCapabilities struct {
 
 func (x *SandboxCapabilities) Reset() {
 	*x = SandboxCapabilities{}
-	mi := &file_odyssey_v1_server_proto_msgTypes[3]
+	mi := &file_odyssey_v1_server_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -272,7 +345,7 @@ func (x *SandboxCapabilities) String() string {
 func (*SandboxCapabilities) ProtoMessage() {}
 
 func (x *SandboxCapabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_server_proto_msgTypes[3]
+	mi := &file_odyssey_v1_server_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -285,7 +358,7 @@ func (x *SandboxCapabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxCapabilities.ProtoReflect.Descriptor instead.
 func (*SandboxCapabilities) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{3}
+	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SandboxCapabilities) GetBubblewrap() bool {
@@ -341,7 +414,7 @@ type QuarantinedSession struct {
 
 func (x *QuarantinedSession) Reset() {
 	*x = QuarantinedSession{}
-	mi := &file_odyssey_v1_server_proto_msgTypes[4]
+	mi := &file_odyssey_v1_server_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -353,7 +426,7 @@ func (x *QuarantinedSession) String() string {
 func (*QuarantinedSession) ProtoMessage() {}
 
 func (x *QuarantinedSession) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_server_proto_msgTypes[4]
+	mi := &file_odyssey_v1_server_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -366,7 +439,7 @@ func (x *QuarantinedSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuarantinedSession.ProtoReflect.Descriptor instead.
 func (*QuarantinedSession) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{4}
+	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *QuarantinedSession) GetSessionId() string {
@@ -396,7 +469,7 @@ const file_odyssey_v1_server_proto_rawDesc = "" +
 	"\n" +
 	"\x17odyssey/v1/server.proto\x12\n" +
 	"odyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\x16\n" +
-	"\x14GetServerInfoRequest\"\xca\x02\n" +
+	"\x14GetServerInfoRequest\"\x82\x03\n" +
 	"\x15GetServerInfoResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x129\n" +
 	"\n" +
@@ -404,7 +477,12 @@ const file_odyssey_v1_server_proto_rawDesc = "" +
 	"\x06limits\x18\x03 \x01(\v2\x18.odyssey.v1.ServerLimitsR\x06limits\x129\n" +
 	"\asandbox\x18\x04 \x01(\v2\x1f.odyssey.v1.SandboxCapabilitiesR\asandbox\x12Q\n" +
 	"\x14quarantined_sessions\x18\x05 \x03(\v2\x1e.odyssey.v1.QuarantinedSessionR\x13quarantinedSessions\x12\x1c\n" +
-	"\tproviders\x18\x06 \x03(\tR\tproviders\"\xb9\x02\n" +
+	"\tproviders\x18\x06 \x03(\tR\tproviders\x126\n" +
+	"\bactivity\x18\a \x01(\v2\x1a.odyssey.v1.ServerActivityR\bactivity\"q\n" +
+	"\x0eServerActivity\x12\x14\n" +
+	"\x05tasks\x18\x01 \x01(\x04R\x05tasks\x12#\n" +
+	"\ropen_sessions\x18\x02 \x01(\rR\fopenSessions\x12$\n" +
+	"\rsubscriptions\x18\x03 \x01(\rR\rsubscriptions\"\xb9\x02\n" +
 	"\fServerLimits\x12!\n" +
 	"\fworker_count\x18\x01 \x01(\rR\vworkerCount\x12%\n" +
 	"\x0equeue_capacity\x18\x02 \x01(\rR\rqueueCapacity\x12*\n" +
@@ -447,30 +525,32 @@ func file_odyssey_v1_server_proto_rawDescGZIP() []byte {
 	return file_odyssey_v1_server_proto_rawDescData
 }
 
-var file_odyssey_v1_server_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_odyssey_v1_server_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_odyssey_v1_server_proto_goTypes = []any{
 	(*GetServerInfoRequest)(nil),  // 0: odyssey.v1.GetServerInfoRequest
 	(*GetServerInfoResponse)(nil), // 1: odyssey.v1.GetServerInfoResponse
-	(*ServerLimits)(nil),          // 2: odyssey.v1.ServerLimits
-	(*SandboxCapabilities)(nil),   // 3: odyssey.v1.SandboxCapabilities
-	(*QuarantinedSession)(nil),    // 4: odyssey.v1.QuarantinedSession
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
-	(SandboxMode)(0),              // 6: odyssey.v1.SandboxMode
+	(*ServerActivity)(nil),        // 2: odyssey.v1.ServerActivity
+	(*ServerLimits)(nil),          // 3: odyssey.v1.ServerLimits
+	(*SandboxCapabilities)(nil),   // 4: odyssey.v1.SandboxCapabilities
+	(*QuarantinedSession)(nil),    // 5: odyssey.v1.QuarantinedSession
+	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
+	(SandboxMode)(0),              // 7: odyssey.v1.SandboxMode
 }
 var file_odyssey_v1_server_proto_depIdxs = []int32{
-	5, // 0: odyssey.v1.GetServerInfoResponse.started_at:type_name -> google.protobuf.Timestamp
-	2, // 1: odyssey.v1.GetServerInfoResponse.limits:type_name -> odyssey.v1.ServerLimits
-	3, // 2: odyssey.v1.GetServerInfoResponse.sandbox:type_name -> odyssey.v1.SandboxCapabilities
-	4, // 3: odyssey.v1.GetServerInfoResponse.quarantined_sessions:type_name -> odyssey.v1.QuarantinedSession
-	6, // 4: odyssey.v1.SandboxCapabilities.forced_mode:type_name -> odyssey.v1.SandboxMode
-	5, // 5: odyssey.v1.QuarantinedSession.quarantined_at:type_name -> google.protobuf.Timestamp
-	0, // 6: odyssey.v1.ServerService.GetServerInfo:input_type -> odyssey.v1.GetServerInfoRequest
-	1, // 7: odyssey.v1.ServerService.GetServerInfo:output_type -> odyssey.v1.GetServerInfoResponse
-	7, // [7:8] is the sub-list for method output_type
-	6, // [6:7] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	6, // 0: odyssey.v1.GetServerInfoResponse.started_at:type_name -> google.protobuf.Timestamp
+	3, // 1: odyssey.v1.GetServerInfoResponse.limits:type_name -> odyssey.v1.ServerLimits
+	4, // 2: odyssey.v1.GetServerInfoResponse.sandbox:type_name -> odyssey.v1.SandboxCapabilities
+	5, // 3: odyssey.v1.GetServerInfoResponse.quarantined_sessions:type_name -> odyssey.v1.QuarantinedSession
+	2, // 4: odyssey.v1.GetServerInfoResponse.activity:type_name -> odyssey.v1.ServerActivity
+	7, // 5: odyssey.v1.SandboxCapabilities.forced_mode:type_name -> odyssey.v1.SandboxMode
+	6, // 6: odyssey.v1.QuarantinedSession.quarantined_at:type_name -> google.protobuf.Timestamp
+	0, // 7: odyssey.v1.ServerService.GetServerInfo:input_type -> odyssey.v1.GetServerInfoRequest
+	1, // 8: odyssey.v1.ServerService.GetServerInfo:output_type -> odyssey.v1.GetServerInfoResponse
+	8, // [8:9] is the sub-list for method output_type
+	7, // [7:8] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_server_proto_init() }
@@ -485,7 +565,7 @@ func file_odyssey_v1_server_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_server_proto_rawDesc), len(file_odyssey_v1_server_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -15,20 +15,32 @@ class GetServerInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetServerInfoResponse(_message.Message):
-    __slots__ = ("version", "started_at", "limits", "sandbox", "quarantined_sessions", "providers")
+    __slots__ = ("version", "started_at", "limits", "sandbox", "quarantined_sessions", "providers", "activity")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     SANDBOX_FIELD_NUMBER: _ClassVar[int]
     QUARANTINED_SESSIONS_FIELD_NUMBER: _ClassVar[int]
     PROVIDERS_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_FIELD_NUMBER: _ClassVar[int]
     version: str
     started_at: _timestamp_pb2.Timestamp
     limits: ServerLimits
     sandbox: SandboxCapabilities
     quarantined_sessions: _containers.RepeatedCompositeFieldContainer[QuarantinedSession]
     providers: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, version: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., limits: _Optional[_Union[ServerLimits, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxCapabilities, _Mapping]] = ..., quarantined_sessions: _Optional[_Iterable[_Union[QuarantinedSession, _Mapping]]] = ..., providers: _Optional[_Iterable[str]] = ...) -> None: ...
+    activity: ServerActivity
+    def __init__(self, version: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., limits: _Optional[_Union[ServerLimits, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxCapabilities, _Mapping]] = ..., quarantined_sessions: _Optional[_Iterable[_Union[QuarantinedSession, _Mapping]]] = ..., providers: _Optional[_Iterable[str]] = ..., activity: _Optional[_Union[ServerActivity, _Mapping]] = ...) -> None: ...
+
+class ServerActivity(_message.Message):
+    __slots__ = ("tasks", "open_sessions", "subscriptions")
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    OPEN_SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTIONS_FIELD_NUMBER: _ClassVar[int]
+    tasks: int
+    open_sessions: int
+    subscriptions: int
+    def __init__(self, tasks: _Optional[int] = ..., open_sessions: _Optional[int] = ..., subscriptions: _Optional[int] = ...) -> None: ...
 
 class ServerLimits(_message.Message):
     __slots__ = ("worker_count", "queue_capacity", "max_request_bytes", "max_archive_bytes", "max_turn_steps", "max_turn_duration_ms", "queued", "running")

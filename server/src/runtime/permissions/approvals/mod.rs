@@ -200,7 +200,8 @@ impl ApprovalStore {
             pending,
             page,
             |(seq, _)| seq.to_string(),
-            |(seq, _), key| key.parse::<u64>().is_ok_and(|after| *seq > after),
+            |key| key.parse::<u64>().ok(),
+            |(seq, _), after| *seq > *after,
             |(_, approval)| session.is_none_or(|s| approval.request.session_id == s),
         )
         .map_err(|_| ApprovalError::InvalidPageToken)?;

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file odyssey/v1/server.proto.
  */
 export const file_odyssey_v1_server: GenFile = /*@__PURE__*/
-  fileDesc("ChdvZHlzc2V5L3YxL3NlcnZlci5wcm90bxIKb2R5c3NleS52MSIWChRHZXRTZXJ2ZXJJbmZvUmVxdWVzdCKFAgoVR2V0U2VydmVySW5mb1Jlc3BvbnNlEg8KB3ZlcnNpb24YASABKAkSLgoKc3RhcnRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoGbGltaXRzGAMgASgLMhgub2R5c3NleS52MS5TZXJ2ZXJMaW1pdHMSMAoHc2FuZGJveBgEIAEoCzIfLm9keXNzZXkudjEuU2FuZGJveENhcGFiaWxpdGllcxI8ChRxdWFyYW50aW5lZF9zZXNzaW9ucxgFIAMoCzIeLm9keXNzZXkudjEuUXVhcmFudGluZWRTZXNzaW9uEhEKCXByb3ZpZGVycxgGIAMoCSLJAQoMU2VydmVyTGltaXRzEhQKDHdvcmtlcl9jb3VudBgBIAEoDRIWCg5xdWV1ZV9jYXBhY2l0eRgCIAEoDRIZChFtYXhfcmVxdWVzdF9ieXRlcxgDIAEoBBIZChFtYXhfYXJjaGl2ZV9ieXRlcxgEIAEoBBIWCg5tYXhfdHVybl9zdGVwcxgFIAEoDRIcChRtYXhfdHVybl9kdXJhdGlvbl9tcxgGIAEoBBIOCgZxdWV1ZWQYByABKA0SDwoHcnVubmluZxgIIAEoDSKtAQoTU2FuZGJveENhcGFiaWxpdGllcxISCgpidWJibGV3cmFwGAEgASgIEhAKCGxhbmRsb2NrGAIgASgIEg8KB3NlY2NvbXAYAyABKAgSLAoLZm9yY2VkX21vZGUYBCABKA4yFy5vZHlzc2V5LnYxLlNhbmRib3hNb2RlEiIKGmRhbmdlcl9mdWxsX2FjY2Vzc19hbGxvd2VkGAUgASgIEg0KBW5vdGVzGAYgAygJImwKElF1YXJhbnRpbmVkU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIyCg5xdWFyYW50aW5lZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAyZQoNU2VydmVyU2VydmljZRJUCg1HZXRTZXJ2ZXJJbmZvEiAub2R5c3NleS52MS5HZXRTZXJ2ZXJJbmZvUmVxdWVzdBohLm9keXNzZXkudjEuR2V0U2VydmVySW5mb1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_odyssey_v1_common]);
+  fileDesc("ChdvZHlzc2V5L3YxL3NlcnZlci5wcm90bxIKb2R5c3NleS52MSIWChRHZXRTZXJ2ZXJJbmZvUmVxdWVzdCKzAgoVR2V0U2VydmVySW5mb1Jlc3BvbnNlEg8KB3ZlcnNpb24YASABKAkSLgoKc3RhcnRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoGbGltaXRzGAMgASgLMhgub2R5c3NleS52MS5TZXJ2ZXJMaW1pdHMSMAoHc2FuZGJveBgEIAEoCzIfLm9keXNzZXkudjEuU2FuZGJveENhcGFiaWxpdGllcxI8ChRxdWFyYW50aW5lZF9zZXNzaW9ucxgFIAMoCzIeLm9keXNzZXkudjEuUXVhcmFudGluZWRTZXNzaW9uEhEKCXByb3ZpZGVycxgGIAMoCRIsCghhY3Rpdml0eRgHIAEoCzIaLm9keXNzZXkudjEuU2VydmVyQWN0aXZpdHkiTQoOU2VydmVyQWN0aXZpdHkSDQoFdGFza3MYASABKAQSFQoNb3Blbl9zZXNzaW9ucxgCIAEoDRIVCg1zdWJzY3JpcHRpb25zGAMgASgNIskBCgxTZXJ2ZXJMaW1pdHMSFAoMd29ya2VyX2NvdW50GAEgASgNEhYKDnF1ZXVlX2NhcGFjaXR5GAIgASgNEhkKEW1heF9yZXF1ZXN0X2J5dGVzGAMgASgEEhkKEW1heF9hcmNoaXZlX2J5dGVzGAQgASgEEhYKDm1heF90dXJuX3N0ZXBzGAUgASgNEhwKFG1heF90dXJuX2R1cmF0aW9uX21zGAYgASgEEg4KBnF1ZXVlZBgHIAEoDRIPCgdydW5uaW5nGAggASgNIq0BChNTYW5kYm94Q2FwYWJpbGl0aWVzEhIKCmJ1YmJsZXdyYXAYASABKAgSEAoIbGFuZGxvY2sYAiABKAgSDwoHc2VjY29tcBgDIAEoCBIsCgtmb3JjZWRfbW9kZRgEIAEoDjIXLm9keXNzZXkudjEuU2FuZGJveE1vZGUSIgoaZGFuZ2VyX2Z1bGxfYWNjZXNzX2FsbG93ZWQYBSABKAgSDQoFbm90ZXMYBiADKAkibAoSUXVhcmFudGluZWRTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJEjIKDnF1YXJhbnRpbmVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcDJlCg1TZXJ2ZXJTZXJ2aWNlElQKDUdldFNlcnZlckluZm8SIC5vZHlzc2V5LnYxLkdldFNlcnZlckluZm9SZXF1ZXN0GiEub2R5c3NleS52MS5HZXRTZXJ2ZXJJbmZvUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_odyssey_v1_common]);
 
 /**
  * @generated from message odyssey.v1.GetServerInfoRequest
@@ -64,6 +64,14 @@ export type GetServerInfoResponse = Message<"odyssey.v1.GetServerInfoResponse"> 
    * @generated from field: repeated string providers = 6;
    */
   providers: string[];
+
+  /**
+   * What the server holds right now: a figure that keeps growing while nothing runs is
+   * a leak.
+   *
+   * @generated from field: odyssey.v1.ServerActivity activity = 7;
+   */
+  activity?: ServerActivity | undefined;
 };
 
 /**
@@ -72,6 +80,39 @@ export type GetServerInfoResponse = Message<"odyssey.v1.GetServerInfoResponse"> 
  */
 export const GetServerInfoResponseSchema: GenMessage<GetServerInfoResponse> = /*@__PURE__*/
   messageDesc(file_odyssey_v1_server, 1);
+
+/**
+ * @generated from message odyssey.v1.ServerActivity
+ */
+export type ServerActivity = Message<"odyssey.v1.ServerActivity"> & {
+  /**
+   * Tasks alive on the server's async runtime: connections, streams, turns, timers.
+   *
+   * @generated from field: uint64 tasks = 1;
+   */
+  tasks: bigint;
+
+  /**
+   * Sessions held open in memory (bounded by the open-session cache while idle).
+   *
+   * @generated from field: uint32 open_sessions = 2;
+   */
+  openSessions: number;
+
+  /**
+   * Live event subscriptions (SubscribeSession streams, gateway event streams).
+   *
+   * @generated from field: uint32 subscriptions = 3;
+   */
+  subscriptions: number;
+};
+
+/**
+ * Describes the message odyssey.v1.ServerActivity.
+ * Use `create(ServerActivitySchema)` to create a new message.
+ */
+export const ServerActivitySchema: GenMessage<ServerActivity> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_server, 2);
 
 /**
  * @generated from message odyssey.v1.ServerLimits
@@ -123,7 +164,7 @@ export type ServerLimits = Message<"odyssey.v1.ServerLimits"> & {
  * Use `create(ServerLimitsSchema)` to create a new message.
  */
 export const ServerLimitsSchema: GenMessage<ServerLimits> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_server, 2);
+  messageDesc(file_odyssey_v1_server, 3);
 
 /**
  * @generated from message odyssey.v1.SandboxCapabilities
@@ -171,7 +212,7 @@ export type SandboxCapabilities = Message<"odyssey.v1.SandboxCapabilities"> & {
  * Use `create(SandboxCapabilitiesSchema)` to create a new message.
  */
 export const SandboxCapabilitiesSchema: GenMessage<SandboxCapabilities> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_server, 3);
+  messageDesc(file_odyssey_v1_server, 4);
 
 /**
  * @generated from message odyssey.v1.QuarantinedSession
@@ -198,7 +239,7 @@ export type QuarantinedSession = Message<"odyssey.v1.QuarantinedSession"> & {
  * Use `create(QuarantinedSessionSchema)` to create a new message.
  */
 export const QuarantinedSessionSchema: GenMessage<QuarantinedSession> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_server, 4);
+  messageDesc(file_odyssey_v1_server, 5);
 
 /**
  * Facts about the running server.
