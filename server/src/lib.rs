@@ -10,3 +10,7 @@ pub mod serve;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
