@@ -121,12 +121,12 @@ struct State<'a> {
 
 impl State<'_> {
     fn entry<R: Read>(&mut self, mut entry: tar::Entry<'_, R>) -> Result<(), EntryError> {
-        let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        self.entries += 1;
+        let raw = entry_name(&entry.path_bytes(), self.entries);
         self.last = Some(raw.clone());
         let refuse =
             |message: &str| EntryError::Bundle(BundleError::archive(raw.as_str(), message));
 
-        self.entries += 1;
         if self.entries > self.limits.max_entries {
             return Err(refuse(&format!(
                 "the archive has more than {} entries",
@@ -251,6 +251,16 @@ impl State<'_> {
         }
         set_mode(&out, executable).map_err(disk)?;
         out.sync_all().map_err(disk)
+    }
+}
+
+/// How errors name an entry: its path as written, or its position when the path is empty
+/// (an error must point somewhere a person can look).
+fn entry_name(path: &[u8], position: usize) -> String {
+    if path.is_empty() {
+        format!("<entry {position}, which has no name>")
+    } else {
+        String::from_utf8_lossy(path).into_owned()
     }
 }
 

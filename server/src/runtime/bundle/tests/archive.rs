@@ -122,6 +122,23 @@ fn links_devices_and_fifos_are_refused() {
     }
 }
 
+/// Found by the `bundle_archive` fuzz target: an entry with an empty name was blamed on
+/// "entry ``", which points nowhere.
+#[test]
+fn an_entry_without_a_name_is_named_by_its_position() {
+    let limits = ArchiveLimits {
+        max_total_bytes: 8,
+        ..ArchiveLimits::default()
+    };
+    let entries = [RawEntry::file("a", b"x"), RawEntry::file("", &[b'x'; 16])];
+    refused(
+        &gzip(&raw_tar(&entries), 6),
+        limits,
+        "<entry 2, which has no name>",
+        "more than 8 bytes",
+    );
+}
+
 #[test]
 fn too_many_entries_are_refused() {
     let limits = ArchiveLimits {
