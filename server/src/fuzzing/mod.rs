@@ -22,6 +22,6 @@ mod scratch;
 mod tests;
 
 pub use archive::bundle_archive;
-pub use bash::bash_split;
+pub use bash::{bash_split, bash_split_init};
 pub use event_log::event_log;
 pub use manifest::bundle_manifest;

@@ -228,6 +228,10 @@ fn hostile_input_is_opaque_not_a_crash() {
     assert!(!split_command(&shallow_eval).is_opaque());
     let long = "a ".repeat(MAX_LINE_BYTES);
     assert!(split_command(&long).is_opaque());
+    // Found by the `bash_split` fuzz target: the parser panics on a descriptor number too
+    // large for it; the guard around the parser makes the line opaque.
+    let huge_fd = format!("{}>>x", "1".repeat(30));
+    assert!(split_command(&huge_fd).is_opaque());
     // Within the limits, deep nesting is walked (and stays within a thread's stack).
     let levels = MAX_NESTING - 4;
     let nested = format!("echo {}id{}", "$(echo ".repeat(levels), ")".repeat(levels));
