@@ -10,6 +10,13 @@ pub const MAX_LINE_BYTES: usize = 64 * 1024;
 /// strings) before the line is treated as opaque: far below what a thread's stack holds.
 pub const MAX_NESTING: usize = 48;
 
+/// How deeply brackets may nest inside one word (or here-document body) before it is
+/// treated as opaque without being parsed. The word parser backtracks at every bracket it
+/// fails to close, so its time grows exponentially with the nesting of a malformed word:
+/// `$(((@(((((((((((((((("((()))…` takes 0.2 s at 21 levels and minutes a few levels
+/// deeper, on one worker thread. Real commands rarely nest words more than a few levels.
+pub const MAX_WORD_NESTING: usize = 12;
+
 /// A conservative guess at how deeply a line nests, from its text alone (quoting is not
 /// understood here, so quoted brackets count too). Overestimating only makes a line opaque.
 pub(super) fn nesting_estimate(line: &str) -> usize {

@@ -232,8 +232,18 @@ fn hostile_input_is_opaque_not_a_crash() {
     // large for it; the guard around the parser makes the line opaque.
     let huge_fd = format!("{}>>x", "1".repeat(30));
     assert!(split_command(&huge_fd).is_opaque());
+    // Found by the `bash_split` fuzz target: the word parser backtracks at each level of a
+    // malformed word (0.2 s here, minutes a few levels deeper); past MAX_WORD_NESTING a
+    // word is not parsed.
+    let split = split_command(r#"$(((@((((((((((((((("((()))))))))))))))))))))"#);
+    assert!(split.is_opaque());
+    assert!(
+        split.opaque.iter().any(|o| o.contains("levels deep")),
+        "{:?}",
+        split.opaque
+    );
     // Within the limits, deep nesting is walked (and stays within a thread's stack).
-    let levels = MAX_NESTING - 4;
+    let levels = MAX_WORD_NESTING;
     let nested = format!("echo {}id{}", "$(echo ".repeat(levels), ")".repeat(levels));
     let split = split_command(&nested);
     assert!(!split.is_opaque(), "{:?}", split.opaque);
@@ -242,6 +252,7 @@ fn hostile_input_is_opaque_not_a_crash() {
         split.commands.first().map(ToString::to_string).as_deref(),
         Some("echo id")
     );
+    let levels = MAX_NESTING - 4;
     let groups = format!("{}ls{}", "{ ".repeat(levels), "; }".repeat(levels));
     let split = split_command(&groups);
     assert!(!split.is_opaque(), "{:?}", split.opaque);
