@@ -242,6 +242,12 @@ fn hostile_input_is_opaque_not_a_crash() {
         "{:?}",
         split.opaque
     );
+    // Found by the `bash_split` fuzz target: the parser's tokenizer looped forever,
+    // allocating until the process ran out of memory, on a line ending inside a
+    // here-document with an empty delimiter.
+    for line in ["[[ 2$(<<-  ", "echo x$(<<- \"\" ", "( x$(cat <<  "] {
+        assert!(split_command(line).is_opaque(), "{line}");
+    }
     // Within the limits, deep nesting is walked (and stays within a thread's stack).
     let levels = MAX_WORD_NESTING;
     let nested = format!("echo {}id{}", "$(echo ".repeat(levels), ")".repeat(levels));
