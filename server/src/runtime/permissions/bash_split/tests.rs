@@ -233,7 +233,7 @@ fn hostile_input_is_opaque_not_a_crash() {
     let huge_fd = format!("{}>>x", "1".repeat(30));
     assert!(split_command(&huge_fd).is_opaque());
     // Found by the `bash_split` fuzz target: the word parser backtracks at each level of a
-    // malformed word (0.2 s here, minutes a few levels deeper); past MAX_WORD_NESTING a
+    // malformed word (0.2 s here, minutes a few levels deeper); past MAX_PAREN_NESTING a
     // word is not parsed.
     let split = split_command(r#"$(((@((((((((((((((("((()))))))))))))))))))))"#);
     assert!(split.is_opaque());
@@ -248,8 +248,16 @@ fn hostile_input_is_opaque_not_a_crash() {
     for line in ["[[ 2$(<<-  ", "echo x$(<<- \"\" ", "( x$(cat <<  "] {
         assert!(split_command(line).is_opaque(), "{line}");
     }
+    // Found by the `bash_split` fuzz target: the same backtracking in the line parser,
+    // on unclosed parentheses (`((w` 14 times took 4 s, each level costing about 3.6x).
+    let split = split_command(&format!("{}x #", "((w".repeat(14)));
+    assert!(
+        split.opaque.iter().any(|o| o.contains("levels deep")),
+        "{:?}",
+        split.opaque
+    );
     // Within the limits, deep nesting is walked (and stays within a thread's stack).
-    let levels = MAX_WORD_NESTING;
+    let levels = MAX_PAREN_NESTING;
     let nested = format!("echo {}id{}", "$(echo ".repeat(levels), ")".repeat(levels));
     let split = split_command(&nested);
     assert!(!split.is_opaque(), "{:?}", split.opaque);

@@ -59,6 +59,9 @@ impl Walker {
             ));
             return;
         }
+        if self.too_deep_to_parse("command line", line) {
+            return;
+        }
         // The parser's tokenizer loops forever, allocating, when its input ends inside a
         // here-document with an empty delimiter (`echo $(<<- ""`); given a final newline,
         // it reports the unterminated here-document. The newline changes nothing bash runs.

@@ -6,7 +6,7 @@ use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece, WordPieceWit
 
 use super::ShellWord;
 use super::hazards::has_substitution_syntax;
-use super::limits::{MAX_WORD_NESTING, nesting_estimate};
+use super::limits::{MAX_PAREN_NESTING, paren_nesting};
 use super::walk::{Walker, excerpt, guarded, parser_options};
 
 /// A word being put together from its pieces.
@@ -84,13 +84,14 @@ impl Walker {
         }
     }
 
-    /// Whether `text` nests too deeply for the word parser (see [`MAX_WORD_NESTING`]); it
-    /// is then opaque, unparsed.
-    fn too_deep_to_parse(&mut self, what: &str, text: &str) -> bool {
-        let deep = nesting_estimate(text) > MAX_WORD_NESTING;
+    /// Whether parentheses nest too deeply in `text` for the parser (see
+    /// [`MAX_PAREN_NESTING`]); it is then opaque, unparsed.
+    pub(super) fn too_deep_to_parse(&mut self, what: &str, text: &str) -> bool {
+        let deep = paren_nesting(text) > MAX_PAREN_NESTING;
         if deep {
             self.opaque(format!(
-                "the {what} `{}` nests more than {MAX_WORD_NESTING} levels deep and was not checked",
+                "the {what} `{}` nests parentheses more than {MAX_PAREN_NESTING} levels deep \
+                 and was not checked",
                 excerpt(text)
             ));
         }
