@@ -11,3 +11,7 @@ pub mod tls;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;

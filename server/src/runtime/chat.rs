@@ -111,12 +111,17 @@ impl TokenUsage {
 }
 
 impl std::ops::AddAssign for TokenUsage {
+    /// Saturates: counts come from providers and from logs on disk, and a total that
+    /// wrapped around would read as a small spend against a token budget (or, with overflow
+    /// checks, panic while a session is opened).
     fn add_assign(&mut self, other: Self) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
-        self.reasoning_tokens += other.reasoning_tokens;
-        self.total_tokens += other.total_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
     }
 }
 
@@ -133,6 +138,25 @@ mod tests {
         let written =
             serde_json::to_string(&ChatMessage::assistant("hi", Vec::new())).expect("serializes");
         assert!(!written.contains("reasoning_state"), "{written}");
+    }
+
+    /// Found with the `event_log` fuzz target: a log whose turns report near-`u64::MAX`
+    /// usage made opening the session overflow.
+    #[test]
+    fn usage_totals_saturate() {
+        let huge = TokenUsage {
+            input_tokens: u64::MAX - 1,
+            output_tokens: 1,
+            cached_input_tokens: u64::MAX,
+            reasoning_tokens: 0,
+            total_tokens: u64::MAX,
+        };
+        let mut total = huge;
+        total += huge;
+        assert_eq!(total.input_tokens, u64::MAX);
+        assert_eq!(total.output_tokens, 2);
+        assert_eq!(total.cached_input_tokens, u64::MAX);
+        assert_eq!(total.total_tokens, u64::MAX);
     }
 
     #[test]

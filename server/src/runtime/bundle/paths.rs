@@ -32,6 +32,12 @@ pub(crate) fn normalize_relative(raw: &str) -> Result<String, String> {
     if raw.contains('\\') {
         return Err(format!("`{raw}` must use forward slashes"));
     }
+    if raw.contains('\0') {
+        return Err(format!(
+            "`{}` must not contain a NUL character",
+            raw.escape_debug()
+        ));
+    }
     let mut parts = Vec::new();
     for part in raw.split('/') {
         match part {
@@ -71,7 +77,16 @@ pub(crate) fn resolve_inside(
     let refuse = |message: String| BundleError::manifest(file, field, message);
     let resolved = match root.join(rel).canonicalize() {
         Ok(path) => path,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        // A file standing where the path needs a folder, or a name longer than the file
+        // system allows, is as absent as a missing file: the manifest's mistake.
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound
+                    | io::ErrorKind::NotADirectory
+                    | io::ErrorKind::InvalidFilename
+            ) =>
+        {
             return Err(refuse(format!("`{rel}` does not exist in the bundle")));
         }
         Err(e) => return Err(BundleError::io(format!("resolving {rel}"), e)),

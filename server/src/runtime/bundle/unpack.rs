@@ -23,6 +23,11 @@ use super::paths::is_excluded;
 /// Slack for tar headers, long-name and PAX records and padding on top of the content limit.
 const PER_ENTRY_OVERHEAD: u64 = 3 * 512;
 const STREAM_OVERHEAD: u64 = 1024 * 1024;
+/// The longest name one path component may have (Linux's NAME_MAX): a longer one could
+/// only fail when written.
+const MAX_NAME_BYTES: usize = 255;
+/// The longest entry path, well within PATH_MAX once under the staging directory.
+const MAX_PATH_BYTES: usize = 1024;
 /// How errors before the first entry name their place.
 const START: &str = "<start of archive>";
 
@@ -121,12 +126,12 @@ struct State<'a> {
 
 impl State<'_> {
     fn entry<R: Read>(&mut self, mut entry: tar::Entry<'_, R>) -> Result<(), EntryError> {
-        let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        self.entries += 1;
+        let raw = entry_name(&entry.path_bytes(), self.entries);
         self.last = Some(raw.clone());
         let refuse =
             |message: &str| EntryError::Bundle(BundleError::archive(raw.as_str(), message));
 
-        self.entries += 1;
         if self.entries > self.limits.max_entries {
             return Err(refuse(&format!(
                 "the archive has more than {} entries",
@@ -254,6 +259,16 @@ impl State<'_> {
     }
 }
 
+/// How errors name an entry: its path as written, or its position when the path is empty
+/// (an error must point somewhere a person can look).
+fn entry_name(path: &[u8], position: usize) -> String {
+    if path.is_empty() {
+        format!("<entry {position}, which has no name>")
+    } else {
+        String::from_utf8_lossy(path).into_owned()
+    }
+}
+
 /// Checks an entry path and normalizes it to `a/b/c`; `Ok(None)` for the root itself (`./`).
 fn normalize_entry(raw: &[u8]) -> Result<Option<String>, &'static str> {
     let text = std::str::from_utf8(raw).map_err(|_| "entry path is not valid UTF-8")?;
@@ -263,11 +278,20 @@ fn normalize_entry(raw: &[u8]) -> Result<Option<String>, &'static str> {
     if text.contains('\\') {
         return Err("backslashes are not allowed in archive paths");
     }
+    if text.contains('\0') {
+        return Err("NUL characters are not allowed in archive paths");
+    }
+    if text.len() > MAX_PATH_BYTES {
+        return Err("archive paths are limited to 1024 bytes");
+    }
     let mut parts = Vec::new();
     for part in text.split('/') {
         match part {
             "" | "." => {}
             ".." => return Err("`..` is not allowed in archive paths"),
+            long if long.len() > MAX_NAME_BYTES => {
+                return Err("names in archive paths are limited to 255 bytes");
+            }
             other => parts.push(other),
         }
     }

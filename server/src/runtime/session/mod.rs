@@ -16,5 +16,11 @@ pub use record::{BundlePin, SessionInfo, SessionRecord, SessionStats};
 pub use sink::EventSink;
 pub use store::{QuarantinedSession, SessionStore};
 
+/// The log and file names, for the fuzzing harness that writes sessions by hand.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use log::EventLog;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use record::{LOG_FILE, RECORD_FILE};
+
 #[cfg(test)]
 mod tests;

@@ -122,6 +122,54 @@ fn links_devices_and_fifos_are_refused() {
     }
 }
 
+/// Found by the `bundle_archive` fuzz target: an entry with an empty name was blamed on
+/// "entry ``", which points nowhere.
+#[test]
+fn an_entry_without_a_name_is_named_by_its_position() {
+    let limits = ArchiveLimits {
+        max_total_bytes: 8,
+        ..ArchiveLimits::default()
+    };
+    let entries = [RawEntry::file("a", b"x"), RawEntry::file("", &[b'x'; 16])];
+    refused(
+        &gzip(&raw_tar(&entries), 6),
+        limits,
+        "<entry 2, which has no name>",
+        "more than 8 bytes",
+    );
+}
+
+/// Found by the `bundle_archive` fuzz target: names the file system cannot hold failed
+/// while unpacking, as internal errors. GNU long-name records carry them here.
+#[test]
+fn names_no_file_system_holds_are_refused() {
+    let long_name = format!("docs/{}", "n".repeat(300));
+    let long_path = "docs/".repeat(300);
+    let cases: [(&[u8], &str); 3] = [
+        (b"docs/a\0b", "NUL characters"),
+        (long_name.as_bytes(), "limited to 255 bytes"),
+        (long_path.as_bytes(), "limited to 1024 bytes"),
+    ];
+    for (name, part) in cases {
+        let entries = vec![
+            RawEntry {
+                name: b"././@LongLink",
+                kind: tar::EntryType::GNULongName,
+                data: name,
+                link: b"",
+            },
+            RawEntry::file("placeholder", b"x"),
+        ];
+        let entry = String::from_utf8_lossy(name).into_owned();
+        refused(
+            &with_manifest(entries),
+            ArchiveLimits::default(),
+            &entry,
+            part,
+        );
+    }
+}
+
 #[test]
 fn too_many_entries_are_refused() {
     let limits = ArchiveLimits {

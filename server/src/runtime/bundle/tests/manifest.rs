@@ -235,6 +235,10 @@ fn paths_must_stay_inside_the_bundle() {
         ("agents/missing.yaml".to_owned(), "does not exist"),
         (".hidden/agent.yaml".to_owned(), "excluded"),
         ("agents/escape.yaml".to_owned(), "resolves outside"),
+        // Found by the `bundle_manifest` fuzz target: these were internal errors.
+        ("agents/hello/agent.yaml/x".to_owned(), "does not exist"),
+        (format!("agents/{}.yaml", "n".repeat(300)), "does not exist"),
+        ("agents/\\0.yaml".to_owned(), "NUL character"),
     ];
     for (path, part) in cases {
         let dir = project_with(|m| {

@@ -24,7 +24,7 @@ mod tests;
 
 use std::fmt;
 
-pub use limits::{MAX_LINE_BYTES, MAX_NESTING};
+pub use limits::{MAX_LINE_BYTES, MAX_NESTING, MAX_PAREN_NESTING};
 
 /// One word of a command after quote removal (`"a;b"` is the word `a;b`).
 #[derive(Clone, Debug, PartialEq, Eq)]

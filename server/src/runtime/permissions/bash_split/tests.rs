@@ -228,8 +228,36 @@ fn hostile_input_is_opaque_not_a_crash() {
     assert!(!split_command(&shallow_eval).is_opaque());
     let long = "a ".repeat(MAX_LINE_BYTES);
     assert!(split_command(&long).is_opaque());
+    // Found by the `bash_split` fuzz target: the parser panics on a descriptor number too
+    // large for it; the guard around the parser makes the line opaque.
+    let huge_fd = format!("{}>>x", "1".repeat(30));
+    assert!(split_command(&huge_fd).is_opaque());
+    // Found by the `bash_split` fuzz target: the word parser backtracks at each level of a
+    // malformed word (0.2 s here, minutes a few levels deeper); past MAX_PAREN_NESTING a
+    // word is not parsed.
+    let split = split_command(r#"$(((@((((((((((((((("((()))))))))))))))))))))"#);
+    assert!(split.is_opaque());
+    assert!(
+        split.opaque.iter().any(|o| o.contains("levels deep")),
+        "{:?}",
+        split.opaque
+    );
+    // Found by the `bash_split` fuzz target: the parser's tokenizer looped forever,
+    // allocating until the process ran out of memory, on a line ending inside a
+    // here-document with an empty delimiter.
+    for line in ["[[ 2$(<<-  ", "echo x$(<<- \"\" ", "( x$(cat <<  "] {
+        assert!(split_command(line).is_opaque(), "{line}");
+    }
+    // Found by the `bash_split` fuzz target: the same backtracking in the line parser,
+    // on unclosed parentheses (`((w` 14 times took 4 s, each level costing about 3.6x).
+    let split = split_command(&format!("{}x #", "((w".repeat(14)));
+    assert!(
+        split.opaque.iter().any(|o| o.contains("levels deep")),
+        "{:?}",
+        split.opaque
+    );
     // Within the limits, deep nesting is walked (and stays within a thread's stack).
-    let levels = MAX_NESTING - 4;
+    let levels = MAX_PAREN_NESTING;
     let nested = format!("echo {}id{}", "$(echo ".repeat(levels), ")".repeat(levels));
     let split = split_command(&nested);
     assert!(!split.is_opaque(), "{:?}", split.opaque);
@@ -238,6 +266,7 @@ fn hostile_input_is_opaque_not_a_crash() {
         split.commands.first().map(ToString::to_string).as_deref(),
         Some("echo id")
     );
+    let levels = MAX_NESTING - 4;
     let groups = format!("{}ls{}", "{ ".repeat(levels), "; }".repeat(levels));
     let split = split_command(&groups);
     assert!(!split.is_opaque(), "{:?}", split.opaque);

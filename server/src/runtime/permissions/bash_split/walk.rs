@@ -1,6 +1,8 @@
 //! The walk over a parsed command line: every construct that can run a program is visited,
 //! and every simple command found is recorded with its redirections and wrappers.
 
+use std::borrow::Cow;
+
 use brush_parser::ast::{self, IoFileRedirectKind, IoFileRedirectTarget, IoRedirect};
 use brush_parser::{Parser, ParserOptions};
 
@@ -57,8 +59,23 @@ impl Walker {
             ));
             return;
         }
+        if self.too_deep_to_parse("command line", line) {
+            return;
+        }
+        // The parser's tokenizer loops forever, allocating, when its input ends inside a
+        // here-document with an empty delimiter (`echo $(<<- ""`); given a final newline,
+        // it reports the unterminated here-document. The newline changes nothing bash runs.
+        let terminated = if line.ends_with('\n') {
+            Cow::Borrowed(line)
+        } else {
+            Cow::Owned(format!("{line}\n"))
+        };
         let parsed = guarded(|| {
-            Parser::new(std::io::Cursor::new(line.as_bytes()), &parser_options()).parse_program()
+            Parser::new(
+                std::io::Cursor::new(terminated.as_bytes()),
+                &parser_options(),
+            )
+            .parse_program()
         });
         match parsed {
             None => self.opaque(format!("`{}` could not be parsed", excerpt(line))),

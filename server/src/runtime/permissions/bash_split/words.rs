@@ -6,6 +6,7 @@ use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece, WordPieceWit
 
 use super::ShellWord;
 use super::hazards::has_substitution_syntax;
+use super::limits::{MAX_PAREN_NESTING, paren_nesting};
 use super::walk::{Walker, excerpt, guarded, parser_options};
 
 /// A word being put together from its pieces.
@@ -41,6 +42,13 @@ impl Walker {
     /// Parses one word as written in the line (quotes included), walks the commands its
     /// substitutions run, and returns it with quotes removed.
     pub(super) fn word(&mut self, raw: &str) -> ShellWord {
+        if self.too_deep_to_parse("word", raw) {
+            return ShellWord {
+                text: raw.to_owned(),
+                dynamic: true,
+                carries_code: false,
+            };
+        }
         match guarded(|| word::parse(raw, &parser_options())) {
             Some(Ok(pieces)) => {
                 let mut builder = WordBuilder::default();
@@ -64,6 +72,9 @@ impl Walker {
 
     /// Walks the substitutions of an unquoted-delimiter here-document body (`<<EOF`).
     pub(super) fn heredoc(&mut self, body: &str) {
+        if self.too_deep_to_parse("here-document", body) {
+            return;
+        }
         match guarded(|| word::parse_heredoc(body, &parser_options())) {
             Some(Ok(pieces)) => self.pieces(body, &pieces, true, &mut WordBuilder::default()),
             _ => self.opaque(format!(
@@ -71,6 +82,20 @@ impl Walker {
                 excerpt(body)
             )),
         }
+    }
+
+    /// Whether parentheses nest too deeply in `text` for the parser (see
+    /// [`MAX_PAREN_NESTING`]); it is then opaque, unparsed.
+    pub(super) fn too_deep_to_parse(&mut self, what: &str, text: &str) -> bool {
+        let deep = paren_nesting(text) > MAX_PAREN_NESTING;
+        if deep {
+            self.opaque(format!(
+                "the {what} `{}` nests parentheses more than {MAX_PAREN_NESTING} levels deep \
+                 and was not checked",
+                excerpt(text)
+            ));
+        }
+        deep
     }
 
     fn pieces(
