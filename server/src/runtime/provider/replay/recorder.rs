@@ -365,10 +365,12 @@ impl Entry {
                     total_tokens: _,
                 } = *usage;
                 let sum = self.usage.get_or_insert_with(Usage::default);
-                sum.input_tokens += input_tokens;
-                sum.output_tokens += output_tokens;
-                sum.cached_input_tokens += cached_input_tokens;
-                sum.reasoning_tokens += reasoning_tokens;
+                // Saturating, like the session's totals: a provider's numbers are not ours.
+                sum.input_tokens = sum.input_tokens.saturating_add(input_tokens);
+                sum.output_tokens = sum.output_tokens.saturating_add(output_tokens);
+                sum.cached_input_tokens =
+                    sum.cached_input_tokens.saturating_add(cached_input_tokens);
+                sum.reasoning_tokens = sum.reasoning_tokens.saturating_add(reasoning_tokens);
             }
             ModelDelta::ReasoningBreak | ModelDelta::ReasoningState(_) => {}
         }
