@@ -149,7 +149,8 @@ pub(crate) fn read_manifest(root: &Path) -> Result<BundleManifest, BundleError> 
     })
 }
 
-/// Reads a UTF-8 file of the bundle; a missing or non-UTF-8 file is blamed on `file`/`field`.
+/// Reads a UTF-8 file of the bundle; a missing, non-file or non-UTF-8 one is blamed on
+/// `file`/`field`: what the archive holds is the client's doing, not the server's trouble.
 fn read_text(root: &Path, rel: &str, file: &str, field: &str) -> Result<String, BundleError> {
     match fs::read_to_string(root.join(rel)) {
         Ok(text) => Ok(text),
@@ -158,6 +159,18 @@ fn read_text(root: &Path, rel: &str, file: &str, field: &str) -> Result<String, 
             field,
             format!("`{rel}` not found in the bundle"),
         )),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::IsADirectory | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Err(BundleError::manifest(
+                file,
+                field,
+                format!("`{rel}` is not a regular file"),
+            ))
+        }
         Err(e) if e.kind() == io::ErrorKind::InvalidData => Err(BundleError::manifest(
             file,
             field,

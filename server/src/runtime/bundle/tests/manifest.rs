@@ -429,3 +429,22 @@ fn agent_memory_is_on_unless_the_agent_switches_it_off() {
         assert!(message.contains(part), "{message}");
     }
 }
+
+#[test]
+fn a_folder_where_a_file_belongs_is_the_bundles_mistake() {
+    let dir = project();
+    std::fs::remove_file(dir.path().join("odyssey.bundle.yaml")).unwrap();
+    std::fs::create_dir(dir.path().join("odyssey.bundle.yaml")).unwrap();
+    assert_invalid(
+        dir.path(),
+        "odyssey.bundle.yaml",
+        &["`odyssey.bundle.yaml` is not a regular file"],
+    );
+
+    let dir = project();
+    std::fs::remove_file(dir.path().join("agents/hello/agent.yaml")).unwrap();
+    std::fs::create_dir(dir.path().join("agents/hello/agent.yaml")).unwrap();
+    let err = load_err(dir.path());
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("agents/hello/agent.yaml"), "{err}");
+}
