@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::endless::{Endless, Rendered};
+
 /// The model name written into scripted chunks.
 const MODEL: &str = "gpt-loopback";
 
@@ -27,6 +29,8 @@ pub(super) enum Mode {
     Scripted(VecDeque<Reply>),
     /// Every request gets a short streamed echo of its last message, at once.
     Echo,
+    /// Any number of requests, answered at once, nothing recorded but timings.
+    Endless(Endless),
 }
 
 impl Script {
@@ -44,6 +48,38 @@ impl Script {
         Self {
             api_key: api_key.into(),
             mode: Mode::Echo,
+        }
+    }
+
+    /// A server answering every request at once with `reply` (rendered once), keeping
+    /// nothing but each call's timing: a model that costs next to nothing and never runs
+    /// out, for benchmarks.
+    pub fn repeat(api_key: impl Into<String>, reply: Reply) -> Self {
+        Self {
+            api_key: api_key.into(),
+            mode: Mode::Endless(Endless::Repeat(Rendered::new(reply))),
+        }
+    }
+
+    /// Like [`Script::repeat`], for a model that works with a tool: while the conversation
+    /// holds fewer than `calls` tool results after its last user message, the answer is a
+    /// call to `tool` with `arguments` (JSON text); then it is `done`. So every turn makes
+    /// `calls` tool calls, one per model call, and ends with `done`.
+    pub fn tool_loop(
+        api_key: impl Into<String>,
+        tool: &str,
+        arguments: &str,
+        calls: usize,
+        done: Reply,
+    ) -> Self {
+        Self {
+            api_key: api_key.into(),
+            mode: Mode::Endless(Endless::ToolLoop {
+                tool: tool.to_owned(),
+                arguments: arguments.to_owned(),
+                calls,
+                done: Rendered::new(done),
+            }),
         }
     }
 
