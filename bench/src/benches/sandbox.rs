@@ -1,0 +1,109 @@
+//! Figure 6: a `Bash` tool call running `true` under `workspace_write`, end to end: from
+//! the model's answer asking for the call to the model's next request, which carries the
+//! call's result. In between the runtime parses the call, checks the agent's rules
+//! (`allow: [Bash]`, so it runs without asking), splits the command line, runs it in the
+//! sandbox (bubblewrap, then Landlock and seccomp by the helper), records its events and
+//! sends the conversation back to the model.
+
+use odyssey_client::proto::session_event::Payload;
+use odyssey_server::testing::openai_wire::Script;
+
+use super::Outcome;
+use crate::bundle::{self, Tools};
+use crate::daemon::MODEL_KEY;
+use crate::env::{self, Env};
+use crate::error::{BenchError, ClientContext, Result};
+use crate::replies;
+use crate::report::{Bound, Figure, Statistic};
+use crate::stats::Summary;
+
+/// Turns run first and not measured (the first one makes the session's sandbox cell).
+const WARMUP_TURNS: usize = 1;
+
+pub async fn run(env: &Env) -> Result<Outcome> {
+    let s = &env.settings;
+    let per_turn = s.sandbox_calls_per_turn.max(1);
+    let script = Script::tool_loop(
+        MODEL_KEY,
+        "Bash",
+        r#"{"command":"true"}"#,
+        per_turn,
+        replies::short(),
+    );
+    let model = env::model(script).await?;
+    let home = env.home("sandbox")?;
+    let steps = (per_turn + 1).to_string();
+    let args = ["--max-turn-steps".to_owned(), steps];
+    let daemon = env.daemon(&home, Some(&model), &args).await?;
+    let client = daemon.client().await?;
+    let bundle = bundle::install(&client, Tools::Bash).await?;
+    let session = bundle::session(&client, &bundle).await?;
+
+    let turns = WARMUP_TURNS + s.sandbox_calls.div_ceil(per_turn);
+    let (mut calls, mut process) = (Vec::new(), Vec::new());
+    for number in 0..turns {
+        model.take_timings();
+        let mut turn = client
+            .run_turn(&session, "Run true, repeatedly.", Default::default())
+            .await
+            .context("run a turn")?;
+        let mut exec_ms = Vec::new();
+        while let Some(event) = turn.next().await.context("read the turn's events")? {
+            match event.payload {
+                Some(Payload::ToolCallFinished(done)) if !done.success => {
+                    return Err(BenchError::check(format!("Bash failed: {}", done.result)));
+                }
+                Some(Payload::ExecCommandEnd(end)) => exec_ms.push(end.duration_ms as f64),
+                Some(Payload::TurnCompleted(done)) if !done.error.is_empty() => {
+                    return Err(BenchError::check(format!(
+                        "the turn failed: {}",
+                        done.error
+                    )));
+                }
+                _ => {}
+            }
+        }
+        let timings = model.take_timings();
+        if timings.len() != per_turn + 1 || exec_ms.len() != per_turn {
+            return Err(BenchError::check(format!(
+                "a turn made {} model calls and ran {} commands, expected {} and {per_turn}",
+                timings.len(),
+                exec_ms.len(),
+                per_turn + 1
+            )));
+        }
+        if number >= WARMUP_TURNS {
+            for pair in timings.windows(2) {
+                calls.push(pair[1].received.saturating_duration_since(pair[0].answered));
+            }
+            process.extend(exec_ms);
+        }
+    }
+    daemon.stop().await?;
+    calls.truncate(s.sandbox_calls);
+
+    let mut outcome = Outcome::default();
+    outcome.figures.push(
+        Figure::new(
+            "Bash `true` tool call, end to end",
+            "ms",
+            format!(
+                "at the model server: from the last byte of an answer calling Bash with \
+                 `true` to the arrival of the next request, carrying its result; {per_turn} \
+                 calls per turn, session sandbox `workspace_write`, the agent allowing Bash"
+            ),
+        )
+        .samples(Summary::of_millis(&calls))
+        .target(Statistic::P50, Bound::AtMost, 10.0),
+    );
+    outcome.figures.push(
+        Figure::new(
+            "sandboxed process",
+            "ms",
+            "duration_ms of each exec_command_end: the sandboxed process alone, from spawn \
+             to exit (whole milliseconds)",
+        )
+        .samples(Summary::of(&process)),
+    );
+    Ok(outcome)
+}
