@@ -87,6 +87,12 @@ impl ReplayState {
     }
 }
 
+/// A random (version 4) id for an event, from the thread's generator: `Uuid::new_v4`
+/// makes a system call per id, and a busy turn writes thousands of events a second.
+fn event_id() -> Uuid {
+    uuid::Builder::from_random_bytes(rand::random()).into_uuid()
+}
+
 fn apply_turn_end(stats: &mut SessionStats, done: &crate::runtime::events::TurnCompleted) {
     stats.turn_count += 1;
     stats.usage += done.usage;
@@ -197,7 +203,7 @@ impl SessionHandle {
             ));
         }
         let event = Event {
-            id: Uuid::new_v4(),
+            id: event_id(),
             session_id: self.record.id,
             sequence: state.log.last_sequence() + 1,
             created_at_ms: now_ms(),
