@@ -173,7 +173,8 @@ fn capture(
         context: format!("{what} {}", path.display()),
         source,
     };
-    let mut line = serde_json::to_string(&record).map_err(|e| io("encode a record for", e.into()))?;
+    let mut line =
+        serde_json::to_string(&record).map_err(|e| io("encode a record for", e.into()))?;
     line.push('\n');
     if let Some(size) = size {
         let grown = FileSize {
@@ -434,6 +435,10 @@ mod tests {
         let kept = restarted.recall(scope("main"), 10).await.expect("recall");
         let stamps: Vec<u64> = kept.iter().map(|r| r.created_at_ms).collect();
         assert_eq!(stamps, [5, 6, 7]);
-        assert!(std::fs::read_to_string(&file).expect("read").ends_with("}\n"));
+        assert!(
+            std::fs::read_to_string(&file)
+                .expect("read")
+                .ends_with("}\n")
+        );
     }
 }

@@ -189,7 +189,12 @@ mod tests {
         let whole = events_of(&[stream]);
         assert_eq!(
             whole,
-            [message("one"), message("two"), message("three"), message("")]
+            [
+                message("one"),
+                message("two"),
+                message("three"),
+                message("")
+            ]
         );
         for size in 1..stream.len() {
             let chunks: Vec<&[u8]> = stream.chunks(size).collect();

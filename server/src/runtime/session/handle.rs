@@ -4,10 +4,11 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
+use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use super::history::{History, HistorySnapshot};
@@ -33,6 +34,18 @@ pub struct SessionHandle {
     published: watch::Sender<u64>,
     /// The last sequence known to be on stable storage.
     synced_sequence: AtomicU64,
+    summary: SummaryWriter,
+}
+
+/// Rewrites of `summary.json`, off the async threads (replacing a file can wait on the
+/// disk): one at a time per session, requests made meanwhile folded into one more.
+struct SummaryWriter {
+    /// A rewrite was asked for since the last one started.
+    dirty: AtomicBool,
+    /// A writer task is running.
+    running: AtomicBool,
+    /// The store's writer tasks, so that shutdown can wait for them.
+    tasks: TaskTracker,
 }
 
 struct LiveState {
@@ -105,6 +118,7 @@ impl SessionHandle {
         dir: PathBuf,
         log: EventLog,
         replay: ReplayState,
+        summary_tasks: TaskTracker,
     ) -> Result<Self> {
         let sync_file = File::open(log.path())
             .map_err(|e| RuntimeError::storage(format!("open {}", log.path().display()), e))?;
@@ -112,6 +126,11 @@ impl SessionHandle {
         let synced_sequence = AtomicU64::new(log.last_sequence());
         Ok(Self {
             synced_sequence,
+            summary: SummaryWriter {
+                dirty: AtomicBool::new(false),
+                running: AtomicBool::new(false),
+                tasks: summary_tasks,
+            },
             record,
             dir,
             sync_file,
@@ -258,9 +277,41 @@ impl SessionHandle {
         Ok(())
     }
 
-    /// Rewrites `summary.json` (a cache; losing it costs a log scan on next open).
-    pub fn write_summary(&self) {
-        let stats = self.stats();
+    /// Rewrites `summary.json` (a cache; losing it costs a log scan on next open) in the
+    /// background, with the totals as they are when the write starts.
+    pub fn write_summary(self: &Arc<Self>) {
+        let summary = &self.summary;
+        summary.dirty.store(true, Ordering::SeqCst);
+        if summary.running.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let handle = self.clone();
+        summary.tasks.spawn_blocking(move || {
+            let summary = &handle.summary;
+            loop {
+                while summary.dirty.swap(false, Ordering::SeqCst) {
+                    handle.write_summary_now();
+                }
+                summary.running.store(false, Ordering::SeqCst);
+                // A request that came after the last swap saw a running writer and left
+                // its write to it: take it over, unless another writer already has.
+                if !summary.dirty.load(Ordering::SeqCst)
+                    || summary.running.swap(true, Ordering::SeqCst)
+                {
+                    break;
+                }
+            }
+        });
+    }
+
+    fn write_summary_now(&self) {
+        let (stats, deleted) = {
+            let state = self.lock();
+            (state.stats.clone(), state.deleted)
+        };
+        if deleted {
+            return;
+        }
         if let Err(e) = write_json_atomic(&self.dir.join(SUMMARY_FILE), &stats, false) {
             tracing::warn!(session = %self.record.id, error = %e, "cannot write session summary");
         }

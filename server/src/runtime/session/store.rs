@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::OnceCell;
+use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use super::handle::{ReplayState, SessionHandle};
@@ -41,6 +42,8 @@ pub struct SessionStore {
     quarantine_root: PathBuf,
     open: Mutex<HashMap<Uuid, Arc<OnceCell<Arc<SessionHandle>>>>>,
     quarantined: Mutex<Vec<QuarantinedSession>>,
+    /// Sessions' background summary writes.
+    summary_writes: TaskTracker,
 }
 
 impl SessionStore {
@@ -78,6 +81,7 @@ impl SessionStore {
             quarantine_root,
             open: Mutex::new(HashMap::new()),
             quarantined: Mutex::new(quarantined),
+            summary_writes: TaskTracker::new(),
         })
     }
 
@@ -134,7 +138,13 @@ impl SessionStore {
             let log = EventLog::open(&dir.join(LOG_FILE), |_| {})
                 .map_err(RuntimeError::from)?
                 .log;
-            SessionHandle::new(record.clone(), dir, log, replay)
+            SessionHandle::new(
+                record.clone(),
+                dir,
+                log,
+                replay,
+                self.summary_writes.clone(),
+            )
         })();
         let handle = match result {
             Ok(handle) => Arc::new(handle),
@@ -154,7 +164,8 @@ impl SessionStore {
         let handle = cell
             .get_or_try_init(|| async {
                 let dir = self.dir_of(id);
-                tokio::task::spawn_blocking(move || load(id, &dir))
+                let summaries = self.summary_writes.clone();
+                tokio::task::spawn_blocking(move || load(id, &dir, summaries))
                     .await
                     .map_err(|e| RuntimeError::storage("load session", std::io::Error::other(e)))?
             })
@@ -259,6 +270,13 @@ impl SessionStore {
         Ok(())
     }
 
+    /// Waits until the summaries being written are on disk (at shutdown).
+    pub async fn flush_summaries(&self) {
+        self.summary_writes.close();
+        self.summary_writes.wait().await;
+        self.summary_writes.reopen();
+    }
+
     /// Forgets open sessions nobody uses, so memory follows activity, not history.
     pub fn evict_idle(&self, keep: usize) {
         let mut open = self.lock_open();
@@ -310,7 +328,11 @@ impl From<RuntimeError> for LoadError {
     }
 }
 
-fn load(id: Uuid, dir: &Path) -> std::result::Result<Arc<SessionHandle>, LoadError> {
+fn load(
+    id: Uuid,
+    dir: &Path,
+    summary_writes: TaskTracker,
+) -> std::result::Result<Arc<SessionHandle>, LoadError> {
     let record_path = dir.join(RECORD_FILE);
     if !record_path.exists() {
         return Err(LoadError::Missing);
@@ -344,6 +366,7 @@ fn load(id: Uuid, dir: &Path) -> std::result::Result<Arc<SessionHandle>, LoadErr
         dir.to_path_buf(),
         recovered.log,
         replay,
+        summary_writes,
     )?))
 }
 
