@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
@@ -38,14 +39,26 @@ pub struct SessionHandle {
 }
 
 /// Rewrites of `summary.json`, off the async threads (replacing a file can wait on the
-/// disk): one at a time per session, requests made meanwhile folded into one more.
+/// disk), at most one per [`SUMMARY_DELAY`] per session: readers fold in the events a
+/// summary does not cover, so a busy session need not rewrite it after every turn.
 struct SummaryWriter {
     /// A rewrite was asked for since the last one started.
     dirty: AtomicBool,
     /// A writer task is running.
     running: AtomicBool,
     /// The store's writer tasks, so that shutdown can wait for them.
-    tasks: TaskTracker,
+    tasks: SummaryTasks,
+}
+
+/// How long a summary rewrite waits for further turns to fold in.
+const SUMMARY_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The summary writers of a store: shutdown ends their waits and waits for them.
+#[derive(Clone, Default)]
+pub(crate) struct SummaryTasks {
+    pub tracker: TaskTracker,
+    /// Cancelled at shutdown: writers write at once from then on.
+    pub flush: CancellationToken,
 }
 
 struct LiveState {
@@ -70,8 +83,7 @@ pub(crate) struct ReplayState {
 
 impl ReplayState {
     pub fn observe(&mut self, event: Event) {
-        self.stats.last_sequence = event.sequence;
-        self.stats.updated_at_ms = event.created_at_ms;
+        self.stats.observe(&event);
         match &event.payload {
             EventPayload::TurnStarted(_) => {
                 self.open_turn = event.turn_id.map(|id| (id, Vec::new()));
@@ -86,10 +98,7 @@ impl ReplayState {
                     pending.retain(|r| r != request_id);
                 }
             }
-            EventPayload::TurnCompleted(done) => {
-                self.open_turn = None;
-                apply_turn_end(&mut self.stats, done);
-            }
+            EventPayload::TurnCompleted(_) => self.open_turn = None,
             _ => {}
         }
         self.history.observe(&event);
@@ -106,24 +115,20 @@ fn event_id() -> Uuid {
     uuid::Builder::from_random_bytes(rand::random()).into_uuid()
 }
 
-fn apply_turn_end(stats: &mut SessionStats, done: &crate::runtime::events::TurnCompleted) {
-    stats.turn_count += 1;
-    stats.usage += done.usage;
-    stats.model_calls += u64::from(done.model_calls);
-}
-
 impl SessionHandle {
     pub(crate) fn new(
         record: SessionRecord,
         dir: PathBuf,
         log: EventLog,
         replay: ReplayState,
-        summary_tasks: TaskTracker,
+        summary_tasks: SummaryTasks,
     ) -> Result<Self> {
         let sync_file = File::open(log.path())
             .map_err(|e| RuntimeError::storage(format!("open {}", log.path().display()), e))?;
         let (published, _) = watch::channel(log.last_sequence());
         let synced_sequence = AtomicU64::new(log.last_sequence());
+        let mut replay = replay;
+        replay.stats.log_bytes = log.size();
         Ok(Self {
             synced_sequence,
             summary: SummaryWriter {
@@ -230,11 +235,8 @@ impl SessionHandle {
             payload,
         };
         state.log.append(&event).map_err(RuntimeError::from)?;
-        state.stats.last_sequence = event.sequence;
-        state.stats.updated_at_ms = event.created_at_ms;
-        if let EventPayload::TurnCompleted(done) = &event.payload {
-            apply_turn_end(&mut state.stats, done);
-        }
+        state.stats.observe(&event);
+        state.stats.log_bytes = state.log.size();
         state.history.observe(&event);
         let event = Arc::new(event);
         if state.recent.len() == RECENT_EVENTS {
@@ -277,8 +279,8 @@ impl SessionHandle {
         Ok(())
     }
 
-    /// Rewrites `summary.json` (a cache; losing it costs a log scan on next open) in the
-    /// background, with the totals as they are when the write starts.
+    /// Rewrites `summary.json` (a cache) in the background, after [`SUMMARY_DELAY`], with
+    /// the totals as they are then.
     pub fn write_summary(self: &Arc<Self>) {
         let summary = &self.summary;
         summary.dirty.store(true, Ordering::SeqCst);
@@ -286,11 +288,17 @@ impl SessionHandle {
             return;
         }
         let handle = self.clone();
-        summary.tasks.spawn_blocking(move || {
+        summary.tasks.tracker.spawn(async move {
             let summary = &handle.summary;
             loop {
+                let flush = summary.tasks.flush.clone();
+                tokio::select! {
+                    () = tokio::time::sleep(SUMMARY_DELAY) => {}
+                    () = flush.cancelled() => {}
+                }
                 while summary.dirty.swap(false, Ordering::SeqCst) {
-                    handle.write_summary_now();
+                    let writer = handle.clone();
+                    let _ = tokio::task::spawn_blocking(move || writer.write_summary_now()).await;
                 }
                 summary.running.store(false, Ordering::SeqCst);
                 // A request that came after the last swap saw a running writer and left

@@ -180,6 +180,11 @@ impl EventLog {
         self.last_sequence
     }
 
+    /// Bytes of whole events in the file.
+    pub fn size(&self) -> u64 {
+        self.len
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -269,6 +274,31 @@ impl LogReader {
                 return Ok(Some(event));
             }
         }
+    }
+}
+
+/// Calls `visit` with every whole event of the log at `path` from byte `offset` on (a line
+/// start); a line that does not parse, such as a torn tail, ends the scan. Answers the
+/// offset after the last event visited.
+pub fn scan_from(path: &Path, offset: u64, mut visit: impl FnMut(Event)) -> Result<u64, LogError> {
+    let mut file = File::open(path).map_err(|e| LogError::io(path, e))?;
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| LogError::io(path, e))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let (mut line, mut end) = (Vec::new(), offset);
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| LogError::io(path, e))?;
+        if n == 0 || line.last() != Some(&b'\n') {
+            return Ok(end);
+        }
+        match serde_json::from_slice::<Event>(trim_newline(&line)) {
+            Ok(event) => visit(event),
+            Err(_) => return Ok(end),
+        }
+        end += n as u64;
     }
 }
 

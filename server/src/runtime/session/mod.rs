@@ -3,6 +3,7 @@
 
 mod handle;
 mod history;
+mod journal;
 mod log;
 mod record;
 mod sink;

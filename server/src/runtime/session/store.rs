@@ -1,7 +1,7 @@
 //! Sessions on disk: `<home>/sessions/<id>/{session.json, events.jsonl, summary.json}`.
 //!
-//! Startup reads nothing but a small journal: `sessions/.open/` holds one marker per
-//! session with a turn in flight. Those sessions are opened (and so repaired) at startup;
+//! Startup reads nothing but a small journal (`sessions/.open-turns`, see [`Journal`])
+//! of the sessions with a turn in flight. Those sessions are opened (and so repaired) at startup;
 //! every other session is opened, and repaired if needed, the first time it is used. An
 //! unreadable session is moved to `<home>/quarantine/<id>/` with a `reason.txt`, reported,
 //! and never stops the server.
@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::OnceCell;
-use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
-use super::handle::{ReplayState, SessionHandle};
-use super::log::{EventLog, LogError};
+use super::handle::{ReplayState, SessionHandle, SummaryTasks};
+use super::journal::Journal;
+use super::log::{EventLog, LogError, scan_from};
 use super::record::{
     LOG_FILE, RECORD_FILE, SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats,
     write_json_atomic,
@@ -25,7 +25,6 @@ use crate::runtime::events::{
     ApprovalDecision, ApprovalResolution, EventPayload, TurnCompleted, TurnOutcome, now_ms,
 };
 
-const OPEN_JOURNAL: &str = ".open";
 const STAGING_PREFIX: &str = ".staging-";
 const REASON_FILE: &str = "reason.txt";
 
@@ -43,14 +42,15 @@ pub struct SessionStore {
     open: Mutex<HashMap<Uuid, Arc<OnceCell<Arc<SessionHandle>>>>>,
     quarantined: Mutex<Vec<QuarantinedSession>>,
     /// Sessions' background summary writes.
-    summary_writes: TaskTracker,
+    summary_writes: SummaryTasks,
+    journal: Journal,
 }
 
 impl SessionStore {
     /// Opens the store: creates its folders, clears half-created sessions, and lists the
     /// quarantine. Reads no session.
     pub fn open(root: PathBuf, quarantine_root: PathBuf) -> Result<Self> {
-        for dir in [&root, &root.join(OPEN_JOURNAL), &quarantine_root] {
+        for dir in [&root, &quarantine_root] {
             std::fs::create_dir_all(dir)
                 .map_err(|e| RuntimeError::storage(format!("create {}", dir.display()), e))?;
         }
@@ -77,35 +77,31 @@ impl SessionStore {
             });
         }
         Ok(Self {
+            journal: Journal::open(&root)?,
             root,
             quarantine_root,
             open: Mutex::new(HashMap::new()),
             quarantined: Mutex::new(quarantined),
-            summary_writes: TaskTracker::new(),
+            summary_writes: SummaryTasks::default(),
         })
     }
 
     /// Sessions the open-turn journal names: they were running a turn when the server
     /// last stopped.
     pub fn journaled_open_sessions(&self) -> Vec<Uuid> {
-        read_dir(&self.root.join(OPEN_JOURNAL))
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|e| e.file_name().to_str().and_then(|n| Uuid::parse_str(n).ok()))
-            .collect()
+        self.journal.open_sessions()
     }
 
-    /// Records that a turn of this session is in flight (durably, before it starts).
+    /// Records that a turn of this session is in flight, before it starts.
     pub fn journal_turn_start(&self, id: Uuid) -> Result<()> {
-        let path = self.root.join(OPEN_JOURNAL).join(id.to_string());
-        std::fs::File::create(&path)
-            .map_err(|e| RuntimeError::storage(format!("create {}", path.display()), e))?;
-        Ok(())
+        self.journal.start(id)
     }
 
-    /// Removes the in-flight marker once the turn's end is durable.
+    /// Records that the turn's end is durable.
     pub fn journal_turn_end(&self, id: Uuid) {
-        let _ = std::fs::remove_file(self.root.join(OPEN_JOURNAL).join(id.to_string()));
+        if let Err(e) = self.journal.end(id) {
+            tracing::warn!(session = %id, error = %e, "cannot journal turn end");
+        }
     }
 
     pub fn quarantined(&self) -> Vec<QuarantinedSession> {
@@ -249,7 +245,8 @@ impl SessionStore {
         }
         let dir = self.dir_of(id);
         let record: SessionRecord = read_json(&dir.join(RECORD_FILE)).ok()?;
-        let stats: SessionStats = read_json(&dir.join(SUMMARY_FILE)).unwrap_or_default();
+        let mut stats: SessionStats = read_json(&dir.join(SUMMARY_FILE)).unwrap_or_default();
+        catch_up(&dir.join(LOG_FILE), &mut stats);
         Some(SessionInfo { record, stats })
     }
 
@@ -270,11 +267,14 @@ impl SessionStore {
         Ok(())
     }
 
-    /// Waits until the summaries being written are on disk (at shutdown).
+    /// Writes the summaries waiting to be written and waits until they are (at shutdown;
+    /// later ones are written at once).
     pub async fn flush_summaries(&self) {
-        self.summary_writes.close();
-        self.summary_writes.wait().await;
-        self.summary_writes.reopen();
+        let tasks = &self.summary_writes;
+        tasks.flush.cancel();
+        tasks.tracker.close();
+        tasks.tracker.wait().await;
+        tasks.tracker.reopen();
     }
 
     /// Forgets open sessions nobody uses, so memory follows activity, not history.
@@ -331,7 +331,7 @@ impl From<RuntimeError> for LoadError {
 fn load(
     id: Uuid,
     dir: &Path,
-    summary_writes: TaskTracker,
+    summary_writes: SummaryTasks,
 ) -> std::result::Result<Arc<SessionHandle>, LoadError> {
     let record_path = dir.join(RECORD_FILE);
     if !record_path.exists() {
@@ -368,6 +368,26 @@ fn load(
         replay,
         summary_writes,
     )?))
+}
+
+/// Folds into `stats` the events the log holds beyond what they cover: one `stat` when the
+/// summary is current.
+fn catch_up(log: &Path, stats: &mut SessionStats) {
+    let Ok(len) = std::fs::metadata(log).map(|m| m.len()) else {
+        return;
+    };
+    if len == stats.log_bytes {
+        return;
+    }
+    if len < stats.log_bytes {
+        // The log was cut since (a torn tail repaired): count it all again.
+        *stats = SessionStats::default();
+    }
+    let from = stats.log_bytes;
+    match scan_from(log, from, |event| stats.observe(&event)) {
+        Ok(end) => stats.log_bytes = end,
+        Err(e) => tracing::warn!(log = %log.display(), error = %e, "cannot read a session's log"),
+    }
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> std::result::Result<T, String> {

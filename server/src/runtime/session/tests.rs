@@ -281,3 +281,52 @@ async fn a_journaled_open_turn_is_recorded_as_interrupted_once() {
     );
     assert_eq!(handle.stats().turn_count, 1);
 }
+
+#[tokio::test]
+async fn listing_folds_in_what_the_summary_does_not_cover() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let completed = |tokens: u64| {
+        EventPayload::TurnCompleted(TurnCompleted {
+            outcome: TurnOutcome::Completed,
+            response: "ok".into(),
+            error: String::new(),
+            usage: crate::runtime::chat::TokenUsage {
+                input_tokens: tokens,
+                ..Default::default()
+            },
+            messages: Vec::new(),
+            model_calls: 1,
+        })
+    };
+    let id;
+    {
+        let store = store(&dir);
+        let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
+        id = handle.id();
+        handle
+            .append(None, completed(10))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        handle.write_summary();
+        store.flush_summaries().await;
+        // Turns after the last summary, then the process dies.
+        handle
+            .append_now(None, delta("more"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        handle
+            .append(None, completed(5))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let store = store(&dir);
+    let listed = store.peek(id).unwrap_or_else(|| panic!("listed"));
+    assert_eq!(listed.stats.turn_count, 2);
+    assert_eq!(listed.stats.last_sequence, 3);
+    assert_eq!(listed.stats.usage.input_tokens, 15);
+    let opened = store.get(id).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        listed.stats,
+        opened.stats(),
+        "the same totals as the log rebuilt"
+    );
+}
