@@ -68,7 +68,11 @@ impl Env {
             home: home.dir.clone(),
             log: home.log.clone(),
             model_url: model.map(OpenAiWireServer::base_url),
-            args: args.to_vec(),
+            args: args
+                .iter()
+                .chain(&self.settings.daemon_args)
+                .cloned()
+                .collect(),
         }
     }
 

@@ -57,6 +57,10 @@ pub struct Settings {
     /// replay: full replays measured.
     #[arg(long, default_value_t = 5)]
     pub replay_runs: usize,
+    /// A further odysseyd flag for every daemon (`--daemon-arg=--long-term-memory=false`);
+    /// repeatable.
+    #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub daemon_args: Vec<String>,
 }
 
 impl Settings {
