@@ -40,7 +40,8 @@ pub(super) enum Endless {
     /// The same reply to every request, pre-rendered.
     Repeat(Rendered),
     /// A tool call to `tool` with `arguments` while the conversation holds fewer than
-    /// `calls` tool results after its last user message; then `done`.
+    /// `calls` tool results after its last user message; then `done`. A request that
+    /// offers no tools (a history summary) is answered `done` too.
     ToolLoop {
         tool: String,
         arguments: String,
@@ -103,7 +104,8 @@ impl Endless {
                 let request: Value = serde_json::from_slice(body).map_err(|e| {
                     format!("We could not parse the JSON body of your request. ({e})")
                 })?;
-                if tool_results_since_user(&request) >= *calls {
+                let offers_tools = request["tools"].as_array().is_some_and(|t| !t.is_empty());
+                if !offers_tools || tool_results_since_user(&request) >= *calls {
                     return Ok(done.clone());
                 }
                 let id = format!("call_{}", TOOL_CALLS.fetch_add(1, Ordering::Relaxed));
@@ -178,8 +180,9 @@ mod tests {
             calls: 2,
             done: Rendered::new(Reply::text("done")),
         };
+        let tools = json!([{ "type": "function", "function": { "name": "Bash" } }]);
         let ask = |messages: Value| {
-            let body = json!({ "messages": messages }).to_string();
+            let body = json!({ "messages": messages, "tools": tools }).to_string();
             match endless.answer(body.as_bytes()).expect("answer") {
                 Rendered::Bytes(bytes) => String::from_utf8(bytes.to_vec()).expect("utf-8"),
                 Rendered::Reply(_) => panic!("rendered"),
@@ -194,6 +197,11 @@ mod tests {
         assert!(second.contains(r#""name":"Bash""#), "{second}");
         let last = ask(json!([user, assistant, tool, assistant, tool]));
         assert!(last.contains(r#""content":"done""#), "{last}");
+        let no_tools = json!({ "messages": [user] }).to_string();
+        assert!(matches!(
+            endless.answer(no_tools.as_bytes()),
+            Ok(Rendered::Bytes(b)) if String::from_utf8_lossy(&b).contains(r#""content":"done""#)
+        ));
         assert!(endless.answer(b"not json").is_err());
     }
 }

@@ -64,7 +64,8 @@ impl Script {
     /// Like [`Script::repeat`], for a model that works with a tool: while the conversation
     /// holds fewer than `calls` tool results after its last user message, the answer is a
     /// call to `tool` with `arguments` (JSON text); then it is `done`. So every turn makes
-    /// `calls` tool calls, one per model call, and ends with `done`.
+    /// `calls` tool calls, one per model call, and ends with `done`. A request offering no
+    /// tools (a history summary) gets `done`.
     pub fn tool_loop(
         api_key: impl Into<String>,
         tool: &str,

@@ -576,6 +576,11 @@ async fn a_tool_loop_server_asks_for_its_tool_until_the_turn_has_the_results() {
     .await;
     let provider = provider_with(settings(&server));
     let mut request = request();
+    request.tools = vec![ToolSpec {
+        name: "Bash".into(),
+        description: "Runs a command".into(),
+        parameters: json!({ "type": "object" }),
+    }];
     let mut names = Vec::new();
     for round in 0..3 {
         let got: Vec<ModelDelta> = run(&provider, request.clone())
