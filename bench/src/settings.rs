@@ -43,7 +43,7 @@ pub struct Settings {
     #[arg(long, default_value_t = 100)]
     pub subscribers: usize,
     /// delivery: busy turns per measurement.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 7)]
     pub delivery_runs: usize,
     /// sandbox: tool calls measured.
     #[arg(long, default_value_t = 200)]

@@ -35,26 +35,30 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     // One subscriber, and the same turn with none (the baseline of the stall test).
     let (mut one_rates, mut one_events) = (Vec::new(), 0);
     let (mut alone, mut stalled) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
+    for run in 0..runs {
         let session = bundle::session(client, &bundle).await?;
         let stream = follow::subscribe(client, &session, 0).await?;
         let reader = tokio::spawn(follow::follow(stream, Until::TurnEnd));
-        let run = turn::run(client, &session, "Write at length.").await?;
+        let run_one = turn::run(client, &session, "Write at length.").await?;
         let followed = joined(reader).await?;
-        check_all(&followed, run.status.last_sequence)?;
+        check_all(&followed, run_one.status.last_sequence)?;
         one_rates.push(followed.rate());
         one_events = followed.events;
 
-        let session = bundle::session(client, &bundle).await?;
-        alone.push(turn::run(client, &session, "Write at length.").await?.wall);
-
-        // A subscriber on its own connection that never reads: the server's buffer and the
-        // connection's flow-control window fill up, then its cursor just stays behind.
-        let session = bundle::session(client, &bundle).await?;
-        let reader_client = daemon.client().await?;
-        let idle = follow::subscribe(&reader_client, &session, 0).await?;
-        stalled.push(turn::run(client, &session, "Write at length.").await?.wall);
-        drop(idle);
+        // Alternately first, so that neither side gains from its place.
+        for stall in [run % 2 == 1, run % 2 == 0] {
+            let session = bundle::session(client, &bundle).await?;
+            if !stall {
+                alone.push(turn::run(client, &session, "Write at length.").await?.wall);
+                continue;
+            }
+            // A subscriber on its own connection that never reads: the server's buffer and
+            // the connection's flow-control window fill up, then its cursor stays behind.
+            let reader_client = daemon.client().await?;
+            let idle = follow::subscribe(&reader_client, &session, 0).await?;
+            stalled.push(turn::run(client, &session, "Write at length.").await?.wall);
+            drop(idle);
+        }
     }
 
     // Many subscribers on one busy session.
