@@ -27,8 +27,9 @@ pub struct Settings {
     /// append: the later turn whose cost is compared with the turn-10 cost.
     #[arg(long, default_value_t = 10_000)]
     pub append_turns: usize,
-    /// append: turns measured around each of the two points (turn 10 and the later one).
-    #[arg(long, default_value_t = 20)]
+    /// append: turns measured at each of the two points (the late turns around the later
+    /// one; turns 1 to 20 of fresh sessions for turn 10).
+    #[arg(long, default_value_t = 100)]
     pub append_window: usize,
     /// startup: sessions on disk.
     #[arg(long, default_value_t = 10_000)]

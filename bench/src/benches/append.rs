@@ -14,42 +14,54 @@ use crate::report::{Bound, Figure, Statistic};
 use crate::stats::Summary;
 use crate::turn;
 
-/// The early turn of the comparison.
+/// The early turn of the comparison: early samples are turns 1..=2×EARLY of fresh
+/// sessions.
 const EARLY: usize = 10;
 
 pub async fn run(env: &Env) -> Result<Outcome> {
     let s = &env.settings;
-    let late = s.append_turns.max(EARLY * 2);
-    let window = s.append_window.clamp(1, EARLY * 2);
-    // Turns measured around a point: `window` of them, centred on it.
-    let around = |point: usize| {
-        let first = (point + 1).saturating_sub(window.div_ceil(2)).max(1);
-        first..first + window
-    };
-    let (early_turns, late_turns) = (around(EARLY), around(late));
+    let late = s.append_turns.max(EARLY * 4);
+    let samples = s.append_window.max(1);
+    let per_early_session = EARLY * 2;
+    // The late samples are `samples` turns centred on `late`.
+    let first_late = (late + 1)
+        .saturating_sub(samples.div_ceil(2))
+        .max(EARLY * 2);
+    let late_turns = first_late..first_late + samples;
 
     let model = env::model(Script::repeat(MODEL_KEY, replies::short())).await?;
     let home = env.home("append")?;
     let daemon = env.daemon(&home, Some(&model), &[]).await?;
     let client = daemon.client().await?;
     let bundle = bundle::install(&client, Tools::None).await?;
-    let session = bundle::session(&client, &bundle).await?;
+    let long = bundle::session(&client, &bundle).await?;
+    let overhead_of = |run: crate::turn::TurnRun| turn::overhead(run.wall, &model.take_timings());
 
-    let (mut early, mut later) = (Vec::new(), Vec::new());
-    let mut last_sequence = 0;
-    for number in 1..late_turns.end {
+    for number in 1..late_turns.start {
         model.take_timings();
-        let run = turn::run(&client, &session, &format!("Question number {number}?")).await?;
-        let overhead = turn::overhead(run.wall, &model.take_timings());
-        last_sequence = run.status.last_sequence;
-        if early_turns.contains(&number) {
-            early.push(overhead);
-        } else if late_turns.contains(&number) {
-            later.push(overhead);
-        }
+        turn::run(&client, &long, &format!("Question number {number}?")).await?;
         if number % 1000 == 0 {
             eprintln!("  append: {number} turns");
         }
+    }
+    // Late and early turns alternate, so that both see the same load on the machine.
+    let (mut early, mut later) = (Vec::new(), Vec::new());
+    let mut early_session = String::new();
+    let mut last_sequence = 0;
+    for (i, number) in late_turns.clone().enumerate() {
+        model.take_timings();
+        let run = turn::run(&client, &long, &format!("Question number {number}?")).await?;
+        last_sequence = run.status.last_sequence;
+        later.push(overhead_of(run));
+
+        if i % per_early_session == 0 {
+            early_session = bundle::session(&client, &bundle).await?;
+        }
+        model.take_timings();
+        let prompt = format!("Question number {}?", i % per_early_session + 1);
+        early.push(overhead_of(
+            turn::run(&client, &early_session, &prompt).await?,
+        ));
     }
     daemon.stop().await?;
 
@@ -59,17 +71,17 @@ pub async fn run(env: &Env) -> Result<Outcome> {
         (Some(e), Some(l)) if e.p50 > 0.0 => l.p50 / e.p50,
         _ => f64::NAN,
     };
-    let range = |r: &std::ops::Range<usize>| format!("{}–{}", r.start, r.end - 1);
+    let early_range = format!("1–{per_early_session}");
+    let late_range = format!("{}–{}", late_turns.start, late_turns.end - 1);
     let mut outcome = Outcome::default();
     outcome.figures.push(
         Figure::new(
             &format!("turn {late} ÷ turn {EARLY}"),
             "ratio",
             format!(
-                "p50 of the turn overhead (Run wall time less model time) over turns {} \
-                 ÷ the same over turns {}, in one session",
-                range(&late_turns),
-                range(&early_turns)
+                "p50 of the turn overhead (Run wall time less model time) over turns \
+                 {late_range} of one session ÷ the same over turns {early_range} of fresh \
+                 sessions, one late and one early turn in turn"
             ),
         )
         .value(ratio)
@@ -79,7 +91,10 @@ pub async fn run(env: &Env) -> Result<Outcome> {
         Figure::new(
             &format!("overhead around turn {EARLY}"),
             "ms",
-            format!("turns {}", range(&early_turns)),
+            format!(
+                "turns {early_range} of {} sessions",
+                samples.div_ceil(per_early_session)
+            ),
         )
         .samples(early_summary),
     );
@@ -87,10 +102,7 @@ pub async fn run(env: &Env) -> Result<Outcome> {
         Figure::new(
             &format!("overhead around turn {late}"),
             "ms",
-            format!(
-                "turns {}; the session's log then holds {last_sequence} events",
-                range(&late_turns)
-            ),
+            format!("turns {late_range}; the session's log then holds {last_sequence} events"),
         )
         .samples(late_summary),
     );
