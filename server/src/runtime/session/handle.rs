@@ -25,6 +25,10 @@ const RECENT_EVENTS: usize = 512;
 /// Events handed to a subscriber per batch.
 const BATCH: usize = 256;
 
+/// How long a durability point written by [`SessionHandle::append_now`] (a turn's start)
+/// waits for a later sync to share: a turn that ends sooner costs one sync, not two.
+const GROUP_SYNC_DELAY: std::time::Duration = std::time::Duration::from_millis(10);
+
 pub struct SessionHandle {
     record: SessionRecord,
     dir: PathBuf,
@@ -63,6 +67,10 @@ pub(crate) struct SummaryTasks {
 
 struct LiveState {
     log: EventLog,
+    /// Durability points written and not yet synced, oldest first, and whether their
+    /// writer holds them back until it has acted on the sync. Nothing from the first of
+    /// them on is visible to subscribers.
+    unsynced: VecDeque<(u64, bool)>,
     stats: SessionStats,
     recent: VecDeque<Arc<Event>>,
     history: History,
@@ -141,6 +149,7 @@ impl SessionHandle {
             sync_file,
             published,
             state: Mutex::new(LiveState {
+                unsynced: VecDeque::new(),
                 log,
                 stats: replay.stats,
                 recent: replay.recent,
@@ -201,24 +210,47 @@ impl SessionHandle {
         before_publish: impl FnOnce(&Event),
     ) -> Result<Arc<Event>> {
         let durable = payload.is_durability_point();
-        let event = self.write(turn_id, payload)?;
+        let event = self.write(turn_id, payload, durable)?;
         if durable {
-            self.sync().await?;
+            let synced = self.sync().await;
+            if synced.is_ok() {
+                before_publish(&event);
+            }
+            self.release(event.sequence);
+            synced?;
+        } else {
+            before_publish(&event);
         }
-        before_publish(&event);
-        self.publish(event.sequence);
+        self.publish();
         Ok(event)
     }
 
-    /// Appends without waiting for durability; subscribers see it at once.
-    pub fn append_now(&self, turn_id: Option<Uuid>, payload: EventPayload) -> Result<Arc<Event>> {
-        let event = self.write(turn_id, payload)?;
-        self.publish(event.sequence);
+    /// Appends without waiting; subscribers see it at once, except a durability point
+    /// (and what follows it), which they see once it is synced: by the next durable
+    /// append, or within [`GROUP_SYNC_DELAY`]. So a turn that ends sooner than that is
+    /// made durable, its start with its end, by one sync.
+    pub fn append_now(
+        self: &Arc<Self>,
+        turn_id: Option<Uuid>,
+        payload: EventPayload,
+    ) -> Result<Arc<Event>> {
+        let durable = payload.is_durability_point();
+        let event = self.write(turn_id, payload, false)?;
+        if durable {
+            self.sync_soon();
+        }
+        self.publish();
         Ok(event)
     }
 
-    /// Writes an event to the log and the ring without telling subscribers.
-    fn write(&self, turn_id: Option<Uuid>, payload: EventPayload) -> Result<Arc<Event>> {
+    /// Writes an event to the log and the ring without telling subscribers. A durability
+    /// point is remembered as unsynced, `held` when its writer releases it itself.
+    fn write(
+        &self,
+        turn_id: Option<Uuid>,
+        payload: EventPayload,
+        held: bool,
+    ) -> Result<Arc<Event>> {
         let mut state = self.lock();
         if state.deleted {
             return Err(RuntimeError::not_found(
@@ -235,6 +267,9 @@ impl SessionHandle {
             payload,
         };
         state.log.append(&event).map_err(RuntimeError::from)?;
+        if event.payload.is_durability_point() {
+            state.unsynced.push_back((event.sequence, held));
+        }
         state.stats.observe(&event);
         state.stats.log_bytes = state.log.size();
         state.history.observe(&event);
@@ -246,12 +281,19 @@ impl SessionHandle {
         Ok(event)
     }
 
-    /// Lets subscribers see events up to `sequence`. Sequences are published in order
-    /// because a session runs one turn at a time; `send_if_modified` keeps it monotonic.
-    fn publish(&self, sequence: u64) {
+    /// Lets subscribers see every event before the first unsynced durability point.
+    /// `send_if_modified` keeps the published sequence monotonic.
+    fn publish(&self) {
+        let visible = {
+            let state = self.lock();
+            state
+                .unsynced
+                .front()
+                .map_or(state.log.last_sequence(), |(first, _)| first - 1)
+        };
         self.published.send_if_modified(|last| {
-            if sequence > *last {
-                *last = sequence;
+            if visible > *last {
+                *last = visible;
                 true
             } else {
                 false
@@ -259,23 +301,48 @@ impl SessionHandle {
         });
     }
 
+    /// A held durability point is no longer held (its writer has acted on its sync).
+    fn release(&self, sequence: u64) {
+        let mut state = self.lock();
+        let synced = self.synced_sequence.load(Ordering::Acquire);
+        state
+            .unsynced
+            .retain(|(s, held)| *s != sequence && (*held || *s > synced));
+    }
+
+    /// Syncs after [`GROUP_SYNC_DELAY`], unless another sync covered everything by then,
+    /// and publishes what it made durable.
+    fn sync_soon(self: &Arc<Self>) {
+        let handle = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(GROUP_SYNC_DELAY).await;
+            if let Err(e) = handle.sync().await {
+                tracing::warn!(session = %handle.id(), error = %e, "cannot sync the event log");
+            }
+            handle.publish();
+        });
+    }
+
     /// Makes everything appended so far durable. Concurrent callers each wait for their
     /// own sync; a call with nothing new to sync returns at once.
     pub async fn sync(&self) -> Result<()> {
         let target = self.lock().log.last_sequence();
-        if self.synced_sequence.load(Ordering::Acquire) >= target {
-            return Ok(());
+        if self.synced_sequence.load(Ordering::Acquire) < target {
+            let file = self
+                .sync_file
+                .try_clone()
+                .map_err(|e| RuntimeError::storage("duplicate log descriptor", e))?;
+            let path = self.dir.clone();
+            tokio::task::spawn_blocking(move || file.sync_data())
+                .await
+                .map_err(|e| RuntimeError::storage("sync log", std::io::Error::other(e)))?
+                .map_err(|e| RuntimeError::storage(format!("sync {}", path.display()), e))?;
+            self.synced_sequence.fetch_max(target, Ordering::AcqRel);
         }
-        let file = self
-            .sync_file
-            .try_clone()
-            .map_err(|e| RuntimeError::storage("duplicate log descriptor", e))?;
-        let path = self.dir.clone();
-        tokio::task::spawn_blocking(move || file.sync_data())
-            .await
-            .map_err(|e| RuntimeError::storage("sync log", std::io::Error::other(e)))?
-            .map_err(|e| RuntimeError::storage(format!("sync {}", path.display()), e))?;
-        self.synced_sequence.fetch_max(target, Ordering::AcqRel);
+        let synced = self.synced_sequence.load(Ordering::Acquire);
+        self.lock()
+            .unsynced
+            .retain(|(s, held)| *held || *s > synced);
         Ok(())
     }
 

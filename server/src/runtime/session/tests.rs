@@ -330,3 +330,76 @@ async fn listing_folds_in_what_the_summary_does_not_cover() {
         "the same totals as the log rebuilt"
     );
 }
+
+#[tokio::test]
+async fn nothing_from_an_unsynced_turn_start_on_is_visible_until_it_is_durable() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = store(&dir);
+    let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
+    let started = || {
+        EventPayload::TurnStarted(TurnStarted {
+            prompt: "hi".into(),
+            context: TurnContext {
+                cwd: ".".into(),
+                model: ModelSpec::new("replay", "main"),
+                sandbox_mode: SandboxMode::WorkspaceWrite,
+                approval_policy: ApprovalPolicy::OnRequest,
+                metadata: Default::default(),
+            },
+        })
+    };
+    let sequences = |batch: Option<Vec<Arc<Event>>>| -> Vec<u64> {
+        batch
+            .unwrap_or_default()
+            .iter()
+            .map(|e| e.sequence)
+            .collect()
+    };
+    let mut subscription = handle.subscribe(0);
+    let turn = Some(Uuid::now_v7());
+    for payload in [delta("before"), started(), delta("during")] {
+        handle
+            .append_now(turn, payload)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let first = subscription
+        .next_batch()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        sequences(first),
+        [1],
+        "the turn start and what follows wait"
+    );
+    let completed = EventPayload::TurnCompleted(TurnCompleted {
+        outcome: TurnOutcome::Completed,
+        response: "ok".into(),
+        error: String::new(),
+        usage: Default::default(),
+        messages: Vec::new(),
+        model_calls: 1,
+    });
+    handle
+        .append(turn, completed)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rest = subscription
+        .next_batch()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        sequences(rest),
+        [2, 3, 4],
+        "one sync made the whole turn durable"
+    );
+
+    // A turn that runs on: its start is synced and shown after a short delay.
+    handle
+        .append_now(Some(Uuid::now_v7()), started())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let late = tokio::time::timeout(std::time::Duration::from_secs(5), subscription.next_batch())
+        .await
+        .unwrap_or_else(|_| panic!("the turn start was never shown"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sequences(late), [5]);
+}
