@@ -4,26 +4,23 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use super::history::{History, HistorySnapshot};
 use super::log::EventLog;
-use super::record::{SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats, write_json_atomic};
+use super::record::{SessionInfo, SessionRecord, SessionStats};
+use super::subscription::Subscription;
+use super::summary::{SummaryTasks, SummaryWriter};
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::{Event, EventPayload, now_ms};
 
 /// How many recent events stay in memory for live subscribers. A subscriber further
 /// behind reads the log file instead, so memory stays bounded whatever it does.
 const RECENT_EVENTS: usize = 512;
-
-/// Events handed to a subscriber per batch.
-const BATCH: usize = 256;
 
 /// How long a durability point written by [`SessionHandle::append_now`] (a turn's start)
 /// waits for a later sync to share: a turn that ends sooner costs one sync, not two.
@@ -36,47 +33,24 @@ pub struct SessionHandle {
     /// A second descriptor of the log file, so syncing happens outside the state lock.
     sync_file: File,
     /// The last sequence subscribers may see; they wait on it.
-    published: watch::Sender<u64>,
+    pub(super) published: watch::Sender<u64>,
     /// The last sequence known to be on stable storage.
     synced_sequence: AtomicU64,
     summary: SummaryWriter,
 }
 
-/// Rewrites of `summary.json`, off the async threads (replacing a file can wait on the
-/// disk), at most one per [`SUMMARY_DELAY`] per session: readers fold in the events a
-/// summary does not cover, so a busy session need not rewrite it after every turn.
-struct SummaryWriter {
-    /// A rewrite was asked for since the last one started.
-    dirty: AtomicBool,
-    /// A writer task is running.
-    running: AtomicBool,
-    /// The store's writer tasks, so that shutdown can wait for them.
-    tasks: SummaryTasks,
-}
-
-/// How long a summary rewrite waits for further turns to fold in.
-const SUMMARY_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// The summary writers of a store: shutdown ends their waits and waits for them.
-#[derive(Clone, Default)]
-pub(crate) struct SummaryTasks {
-    pub tracker: TaskTracker,
-    /// Cancelled at shutdown: writers write at once from then on.
-    pub flush: CancellationToken,
-}
-
-struct LiveState {
-    log: EventLog,
+pub(super) struct LiveState {
+    pub(super) log: EventLog,
     /// Durability points written and not yet synced, oldest first, and whether their
     /// writer holds them back until it has acted on the sync. Nothing from the first of
     /// them on is visible to subscribers.
     unsynced: VecDeque<(u64, bool)>,
     stats: SessionStats,
-    recent: VecDeque<Arc<Event>>,
+    pub(super) recent: VecDeque<Arc<Event>>,
     history: History,
     /// A turn the log shows as started but never ended (found when opening it).
     open_turn: Option<(Uuid, Vec<String>)>,
-    deleted: bool,
+    pub(super) deleted: bool,
 }
 
 /// What replaying the log found about the turn that was running, if any.
@@ -139,11 +113,7 @@ impl SessionHandle {
         replay.stats.log_bytes = log.size();
         Ok(Self {
             synced_sequence,
-            summary: SummaryWriter {
-                dirty: AtomicBool::new(false),
-                running: AtomicBool::new(false),
-                tasks: summary_tasks,
-            },
+            summary: SummaryWriter::new(summary_tasks),
             record,
             dir,
             sync_file,
@@ -189,7 +159,7 @@ impl SessionHandle {
         self.lock().history.snapshot()
     }
 
-    fn lock(&self) -> MutexGuard<'_, LiveState> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, LiveState> {
         // A panic while holding the lock leaves plain data behind; keep serving it.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -346,50 +316,14 @@ impl SessionHandle {
         Ok(())
     }
 
-    /// Rewrites `summary.json` (a cache) in the background, after [`SUMMARY_DELAY`], with
-    /// the totals as they are then.
-    pub fn write_summary(self: &Arc<Self>) {
-        let summary = &self.summary;
-        summary.dirty.store(true, Ordering::SeqCst);
-        if summary.running.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let handle = self.clone();
-        summary.tasks.tracker.spawn(async move {
-            let summary = &handle.summary;
-            loop {
-                let flush = summary.tasks.flush.clone();
-                tokio::select! {
-                    () = tokio::time::sleep(SUMMARY_DELAY) => {}
-                    () = flush.cancelled() => {}
-                }
-                while summary.dirty.swap(false, Ordering::SeqCst) {
-                    let writer = handle.clone();
-                    let _ = tokio::task::spawn_blocking(move || writer.write_summary_now()).await;
-                }
-                summary.running.store(false, Ordering::SeqCst);
-                // A request that came after the last swap saw a running writer and left
-                // its write to it: take it over, unless another writer already has.
-                if !summary.dirty.load(Ordering::SeqCst)
-                    || summary.running.swap(true, Ordering::SeqCst)
-                {
-                    break;
-                }
-            }
-        });
+    pub(super) fn summary(&self) -> &SummaryWriter {
+        &self.summary
     }
 
-    fn write_summary_now(&self) {
-        let (stats, deleted) = {
-            let state = self.lock();
-            (state.stats.clone(), state.deleted)
-        };
-        if deleted {
-            return;
-        }
-        if let Err(e) = write_json_atomic(&self.dir.join(SUMMARY_FILE), &stats, false) {
-            tracing::warn!(session = %self.record.id, error = %e, "cannot write session summary");
-        }
+    /// The totals, unless the session was deleted.
+    pub(super) fn live_stats(&self) -> Option<SessionStats> {
+        let state = self.lock();
+        (!state.deleted).then(|| state.stats.clone())
     }
 
     /// The turn a crash left open, with its pending approval ids; handed out once.
@@ -411,100 +345,5 @@ impl SessionHandle {
             wake: self.published.subscribe(),
             file: None,
         }
-    }
-}
-
-/// A cursor over a session's events: stored ones first, then live ones as they are
-/// appended, with no gap and no duplicate. Holds at most one batch in memory.
-pub struct Subscription {
-    handle: Arc<SessionHandle>,
-    cursor: u64,
-    wake: watch::Receiver<u64>,
-    file: Option<super::log::LogReader>,
-}
-
-impl Subscription {
-    /// The sequence of the last event handed out.
-    pub fn cursor(&self) -> u64 {
-        self.cursor
-    }
-
-    pub fn session(&self) -> &Arc<SessionHandle> {
-        &self.handle
-    }
-
-    /// The next events, waiting for new ones when caught up. `Ok(None)` when the session
-    /// was deleted.
-    pub async fn next_batch(&mut self) -> Result<Option<Vec<Arc<Event>>>> {
-        loop {
-            let last = *self.wake.borrow_and_update();
-            if self.cursor < last {
-                let batch = self.read_batch(last).await?;
-                if !batch.is_empty() {
-                    self.cursor = batch[batch.len() - 1].sequence;
-                    return Ok(Some(batch));
-                }
-            }
-            if self.handle.lock().deleted {
-                return Ok(None);
-            }
-            if self.wake.changed().await.is_err() {
-                return Ok(None);
-            }
-        }
-    }
-
-    /// Up to [`BATCH`] events after the cursor, none past `last` (the published end).
-    async fn read_batch(&mut self, last: u64) -> Result<Vec<Arc<Event>>> {
-        {
-            let state = self.handle.lock();
-            if state.deleted {
-                return Ok(Vec::new());
-            }
-            let in_ring = state
-                .recent
-                .front()
-                .is_some_and(|first| first.sequence <= self.cursor + 1);
-            if in_ring {
-                self.file = None;
-                let skip = (self.cursor + 1 - state.recent[0].sequence) as usize;
-                return Ok(state
-                    .recent
-                    .iter()
-                    .skip(skip)
-                    .take_while(|e| e.sequence <= last)
-                    .take(BATCH)
-                    .cloned()
-                    .collect());
-            }
-            if self.file.is_none() {
-                self.file = Some(
-                    state
-                        .log
-                        .reader_after(self.cursor)
-                        .map_err(RuntimeError::from)?,
-                );
-            }
-        }
-        // Behind the ring: read the log file, off the async threads.
-        let Some(mut reader) = self.file.take() else {
-            return Ok(Vec::new());
-        };
-        let (reader, batch) = tokio::task::spawn_blocking(move || {
-            let mut batch = Vec::with_capacity(BATCH);
-            while batch.len() < BATCH {
-                match reader.next_event() {
-                    Ok(Some(event)) if event.sequence > last => return (None, Ok(batch)),
-                    Ok(Some(event)) => batch.push(Arc::new(event)),
-                    Ok(None) => return (None, Ok(batch)),
-                    Err(e) => return (None, Err(e)),
-                }
-            }
-            (Some(reader), Ok(batch))
-        })
-        .await
-        .map_err(|e| RuntimeError::storage("read log", std::io::Error::other(e)))?;
-        self.file = reader;
-        batch.map_err(RuntimeError::from)
     }
 }

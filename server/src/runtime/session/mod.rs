@@ -8,12 +8,15 @@ mod log;
 mod record;
 mod sink;
 mod store;
+mod subscription;
+mod summary;
 
-pub use handle::{SessionHandle, Subscription};
+pub use handle::SessionHandle;
 pub use history::{HistorySnapshot, HistorySummary, HistoryTurn, MEMORY_TURNS};
 pub use record::{BundlePin, SessionInfo, SessionRecord, SessionStats};
 pub use sink::EventSink;
 pub use store::{QuarantinedSession, SessionStore};
+pub use subscription::Subscription;
 
 #[cfg(test)]
 mod tests;

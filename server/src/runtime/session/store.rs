@@ -13,13 +13,14 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
-use super::handle::{ReplayState, SessionHandle, SummaryTasks};
+use super::handle::{ReplayState, SessionHandle};
 use super::journal::Journal;
 use super::log::{EventLog, LogError, scan_from};
 use super::record::{
     LOG_FILE, RECORD_FILE, SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats,
     write_json_atomic,
 };
+use super::summary::SummaryTasks;
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::{
     ApprovalDecision, ApprovalResolution, EventPayload, TurnCompleted, TurnOutcome, now_ms,
