@@ -194,6 +194,23 @@ impl Daemon {
         })
     }
 
+    /// CPU time the daemon's threads have used so far (from each thread's
+    /// `/proc/<pid>/task/<tid>/schedstat`; threads that ended are not counted).
+    pub fn cpu_time(&self) -> Result<Duration> {
+        let dir = format!("/proc/{}/task", self.pid);
+        let tasks = std::fs::read_dir(&dir).map_err(|e| BenchError::io("list", &dir, e))?;
+        let mut nanos = 0u64;
+        for task in tasks.flatten() {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+            nanos += stat
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        Ok(Duration::from_nanos(nanos))
+    }
+
     /// Stops gracefully (SIGTERM), killing it if it takes too long.
     pub async fn stop(mut self) -> Result<()> {
         // SAFETY: a plain kill(2) of our own child, which has not been reaped yet.

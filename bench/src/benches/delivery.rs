@@ -35,6 +35,7 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     // One subscriber, and the same turn with none (the baseline of the stall test).
     let (mut one_rates, mut one_events) = (Vec::new(), 0);
     let (mut alone, mut stalled) = (Vec::new(), Vec::new());
+    let (mut alone_cpu, mut stalled_cpu) = (Vec::new(), Vec::new());
     for run in 0..runs {
         let session = bundle::session(client, &bundle).await?;
         let stream = follow::subscribe(client, &session, 0).await?;
@@ -49,14 +50,18 @@ pub async fn run(env: &Env) -> Result<Outcome> {
         for stall in [run % 2 == 1, run % 2 == 0] {
             let session = bundle::session(client, &bundle).await?;
             if !stall {
+                let cpu = daemon.cpu_time()?;
                 alone.push(turn::run(client, &session, "Write at length.").await?.wall);
+                alone_cpu.push(daemon.cpu_time()?.saturating_sub(cpu));
                 continue;
             }
             // A subscriber on its own connection that never reads: the server's buffer and
             // the connection's flow-control window fill up, then its cursor stays behind.
             let reader_client = daemon.client().await?;
             let idle = follow::subscribe(&reader_client, &session, 0).await?;
+            let cpu = daemon.cpu_time()?;
             stalled.push(turn::run(client, &session, "Write at length.").await?.wall);
+            stalled_cpu.push(daemon.cpu_time()?.saturating_sub(cpu));
             drop(idle);
         }
     }
@@ -150,6 +155,22 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     outcome.figures.push(
         Figure::new("busy turn, one stalled subscriber", "ms", "Run's wall time")
             .samples(Summary::of_millis(&stalled)),
+    );
+    outcome.figures.push(
+        Figure::new(
+            "daemon CPU, busy turn, no subscriber",
+            "ms",
+            "CPU time odysseyd's threads used during the turn",
+        )
+        .samples(Summary::of_millis(&alone_cpu)),
+    );
+    outcome.figures.push(
+        Figure::new(
+            "daemon CPU, busy turn, one stalled subscriber",
+            "ms",
+            "the same with the stalled subscriber",
+        )
+        .samples(Summary::of_millis(&stalled_cpu)),
     );
     let produced: Vec<f64> = alone
         .iter()

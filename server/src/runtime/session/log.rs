@@ -192,7 +192,9 @@ impl EventLog {
     /// Appends one event. Its sequence must be the next one.
     pub fn append(&mut self, event: &Event) -> Result<(), LogError> {
         debug_assert_eq!(event.sequence, self.last_sequence + 1);
-        let mut line = serde_json::to_vec(event).map_err(|e| LogError::Corrupt {
+        // Most events fit; a larger one grows the buffer once or twice.
+        let mut line = Vec::with_capacity(512);
+        serde_json::to_writer(&mut line, event).map_err(|e| LogError::Corrupt {
             path: self.path.clone(),
             line: event.sequence,
             message: format!("cannot encode event: {e}"),
