@@ -172,6 +172,15 @@ pub async fn run(env: &Env) -> Result<Outcome> {
         )
         .samples(Summary::of_millis(&stalled_cpu)),
     );
+    outcome.notes.push(
+        "A stalled subscriber is not free: its client's HTTP/2 flow-control window (2 MiB \
+         per stream for the Rust client) is filled before the server's sends block, so the \
+         daemon spends the CPU time of delivering that many events (compare the two daemon \
+         CPU figures). From then on the subscriber costs nothing: its cursor waits in the \
+         log. On two cores that extra CPU time shows in the turn's wall time only as far as \
+         both cores are busy."
+            .to_owned(),
+    );
     let produced: Vec<f64> = alone
         .iter()
         .map(|wall| one_events as f64 / wall.as_secs_f64())

@@ -94,6 +94,18 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     calls.truncate(s.sandbox_calls);
 
     let mut outcome = Outcome::default();
+    let p50 = |s: Option<Summary>| s.map_or(f64::NAN, |s| s.p50);
+    outcome.notes.push(format!(
+        "Of the end-to-end p50 of {:.1} ms, the sandboxed process took {:.0} ms (p50 of \
+         exec_command_end's whole milliseconds): bubblewrap making the namespaces (user, \
+         pid, ipc, uts, network) and the bind mounts, the helper applying Landlock and \
+         seccomp, then bash: three programs started, each as fast as the machine creates \
+         processes, which slows down with its load. The rest is the runtime: decoding the \
+         call, the permission rule, splitting the command line, the run folder and the \
+         process record, five events, and the next model request.",
+        p50(Summary::of_millis(&calls)),
+        p50(Summary::of(&process)),
+    ));
     if skipped > 0 {
         outcome.notes.push(format!(
             "{skipped} turns made more model calls than their tool calls need and were not \
