@@ -20,6 +20,9 @@ pub struct Machine {
     /// `fdatasync` after a 256-byte append on that filesystem, in ms: the floor under
     /// every durable figure.
     pub fdatasync_ms: Option<Summary>,
+    /// Starting `/bin/true` and waiting for it, in ms: the unit of the sandbox figure,
+    /// which starts three programs per tool call.
+    pub process_start_ms: Option<Summary>,
 }
 
 impl Machine {
@@ -45,6 +48,7 @@ impl Machine {
             memory_mib: memory_kib / 1024,
             tmp_filesystem: filesystem_of(tmp),
             fdatasync_ms: fdatasync_latency(tmp, 50),
+            process_start_ms: process_start(30),
         }
     }
 }
@@ -86,6 +90,19 @@ fn fdatasync_latency(dir: &Path, rounds: usize) -> Option<Summary> {
         let started = Instant::now();
         file.sync_data().ok()?;
         times.push(started.elapsed());
+    }
+    Summary::of_millis(&times)
+}
+
+fn process_start(rounds: usize) -> Option<Summary> {
+    let mut times: Vec<Duration> = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let status = std::process::Command::new("/bin/true").status().ok()?;
+        times.push(started.elapsed());
+        if !status.success() {
+            return None;
+        }
     }
     Summary::of_millis(&times)
 }

@@ -179,6 +179,15 @@ impl Report {
                 number(sync.p99)
             );
         }
+        if let Some(start) = &m.process_start_ms {
+            let _ = writeln!(
+                md,
+                "| starting `/bin/true` ({} rounds) | p50 {} ms, p99 {} ms |",
+                start.n,
+                number(start.p50),
+                number(start.p99)
+            );
+        }
         let _ = writeln!(md, "\n## Settings\n");
         let _ = writeln!(md, "```json\n{}\n```\n", self.settings.to_json());
         let _ = writeln!(md, "## Summary\n");
