@@ -282,15 +282,42 @@ impl SessionHandle {
 
     /// Syncs after [`GROUP_SYNC_DELAY`], unless another sync covered everything by then,
     /// and publishes what it made durable.
+    /// Outside a tokio runtime (an embedder's plain thread) there is nothing to wait in:
+    /// it syncs at once.
     fn sync_soon(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            if let Err(e) = self.sync_blocking() {
+                tracing::warn!(session = %self.id(), error = %e, "cannot sync the event log");
+            }
+            return;
+        };
         let handle = self.clone();
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             tokio::time::sleep(GROUP_SYNC_DELAY).await;
             if let Err(e) = handle.sync().await {
                 tracing::warn!(session = %handle.id(), error = %e, "cannot sync the event log");
             }
             handle.publish();
         });
+    }
+
+    /// [`sync`](Self::sync) on the calling thread.
+    fn sync_blocking(&self) -> Result<()> {
+        let target = self.lock().log.last_sequence();
+        self.sync_file
+            .sync_data()
+            .map_err(|e| RuntimeError::storage(format!("sync {}", self.dir.display()), e))?;
+        self.synced(target);
+        Ok(())
+    }
+
+    /// Everything up to `target` is on stable storage.
+    fn synced(&self, target: u64) {
+        self.synced_sequence.fetch_max(target, Ordering::AcqRel);
+        let synced = self.synced_sequence.load(Ordering::Acquire);
+        self.lock()
+            .unsynced
+            .retain(|(s, held)| *held || *s > synced);
     }
 
     /// Makes everything appended so far durable. Concurrent callers each wait for their
@@ -307,12 +334,8 @@ impl SessionHandle {
                 .await
                 .map_err(|e| RuntimeError::storage("sync log", std::io::Error::other(e)))?
                 .map_err(|e| RuntimeError::storage(format!("sync {}", path.display()), e))?;
-            self.synced_sequence.fetch_max(target, Ordering::AcqRel);
         }
-        let synced = self.synced_sequence.load(Ordering::Acquire);
-        self.lock()
-            .unsynced
-            .retain(|(s, held)| *held || *s > synced);
+        self.synced(target);
         Ok(())
     }
 

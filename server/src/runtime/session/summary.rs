@@ -54,6 +54,13 @@ impl SessionHandle {
         if summary.running.swap(true, Ordering::SeqCst) {
             return;
         }
+        if tokio::runtime::Handle::try_current().is_err() {
+            // An embedder's plain thread: nothing to wait in, so write now.
+            summary.dirty.store(false, Ordering::SeqCst);
+            self.write_summary_now();
+            summary.running.store(false, Ordering::SeqCst);
+            return;
+        }
         let handle = self.clone();
         summary.tasks.tracker.spawn(async move {
             let summary = handle.summary();

@@ -403,3 +403,40 @@ async fn nothing_from_an_unsynced_turn_start_on_is_visible_until_it_is_durable()
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(sequences(late), [5]);
 }
+
+#[test]
+fn outside_a_runtime_a_turn_start_is_synced_at_once() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = store(&dir);
+    let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
+    let started = EventPayload::TurnStarted(TurnStarted {
+        prompt: "hi".into(),
+        context: TurnContext {
+            cwd: ".".into(),
+            model: ModelSpec::new("replay", "main"),
+            sandbox_mode: SandboxMode::WorkspaceWrite,
+            approval_policy: ApprovalPolicy::OnRequest,
+            metadata: Default::default(),
+        },
+    });
+    handle
+        .append_now(Some(Uuid::now_v7()), started)
+        .unwrap_or_else(|e| panic!("{e}"));
+    handle.write_summary();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut subscription = handle.subscribe(0);
+    let batch = runtime
+        .block_on(subscription.next_batch())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_default();
+    assert_eq!(batch.len(), 1, "visible without waiting for a later sync");
+    let summary = dir
+        .path()
+        .join("sessions")
+        .join(handle.id().to_string())
+        .join("summary.json");
+    assert!(summary.is_file(), "written at once");
+}
