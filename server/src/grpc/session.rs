@@ -179,7 +179,7 @@ async fn forward(
             _ = ticker.tick() => (vec![Ok(pb::SubscribeSessionResponse {
                 item: Some(Item::Heartbeat(pb::Heartbeat {
                     sent_at: Some(convert::timestamp(SystemTime::now())),
-                    last_sequence: subscription.session().stats().last_sequence,
+                    last_sequence: subscription.session().visible_sequence(),
                 })),
             })], false),
             batch = subscription.next_batch() => match batch {

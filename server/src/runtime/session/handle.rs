@@ -339,6 +339,11 @@ impl SessionHandle {
         Ok(())
     }
 
+    /// The last sequence subscribers can see (events after it wait for a sync).
+    pub fn visible_sequence(&self) -> u64 {
+        *self.published.borrow()
+    }
+
     pub(super) fn summary(&self) -> &SummaryWriter {
         &self.summary
     }
