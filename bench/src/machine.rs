@@ -94,7 +94,8 @@ fn fdatasync_latency(dir: &Path, rounds: usize) -> Option<Summary> {
     Summary::of_millis(&times)
 }
 
-fn process_start(rounds: usize) -> Option<Summary> {
+/// Starting `/bin/true` and waiting for it, `rounds` times, in ms.
+pub fn process_start(rounds: usize) -> Option<Summary> {
     let mut times: Vec<Duration> = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let started = Instant::now();

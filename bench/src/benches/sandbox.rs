@@ -13,6 +13,7 @@ use crate::bundle::{self, Tools};
 use crate::daemon::MODEL_KEY;
 use crate::env::{self, Env};
 use crate::error::{BenchError, ClientContext, Result};
+use crate::machine;
 use crate::replies;
 use crate::report::{Bound, Figure, Statistic};
 use crate::stats::Summary;
@@ -26,6 +27,8 @@ const TURNS_PER_SESSION: usize = 4;
 pub async fn run(env: &Env) -> Result<Outcome> {
     let s = &env.settings;
     let per_turn = s.sandbox_calls_per_turn.max(1);
+    // How fast the machine starts a process right now, to read the figure against.
+    let process_start = machine::process_start(30);
     let script = Script::tool_loop(
         MODEL_KEY,
         "Bash",
@@ -94,6 +97,15 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     calls.truncate(s.sandbox_calls);
 
     let mut outcome = Outcome::default();
+    outcome.figures.push(
+        Figure::new(
+            "starting /bin/true",
+            "ms",
+            "the harness starting `/bin/true` and waiting for it, 30 times, just before: \
+             how fast this machine starts a process at the moment",
+        )
+        .samples(process_start),
+    );
     let p50 = |s: Option<Summary>| s.map_or(f64::NAN, |s| s.p50);
     outcome.notes.push(format!(
         "Of the end-to-end p50 of {:.1} ms, the sandboxed process took {:.0} ms (p50 of \
