@@ -281,9 +281,8 @@ impl SessionHandle {
     }
 
     /// Syncs after [`GROUP_SYNC_DELAY`], unless another sync covered everything by then,
-    /// and publishes what it made durable.
-    /// Outside a tokio runtime (an embedder's plain thread) there is nothing to wait in:
-    /// it syncs at once.
+    /// and publishes what it made durable. Outside a tokio runtime (an embedder's plain
+    /// thread) there is nothing to wait in: it syncs at once.
     fn sync_soon(self: &Arc<Self>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             if let Err(e) = self.sync_blocking() {
