@@ -23,8 +23,9 @@ const FILL_CONCURRENCY: usize = 64;
 /// How long the daemon idles before its resident memory is read.
 const SETTLE: Duration = Duration::from_secs(1);
 
-fn mib(kib: u64) -> f64 {
-    kib as f64 / 1024.0
+/// Megabytes (10^6 bytes), the unit of the targets.
+fn mb(kib: u64) -> f64 {
+    kib as f64 * 1024.0 / 1e6
 }
 
 pub async fn run(env: &Env) -> Result<Outcome> {
@@ -38,7 +39,7 @@ pub async fn run(env: &Env) -> Result<Outcome> {
         let home = env.home(&format!("startup-empty-{run}"))?;
         let (daemon, elapsed) = Daemon::start_timed(&env.spec(&home, None, &[])).await?;
         tokio::time::sleep(SETTLE).await;
-        empty_rss.push(mib(daemon.memory()?.rss_kib));
+        empty_rss.push(mb(daemon.memory()?.rss_kib));
         empty_start.push(elapsed);
         daemon.stop().await?;
     }
@@ -73,7 +74,7 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     let mut listing = None;
     for run in 0..runs {
         let (daemon, elapsed) = Daemon::start_timed(&env.spec(&home, None, &[])).await?;
-        serving_rss.push(mib(daemon.memory()?.rss_kib));
+        serving_rss.push(mb(daemon.memory()?.rss_kib));
         starts.push(elapsed);
         tokio::time::sleep(SETTLE).await;
         settled.push(daemon.memory()?);
@@ -82,8 +83,8 @@ pub async fn run(env: &Env) -> Result<Outcome> {
         }
         daemon.stop().await?;
     }
-    let settled_rss: Vec<f64> = settled.iter().map(|m| mib(m.rss_kib)).collect();
-    let peak: Vec<f64> = settled.iter().map(|m| mib(m.hwm_kib)).collect();
+    let settled_rss: Vec<f64> = settled.iter().map(|m| mb(m.rss_kib)).collect();
+    let peak: Vec<f64> = settled.iter().map(|m| mb(m.hwm_kib)).collect();
     let n = s.startup_sessions;
 
     outcome.figures.push(
@@ -104,7 +105,7 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     outcome.figures.push(
         Figure::new(
             &format!("RSS, {n} sessions"),
-            "MiB",
+            "MB",
             format!("VmRSS {} s after SERVING", SETTLE.as_secs()),
         )
         .samples(Summary::of(&settled_rss))
@@ -113,7 +114,7 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     outcome.figures.push(
         Figure::new(
             &format!("peak RSS while starting, {n} sessions"),
-            "MiB",
+            "MB",
             "VmHWM at the same moment",
         )
         .samples(Summary::of(&peak)),
@@ -121,7 +122,7 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     outcome.figures.push(
         Figure::new(
             "RSS at SERVING",
-            "MiB",
+            "MB",
             "VmRSS right after the first SERVING answer",
         )
         .samples(Summary::of(&serving_rss)),
@@ -130,20 +131,20 @@ pub async fn run(env: &Env) -> Result<Outcome> {
         outcome.figures.push(
             Figure::new(
                 &format!("RSS after listing {n} sessions"),
-                "MiB",
+                "MB",
                 format!(
                     "VmRSS after ListSessions paged through all of them (took {:.2} s); \
                      listing reads each session's record, not its log",
                     elapsed.as_secs_f64()
                 ),
             )
-            .value(mib(memory.rss_kib)),
+            .value(mb(memory.rss_kib)),
         );
     }
     outcome.figures.push(
         Figure::new(
             "idle RSS, no sessions",
-            "MiB",
+            "MB",
             format!(
                 "VmRSS {} s after SERVING on an empty home",
                 SETTLE.as_secs()

@@ -126,8 +126,8 @@ pub async fn run(env: &Env) -> Result<Outcome> {
         .samples(Summary::of_millis(&latencies)),
     );
     outcome.figures.push(
-        Figure::new("daemon peak RSS", "MiB", "VmHWM of odysseyd at the end")
-            .value(memory.hwm_kib as f64 / 1024.0),
+        Figure::new("daemon peak RSS", "MB", "VmHWM of odysseyd at the end")
+            .value(memory.hwm_kib as f64 * 1024.0 / 1e6),
     );
     Ok(outcome)
 }
