@@ -94,7 +94,12 @@ async fn a_crash_mid_turn_is_repaired_at_startup_and_a_torn_line_is_cut() {
     .expect("write");
     write!(log, r#"{{"id":"torn","session_id":"#).expect("torn tail");
     drop(log);
-    std::fs::write(sessions_dir.join(".open").join(&session.id), b"").expect("journal");
+    let mut journal = std::fs::OpenOptions::new()
+        .append(true)
+        .open(sessions_dir.join(".open-turns"))
+        .expect("journal");
+    writeln!(journal, "+{}", session.id).expect("journal entry");
+    drop(journal);
 
     let server = stopped.start_again().await;
     let events = server.events(&session.id, seq, seq + 3).await;
@@ -108,9 +113,11 @@ async fn a_crash_mid_turn_is_repaired_at_startup_and_a_torn_line_is_cut() {
     };
     assert_eq!(interrupted.outcome, pb::TurnOutcome::Interrupted as i32);
     assert_eq!(events[2].turn_id, turn_id.to_string());
+    let journal = std::fs::read_to_string(sessions_dir.join(".open-turns")).expect("journal");
+    let last = journal.lines().rfind(|l| l.ends_with(session.id.as_str()));
     assert!(
-        !sessions_dir.join(".open").join(&session.id).exists(),
-        "journal entry cleared"
+        last.is_none_or(|l| l.starts_with('-')),
+        "journal entry cleared: {journal}"
     );
     let raw = std::fs::read_to_string(&log_path).expect("log");
     assert!(

@@ -351,14 +351,34 @@ pub fn execution_status(s: &ExecutionStatus) -> pb::ExecutionStatus {
 
 // ---- events ----
 
-pub fn event(e: &Event) -> pb::SessionEvent {
-    pb::SessionEvent {
-        id: e.id.to_string(),
-        session_id: e.session_id.to_string(),
-        sequence: e.sequence,
-        created_at: Some(timestamp_ms(e.created_at_ms)),
-        turn_id: e.turn_id.map(|t| t.to_string()).unwrap_or_default(),
-        payload: Some(payload(&e.payload)),
+/// Converts the events of one stream, formatting the session's and the current turn's
+/// ids once rather than for every event.
+#[derive(Default)]
+pub struct EventIds {
+    session: Option<(uuid::Uuid, String)>,
+    turn: Option<(uuid::Uuid, String)>,
+}
+
+impl EventIds {
+    pub fn event(&mut self, e: &Event) -> pb::SessionEvent {
+        pb::SessionEvent {
+            id: e.id.to_string(),
+            session_id: cached(&mut self.session, e.session_id),
+            sequence: e.sequence,
+            created_at: Some(timestamp_ms(e.created_at_ms)),
+            turn_id: e
+                .turn_id
+                .map(|t| cached(&mut self.turn, t))
+                .unwrap_or_default(),
+            payload: Some(payload(&e.payload)),
+        }
+    }
+}
+
+fn cached(slot: &mut Option<(uuid::Uuid, String)>, id: uuid::Uuid) -> String {
+    match slot {
+        Some((known, text)) if *known == id => text.clone(),
+        _ => slot.insert((id, id.to_string())).1.clone(),
     }
 }
 

@@ -193,10 +193,26 @@ pub async fn serve(
                 .await
         }
         None => {
-            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
             router
-                .serve_with_incoming_shutdown(incoming, shutdown)
+                .serve_with_incoming_shutdown(without_nagle(listener), shutdown)
                 .await
         }
     }
+}
+
+/// The listener's connections with Nagle's algorithm off, as tonic sets up the listeners it
+/// binds itself (it leaves given ones alone). With it on, a small frame written while an
+/// earlier one is unacknowledged waits for the peer's delayed ACK: a streamed event or a
+/// short answer could stall for tens of milliseconds.
+fn without_nagle(
+    listener: TcpListener,
+) -> impl futures::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    use futures::StreamExt;
+    tokio_stream::wrappers::TcpListenerStream::new(listener).map(|connection| {
+        let connection = connection?;
+        if let Err(e) = connection.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot turn Nagle's algorithm off");
+        }
+        Ok(connection)
+    })
 }

@@ -3,7 +3,7 @@
 use std::pin::Pin;
 use std::time::{Duration, SystemTime};
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use odyssey_api::v1 as pb;
 use odyssey_api::v1::session_service_server::SessionService;
 use tokio::sync::mpsc;
@@ -15,9 +15,10 @@ use super::status::{invalid, parse_uuid, to_status, to_status_at};
 use crate::runtime::session::Subscription;
 use crate::runtime::{OdysseyRuntime, PageRequest, SessionFilter, SessionSpec};
 
-/// Messages buffered per subscriber between the log and the network. Small on purpose:
-/// a slow client backs up into this buffer, then into the log cursor, which costs nothing.
-const STREAM_BUFFER: usize = 64;
+/// Batches of events (up to a subscription batch, 256, each) buffered per subscriber
+/// between the log and the network. Small on purpose: a slow client backs up into this
+/// buffer, then into the log cursor, which costs nothing.
+const STREAM_BUFFER: usize = 2;
 
 /// Bytes per ExportSessionCassette message: well under any message size limit.
 const CASSETTE_CHUNK: usize = 256 * 1024;
@@ -153,9 +154,10 @@ impl SessionService for Sessions {
             self.heartbeat,
             self.shutdown.clone(),
         ));
-        Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        )))
+        // One channel message per batch, not per event: the stream flattens them.
+        let messages =
+            tokio_stream::wrappers::ReceiverStream::new(rx).flat_map(futures::stream::iter);
+        Ok(Response::new(Box::pin(messages)))
     }
 }
 
@@ -163,46 +165,42 @@ impl SessionService for Sessions {
 /// the client goes away, the session is deleted, or the server shuts down.
 async fn forward(
     mut subscription: Subscription,
-    tx: mpsc::Sender<Result<pb::SubscribeSessionResponse, Status>>,
+    tx: mpsc::Sender<Vec<Result<pb::SubscribeSessionResponse, Status>>>,
     heartbeat: Duration,
     shutdown: CancellationToken,
 ) {
     use pb::subscribe_session_response::Item;
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut ids = convert::EventIds::default();
     loop {
-        let message = tokio::select! {
+        let (message, last) = tokio::select! {
             () = shutdown.cancelled() => {
-                let _ = tx.send(Err(Status::unavailable("the server is shutting down; resubscribe with the last sequence you saw"))).await;
+                let _ = tx.send(vec![Err(Status::unavailable("the server is shutting down; resubscribe with the last sequence you saw"))]).await;
                 return;
             }
             () = tx.closed() => return,
-            _ = ticker.tick() => vec![Ok(pb::SubscribeSessionResponse {
+            _ = ticker.tick() => (vec![Ok(pb::SubscribeSessionResponse {
                 item: Some(Item::Heartbeat(pb::Heartbeat {
                     sent_at: Some(convert::timestamp(SystemTime::now())),
-                    last_sequence: subscription.session().stats().last_sequence,
+                    last_sequence: subscription.session().visible_sequence(),
                 })),
-            })],
+            })], false),
             batch = subscription.next_batch() => match batch {
                 Ok(Some(events)) => {
                     ticker.reset();
-                    events
+                    let message = events
                         .iter()
-                        .map(|e| Ok(pb::SubscribeSessionResponse { item: Some(Item::Event(convert::event(e))) }))
-                        .collect()
+                        .map(|e| Ok(pb::SubscribeSessionResponse { item: Some(Item::Event(ids.event(e))) }))
+                        .collect();
+                    (message, false)
                 }
-                Ok(None) => {
-                    let _ = tx.send(Err(Status::not_found("the session was deleted"))).await;
-                    return;
-                }
-                Err(e) => vec![Err(to_status(e))],
+                Ok(None) => (vec![Err(Status::not_found("the session was deleted"))], true),
+                Err(e) => (vec![Err(to_status(e))], true),
             },
         };
-        for item in message {
-            let failed = item.is_err();
-            if tx.send(item).await.is_err() || failed {
-                return;
-            }
+        if tx.send(message).await.is_err() || last {
+            return;
         }
     }
 }

@@ -10,14 +10,17 @@
 //!
 //! It checks `Authorization: Bearer <key>` (401 in OpenAI's format otherwise), refuses
 //! non-streaming requests, records every request body, and answers each request with the
-//! next scripted [`Reply`]. Dropped, it stops listening.
+//! next scripted [`Reply`]. Dropped, it stops listening. For benchmarks, [`Script::repeat`]
+//! and [`Script::tool_loop`] answer endlessly and record only each call's [`CallTiming`].
 
+mod endless;
 mod responses;
 mod script;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -35,8 +38,10 @@ pub use script::{
     usage_chunk,
 };
 
+pub use endless::CallTiming;
 pub use responses::{ResponsesBuilder, ResponsesUsage};
 
+use endless::Rendered;
 use script::{Mode, estimate_tokens};
 
 /// A running loopback server; stops when dropped.
@@ -57,6 +62,8 @@ struct ServerState {
     mode: Mode,
     requests: Vec<Value>,
     calls: Vec<RecordedCall>,
+    /// Answered calls since the last [`OpenAiWireServer::take_timings`].
+    timings: Vec<CallTiming>,
 }
 
 /// How a request reached the server, for tests of URLs and auth headers.
@@ -80,6 +87,7 @@ impl OpenAiWireServer {
                 mode: script.mode,
                 requests: Vec::new(),
                 calls: Vec::new(),
+                timings: Vec::new(),
             }),
         });
         let app = Router::new()
@@ -127,6 +135,12 @@ impl OpenAiWireServer {
         self.shared.lock().requests.clone()
     }
 
+    /// When each request answered since the last call arrived and was answered, in the
+    /// order the answers ended (every mode; an endless server keeps nothing else).
+    pub fn take_timings(&self) -> Vec<CallTiming> {
+        std::mem::take(&mut self.shared.lock().timings)
+    }
+
     /// Appends a reply to the script of a running server.
     pub fn push_reply(&self, reply: Reply) {
         if let Mode::Scripted(replies) = &mut self.shared.lock().mode {
@@ -150,6 +164,17 @@ impl Shared {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Records a call answered at `answered`.
+    fn timed(self: &Arc<Self>, received: Instant) -> impl FnOnce(Instant) + Send + 'static {
+        let shared = self.clone();
+        move |answered| {
+            shared
+                .lock()
+                .timings
+                .push(CallTiming { received, answered });
+        }
     }
 }
 
@@ -175,12 +200,31 @@ async fn responses_api(
 
 /// Checks, records and answers one request; `echo` builds the answer in echo mode.
 async fn answer(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     uri: &axum::http::Uri,
     headers: &HeaderMap,
     body: &Bytes,
     echo: fn(&Value) -> Reply,
 ) -> Response {
+    let received = Instant::now();
+    let endless = match &shared.lock().mode {
+        Mode::Endless(endless) => Some(endless.clone()),
+        _ => None,
+    };
+    if let Some(endless) = endless {
+        if let Some(refusal) = check_key(headers, &shared.api_key) {
+            return refusal;
+        }
+        return match endless.answer(body) {
+            Ok(Rendered::Bytes(bytes)) => {
+                let body = futures::stream::iter([Ok::<_, Infallible>(bytes)])
+                    .chain(endless::end_marker(shared.timed(received)));
+                sse_response(Body::from_stream(body))
+            }
+            Ok(Rendered::Reply(reply)) => render(reply, shared.timed(received)).await,
+            Err(message) => error_response(400, &message, None),
+        };
+    }
     let header_text = |name: &str| {
         headers
             .get(name)
@@ -228,9 +272,11 @@ async fn answer(
                     format!("loopback script exhausted: no reply scripted for request #{index}"),
                 )
             }),
+            // Answered above, before anything is recorded.
+            Mode::Endless(_) => Reply::error(500, "an endless server records no request"),
         }
     };
-    render(reply).await
+    render(reply, shared.timed(received)).await
 }
 
 /// `None` when the request carries the right key (as a bearer token, or Azure's `api-key`
@@ -263,7 +309,8 @@ fn check_key(headers: &HeaderMap, api_key: &str) -> Option<Response> {
     }
 }
 
-async fn render(mut reply: Reply) -> Response {
+/// Answers with `reply`, telling `on_end` when its last byte left.
+async fn render(mut reply: Reply, on_end: impl FnOnce(Instant) + Send + 'static) -> Response {
     loop {
         match reply {
             Reply::Delayed(delay, inner) => {
@@ -274,31 +321,40 @@ async fn render(mut reply: Reply) -> Response {
                 status,
                 message,
                 retry_after,
-            } => return error_response(status, &message, retry_after),
-            Reply::Stream(events) => return stream_response(events),
+            } => {
+                on_end(Instant::now());
+                return error_response(status, &message, retry_after);
+            }
+            Reply::Stream(events) => return stream_response(events, on_end),
         }
     }
 }
 
-fn stream_response(events: Vec<WireEvent>) -> Response {
-    let body = futures::stream::iter(events).filter_map(|event| async move {
-        let text = match event {
-            WireEvent::Data(value) => format!("data: {value}\n\n"),
-            WireEvent::Done => "data: [DONE]\n\n".to_owned(),
-            WireEvent::Raw(text) => text,
-            WireEvent::Pause(duration) => {
+fn stream_response(
+    events: Vec<WireEvent>,
+    on_end: impl FnOnce(Instant) + Send + 'static,
+) -> Response {
+    let body = futures::stream::iter(events)
+        .filter_map(|event| async move {
+            if let WireEvent::Pause(duration) = event {
                 tokio::time::sleep(duration).await;
                 return None;
             }
-        };
-        Some(Ok::<_, Infallible>(Bytes::from(text)))
-    });
+            let mut text = String::new();
+            endless::push_event(&mut text, &event);
+            Some(Ok::<_, Infallible>(Bytes::from(text)))
+        })
+        .chain(endless::end_marker(on_end));
+    sse_response(Body::from_stream(body))
+}
+
+fn sse_response(body: Body) -> Response {
     (
         [
             (header::CONTENT_TYPE, "text/event-stream; charset=utf-8"),
             (header::CACHE_CONTROL, "no-cache"),
         ],
-        Body::from_stream(body),
+        body,
     )
         .into_response()
 }

@@ -228,15 +228,15 @@ impl OdysseyRuntime {
             tracing::warn!(session = %session.id(), error = %e, "cannot journal turn start");
         }
         let context = self.turn_context(&session, &job.request);
-        let started = session
-            .append(
-                Some(execution_id),
-                EventPayload::TurnStarted(TurnStarted {
-                    prompt: job.request.prompt.clone(),
-                    context: context.clone(),
-                }),
-            )
-            .await;
+        // Durable with the turn's end, or sooner if the turn runs long (see append_now);
+        // nothing of the turn is visible before.
+        let started = session.append_now(
+            Some(execution_id),
+            EventPayload::TurnStarted(TurnStarted {
+                prompt: job.request.prompt.clone(),
+                context: context.clone(),
+            }),
+        );
         let first_sequence = match started {
             Ok(event) => event.sequence,
             Err(e) => {

@@ -43,7 +43,7 @@ impl OdysseyRuntime {
     /// that cannot be read costs the turn its memory, not its run.
     pub(super) async fn memory_section(
         &self,
-        session: &SessionHandle,
+        session: &Arc<SessionHandle>,
         memory: Option<&TurnMemory>,
         history: &HistorySnapshot,
         turn_id: Uuid,

@@ -246,5 +246,6 @@ impl OdysseyRuntime {
             }
             self.inner.turns.wait().await;
         }
+        self.inner.sessions.flush_summaries().await;
     }
 }

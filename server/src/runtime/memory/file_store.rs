@@ -3,12 +3,15 @@
 //!
 //! The path is built from names the bundle store has already validated (lowercase
 //! letters, digits, `.`, `_`, `-`, never starting with a dot), checked again here, so no
-//! scope can point outside the memory folder. Each capture rewrites the file (read, add,
-//! drop the oldest records beyond the count and byte bounds, write to a temporary file,
-//! rename), so the cost of a capture is bounded by the bound on the file, and a crash
-//! leaves the old file or the new one, never half of one. Captures are serialized by one
-//! lock: they are small and rare (one per completed turn).
+//! scope can point outside the memory folder. A capture appends one line; once the file
+//! holds twice its bounds it is compacted (the newest records within the bounds written to
+//! a temporary file, renamed over it). So a capture costs one small write, not a rewrite
+//! of the file, and a crash leaves the old file or the new one, at worst with a torn last
+//! line (skipped, and cut off by the next compaction). Recall applies the bounds, so what
+//! memory holds is the same as if every capture compacted. Captures are serialized by
+//! one lock, held for a write of one line.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -30,7 +33,15 @@ pub struct FileMemoryLimits {
 pub struct FileMemory {
     root: PathBuf,
     limits: FileMemoryLimits,
-    writes: Arc<Mutex<()>>,
+    /// What each file written since startup holds; the lock serializes captures.
+    files: Arc<Mutex<HashMap<PathBuf, FileSize>>>,
+}
+
+/// Records and bytes in one file.
+#[derive(Clone, Copy, Debug, Default)]
+struct FileSize {
+    records: usize,
+    bytes: usize,
 }
 
 impl FileMemory {
@@ -38,7 +49,7 @@ impl FileMemory {
         Self {
             root: root.into(),
             limits,
-            writes: Arc::new(Mutex::new(())),
+            files: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -71,15 +82,17 @@ impl MemoryProvider for FileMemory {
     ) -> BoxFuture<'static, Result<(), MemoryError>> {
         let root = self.root.clone();
         let limits = self.limits;
-        let writes = self.writes.clone();
+        let files = self.files.clone();
         async move {
             let path = Self::path(&root, &scope)?;
             blocking(move || {
-                let _serial = writes.lock().unwrap_or_else(|p| p.into_inner());
-                let mut records = read(&path)?;
-                records.push(record);
-                let kept = bounded(records, limits);
-                write(&root, &path, &kept)
+                let mut files = files.lock().unwrap_or_else(|p| p.into_inner());
+                // Unknown until read once: then a file a crash left with a torn last line
+                // is compacted rather than appended to.
+                let size = files.remove(&path);
+                let size = capture(&root, &path, record, size, limits)?;
+                files.insert(path, size);
+                Ok(())
             })
             .await
         }
@@ -92,10 +105,11 @@ impl MemoryProvider for FileMemory {
         limit: usize,
     ) -> BoxFuture<'static, Result<Vec<MemoryRecord>, MemoryError>> {
         let root = self.root.clone();
+        let limits = self.limits;
         async move {
             let path = Self::path(&root, &scope)?;
             blocking(move || {
-                let mut records = read(&path)?;
+                let mut records = newest_within(read(&path)?, limits);
                 let skip = records.len().saturating_sub(limit);
                 records.drain(..skip);
                 Ok(records)
@@ -146,26 +160,77 @@ fn read(path: &Path) -> Result<Vec<MemoryRecord>, MemoryError> {
     Ok(records)
 }
 
-/// The newest records within both bounds (a record larger than the byte bound alone is
-/// not kept).
-fn bounded(records: Vec<MemoryRecord>, limits: FileMemoryLimits) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
+/// Appends `record` to the file holding `size` (`None`: not known yet), or compacts the
+/// file when it would then hold more than twice its bounds (or may end in a torn line).
+/// Answers what the file holds afterwards.
+fn capture(
+    root: &Path,
+    path: &Path,
+    record: MemoryRecord,
+    size: Option<FileSize>,
+    limits: FileMemoryLimits,
+) -> Result<FileSize, MemoryError> {
+    let io = |what: &str, source| MemoryError::Storage {
+        context: format!("{what} {}", path.display()),
+        source,
+    };
+    let mut line =
+        serde_json::to_string(&record).map_err(|e| io("encode a record for", e.into()))?;
+    line.push('\n');
+    if let Some(size) = size {
+        let grown = FileSize {
+            records: size.records + 1,
+            bytes: size.bytes + line.len(),
+        };
+        if grown.records <= 2 * limits.max_records && grown.bytes <= 2 * limits.max_bytes {
+            append(root, path, &line).map_err(|e| io("append to", e))?;
+            return Ok(grown);
+        }
+    }
+    let mut records = read(path)?;
+    records.push(record);
+    let kept: Vec<String> = newest_within(records, limits)
+        .iter()
+        .filter_map(|r| serde_json::to_string(r).ok())
+        .collect();
+    write(root, path, &kept)?;
+    Ok(FileSize {
+        records: kept.len(),
+        bytes: kept.iter().map(|l| l.len() + 1).sum(),
+    })
+}
+
+fn append(root: &Path, path: &Path, line: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    create_private_dir(path.parent().unwrap_or(root))?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(line.as_bytes())
+}
+
+/// The newest records within both bounds, oldest first: what a compaction keeps. A
+/// newest record larger than the byte bound alone leaves nothing.
+fn newest_within(records: Vec<MemoryRecord>, limits: FileMemoryLimits) -> Vec<MemoryRecord> {
+    let mut kept = Vec::new();
     let mut bytes = 0;
-    for record in records.iter().rev() {
-        if lines.len() == limits.max_records {
+    for record in records.into_iter().rev() {
+        if kept.len() == limits.max_records {
             break;
         }
-        let Ok(line) = serde_json::to_string(record) else {
+        let Ok(line) = serde_json::to_string(&record) else {
             continue;
         };
         if bytes + line.len() + 1 > limits.max_bytes {
             break;
         }
         bytes += line.len() + 1;
-        lines.push(line);
+        kept.push(record);
     }
-    lines.reverse();
-    lines
+    kept.reverse();
+    kept
 }
 
 fn write(root: &Path, path: &Path, lines: &[String]) -> Result<(), MemoryError> {
@@ -274,7 +339,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_file_stays_within_its_count_and_byte_bounds() {
+    async fn recall_stays_within_the_bounds_and_the_file_within_twice_them() {
         let dir = tempfile::tempdir().expect("dir");
         let memory = store(&dir, 3, 1_000);
         for n in 0..10 {
@@ -295,7 +360,7 @@ mod tests {
         }
         let file = dir.path().join("memory/local/notes/main.jsonl");
         let size = std::fs::metadata(&file).expect("meta").len();
-        assert!(size <= 1_000, "{size} bytes");
+        assert!(size <= 2_000, "compacted at twice the bound: {size} bytes");
         let kept = memory.recall(scope("main"), 100).await.expect("recall");
         assert_eq!(kept.len(), 2, "two 400-byte records fit in 1000 bytes");
         assert_eq!(kept[1].created_at_ms, 19);
@@ -338,5 +403,43 @@ mod tests {
         }
         let entries: Vec<_> = std::fs::read_dir(dir.path()).expect("ls").collect();
         assert_eq!(entries.len(), 1, "nothing written outside memory/");
+    }
+
+    #[tokio::test]
+    async fn captures_append_and_a_torn_tail_is_cut_off_by_the_next_start() {
+        let dir = tempfile::tempdir().expect("dir");
+        let memory = store(&dir, 3, 1 << 20);
+        for n in 0..6 {
+            memory
+                .capture(scope("main"), record(n, 1))
+                .await
+                .expect("capture");
+        }
+        let file = dir.path().join("memory/local/notes/main.jsonl");
+        let lines = |file: &Path| std::fs::read_to_string(file).expect("read").lines().count();
+        assert_eq!(lines(&file), 6, "appended up to twice the count");
+        memory
+            .capture(scope("main"), record(6, 1))
+            .await
+            .expect("capture");
+        assert_eq!(lines(&file), 3, "compacted to the bound");
+
+        // A crash mid-append: the next server compacts before appending.
+        let mut text = std::fs::read_to_string(&file).expect("read");
+        text.push_str("{\"session_id\":");
+        std::fs::write(&file, text).expect("write");
+        let restarted = store(&dir, 3, 1 << 20);
+        restarted
+            .capture(scope("main"), record(7, 1))
+            .await
+            .expect("capture");
+        let kept = restarted.recall(scope("main"), 10).await.expect("recall");
+        let stamps: Vec<u64> = kept.iter().map(|r| r.created_at_ms).collect();
+        assert_eq!(stamps, [5, 6, 7]);
+        assert!(
+            std::fs::read_to_string(&file)
+                .expect("read")
+                .ends_with("}\n")
+        );
     }
 }

@@ -14,6 +14,7 @@ mod registry;
 mod replay;
 mod retry;
 mod sse;
+mod sse_parser;
 mod url_pattern;
 
 pub use error::ProviderError;

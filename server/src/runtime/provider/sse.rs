@@ -1,20 +1,24 @@
 //! Server-sent events from an HTTP response, with an idle timeout.
 //!
-//! Parsing is eventsource-stream's; this adds what a model call needs on top: a limit on
-//! the silence between two pieces of data (a stalled connection must not hang a turn
+//! Parsing is [`SseParser`]'s; this adds what a model call needs on top: a limit on the
+//! silence between two pieces of data (a stalled connection must not hang a turn
 //! forever), and errors phrased as [`ProviderError`]s.
 
 use std::time::Duration;
 
-use eventsource_stream::{Event, EventStreamError, Eventsource};
+use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
 use super::error::ProviderError;
+use super::sse_parser::{SseEvent, SseParser};
 
 /// The events of one streamed response.
 pub(crate) struct SseEvents {
-    inner: BoxStream<'static, Result<Event, EventStreamError<reqwest::Error>>>,
+    body: BoxStream<'static, Result<Bytes, reqwest::Error>>,
+    parser: SseParser,
+    /// The server closed the stream.
+    ended: bool,
     idle_timeout: Duration,
     provider: String,
 }
@@ -23,42 +27,49 @@ impl SseEvents {
     /// Callers redact errors (see [`ProviderError::redact_secret`]) before passing them on.
     pub fn new(response: reqwest::Response, idle_timeout: Duration, provider: &str) -> Self {
         Self {
-            inner: response.bytes_stream().eventsource().boxed(),
+            body: response.bytes_stream().boxed(),
+            parser: SseParser::new(),
+            ended: false,
             idle_timeout,
             provider: provider.to_owned(),
         }
     }
 
-    /// The next event; `None` when the server closed the stream.
-    pub async fn next(&mut self) -> Option<Result<Event, ProviderError>> {
-        let item = match tokio::time::timeout(self.idle_timeout, self.inner.next()).await {
-            Ok(item) => item?,
-            Err(_) => {
-                return Some(Err(ProviderError::Timeout {
-                    provider: self.provider.clone(),
-                    what: "no data from the stream",
-                    after: self.idle_timeout,
-                }));
+    /// The next event; `None` when the server closed the stream (an event it left
+    /// unfinished is dropped, as the format says).
+    pub async fn next(&mut self) -> Option<Result<SseEvent, ProviderError>> {
+        loop {
+            match self.parser.next_event() {
+                Ok(Some(event)) => return Some(Ok(event)),
+                Ok(None) if self.ended => return None,
+                Ok(None) => {}
+                Err(e) => {
+                    self.ended = true;
+                    return Some(Err(ProviderError::Protocol {
+                        provider: self.provider.clone(),
+                        message: format!("event stream is not UTF-8: {e}"),
+                    }));
+                }
             }
-        };
-        Some(item.map_err(|e| self.error(e)))
-    }
-
-    fn error(&self, e: EventStreamError<reqwest::Error>) -> ProviderError {
-        match e {
-            EventStreamError::Transport(e) => ProviderError::Unavailable {
-                provider: self.provider.clone(),
-                message: format!("connection lost mid-answer: {}", error_chain(&e)),
-                retry_after: None,
-            },
-            EventStreamError::Utf8(e) => ProviderError::Protocol {
-                provider: self.provider.clone(),
-                message: format!("event stream is not UTF-8: {e}"),
-            },
-            EventStreamError::Parser(e) => ProviderError::Protocol {
-                provider: self.provider.clone(),
-                message: format!("event stream does not parse: {e}"),
-            },
+            match tokio::time::timeout(self.idle_timeout, self.body.next()).await {
+                Ok(Some(Ok(chunk))) => self.parser.push(&chunk),
+                Ok(Some(Err(e))) => {
+                    self.ended = true;
+                    return Some(Err(ProviderError::Unavailable {
+                        provider: self.provider.clone(),
+                        message: format!("connection lost mid-answer: {}", error_chain(&e)),
+                        retry_after: None,
+                    }));
+                }
+                Ok(None) => self.ended = true,
+                Err(_) => {
+                    return Some(Err(ProviderError::Timeout {
+                        provider: self.provider.clone(),
+                        what: "no data from the stream",
+                        after: self.idle_timeout,
+                    }));
+                }
+            }
         }
     }
 }

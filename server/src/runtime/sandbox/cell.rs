@@ -61,9 +61,7 @@ pub(crate) fn prepare(
     for dir in [&cell.data, &cell.cache, &cell.tmp, &cell.runs] {
         create_dir(dir, 0o700)?;
         if let Some((uid, gid)) = owner {
-            std::os::unix::fs::lchown(dir, Some(uid), Some(gid)).map_err(|e| {
-                SandboxError::io(format!("handing {} to uid {uid}", dir.display()), e)
-            })?;
+            hand_over(dir, uid, gid)?;
         }
     }
     stage_app(&cell, app)?;
@@ -88,6 +86,18 @@ pub(crate) fn prepare_run_dir(
 /// Removes the cell and everything in it (the read-only `app/` included).
 pub(crate) fn remove(cell: &CellPaths) -> Result<(), SandboxError> {
     remove_tree(&cell.root)
+}
+
+/// Gives `dir` to the sandbox user unless it has it already: a cell is prepared for every
+/// turn, and changing an owner, even to the same one, is a metadata write.
+fn hand_over(dir: &Path, uid: u32, gid: u32) -> Result<(), SandboxError> {
+    use std::os::unix::fs::MetadataExt;
+    let owned = fs::symlink_metadata(dir).is_ok_and(|m| m.uid() == uid && m.gid() == gid);
+    if owned {
+        return Ok(());
+    }
+    std::os::unix::fs::lchown(dir, Some(uid), Some(gid))
+        .map_err(|e| SandboxError::io(format!("handing {} to uid {uid}", dir.display()), e))
 }
 
 fn create_dir(path: &Path, mode: u32) -> Result<(), SandboxError> {

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
@@ -13,7 +13,9 @@ use uuid::Uuid;
 use super::history::{History, HistorySnapshot};
 use super::log::EventLog;
 use super::observer::EventObserver;
-use super::record::{SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats, write_json_atomic};
+use super::record::{SessionInfo, SessionRecord, SessionStats};
+use super::subscription::Subscription;
+use super::summary::{SummaryTasks, SummaryWriter};
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::{
     ApprovalDecision, ApprovalResolution, Event, EventPayload, TurnCompleted, TurnOutcome, now_ms,
@@ -23,8 +25,9 @@ use crate::runtime::events::{
 /// behind reads the log file instead, so memory stays bounded whatever it does.
 const RECENT_EVENTS: usize = 512;
 
-/// Events handed to a subscriber per batch.
-const BATCH: usize = 256;
+/// How long a durability point written by [`SessionHandle::append_now`] (a turn's start)
+/// waits for a later sync to share: a turn that ends sooner costs one sync, not two.
+const GROUP_SYNC_DELAY: std::time::Duration = std::time::Duration::from_millis(10);
 
 pub struct SessionHandle {
     record: SessionRecord,
@@ -33,7 +36,7 @@ pub struct SessionHandle {
     /// A second descriptor of the log file, so syncing happens outside the state lock.
     sync_file: File,
     /// The last sequence subscribers may see; they wait on it.
-    published: watch::Sender<u64>,
+    pub(super) published: watch::Sender<u64>,
     /// The last sequence known to be on stable storage.
     synced_sequence: AtomicU64,
     /// The runtime's view of every event (metrics, event hooks), if any.
@@ -41,12 +44,17 @@ pub struct SessionHandle {
     /// The last sequence handed to the observer as published. Its own lock, taken before
     /// the state's, keeps hand-overs in sequence order when appends race.
     observed: Mutex<u64>,
+    summary: SummaryWriter,
 }
 
-struct LiveState {
-    log: EventLog,
+pub(super) struct LiveState {
+    pub(super) log: EventLog,
+    /// Durability points written and not yet synced, oldest first, and whether their
+    /// writer holds them back until it has acted on the sync. Nothing from the first of
+    /// them on is visible to subscribers.
+    unsynced: VecDeque<(u64, bool)>,
     stats: SessionStats,
-    recent: VecDeque<Arc<Event>>,
+    pub(super) recent: VecDeque<Arc<Event>>,
     history: History,
     /// A turn the log shows as started but never ended, that nothing runs any more:
     /// found when opening the log after a crash, or left by a turn whose end could not
@@ -55,7 +63,7 @@ struct LiveState {
     /// The turn the log shows started and not yet completed (whoever runs it), with its
     /// approval requests the log shows unresolved.
     log_turn: Option<(Uuid, Vec<String>)>,
-    deleted: bool,
+    pub(super) deleted: bool,
 }
 
 /// A turn left open in the log, and how its end is to be recorded.
@@ -83,8 +91,7 @@ pub(crate) struct ReplayState {
 
 impl ReplayState {
     pub fn observe(&mut self, event: Event) {
-        self.stats.last_sequence = event.sequence;
-        self.stats.updated_at_ms = event.created_at_ms;
+        self.stats.observe(&event);
         match &event.payload {
             EventPayload::TurnStarted(_) => {
                 self.open_turn = event.turn_id.map(|turn_id| OpenTurn {
@@ -104,10 +111,7 @@ impl ReplayState {
                     open.pending_approvals.retain(|r| r != request_id);
                 }
             }
-            EventPayload::TurnCompleted(done) => {
-                self.open_turn = None;
-                apply_turn_end(&mut self.stats, done);
-            }
+            EventPayload::TurnCompleted(_) => self.open_turn = None,
             _ => {}
         }
         self.history.observe(&event);
@@ -118,10 +122,10 @@ impl ReplayState {
     }
 }
 
-fn apply_turn_end(stats: &mut SessionStats, done: &crate::runtime::events::TurnCompleted) {
-    stats.turn_count += 1;
-    stats.usage += done.usage;
-    stats.model_calls += u64::from(done.model_calls);
+/// A random (version 4) id for an event, from the thread's generator: `Uuid::new_v4`
+/// makes a system call per id, and a busy turn writes thousands of events a second.
+fn event_id() -> Uuid {
+    uuid::Builder::from_random_bytes(rand::random()).into_uuid()
 }
 
 impl SessionHandle {
@@ -131,20 +135,25 @@ impl SessionHandle {
         log: EventLog,
         replay: ReplayState,
         observer: Option<Arc<dyn EventObserver>>,
+        summary_tasks: SummaryTasks,
     ) -> Result<Self> {
         let sync_file = File::open(log.path())
             .map_err(|e| RuntimeError::storage(format!("open {}", log.path().display()), e))?;
         let (published, _) = watch::channel(log.last_sequence());
         let synced_sequence = AtomicU64::new(log.last_sequence());
+        let mut replay = replay;
+        replay.stats.log_bytes = log.size();
         Ok(Self {
             observed: Mutex::new(log.last_sequence()),
             observer,
             synced_sequence,
+            summary: SummaryWriter::new(summary_tasks),
             record,
             dir,
             sync_file,
             published,
             state: Mutex::new(LiveState {
+                unsynced: VecDeque::new(),
                 log,
                 stats: replay.stats,
                 recent: replay.recent,
@@ -188,7 +197,7 @@ impl SessionHandle {
         self.lock().history.snapshot()
     }
 
-    fn lock(&self) -> MutexGuard<'_, LiveState> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, LiveState> {
         // A panic while holding the lock leaves plain data behind; keep serving it.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -209,26 +218,49 @@ impl SessionHandle {
         before_publish: impl FnOnce(&Event),
     ) -> Result<Arc<Event>> {
         let durable = payload.is_durability_point();
-        let event = self.write(turn_id, payload)?;
+        let event = self.write(turn_id, payload, durable)?;
         if durable {
-            self.sync().await?;
+            let synced = self.sync().await;
+            if synced.is_ok() {
+                before_publish(&event);
+            }
+            self.release(event.sequence);
+            synced?;
+        } else {
+            before_publish(&event);
         }
-        before_publish(&event);
-        self.publish(event.sequence);
+        self.publish();
         Ok(event)
     }
 
-    /// Appends without waiting for durability; subscribers see it at once.
-    pub fn append_now(&self, turn_id: Option<Uuid>, payload: EventPayload) -> Result<Arc<Event>> {
-        let event = self.write(turn_id, payload)?;
-        self.publish(event.sequence);
+    /// Appends without waiting; subscribers see it at once, except a durability point
+    /// (and what follows it), which they see once it is synced: by the next durable
+    /// append, or within [`GROUP_SYNC_DELAY`]. So a turn that ends sooner than that is
+    /// made durable, its start with its end, by one sync.
+    pub fn append_now(
+        self: &Arc<Self>,
+        turn_id: Option<Uuid>,
+        payload: EventPayload,
+    ) -> Result<Arc<Event>> {
+        let durable = payload.is_durability_point();
+        let event = self.write(turn_id, payload, false)?;
+        if durable {
+            self.sync_soon();
+        }
+        self.publish();
         Ok(event)
     }
 
-    /// Writes an event to the log and the ring without telling subscribers.
-    fn write(&self, turn_id: Option<Uuid>, payload: EventPayload) -> Result<Arc<Event>> {
+    /// Writes an event to the log and the ring without telling subscribers. A durability
+    /// point is remembered as unsynced, `held` when its writer releases it itself.
+    fn write(
+        &self,
+        turn_id: Option<Uuid>,
+        payload: EventPayload,
+        held: bool,
+    ) -> Result<Arc<Event>> {
         let mut state = self.lock();
-        self.write_locked(&mut state, turn_id, payload)
+        self.write_locked(&mut state, turn_id, payload, held)
     }
 
     fn write_locked(
@@ -236,6 +268,7 @@ impl SessionHandle {
         state: &mut LiveState,
         turn_id: Option<Uuid>,
         payload: EventPayload,
+        held: bool,
     ) -> Result<Arc<Event>> {
         if state.deleted {
             return Err(RuntimeError::not_found(
@@ -244,7 +277,7 @@ impl SessionHandle {
             ));
         }
         let event = Event {
-            id: Uuid::new_v4(),
+            id: event_id(),
             session_id: self.record.id,
             sequence: state.log.last_sequence() + 1,
             created_at_ms: now_ms(),
@@ -268,11 +301,11 @@ impl SessionHandle {
         if let Some(observer) = &self.observer {
             observer.appended(&event);
         }
-        state.stats.last_sequence = event.sequence;
-        state.stats.updated_at_ms = event.created_at_ms;
-        if let EventPayload::TurnCompleted(done) = &event.payload {
-            apply_turn_end(&mut state.stats, done);
+        if event.payload.is_durability_point() {
+            state.unsynced.push_back((event.sequence, held));
         }
+        state.stats.observe(&event);
+        state.stats.log_bytes = state.log.size();
         state.history.observe(&event);
         let event = Arc::new(event);
         if state.recent.len() == RECENT_EVENTS {
@@ -282,12 +315,19 @@ impl SessionHandle {
         Ok(event)
     }
 
-    /// Lets subscribers see events up to `sequence`. Sequences are published in order
-    /// because a session runs one turn at a time; `send_if_modified` keeps it monotonic.
-    fn publish(&self, sequence: u64) {
+    /// Lets subscribers see every event before the first unsynced durability point.
+    /// `send_if_modified` keeps the published sequence monotonic.
+    fn publish(&self) {
+        let visible = {
+            let state = self.lock();
+            state
+                .unsynced
+                .front()
+                .map_or(state.log.last_sequence(), |(first, _)| first - 1)
+        };
         self.published.send_if_modified(|last| {
-            if sequence > *last {
-                *last = sequence;
+            if visible > *last {
+                *last = visible;
                 true
             } else {
                 false
@@ -296,7 +336,7 @@ impl SessionHandle {
         if let Some(observer) = &self.observer
             && observer.follows_published()
         {
-            self.hand_over(observer.as_ref(), sequence);
+            self.hand_over(observer.as_ref(), visible);
         }
     }
 
@@ -324,32 +364,86 @@ impl SessionHandle {
         *observed = sequence;
     }
 
+    /// A held durability point is no longer held (its writer has acted on its sync).
+    fn release(&self, sequence: u64) {
+        let mut state = self.lock();
+        let synced = self.synced_sequence.load(Ordering::Acquire);
+        state
+            .unsynced
+            .retain(|(s, held)| *s != sequence && (*held || *s > synced));
+    }
+
+    /// Syncs after [`GROUP_SYNC_DELAY`], unless another sync covered everything by then,
+    /// and publishes what it made durable. Outside a tokio runtime (an embedder's plain
+    /// thread) there is nothing to wait in: it syncs at once.
+    fn sync_soon(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            if let Err(e) = self.sync_blocking() {
+                tracing::warn!(session = %self.id(), error = %e, "cannot sync the event log");
+            }
+            return;
+        };
+        let handle = self.clone();
+        runtime.spawn(async move {
+            tokio::time::sleep(GROUP_SYNC_DELAY).await;
+            if let Err(e) = handle.sync().await {
+                tracing::warn!(session = %handle.id(), error = %e, "cannot sync the event log");
+            }
+            handle.publish();
+        });
+    }
+
+    /// [`sync`](Self::sync) on the calling thread.
+    fn sync_blocking(&self) -> Result<()> {
+        let target = self.lock().log.last_sequence();
+        self.sync_file
+            .sync_data()
+            .map_err(|e| RuntimeError::storage(format!("sync {}", self.dir.display()), e))?;
+        self.synced(target);
+        Ok(())
+    }
+
+    /// Everything up to `target` is on stable storage.
+    fn synced(&self, target: u64) {
+        self.synced_sequence.fetch_max(target, Ordering::AcqRel);
+        let synced = self.synced_sequence.load(Ordering::Acquire);
+        self.lock()
+            .unsynced
+            .retain(|(s, held)| *held || *s > synced);
+    }
+
     /// Makes everything appended so far durable. Concurrent callers each wait for their
     /// own sync; a call with nothing new to sync returns at once.
     pub async fn sync(&self) -> Result<()> {
         let target = self.lock().log.last_sequence();
-        if self.synced_sequence.load(Ordering::Acquire) >= target {
-            return Ok(());
+        if self.synced_sequence.load(Ordering::Acquire) < target {
+            let file = self
+                .sync_file
+                .try_clone()
+                .map_err(|e| RuntimeError::storage("duplicate log descriptor", e))?;
+            let path = self.dir.clone();
+            tokio::task::spawn_blocking(move || file.sync_data())
+                .await
+                .map_err(|e| RuntimeError::storage("sync log", std::io::Error::other(e)))?
+                .map_err(|e| RuntimeError::storage(format!("sync {}", path.display()), e))?;
         }
-        let file = self
-            .sync_file
-            .try_clone()
-            .map_err(|e| RuntimeError::storage("duplicate log descriptor", e))?;
-        let path = self.dir.clone();
-        tokio::task::spawn_blocking(move || file.sync_data())
-            .await
-            .map_err(|e| RuntimeError::storage("sync log", std::io::Error::other(e)))?
-            .map_err(|e| RuntimeError::storage(format!("sync {}", path.display()), e))?;
-        self.synced_sequence.fetch_max(target, Ordering::AcqRel);
+        self.synced(target);
         Ok(())
     }
 
-    /// Rewrites `summary.json` (a cache; losing it costs a log scan on next open).
-    pub fn write_summary(&self) {
-        let stats = self.stats();
-        if let Err(e) = write_json_atomic(&self.dir.join(SUMMARY_FILE), &stats, false) {
-            tracing::warn!(session = %self.record.id, error = %e, "cannot write session summary");
-        }
+    /// The last sequence subscribers can see (events after it wait for a sync).
+    pub fn visible_sequence(&self) -> u64 {
+        *self.published.borrow()
+    }
+
+    pub(super) fn summary(&self) -> &SummaryWriter {
+        &self.summary
+    }
+
+    /// The totals, unless the session was deleted.
+    pub(super) fn live_stats(&self) -> Option<SessionStats> {
+        let state = self.lock();
+        (!state.deleted).then(|| state.stats.clone())
     }
 
     /// Records the end of the turn left open in the log, if any: its pending approvals
@@ -360,11 +454,11 @@ impl SessionHandle {
     pub(crate) async fn close_open_turn(&self) -> Result<Option<Uuid>> {
         let mut last_written = None;
         let closed = self.write_open_turn_end(&mut last_written);
-        if let Some(sequence) = last_written {
+        if last_written.is_some() {
             if closed.is_ok() {
                 self.sync().await?;
             }
-            self.publish(sequence);
+            self.publish();
         }
         closed
     }
@@ -391,7 +485,7 @@ impl SessionHandle {
                 resolution,
                 reason: reason.into(),
             };
-            let event = self.write_locked(&mut state, Some(open.turn_id), resolved)?;
+            let event = self.write_locked(&mut state, Some(open.turn_id), resolved, false)?;
             *last_written = Some(event.sequence);
             if let Some(left) = &mut state.open_turn {
                 left.pending_approvals.retain(|r| r != request_id);
@@ -405,7 +499,7 @@ impl SessionHandle {
             messages: Vec::new(),
             model_calls: 0,
         });
-        let event = self.write_locked(&mut state, Some(open.turn_id), completed)?;
+        let event = self.write_locked(&mut state, Some(open.turn_id), completed, false)?;
         *last_written = Some(event.sequence);
         state.open_turn = None;
         Ok(Some(open.turn_id))
@@ -450,117 +544,5 @@ impl SessionHandle {
             file: None,
             counted: None,
         }
-    }
-}
-
-/// A cursor over a session's events: stored ones first, then live ones as they are
-/// appended, with no gap and no duplicate. Holds at most one batch in memory.
-pub struct Subscription {
-    handle: Arc<SessionHandle>,
-    cursor: u64,
-    wake: watch::Receiver<u64>,
-    file: Option<super::log::LogReader>,
-    counted: Option<Counted>,
-}
-
-/// Keeps a subscription counted while it lives.
-struct Counted(Arc<AtomicUsize>);
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl Subscription {
-    /// Counts this subscription in `live` for as long as it exists.
-    pub(crate) fn counted_in(mut self, live: &Arc<AtomicUsize>) -> Self {
-        live.fetch_add(1, Ordering::Relaxed);
-        self.counted = Some(Counted(live.clone()));
-        self
-    }
-
-    /// The sequence of the last event handed out.
-    pub fn cursor(&self) -> u64 {
-        self.cursor
-    }
-
-    pub fn session(&self) -> &Arc<SessionHandle> {
-        &self.handle
-    }
-
-    /// The next events, waiting for new ones when caught up. `Ok(None)` when the session
-    /// was deleted.
-    pub async fn next_batch(&mut self) -> Result<Option<Vec<Arc<Event>>>> {
-        loop {
-            let last = *self.wake.borrow_and_update();
-            if self.cursor < last {
-                let batch = self.read_batch(last).await?;
-                if !batch.is_empty() {
-                    self.cursor = batch[batch.len() - 1].sequence;
-                    return Ok(Some(batch));
-                }
-            }
-            if self.handle.lock().deleted {
-                return Ok(None);
-            }
-            if self.wake.changed().await.is_err() {
-                return Ok(None);
-            }
-        }
-    }
-
-    /// Up to [`BATCH`] events after the cursor, none past `last` (the published end).
-    async fn read_batch(&mut self, last: u64) -> Result<Vec<Arc<Event>>> {
-        {
-            let state = self.handle.lock();
-            if state.deleted {
-                return Ok(Vec::new());
-            }
-            let in_ring = state
-                .recent
-                .front()
-                .is_some_and(|first| first.sequence <= self.cursor + 1);
-            if in_ring {
-                self.file = None;
-                let skip = (self.cursor + 1 - state.recent[0].sequence) as usize;
-                return Ok(state
-                    .recent
-                    .iter()
-                    .skip(skip)
-                    .take_while(|e| e.sequence <= last)
-                    .take(BATCH)
-                    .cloned()
-                    .collect());
-            }
-            if self.file.is_none() {
-                self.file = Some(
-                    state
-                        .log
-                        .reader_after(self.cursor)
-                        .map_err(RuntimeError::from)?,
-                );
-            }
-        }
-        // Behind the ring: read the log file, off the async threads.
-        let Some(mut reader) = self.file.take() else {
-            return Ok(Vec::new());
-        };
-        let (reader, batch) = tokio::task::spawn_blocking(move || {
-            let mut batch = Vec::with_capacity(BATCH);
-            while batch.len() < BATCH {
-                match reader.next_event() {
-                    Ok(Some(event)) if event.sequence > last => return (None, Ok(batch)),
-                    Ok(Some(event)) => batch.push(Arc::new(event)),
-                    Ok(None) => return (None, Ok(batch)),
-                    Err(e) => return (None, Err(e)),
-                }
-            }
-            (Some(reader), Ok(batch))
-        })
-        .await
-        .map_err(|e| RuntimeError::storage("read log", std::io::Error::other(e)))?;
-        self.file = reader;
-        batch.map_err(RuntimeError::from)
     }
 }

@@ -226,6 +226,11 @@ impl EventLog {
         self.last_sequence
     }
 
+    /// Bytes of whole events in the file.
+    pub fn size(&self) -> u64 {
+        self.len
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -234,7 +239,9 @@ impl EventLog {
     pub fn append(&mut self, event: &Event) -> Result<(), LogError> {
         debug_assert_eq!(event.sequence, self.last_sequence + 1);
         self.reopen_for_appends()?;
-        let mut line = serde_json::to_vec(event).map_err(|e| LogError::Corrupt {
+        // Most events fit; a larger one grows the buffer once or twice.
+        let mut line = Vec::with_capacity(512);
+        serde_json::to_writer(&mut line, event).map_err(|e| LogError::Corrupt {
             path: self.path.clone(),
             line: event.sequence,
             message: format!("cannot encode event: {e}"),
@@ -316,6 +323,31 @@ impl LogReader {
                 return Ok(Some(event));
             }
         }
+    }
+}
+
+/// Calls `visit` with every whole event of the log at `path` from byte `offset` on (a line
+/// start); a line that does not parse, such as a torn tail, ends the scan. Answers the
+/// offset after the last event visited.
+pub fn scan_from(path: &Path, offset: u64, mut visit: impl FnMut(Event)) -> Result<u64, LogError> {
+    let mut file = File::open(path).map_err(|e| LogError::io(path, e))?;
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| LogError::io(path, e))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let (mut line, mut end) = (Vec::new(), offset);
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| LogError::io(path, e))?;
+        if n == 0 || line.last() != Some(&b'\n') {
+            return Ok(end);
+        }
+        match serde_json::from_slice::<Event>(trim_newline(&line)) {
+            Ok(event) => visit(event),
+            Err(_) => return Ok(end),
+        }
+        end += n as u64;
     }
 }
 

@@ -3,18 +3,22 @@
 
 mod handle;
 mod history;
+mod journal;
 mod log;
 mod observer;
 mod record;
 mod sink;
 mod store;
+mod subscription;
+mod summary;
 
-pub use handle::{SessionHandle, Subscription};
+pub use handle::SessionHandle;
 pub use history::{HistorySnapshot, HistorySummary, HistoryTurn, MEMORY_TURNS};
 pub use observer::EventObserver;
 pub use record::{BundlePin, SessionInfo, SessionRecord, SessionStats};
 pub use sink::EventSink;
 pub use store::{QuarantinedSession, SessionStore};
+pub use subscription::Subscription;
 
 /// The log and file names, for the fuzzing harness that writes sessions by hand.
 #[cfg(any(test, feature = "fuzzing"))]

@@ -1,6 +1,8 @@
 //! What a session is: the creation record (`session.json`, written once) and the running
-//! totals (`summary.json`, a cache rewritten after each turn and rebuilt from the log
-//! whenever the session is opened, so a stale or missing one is harmless).
+//! totals (`summary.json`, a cache rewritten shortly after turns and at shutdown, and
+//! rebuilt from the log whenever the session is opened). The totals say how much of the
+//! log they cover, so a reader folds in the events after that: a stale or missing summary
+//! costs reading more of the log, never a wrong answer.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -9,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::runtime::chat::TokenUsage;
+use crate::runtime::events::{Event, EventPayload};
 use crate::runtime::model::ModelSpec;
 use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
 
@@ -58,6 +61,21 @@ pub struct SessionStats {
     pub usage: TokenUsage,
     /// Model calls made by every turn so far (the replay provider's position).
     pub model_calls: u64,
+    /// Bytes of the event log these totals cover.
+    pub log_bytes: u64,
+}
+
+impl SessionStats {
+    /// Folds the next event of the log in (not `log_bytes`, which the reader knows).
+    pub fn observe(&mut self, event: &Event) {
+        self.last_sequence = event.sequence;
+        self.updated_at_ms = event.created_at_ms;
+        if let EventPayload::TurnCompleted(done) = &event.payload {
+            self.turn_count += 1;
+            self.usage += done.usage;
+            self.model_calls += u64::from(done.model_calls);
+        }
+    }
 }
 
 /// A session as callers see it.

@@ -1,7 +1,7 @@
 //! Sessions on disk: `<home>/sessions/<id>/{session.json, events.jsonl, summary.json}`.
 //!
-//! Startup reads nothing but a small journal: `sessions/.open/` holds one marker per
-//! session with a turn in flight. Those sessions are opened (and so repaired) at startup;
+//! Startup reads nothing but a small journal (`sessions/.open-turns`, see [`Journal`])
+//! of the sessions with a turn in flight. Those sessions are opened (and so repaired) at startup;
 //! every other session is opened, and repaired if needed, the first time it is used. An
 //! unreadable session is moved to `<home>/quarantine/<id>/` with a `reason.txt`, reported,
 //! and never stops the server.
@@ -14,16 +14,17 @@ use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use super::handle::{ReplayState, SessionHandle};
-use super::log::{EventLog, LogError};
+use super::journal::Journal;
+use super::log::{EventLog, LogError, scan_from};
 use super::observer::EventObserver;
 use super::record::{
     LOG_FILE, RECORD_FILE, SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats,
     write_json_atomic,
 };
+use super::summary::SummaryTasks;
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::now_ms;
 
-const OPEN_JOURNAL: &str = ".open";
 const STAGING_PREFIX: &str = ".staging-";
 const REASON_FILE: &str = "reason.txt";
 
@@ -44,13 +45,16 @@ pub struct SessionStore {
     keep_open: usize,
     /// Handed to every session opened, to see its events.
     observer: Option<Arc<dyn EventObserver>>,
+    /// Sessions' background summary writes.
+    summary_writes: SummaryTasks,
+    journal: Journal,
 }
 
 impl SessionStore {
     /// Opens the store: creates its folders, clears half-created sessions, and lists the
     /// quarantine. Reads no session.
     pub fn open(root: PathBuf, quarantine_root: PathBuf) -> Result<Self> {
-        for dir in [&root, &root.join(OPEN_JOURNAL), &quarantine_root] {
+        for dir in [&root, &quarantine_root] {
             std::fs::create_dir_all(dir)
                 .map_err(|e| RuntimeError::storage(format!("create {}", dir.display()), e))?;
         }
@@ -77,12 +81,14 @@ impl SessionStore {
             });
         }
         Ok(Self {
+            journal: Journal::open(&root)?,
             root,
             quarantine_root,
             open: Mutex::new(HashMap::new()),
             quarantined: Mutex::new(quarantined),
             keep_open: usize::MAX,
             observer: None,
+            summary_writes: SummaryTasks::default(),
         })
     }
 
@@ -102,24 +108,19 @@ impl SessionStore {
     /// Sessions the open-turn journal names: they were running a turn when the server
     /// last stopped.
     pub fn journaled_open_sessions(&self) -> Vec<Uuid> {
-        read_dir(&self.root.join(OPEN_JOURNAL))
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|e| e.file_name().to_str().and_then(|n| Uuid::parse_str(n).ok()))
-            .collect()
+        self.journal.open_sessions()
     }
 
-    /// Records that a turn of this session is in flight (durably, before it starts).
+    /// Records that a turn of this session is in flight, before it starts.
     pub fn journal_turn_start(&self, id: Uuid) -> Result<()> {
-        let path = self.root.join(OPEN_JOURNAL).join(id.to_string());
-        std::fs::File::create(&path)
-            .map_err(|e| RuntimeError::storage(format!("create {}", path.display()), e))?;
-        Ok(())
+        self.journal.start(id)
     }
 
-    /// Removes the in-flight marker once the turn's end is durable.
+    /// Records that the turn's end is durable.
     pub fn journal_turn_end(&self, id: Uuid) {
-        let _ = std::fs::remove_file(self.root.join(OPEN_JOURNAL).join(id.to_string()));
+        if let Err(e) = self.journal.end(id) {
+            tracing::warn!(session = %id, error = %e, "cannot journal turn end");
+        }
     }
 
     pub fn quarantined(&self) -> Vec<QuarantinedSession> {
@@ -152,7 +153,14 @@ impl SessionStore {
             let log = EventLog::open(&dir.join(LOG_FILE), |_| {})
                 .map_err(RuntimeError::from)?
                 .log;
-            SessionHandle::new(record.clone(), dir, log, replay, self.observer.clone())
+            SessionHandle::new(
+                record.clone(),
+                dir,
+                log,
+                replay,
+                self.observer.clone(),
+                self.summary_writes.clone(),
+            )
         })();
         let handle = match result {
             Ok(handle) => Arc::new(handle),
@@ -173,7 +181,8 @@ impl SessionStore {
             .get_or_try_init(|| async {
                 let dir = self.dir_of(id);
                 let observer = self.observer.clone();
-                tokio::task::spawn_blocking(move || load(id, &dir, observer))
+                let summaries = self.summary_writes.clone();
+                tokio::task::spawn_blocking(move || load(id, &dir, observer, summaries))
                     .await
                     .map_err(|e| RuntimeError::storage("load session", std::io::Error::other(e)))?
             })
@@ -207,7 +216,7 @@ impl SessionStore {
     /// Records the end of a turn the log leaves open (a crash's, as interrupted; one whose
     /// end could not be written, as it ended), so that the session's next turn starts
     /// after it. Fails while the log cannot be written; the turn then stays open.
-    pub async fn close_open_turn(&self, handle: &SessionHandle) -> Result<()> {
+    pub async fn close_open_turn(&self, handle: &Arc<SessionHandle>) -> Result<()> {
         if let Some(turn_id) = handle.close_open_turn().await? {
             handle.write_summary();
             self.journal_turn_end(handle.id());
@@ -218,7 +227,7 @@ impl SessionStore {
 
     /// [`SessionStore::close_open_turn`] when a session is opened: a log that cannot be
     /// written yet (a full or read-only disk) still serves reads.
-    async fn repair_open_turn(&self, handle: &SessionHandle) {
+    async fn repair_open_turn(&self, handle: &Arc<SessionHandle>) {
         if let Err(e) = self.close_open_turn(handle).await {
             tracing::warn!(session = %handle.id(), error = %e, "cannot record the end of an open turn yet");
         }
@@ -243,7 +252,8 @@ impl SessionStore {
         }
         let dir = self.dir_of(id);
         let record: SessionRecord = read_json(&dir.join(RECORD_FILE)).ok()?;
-        let stats: SessionStats = read_json(&dir.join(SUMMARY_FILE)).unwrap_or_default();
+        let mut stats: SessionStats = read_json(&dir.join(SUMMARY_FILE)).unwrap_or_default();
+        catch_up(&dir.join(LOG_FILE), &mut stats);
         Some(SessionInfo { record, stats })
     }
 
@@ -270,6 +280,16 @@ impl SessionStore {
             .values()
             .filter(|cell| cell.initialized())
             .count()
+    }
+
+    /// Writes the summaries waiting to be written and waits until they are (at shutdown;
+    /// later ones are written at once).
+    pub async fn flush_summaries(&self) {
+        let tasks = &self.summary_writes;
+        tasks.flush.cancel();
+        tasks.tracker.close();
+        tasks.tracker.wait().await;
+        tasks.tracker.reopen();
     }
 
     /// Forgets open sessions nobody uses, so memory follows activity, not history.
@@ -330,6 +350,7 @@ fn load(
     id: Uuid,
     dir: &Path,
     observer: Option<Arc<dyn EventObserver>>,
+    summary_writes: SummaryTasks,
 ) -> std::result::Result<Arc<SessionHandle>, LoadError> {
     let record_path = dir.join(RECORD_FILE);
     if !record_path.exists() {
@@ -365,7 +386,28 @@ fn load(
         recovered.log,
         replay,
         observer,
+        summary_writes,
     )?))
+}
+
+/// Folds into `stats` the events the log holds beyond what they cover: one `stat` when the
+/// summary is current.
+fn catch_up(log: &Path, stats: &mut SessionStats) {
+    let Ok(len) = std::fs::metadata(log).map(|m| m.len()) else {
+        return;
+    };
+    if len == stats.log_bytes {
+        return;
+    }
+    if len < stats.log_bytes {
+        // The log was cut since (a torn tail repaired): count it all again.
+        *stats = SessionStats::default();
+    }
+    let from = stats.log_bytes;
+    match scan_from(log, from, |event| stats.observe(&event)) {
+        Ok(end) => stats.log_bytes = end,
+        Err(e) => tracing::warn!(log = %log.display(), error = %e, "cannot read a session's log"),
+    }
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> std::result::Result<T, String> {

@@ -480,3 +480,162 @@ async fn the_observer_sees_every_event_once_in_order_even_when_appends_race() {
         .clone();
     assert_eq!(published, [401]);
 }
+
+#[tokio::test]
+async fn listing_folds_in_what_the_summary_does_not_cover() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let completed = |tokens: u64| {
+        EventPayload::TurnCompleted(TurnCompleted {
+            outcome: TurnOutcome::Completed,
+            response: "ok".into(),
+            error: String::new(),
+            usage: crate::runtime::chat::TokenUsage {
+                input_tokens: tokens,
+                ..Default::default()
+            },
+            messages: Vec::new(),
+            model_calls: 1,
+        })
+    };
+    let id;
+    {
+        let store = store(&dir);
+        let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
+        id = handle.id();
+        handle
+            .append(None, completed(10))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        handle.write_summary();
+        store.flush_summaries().await;
+        // Turns after the last summary, then the process dies.
+        handle
+            .append_now(None, delta("more"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        handle
+            .append(None, completed(5))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let store = store(&dir);
+    let listed = store.peek(id).unwrap_or_else(|| panic!("listed"));
+    assert_eq!(listed.stats.turn_count, 2);
+    assert_eq!(listed.stats.last_sequence, 3);
+    assert_eq!(listed.stats.usage.input_tokens, 15);
+    let opened = store.get(id).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        listed.stats,
+        opened.stats(),
+        "the same totals as the log rebuilt"
+    );
+}
+
+#[tokio::test]
+async fn nothing_from_an_unsynced_turn_start_on_is_visible_until_it_is_durable() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = store(&dir);
+    let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
+    let started = || {
+        EventPayload::TurnStarted(TurnStarted {
+            prompt: "hi".into(),
+            context: TurnContext {
+                cwd: ".".into(),
+                model: ModelSpec::new("replay", "main"),
+                sandbox_mode: SandboxMode::WorkspaceWrite,
+                approval_policy: ApprovalPolicy::OnRequest,
+                metadata: Default::default(),
+            },
+        })
+    };
+    let sequences = |batch: Option<Vec<Arc<Event>>>| -> Vec<u64> {
+        batch
+            .unwrap_or_default()
+            .iter()
+            .map(|e| e.sequence)
+            .collect()
+    };
+    let mut subscription = handle.subscribe(0);
+    let turn = Some(Uuid::now_v7());
+    for payload in [delta("before"), started(), delta("during")] {
+        handle
+            .append_now(turn, payload)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let first = subscription
+        .next_batch()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        sequences(first),
+        [1],
+        "the turn start and what follows wait"
+    );
+    let completed = EventPayload::TurnCompleted(TurnCompleted {
+        outcome: TurnOutcome::Completed,
+        response: "ok".into(),
+        error: String::new(),
+        usage: Default::default(),
+        messages: Vec::new(),
+        model_calls: 1,
+    });
+    handle
+        .append(turn, completed)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rest = subscription
+        .next_batch()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        sequences(rest),
+        [2, 3, 4],
+        "one sync made the whole turn durable"
+    );
+
+    // A turn that runs on: its start is synced and shown after a short delay.
+    handle
+        .append_now(Some(Uuid::now_v7()), started())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let late = tokio::time::timeout(std::time::Duration::from_secs(5), subscription.next_batch())
+        .await
+        .unwrap_or_else(|_| panic!("the turn start was never shown"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sequences(late), [5]);
+}
+
+#[test]
+fn outside_a_runtime_a_turn_start_is_synced_at_once() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = store(&dir);
+    let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
+    let started = EventPayload::TurnStarted(TurnStarted {
+        prompt: "hi".into(),
+        context: TurnContext {
+            cwd: ".".into(),
+            model: ModelSpec::new("replay", "main"),
+            sandbox_mode: SandboxMode::WorkspaceWrite,
+            approval_policy: ApprovalPolicy::OnRequest,
+            metadata: Default::default(),
+        },
+    });
+    handle
+        .append_now(Some(Uuid::now_v7()), started)
+        .unwrap_or_else(|e| panic!("{e}"));
+    handle.write_summary();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut subscription = handle.subscribe(0);
+    let batch = runtime
+        .block_on(subscription.next_batch())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_default();
+    assert_eq!(batch.len(), 1, "visible without waiting for a later sync");
+    let summary = dir
+        .path()
+        .join("sessions")
+        .join(handle.id().to_string())
+        .join("summary.json");
+    assert!(summary.is_file(), "written at once");
+}

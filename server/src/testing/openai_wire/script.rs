@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::endless::{Endless, Rendered};
+
 /// The model name written into scripted chunks.
 const MODEL: &str = "gpt-loopback";
 
@@ -30,6 +32,8 @@ pub(super) enum Mode {
     Echo,
     /// Every request gets what the function makes of its JSON body.
     Respond(Responder),
+    /// Any number of requests, answered at once, nothing recorded but timings.
+    Endless(Endless),
 }
 
 /// Builds the reply to a request from its JSON body.
@@ -41,6 +45,7 @@ impl std::fmt::Debug for Mode {
             Self::Scripted(replies) => f.debug_tuple("Scripted").field(replies).finish(),
             Self::Echo => f.write_str("Echo"),
             Self::Respond(_) => f.write_str("Respond"),
+            Self::Endless(_) => f.write_str("Endless"),
         }
     }
 }
@@ -73,6 +78,39 @@ impl Script {
         Self {
             api_key: api_key.into(),
             mode: Mode::Respond(Arc::new(respond)),
+        }
+    }
+
+    /// A server answering every request at once with `reply` (rendered once), keeping
+    /// nothing but each call's timing: a model that costs next to nothing and never runs
+    /// out, for benchmarks.
+    pub fn repeat(api_key: impl Into<String>, reply: Reply) -> Self {
+        Self {
+            api_key: api_key.into(),
+            mode: Mode::Endless(Endless::Repeat(Rendered::new(reply))),
+        }
+    }
+
+    /// Like [`Script::repeat`], for a model that works with a tool: while the conversation
+    /// holds fewer than `calls` tool results after its last user message, the answer is a
+    /// call to `tool` with `arguments` (JSON text); then it is `done`. So every turn makes
+    /// `calls` tool calls, one per model call, and ends with `done`. A request offering no
+    /// tools (a history summary) gets `done`.
+    pub fn tool_loop(
+        api_key: impl Into<String>,
+        tool: &str,
+        arguments: &str,
+        calls: usize,
+        done: Reply,
+    ) -> Self {
+        Self {
+            api_key: api_key.into(),
+            mode: Mode::Endless(Endless::ToolLoop {
+                tool: tool.to_owned(),
+                arguments: arguments.to_owned(),
+                calls,
+                done: Rendered::new(done),
+            }),
         }
     }
 

@@ -540,3 +540,80 @@ async fn echo_mode_answers_any_request() {
     }
     assert_eq!(server.requests().len(), 3);
 }
+
+#[tokio::test]
+async fn an_endless_server_answers_every_request_and_keeps_only_timings() {
+    let server = start(Script::repeat(KEY, Reply::text("Always the same."))).await;
+    let provider = provider_with(settings(&server));
+    for _ in 0..3 {
+        let got = deltas(&provider).await;
+        let text: String = got
+            .iter()
+            .filter_map(|d| match d {
+                ModelDelta::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, "Always the same.");
+    }
+    assert!(server.requests().is_empty(), "bodies are not kept");
+    let timings = server.take_timings();
+    assert_eq!(timings.len(), 3);
+    assert!(timings.iter().all(|t| t.answered >= t.received));
+    assert!(server.take_timings().is_empty(), "taken once");
+}
+
+#[tokio::test]
+async fn a_tool_loop_server_asks_for_its_tool_until_the_turn_has_the_results() {
+    let done = Reply::text("Finished.");
+    let server = start(Script::tool_loop(
+        KEY,
+        "Bash",
+        r#"{"command":"true"}"#,
+        2,
+        done,
+    ))
+    .await;
+    let provider = provider_with(settings(&server));
+    let mut request = request();
+    request.tools = vec![ToolSpec {
+        name: "Bash".into(),
+        description: "Runs a command".into(),
+        parameters: json!({ "type": "object" }),
+    }];
+    let mut names = Vec::new();
+    for round in 0..3 {
+        let got: Vec<ModelDelta> = run(&provider, request.clone())
+            .await
+            .into_iter()
+            .map(|item| item.unwrap_or_else(|e| panic!("unexpected error: {e}")))
+            .collect();
+        let call = got.iter().find_map(|d| match d {
+            ModelDelta::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Some((id.clone(), name.clone(), arguments.clone())),
+            _ => None,
+        });
+        let Some((id, name, arguments)) = call else {
+            assert_eq!(round, 2, "the third call answers");
+            break;
+        };
+        assert_eq!(arguments, r#"{"command":"true"}"#);
+        names.push(name.clone());
+        request.messages.push(ChatMessage::assistant(
+            "",
+            vec![ToolCall {
+                id: id.clone(),
+                name,
+                arguments,
+            }],
+        ));
+        request
+            .messages
+            .push(ChatMessage::tool_result(id, "exit 0", false));
+    }
+    assert_eq!(names, ["Bash", "Bash"]);
+    assert_eq!(server.take_timings().len(), 3);
+}

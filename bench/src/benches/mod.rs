@@ -1,0 +1,85 @@
+//! The benchmarks, one per figure of the targets.
+
+mod append;
+mod delivery;
+mod overhead;
+mod replay;
+mod sandbox;
+mod startup;
+mod throughput;
+
+use crate::env::Env;
+use crate::error::Result;
+use crate::report::Figure;
+
+/// What one benchmark measured.
+#[derive(Default)]
+pub struct Outcome {
+    pub figures: Vec<Figure>,
+    /// Definitions beyond a line, and explanations of missed targets.
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Which {
+    All,
+    Overhead,
+    Throughput,
+    Append,
+    Startup,
+    Delivery,
+    Sandbox,
+    Replay,
+}
+
+impl Which {
+    /// Every benchmark, in the order of the report.
+    pub const EACH: [Which; 7] = [
+        Which::Overhead,
+        Which::Throughput,
+        Which::Append,
+        Which::Startup,
+        Which::Delivery,
+        Which::Sandbox,
+        Which::Replay,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Which::All => "all",
+            Which::Overhead => "overhead",
+            Which::Throughput => "throughput",
+            Which::Append => "append",
+            Which::Startup => "startup",
+            Which::Delivery => "delivery",
+            Which::Sandbox => "sandbox",
+            Which::Replay => "replay",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Which::All => "every benchmark",
+            Which::Overhead => "runtime overhead of a turn through Run",
+            Which::Throughput => "turns per second across concurrent sessions",
+            Which::Append => "cost of a late turn against an early one",
+            Which::Startup => "server start with many sessions on disk, and memory",
+            Which::Delivery => "live event delivery to subscribers",
+            Which::Sandbox => "Bash tool calls under workspace_write",
+            Which::Replay => "SubscribeSession replay of a long session",
+        }
+    }
+
+    pub async fn run(self, env: &Env) -> Result<Outcome> {
+        match self {
+            Which::All => Ok(Outcome::default()),
+            Which::Overhead => overhead::run(env).await,
+            Which::Throughput => throughput::run(env).await,
+            Which::Append => append::run(env).await,
+            Which::Startup => startup::run(env).await,
+            Which::Delivery => delivery::run(env).await,
+            Which::Sandbox => sandbox::run(env).await,
+            Which::Replay => replay::run(env).await,
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! The harness's settings: sizes and durations of each benchmark, from the command line.
+
+use serde::Serialize;
+
+/// Every setting has a default sized for a 2-core machine and a run of a few minutes.
+#[derive(Clone, Debug, clap::Args, Serialize)]
+pub struct Settings {
+    /// overhead: turns measured (after the warm-up turns).
+    #[arg(long, default_value_t = 1000)]
+    pub overhead_turns: usize,
+    /// overhead: turns run first and not measured.
+    #[arg(long, default_value_t = 50)]
+    pub overhead_warmup: usize,
+    /// overhead: turns per session before the next session is used, kept below the
+    /// history's compaction point so that every turn makes exactly one model call.
+    #[arg(long, default_value_t = 32)]
+    pub overhead_turns_per_session: usize,
+    /// throughput: sessions running turns at once (the daemon gets as many workers).
+    #[arg(long, default_value_t = 64)]
+    pub sessions: usize,
+    /// throughput: measured seconds (after the warm-up).
+    #[arg(long, default_value_t = 10.0)]
+    pub throughput_seconds: f64,
+    /// throughput: seconds run first and not measured.
+    #[arg(long, default_value_t = 2.0)]
+    pub throughput_warmup_seconds: f64,
+    /// append: the later turn whose cost is compared with the turn-10 cost.
+    #[arg(long, default_value_t = 10_000)]
+    pub append_turns: usize,
+    /// append: turns measured at each of the two points (the late turns around the later
+    /// one; turns 1 to 20 of fresh sessions for turn 10).
+    #[arg(long, default_value_t = 100)]
+    pub append_window: usize,
+    /// startup: sessions on disk.
+    #[arg(long, default_value_t = 10_000)]
+    pub startup_sessions: usize,
+    /// startup: starts measured with those sessions (and with an empty home).
+    #[arg(long, default_value_t = 5)]
+    pub startup_runs: usize,
+    /// delivery: events of one busy turn (model text deltas).
+    #[arg(long, default_value_t = 100_000)]
+    pub delivery_events: usize,
+    /// delivery: subscribers on the busy session at once.
+    #[arg(long, default_value_t = 100)]
+    pub subscribers: usize,
+    /// delivery: busy turns per measurement.
+    #[arg(long, default_value_t = 7)]
+    pub delivery_runs: usize,
+    /// sandbox: tool calls measured.
+    #[arg(long, default_value_t = 200)]
+    pub sandbox_calls: usize,
+    /// sandbox: tool calls per turn.
+    #[arg(long, default_value_t = 10)]
+    pub sandbox_calls_per_turn: usize,
+    /// replay: events in the replayed session.
+    #[arg(long, default_value_t = 100_000)]
+    pub replay_events: usize,
+    /// replay: full replays measured.
+    #[arg(long, default_value_t = 5)]
+    pub replay_runs: usize,
+    /// A further odysseyd flag for every daemon (`--daemon-arg=--long-term-memory=false`);
+    /// repeatable.
+    #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub daemon_args: Vec<String>,
+}
+
+impl Settings {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
