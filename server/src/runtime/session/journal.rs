@@ -7,7 +7,9 @@
 //! cost creating and removing an inode (on ext4 the larger part of a turn's CPU time
 //! under load). The file is rewritten with only the open sessions once it grows. Like the
 //! markers before it, the journal is not synced: it only speeds repair up, since a
-//! session is also repaired whenever it is first opened.
+//! session is also repaired whenever it is first opened. For the same reason a home that
+//! cannot be written at startup (read-only, full) does not stop the server: the journal
+//! is read, and written again from the first turn that can write.
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -34,7 +36,9 @@ pub(crate) struct Journal {
 }
 
 struct State {
-    file: File,
+    /// `None` while the journal could not be rewritten (a read-only or full home): the
+    /// next record rewrites it whole instead of appending.
+    file: Option<File>,
     /// Sessions whose last line is `+`.
     open: HashSet<Uuid>,
     lines: usize,
@@ -74,10 +78,18 @@ impl Journal {
                     .and_then(|n| Uuid::parse_str(n).ok())
             }));
         }
-        let file = rewrite(&path, &open)?;
-        if legacy.exists() {
-            std::fs::remove_dir_all(&legacy).map_err(|e| storage("remove", &legacy, e))?;
-        }
+        let file = match rewrite(&path, &open) {
+            Ok(file) => {
+                if legacy.exists() {
+                    std::fs::remove_dir_all(&legacy).map_err(|e| storage("remove", &legacy, e))?;
+                }
+                Some(file)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot rewrite the open-turn journal; sessions can be read, turns wait for a writable home");
+                None
+            }
+        };
         Ok(Self {
             path,
             state: Mutex::new(State {
@@ -116,22 +128,31 @@ impl Journal {
         }
         self.append(&mut state, b'-', id)?;
         if state.lines > COMPACT_LINES && state.lines > 4 * state.open.len() {
-            state.file = rewrite(&self.path, &state.open)?;
-            state.lines = state.open.len();
+            state.file = None;
+            self.rewrite(&mut state)?;
         }
         Ok(())
     }
 
+    /// Records `sign` for `id`, whose change `state.open` already holds: one line, or the
+    /// whole journal when it has no file open.
     fn append(&self, state: &mut State, sign: u8, id: Uuid) -> Result<()> {
+        let Some(file) = &mut state.file else {
+            return self.rewrite(state);
+        };
         let mut line = [0u8; 38];
         line[0] = sign;
         id.hyphenated().encode_lower(&mut line[1..37]);
         line[37] = b'\n';
-        state
-            .file
-            .write_all(&line)
+        file.write_all(&line)
             .map_err(|e| storage("append to", &self.path, e))?;
         state.lines += 1;
+        Ok(())
+    }
+
+    fn rewrite(&self, state: &mut State) -> Result<()> {
+        state.file = Some(rewrite(&self.path, &state.open)?);
+        state.lines = state.open.len();
         Ok(())
     }
 }

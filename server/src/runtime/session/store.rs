@@ -8,7 +8,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::OnceCell;
 use uuid::Uuid;
@@ -39,10 +40,8 @@ pub struct QuarantinedSession {
 pub struct SessionStore {
     root: PathBuf,
     quarantine_root: PathBuf,
-    open: Mutex<HashMap<Uuid, Arc<OnceCell<Arc<SessionHandle>>>>>,
+    open: Arc<OpenSessions>,
     quarantined: Mutex<Vec<QuarantinedSession>>,
-    /// Open sessions kept while idle; opening one more drops the idle ones.
-    keep_open: usize,
     /// Handed to every session opened, to see its events.
     observer: Option<Arc<dyn EventObserver>>,
     /// Sessions' background summary writes.
@@ -80,22 +79,34 @@ impl SessionStore {
                 quarantined_at_ms: at,
             });
         }
+        let open = Arc::new(OpenSessions {
+            map: Mutex::new(HashMap::new()),
+            keep: AtomicUsize::new(usize::MAX),
+        });
+        let released = Arc::downgrade(&open);
+        let summary_writes = SummaryTasks {
+            released: Some(Arc::new(move || {
+                if let Some(open) = released.upgrade() {
+                    open.evict_idle(open.keep.load(Ordering::Relaxed));
+                }
+            })),
+            ..SummaryTasks::default()
+        };
         Ok(Self {
             journal: Journal::open(&root)?,
             root,
             quarantine_root,
-            open: Mutex::new(HashMap::new()),
+            open,
             quarantined: Mutex::new(quarantined),
-            keep_open: usize::MAX,
             observer: None,
-            summary_writes: SummaryTasks::default(),
+            summary_writes,
         })
     }
 
     /// Keeps at most `sessions` idle sessions open in memory, however they were opened
     /// (a turn, a read, a subscription).
-    pub fn with_open_cache(mut self, sessions: usize) -> Self {
-        self.keep_open = sessions;
+    pub fn with_open_cache(self, sessions: usize) -> Self {
+        self.open.keep.store(sessions, Ordering::Relaxed);
         self
     }
 
@@ -191,7 +202,7 @@ impl SessionStore {
             Ok(handle) => {
                 let handle = handle.clone();
                 self.repair_open_turn(&handle).await;
-                self.evict_idle(self.keep_open);
+                self.evict_idle(self.open.keep.load(Ordering::Relaxed));
                 Ok(handle)
             }
             Err(LoadError::Missing) => {
@@ -294,17 +305,7 @@ impl SessionStore {
 
     /// Forgets open sessions nobody uses, so memory follows activity, not history.
     pub fn evict_idle(&self, keep: usize) {
-        let mut open = self.lock_open();
-        if open.len() <= keep {
-            return;
-        }
-        // A session is in use while anyone holds its handle, or its cell: a `get` that
-        // found the cell has not cloned the handle out of it yet, and dropping the cell
-        // then would let the next `get` open a second writer on the same log.
-        open.retain(|_, cell| match cell.get() {
-            Some(handle) => Arc::strong_count(handle) > 1 || Arc::strong_count(cell) > 1,
-            None => true,
-        });
+        self.open.evict_idle(keep);
     }
 
     fn quarantine(&self, id: Uuid, reason: &str) {
@@ -327,10 +328,39 @@ impl SessionStore {
             });
     }
 
-    fn lock_open(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<Uuid, Arc<OnceCell<Arc<SessionHandle>>>>> {
-        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock_open(&self) -> MutexGuard<'_, OpenMap> {
+        self.open.lock()
+    }
+}
+
+/// Open sessions by id; a cell is filled once the session has been read.
+type OpenMap = HashMap<Uuid, Arc<OnceCell<Arc<SessionHandle>>>>;
+
+/// The sessions held open in memory, shared with the sessions' summary writers, which let
+/// go of a session after the store last looked at it.
+struct OpenSessions {
+    map: Mutex<OpenMap>,
+    /// Open sessions kept while idle; more are dropped once idle.
+    keep: AtomicUsize,
+}
+
+impl OpenSessions {
+    fn lock(&self) -> MutexGuard<'_, OpenMap> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn evict_idle(&self, keep: usize) {
+        let mut open = self.lock();
+        if open.len() <= keep {
+            return;
+        }
+        // A session is in use while anyone holds its handle, or its cell: a `get` that
+        // found the cell has not cloned the handle out of it yet, and dropping the cell
+        // then would let the next `get` open a second writer on the same log.
+        open.retain(|_, cell| match cell.get() {
+            Some(handle) => Arc::strong_count(handle) > 1 || Arc::strong_count(cell) > 1,
+            None => true,
+        });
     }
 }
 

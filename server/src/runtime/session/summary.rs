@@ -33,6 +33,9 @@ pub(crate) struct SummaryTasks {
     pub tracker: TaskTracker,
     /// Cancelled at shutdown: writers write at once from then on.
     pub flush: CancellationToken,
+    /// Called when a writer task has let go of its session: the store can then drop a
+    /// session it kept open only because the write held it.
+    pub released: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl SummaryWriter {
@@ -62,28 +65,37 @@ impl SessionHandle {
             return;
         }
         let handle = self.clone();
+        let tasks = summary.tasks.clone();
         summary.tasks.tracker.spawn(async move {
-            let summary = handle.summary();
-            loop {
-                let flush = summary.tasks.flush.clone();
-                tokio::select! {
-                    () = tokio::time::sleep(SUMMARY_DELAY) => {}
-                    () = flush.cancelled() => {}
-                }
-                while summary.dirty.swap(false, Ordering::SeqCst) {
-                    let writer = handle.clone();
-                    let _ = tokio::task::spawn_blocking(move || writer.write_summary_now()).await;
-                }
-                summary.running.store(false, Ordering::SeqCst);
-                // A request that came after the last swap saw a running writer and left
-                // its write to it: take it over, unless another writer already has.
-                if !summary.dirty.load(Ordering::SeqCst)
-                    || summary.running.swap(true, Ordering::SeqCst)
-                {
-                    break;
-                }
+            handle.write_summaries().await;
+            drop(handle);
+            if let Some(released) = &tasks.released {
+                released();
             }
         });
+    }
+
+    /// The writer task's work: a write per [`SUMMARY_DELAY`] while rewrites are asked for.
+    async fn write_summaries(self: &Arc<Self>) {
+        let summary = self.summary();
+        loop {
+            let flush = summary.tasks.flush.clone();
+            tokio::select! {
+                () = tokio::time::sleep(SUMMARY_DELAY) => {}
+                () = flush.cancelled() => {}
+            }
+            while summary.dirty.swap(false, Ordering::SeqCst) {
+                let writer = self.clone();
+                let _ = tokio::task::spawn_blocking(move || writer.write_summary_now()).await;
+            }
+            summary.running.store(false, Ordering::SeqCst);
+            // A request that came after the last swap saw a running writer and left
+            // its write to it: take it over, unless another writer already has.
+            if !summary.dirty.load(Ordering::SeqCst) || summary.running.swap(true, Ordering::SeqCst)
+            {
+                break;
+            }
+        }
     }
 
     fn write_summary_now(&self) {
