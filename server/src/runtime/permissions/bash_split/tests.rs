@@ -256,6 +256,22 @@ fn hostile_input_is_opaque_not_a_crash() {
         "{:?}",
         split.opaque
     );
+    // Found by the `bash_split` fuzz target: the word parser backtracks over each unclosed
+    // subscript (`${a[$i}`), some 20 times longer per one more; six in a here-document
+    // took 7 minutes.
+    for line in [
+        format!("cat <<EOF\n{}\nEOF\n", "${a[$i}or ".repeat(6)),
+        format!("echo \"{}\"", "${a[$i}or ".repeat(6)),
+    ] {
+        let split = split_command(&line);
+        assert!(
+            split.opaque.iter().any(|o| o.contains("unclosed")),
+            "{line}: {:?}",
+            split.opaque
+        );
+    }
+    let closed = split_command(&format!("echo {}", "${a[1]} ".repeat(8)));
+    assert!(!closed.is_opaque(), "{:?}", closed.opaque);
     // Within the limits, deep nesting is walked (and stays within a thread's stack).
     let levels = MAX_PAREN_NESTING;
     let nested = format!("echo {}id{}", "$(echo ".repeat(levels), ")".repeat(levels));

@@ -6,7 +6,9 @@ use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece, WordPieceWit
 
 use super::ShellWord;
 use super::hazards::has_substitution_syntax;
-use super::limits::{MAX_PAREN_NESTING, paren_nesting};
+use super::limits::{
+    MAX_PAREN_NESTING, MAX_UNCLOSED_SUBSCRIPTS, paren_nesting, unclosed_subscripts,
+};
 use super::walk::{Walker, excerpt, guarded, parser_options};
 
 /// A word being put together from its pieces.
@@ -84,18 +86,22 @@ impl Walker {
         }
     }
 
-    /// Whether parentheses nest too deeply in `text` for the parser (see
-    /// [`MAX_PAREN_NESTING`]); it is then opaque, unparsed.
+    /// Whether `text` is made so that the parser would take too long on it (parentheses
+    /// nested past [`MAX_PAREN_NESTING`], more than [`MAX_UNCLOSED_SUBSCRIPTS`] unclosed
+    /// subscripts); it is then opaque, unparsed.
     pub(super) fn too_deep_to_parse(&mut self, what: &str, text: &str) -> bool {
-        let deep = paren_nesting(text) > MAX_PAREN_NESTING;
-        if deep {
-            self.opaque(format!(
-                "the {what} `{}` nests parentheses more than {MAX_PAREN_NESTING} levels deep \
-                 and was not checked",
-                excerpt(text)
-            ));
-        }
-        deep
+        let reason = if paren_nesting(text) > MAX_PAREN_NESTING {
+            format!("nests parentheses more than {MAX_PAREN_NESTING} levels deep")
+        } else if unclosed_subscripts(text) > MAX_UNCLOSED_SUBSCRIPTS {
+            format!("holds more than {MAX_UNCLOSED_SUBSCRIPTS} unclosed `${{name[` subscripts")
+        } else {
+            return false;
+        };
+        self.opaque(format!(
+            "the {what} `{}` {reason} and was not checked",
+            excerpt(text)
+        ));
+        true
     }
 
     fn pieces(
