@@ -452,9 +452,9 @@ impl SessionHandle {
     /// in between; what could not be written stays open for the next attempt. Returns the
     /// turn closed.
     pub(crate) async fn close_open_turn(&self) -> Result<Option<Uuid>> {
-        let mut last_written = None;
-        let closed = self.write_open_turn_end(&mut last_written);
-        if last_written.is_some() {
+        let mut wrote = false;
+        let closed = self.write_open_turn_end(&mut wrote);
+        if wrote {
             if closed.is_ok() {
                 self.sync().await?;
             }
@@ -463,7 +463,9 @@ impl SessionHandle {
         closed
     }
 
-    fn write_open_turn_end(&self, last_written: &mut Option<u64>) -> Result<Option<Uuid>> {
+    /// Writes what [`close_open_turn`](Self::close_open_turn) records; `wrote` tells
+    /// whether any of it reached the log, even when the rest failed.
+    fn write_open_turn_end(&self, wrote: &mut bool) -> Result<Option<Uuid>> {
         let mut state = self.lock();
         let Some(open) = state.open_turn.clone() else {
             return Ok(None);
@@ -485,8 +487,8 @@ impl SessionHandle {
                 resolution,
                 reason: reason.into(),
             };
-            let event = self.write_locked(&mut state, Some(open.turn_id), resolved, false)?;
-            *last_written = Some(event.sequence);
+            self.write_locked(&mut state, Some(open.turn_id), resolved, false)?;
+            *wrote = true;
             if let Some(left) = &mut state.open_turn {
                 left.pending_approvals.retain(|r| r != request_id);
             }
@@ -499,8 +501,8 @@ impl SessionHandle {
             messages: Vec::new(),
             model_calls: 0,
         });
-        let event = self.write_locked(&mut state, Some(open.turn_id), completed, false)?;
-        *last_written = Some(event.sequence);
+        self.write_locked(&mut state, Some(open.turn_id), completed, false)?;
+        *wrote = true;
         state.open_turn = None;
         Ok(Some(open.turn_id))
     }
