@@ -18,10 +18,12 @@ pub const MAX_NESTING: usize = 48;
 pub const MAX_PAREN_NESTING: usize = 12;
 
 /// How many parameter expansions with an unclosed subscript (`${a[$i}`) a line or word may
-/// hold before it is opaque without being parsed. The word parser backtracks over every
-/// one of them, about 20 times longer per one more: five took 7 s, six in a here-document
-/// 7 minutes. A well-formed subscript (`${a[$i]}`) costs nothing of the kind.
-pub const MAX_UNCLOSED_SUBSCRIPTS: usize = 3;
+/// hold before it is opaque without being parsed: none. The word parser backtracks over
+/// every one of them, about 20 times longer per one more (five took 7 s, six in a
+/// here-document 7 minutes), and more again beside unclosed `$("` (three of each took
+/// 2.7 s). Bash refuses such a word anyway (`bad substitution`); a well-formed subscript
+/// (`${a[1]}`) is parsed as usual.
+pub const MAX_UNCLOSED_SUBSCRIPTS: usize = 0;
 
 /// A conservative guess at how deeply a line nests, from its text alone (quoting is not
 /// understood here, so quoted brackets count too). Overestimating only makes a line opaque.

@@ -93,7 +93,7 @@ impl Walker {
         let reason = if paren_nesting(text) > MAX_PAREN_NESTING {
             format!("nests parentheses more than {MAX_PAREN_NESTING} levels deep")
         } else if unclosed_subscripts(text) > MAX_UNCLOSED_SUBSCRIPTS {
-            format!("holds more than {MAX_UNCLOSED_SUBSCRIPTS} unclosed `${{name[` subscripts")
+            "holds a `${name[` subscript with no `]`, which bash refuses".to_owned()
         } else {
             return false;
         };
