@@ -272,6 +272,22 @@ fn hostile_input_is_opaque_not_a_crash() {
             split.opaque
         );
     }
+    // Found by the `bash_split` fuzz target: here-document bodies backtrack far more than
+    // lines; four `$((x $($[T` unclosed took 3.7 s.
+    for body in [
+        "$((x $($[T ".repeat(4),
+        "$(date".to_owned(),
+        "$(( $(( $(( $(( 1 )) )) )) ))".to_owned(),
+    ] {
+        let split = split_command(&format!("cat <<EOF\n{body}\nEOF\n"));
+        assert!(
+            split.opaque.iter().any(|o| o.contains("here-document")),
+            "{body}: {:?}",
+            split.opaque
+        );
+    }
+    let fine = split_command("cat <<EOF\nat $(date) in ${HOME} (see notes)\nEOF\n");
+    assert_eq!(fine.commands.len(), 2, "{:?}", fine.opaque);
     let closed = split_command(&format!("echo {}", "${a[1]} ".repeat(8)));
     assert!(!closed.is_opaque(), "{:?}", closed.opaque);
     // Within the limits, deep nesting is walked (and stays within a thread's stack).

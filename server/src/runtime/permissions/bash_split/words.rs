@@ -7,7 +7,8 @@ use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece, WordPieceWit
 use super::ShellWord;
 use super::hazards::has_substitution_syntax;
 use super::limits::{
-    MAX_PAREN_NESTING, MAX_UNCLOSED_SUBSCRIPTS, paren_nesting, unclosed_subscripts,
+    MAX_HEREDOC_PAREN_NESTING, MAX_PAREN_NESTING, MAX_UNCLOSED_SUBSCRIPTS, heredoc_unclosed,
+    paren_nesting, unclosed_subscripts,
 };
 use super::walk::{Walker, excerpt, guarded, parser_options};
 
@@ -75,6 +76,22 @@ impl Walker {
     /// Walks the substitutions of an unquoted-delimiter here-document body (`<<EOF`).
     pub(super) fn heredoc(&mut self, body: &str) {
         if self.too_deep_to_parse("here-document", body) {
+            return;
+        }
+        let costly = if paren_nesting(body) > MAX_HEREDOC_PAREN_NESTING {
+            Some(format!(
+                "nests parentheses more than {MAX_HEREDOC_PAREN_NESTING} levels deep"
+            ))
+        } else if heredoc_unclosed(body) {
+            Some("opens a substitution it does not close, which bash refuses".to_owned())
+        } else {
+            None
+        };
+        if let Some(reason) = costly {
+            self.opaque(format!(
+                "the here-document `{}` {reason} and was not checked",
+                excerpt(body)
+            ));
             return;
         }
         match guarded(|| word::parse_heredoc(body, &parser_options())) {
