@@ -31,6 +31,34 @@ pub const MAX_UNCLOSED_SUBSCRIPTS: usize = 0;
 /// the same on a command line 0.02 s.
 pub const MAX_HEREDOC_PAREN_NESTING: usize = 6;
 
+/// How many substitutions (`$(…)`, `$[…]`, `` `…` ``, and `${…}` beyond a plain `${NAME}`)
+/// an unquoted-delimiter here-document body may hold before it is opaque unparsed. The
+/// parser's here-document grammar tries every `$` construct again at each character it
+/// reads as text, without memory, so a body whose substitutions fail to parse costs a
+/// multiple per substitution: a 857-byte body with seven took longer than 20 s. A plain
+/// `${NAME}` or `$NAME` cannot fail and is not counted. Bodies meant as text are best
+/// written with a quoted delimiter (`<<'EOF'`), which expands nothing.
+pub const MAX_HEREDOC_SUBSTITUTIONS: usize = 4;
+
+/// The substitutions of a here-document body that count against
+/// [`MAX_HEREDOC_SUBSTITUTIONS`], from the text alone (escaped ones count too).
+pub(super) fn heredoc_substitutions(body: &str) -> usize {
+    let plain_brace = |at: usize| {
+        let rest = &body[at + 2..];
+        let name_len = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        name_len > 0 && rest[name_len..].starts_with('}')
+    };
+    body.matches("$(").count()
+        + body.matches("$[").count()
+        + body.matches('`').count().div_ceil(2)
+        + body
+            .match_indices("${")
+            .filter(|(at, _)| !plain_brace(*at))
+            .count()
+}
+
 /// Whether a here-document body opens more substitutions (`$(`, `${`, `$[`) than it has
 /// closing brackets of their kind. Such a body makes bash fail (`unexpected EOF`), and the
 /// parser backtracks over each unclosed one. From the text alone: a quoted or escaped
@@ -170,6 +198,18 @@ mod tests {
             "plain",
         ] {
             assert!(!heredoc_unclosed(body), "{body}");
+        }
+    }
+
+    #[test]
+    fn heredoc_substitutions_leave_plain_names_out() {
+        let cases: &[(&str, usize)] = &[
+            ("${HOME} $USER ${A_1}", 0),
+            ("$(date) `id` $[1] ${a[1]} ${x:-y}", 5),
+            ("$((1 + 2)) ${", 2),
+        ];
+        for (body, count) in cases {
+            assert_eq!(heredoc_substitutions(body), *count, "{body}");
         }
     }
 

@@ -286,6 +286,12 @@ fn hostile_input_is_opaque_not_a_crash() {
             split.opaque
         );
     }
+    let many = split_command("cat <<EOF\n$(a) $(b) $(c) $(d) $(e)\nEOF\n");
+    assert!(
+        many.opaque.iter().any(|o| o.contains("substitutions")),
+        "{:?}",
+        many.opaque
+    );
     let fine = split_command("cat <<EOF\nat $(date) in ${HOME} (see notes)\nEOF\n");
     assert_eq!(fine.commands.len(), 2, "{:?}", fine.opaque);
     let closed = split_command(&format!("echo {}", "${a[1]} ".repeat(8)));

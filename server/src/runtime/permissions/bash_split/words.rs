@@ -7,8 +7,9 @@ use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece, WordPieceWit
 use super::ShellWord;
 use super::hazards::has_substitution_syntax;
 use super::limits::{
-    MAX_HEREDOC_PAREN_NESTING, MAX_PAREN_NESTING, MAX_UNCLOSED_SUBSCRIPTS, heredoc_unclosed,
-    paren_nesting, unclosed_subscripts,
+    MAX_HEREDOC_PAREN_NESTING, MAX_HEREDOC_SUBSTITUTIONS, MAX_PAREN_NESTING,
+    MAX_UNCLOSED_SUBSCRIPTS, heredoc_substitutions, heredoc_unclosed, paren_nesting,
+    unclosed_subscripts,
 };
 use super::walk::{Walker, excerpt, guarded, parser_options};
 
@@ -84,6 +85,11 @@ impl Walker {
             ))
         } else if heredoc_unclosed(body) {
             Some("opens a substitution it does not close, which bash refuses".to_owned())
+        } else if heredoc_substitutions(body) > MAX_HEREDOC_SUBSTITUTIONS {
+            Some(format!(
+                "holds more than {MAX_HEREDOC_SUBSTITUTIONS} substitutions (quote the \
+                 delimiter, <<'EOF', for a body meant as text)"
+            ))
         } else {
             None
         };
