@@ -15,6 +15,20 @@ use crate::runtime::events::{
 use crate::runtime::model::ModelSpec;
 use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
 
+/// A turn's start as the runtime writes it.
+fn turn_started() -> EventPayload {
+    EventPayload::TurnStarted(TurnStarted {
+        prompt: "hi".into(),
+        context: TurnContext {
+            cwd: ".".into(),
+            model: ModelSpec::new("replay", "main"),
+            sandbox_mode: SandboxMode::WorkspaceWrite,
+            approval_policy: ApprovalPolicy::OnRequest,
+            metadata: Default::default(),
+        },
+    })
+}
+
 fn record() -> SessionRecord {
     SessionRecord {
         id: Uuid::now_v7(),
@@ -216,18 +230,9 @@ async fn a_journaled_open_turn_is_recorded_as_interrupted_once() {
             .journal_turn_start(id)
             .unwrap_or_else(|e| panic!("{e}"));
         let turn = Some(Uuid::now_v7());
-        let started = TurnStarted {
-            prompt: "hi".into(),
-            context: TurnContext {
-                cwd: ".".into(),
-                model: ModelSpec::new("replay", "main"),
-                sandbox_mode: SandboxMode::WorkspaceWrite,
-                approval_policy: ApprovalPolicy::OnRequest,
-                metadata: Default::default(),
-            },
-        };
+        let started = turn_started();
         handle
-            .append(turn, EventPayload::TurnStarted(started))
+            .append(turn, started)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         handle
@@ -289,18 +294,9 @@ async fn a_turn_whose_end_cannot_be_written_is_closed_once_before_the_next() {
     let store = store(&dir);
     let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
     let turn = Uuid::now_v7();
-    let started = TurnStarted {
-        prompt: "hi".into(),
-        context: TurnContext {
-            cwd: ".".into(),
-            model: ModelSpec::new("replay", "main"),
-            sandbox_mode: SandboxMode::WorkspaceWrite,
-            approval_policy: ApprovalPolicy::OnRequest,
-            metadata: Default::default(),
-        },
-    };
+    let started = turn_started();
     handle
-        .append(Some(turn), EventPayload::TurnStarted(started))
+        .append(Some(turn), started)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     for request_id in ["req-1", "req-2"] {
@@ -535,18 +531,7 @@ async fn nothing_from_an_unsynced_turn_start_on_is_visible_until_it_is_durable()
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let store = store(&dir);
     let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
-    let started = || {
-        EventPayload::TurnStarted(TurnStarted {
-            prompt: "hi".into(),
-            context: TurnContext {
-                cwd: ".".into(),
-                model: ModelSpec::new("replay", "main"),
-                sandbox_mode: SandboxMode::WorkspaceWrite,
-                approval_policy: ApprovalPolicy::OnRequest,
-                metadata: Default::default(),
-            },
-        })
-    };
+    let started = turn_started;
     let sequences = |batch: Option<Vec<Arc<Event>>>| -> Vec<u64> {
         batch
             .unwrap_or_default()
@@ -608,16 +593,7 @@ fn outside_a_runtime_a_turn_start_is_synced_at_once() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let store = store(&dir);
     let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
-    let started = EventPayload::TurnStarted(TurnStarted {
-        prompt: "hi".into(),
-        context: TurnContext {
-            cwd: ".".into(),
-            model: ModelSpec::new("replay", "main"),
-            sandbox_mode: SandboxMode::WorkspaceWrite,
-            approval_policy: ApprovalPolicy::OnRequest,
-            metadata: Default::default(),
-        },
-    });
+    let started = turn_started();
     handle
         .append_now(Some(Uuid::now_v7()), started)
         .unwrap_or_else(|e| panic!("{e}"));

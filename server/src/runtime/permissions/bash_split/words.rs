@@ -94,10 +94,7 @@ impl Walker {
             None
         };
         if let Some(reason) = costly {
-            self.opaque(format!(
-                "the here-document `{}` {reason} and was not checked",
-                excerpt(body)
-            ));
+            self.unparsed("here-document", body, &reason);
             return;
         }
         match guarded(|| word::parse_heredoc(body, &parser_options())) {
@@ -120,11 +117,16 @@ impl Walker {
         } else {
             return false;
         };
+        self.unparsed(what, text, &reason);
+        true
+    }
+
+    /// Makes `text` opaque, left unparsed for `reason`.
+    fn unparsed(&mut self, what: &str, text: &str, reason: &str) {
         self.opaque(format!(
             "the {what} `{}` {reason} and was not checked",
             excerpt(text)
         ));
-        true
     }
 
     fn pieces(
