@@ -531,6 +531,9 @@ fn read_identity(files: &TlsFiles) -> Result<TlsIdentity, ServeError> {
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully. The
 /// configuration is layered from the machine's files, the environment and `args`.
 pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
+    // Everything the server writes (its home, sessions, bundles, logs) is its own: folders
+    // 0700, files 0600. Sandboxed commands get the usual 022 back.
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     let loaded = config::load(&args, &Sources::process())?;
     init_logging(loaded.config.log_format);
     for file in &loaded.files {

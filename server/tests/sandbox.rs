@@ -22,8 +22,8 @@ use odyssey_server::runtime::events::{EventPayload, OutputStream};
 use odyssey_server::runtime::model::ModelSpec;
 use odyssey_server::runtime::policy::{ApprovalPolicy, SandboxMode};
 use odyssey_server::runtime::sandbox::{
-    AppSource, CellPaths, ExecOutcome, ExecRequest, RUNNING_DIR, Sandbox, SandboxError,
-    SandboxSettings,
+    AppSource, CellPaths, ExecOutcome, ExecRequest, ProcessView, RUNNING_DIR, Sandbox,
+    SandboxError, SandboxSettings,
 };
 use odyssey_server::runtime::session::{BundlePin, EventSink, SessionRecord, SessionStore};
 use odyssey_server::runtime::skills::SkillCatalog;
@@ -46,6 +46,8 @@ struct Fixture {
     outside: TempDir,
     cell: CellPaths,
     sandbox: Sandbox,
+    /// The private folder the home lives in, when it does.
+    _private: Option<TempDir>,
 }
 
 impl Fixture {
@@ -55,6 +57,24 @@ impl Fixture {
 
     fn with(configure: impl FnOnce(&mut SandboxSettings)) -> Self {
         let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("home");
+        Self::at(home, None, configure)
+    }
+
+    /// A home inside a folder only its owner may enter, as `/root/.odyssey` is.
+    fn in_private_folder() -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let private = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("private");
+        fs::set_permissions(private.path(), fs::Permissions::from_mode(0o700)).expect("chmod");
+        let home = tempfile::tempdir_in(private.path()).expect("home");
+        fs::set_permissions(home.path(), fs::Permissions::from_mode(0o700)).expect("chmod");
+        Self::at(home, Some(private), |_| {})
+    }
+
+    fn at(
+        home: TempDir,
+        private: Option<TempDir>,
+        configure: impl FnOnce(&mut SandboxSettings),
+    ) -> Self {
         let outside = tempfile::tempdir().expect("outside");
         fs::create_dir_all(home.path().join("secret")).expect("secret dir");
         fs::write(home.path().join("secret/key.txt"), "home-secret").expect("secret");
@@ -86,6 +106,7 @@ impl Fixture {
             outside,
             cell,
             sandbox,
+            _private: private,
         }
     }
 
@@ -93,7 +114,7 @@ impl Fixture {
         ExecRequest {
             exec_id: format!("t-{}", Uuid::new_v4()),
             argv: vec!["/bin/bash".into(), "-c".into(), script.into()],
-            cwd: self.cell.data.clone(),
+            cwd: ProcessView::new(mode, &self.cell).workspace,
             mode,
             env: BTreeMap::new(),
             network: false,
@@ -223,6 +244,40 @@ async fn the_server_home_is_invisible() {
                 shows(&out)
             );
         }
+    }
+}
+
+/// Issue 11 item 7: a server running as root with its home in a folder only root may
+/// enter (`/root/.odyssey`) runs sandboxed commands, which still cannot see the home.
+#[tokio::test]
+async fn a_home_in_a_private_folder_works_as_root_and_stays_invisible() {
+    let fx = Fixture::in_private_folder();
+    let home = fx.home.path();
+    for mode in RESTRICTED {
+        let out = fx
+            .sh(
+                mode,
+                "cat /app/README.md; ls /workspace >/dev/null && echo ok",
+            )
+            .await;
+        assert_eq!(out.exit_code, 0, "{mode}: {}", shows(&out));
+        assert_eq!(out.stdout, "app fileok\n", "{mode}");
+        let script = format!(
+            "ls -a '{}'; cat '{}'; grep -r home-secret / 2>/dev/null; cat /proc/self/environ",
+            home.display(),
+            home.join("secret/key.txt").display()
+        );
+        let out = fx.sh(mode, &script).await;
+        assert!(
+            !out.stdout.contains("home-secret"),
+            "{mode}: {}",
+            shows(&out)
+        );
+        assert!(
+            !out.stdout.contains(&*home.to_string_lossy()),
+            "{mode}: {}",
+            shows(&out)
+        );
     }
 }
 
@@ -404,6 +459,7 @@ async fn a_working_directory_outside_the_cell_is_refused() {
     for cwd in [
         fx.cell.data.join("../.."),
         fx.cell.data.join("elsewhere"),
+        PathBuf::from("/workspace/../etc"),
         fx.home.path().to_path_buf(),
         PathBuf::from("/etc"),
         PathBuf::from("relative"),
@@ -578,10 +634,7 @@ async fn ordinary_commands_work_in_the_workspace() {
             ("echo hello", "hello\n"),
             ("printf 'a\\nb\\nc\\n' | wc -l", "3\n"),
             ("cat note", "hi\n"),
-            (
-                &format!("cat '{}'", fx.cell.app.join("README.md").display()) as &str,
-                "app file",
-            ),
+            ("cat /app/README.md", "app file"),
         ] {
             let out = fx.sh(mode, script).await;
             assert_eq!(out.exit_code, 0, "{mode}: `{script}`: {}", shows(&out));
@@ -599,11 +652,12 @@ async fn home_and_tmpdir_point_inside_the_cell() {
     let out = fx.sh(SandboxMode::WorkspaceWrite, script).await;
     assert_eq!(out.exit_code, 0, "{}", shows(&out));
     let lines: Vec<&str> = out.stdout.lines().collect();
-    assert_eq!(lines[0], fx.cell.data.display().to_string());
-    assert_eq!(lines[1], fx.cell.tmp.display().to_string());
-    assert_eq!(lines[2], fx.cell.data.display().to_string());
-    // TMPDIR is the cell's tmp; so is /tmp, unless the cell itself lives under /tmp
-    // (then /tmp is not writable at all, and only TMPDIR is).
+    // The cell is at fixed places: the server's layout never shows (issue 11 item 7).
+    assert_eq!(lines[0], "/workspace");
+    assert_eq!(lines[1], "/tmp");
+    assert_eq!(lines[2], "/workspace");
+    assert!(!out.stdout.contains(&*fx.home.path().to_string_lossy()));
+    // TMPDIR and /tmp are the cell's tmp.
     assert_eq!(
         fs::read_to_string(fx.cell.tmp.join("probe")).expect("probe"),
         "tmp\n"
@@ -834,9 +888,11 @@ async fn the_bash_tool_runs_commands_and_records_their_events() {
         turn_id,
         call_id: "call-1".into(),
         bundle: bundle.clone(),
+        view: ProcessView::new(SandboxMode::WorkspaceWrite, &cell),
         cell: cell.clone(),
-        cwd: cell.data.clone(),
+        cwd: "/workspace".into(),
         mode: SandboxMode::WorkspaceWrite,
+        sandbox_user: fx.sandbox.user(),
         mounts_read: Vec::new(),
         mounts_write: Vec::new(),
         network: false,
@@ -859,10 +915,11 @@ async fn the_bash_tool_runs_commands_and_records_their_events() {
     let out = bash.call(ctx.clone(), args).await;
     assert!(out.is_error, "{out:?}");
     assert!(out.content.starts_with("exit code: 3"), "{}", out.content);
-    assert!(out.content.contains(&format!(
-        "--- stdout ---\n{}\n",
-        cell.data.join("sub").display()
-    )));
+    assert!(
+        out.content.contains("--- stdout ---\n/workspace/sub\n"),
+        "{}",
+        out.content
+    );
     assert!(out.content.contains("--- stderr ---\noops\n"));
 
     let ok = bash
@@ -890,7 +947,7 @@ async fn the_bash_tool_runs_commands_and_records_their_events() {
         argv,
         &vec!["/bin/bash".to_owned(), "-c".to_owned(), command.to_owned()]
     );
-    assert_eq!(cwd, &cell.data.join("sub").display().to_string());
+    assert_eq!(cwd, "/workspace/sub");
     assert_eq!(call_id.as_deref(), Some("call-1"));
     let deltas: String = payloads
         .iter()

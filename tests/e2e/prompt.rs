@@ -99,7 +99,8 @@ async fn the_provider_receives_the_assembled_system_prompt() {
         "{status:?}"
     );
 
-    let workspace = server.home().join("sandbox").join(&session.id).join("data");
+    // The model sees the workspace where the sandbox mounts it, never the server's home.
+    let workspace = std::path::Path::new("/workspace");
     let expected = |date: &str| {
         format!(
             "You are a test agent.
@@ -151,6 +152,10 @@ Write in short sentences.",
     let messages = requests[0]["messages"].as_array().expect("messages");
     assert_eq!(messages[0]["role"], "system");
     let system = messages[0]["content"].as_str().expect("system text");
+    assert!(
+        !system.contains(&*server.home().to_string_lossy()),
+        "the server's home reached the model:\n{system}"
+    );
     // The date is read while the turn starts: either side of a midnight is right.
     assert!(
         system == expected(&before) || system == expected(&after),

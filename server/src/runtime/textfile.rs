@@ -9,6 +9,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+use crate::runtime::sandbox::beneath::{self, BeneathDir, Kind};
+
 /// Why a file was not read.
 #[derive(Debug, thiserror::Error)]
 pub enum TextFileError {
@@ -20,6 +22,17 @@ pub enum TextFileError {
     NotRegular,
     #[error("{0}")]
     Io(#[from] io::Error),
+}
+
+impl Clone for TextFileError {
+    fn clone(&self) -> Self {
+        match self {
+            Self::LinkEscape => Self::LinkEscape,
+            Self::Link => Self::Link,
+            Self::NotRegular => Self::NotRegular,
+            Self::Io(e) => Self::Io(io::Error::new(e.kind(), e.to_string())),
+        }
+    }
 }
 
 /// What was read of a file.
@@ -97,6 +110,44 @@ pub fn read_inside(
         // A dangling link is no file; where it points is nobody's business.
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Reads `name` beneath the open folder `dir` at most `cap` bytes at a time, following a
+/// link only while it stays beneath `dir` (resolved by the kernel in the same call that
+/// opens the file). `Ok(None)` when there is no such file, a dangling link included.
+pub fn read_beneath(
+    dir: &BeneathDir,
+    name: &str,
+    cap: usize,
+) -> Result<Option<CappedText>, TextFileError> {
+    let (file, stat) = match dir.open_read(Path::new(name)) {
+        Ok(open) => open,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if beneath::is_escape(&e) => return Err(TextFileError::LinkEscape),
+        Err(e) => return Err(e.into()),
+    };
+    if Kind::of_stat(&stat) != Kind::File {
+        return Err(TextFileError::NotRegular);
+    }
+    read_open(file, u64::try_from(stat.st_size).unwrap_or(0), cap).map(Some)
+}
+
+impl CappedText {
+    /// This text cut further to at most `cap` bytes (on a character boundary).
+    pub fn recapped(&self, cap: usize) -> Self {
+        if self.text.len() <= cap {
+            return self.clone();
+        }
+        let mut end = cap;
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        Self {
+            text: self.text[..end].to_owned(),
+            size: self.size,
+            truncated: true,
+        }
     }
 }
 

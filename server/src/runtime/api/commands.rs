@@ -2,6 +2,7 @@
 //! call and not a turn: it streams exec-command events into the session's log and
 //! returns the exit code and (capped) output.
 
+use std::path::Path;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -11,7 +12,7 @@ use super::OdysseyRuntime;
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::{EventPayload, OutputStream};
 use crate::runtime::permissions::split_command;
-use crate::runtime::sandbox::{ExecOutcome, ExecRequest};
+use crate::runtime::sandbox::{ExecOutcome, ExecRequest, ProcessView};
 use crate::runtime::session::EventSink;
 
 /// Longest argument, and longest argument list, a command may have: the kernel refuses
@@ -70,13 +71,8 @@ impl OdysseyRuntime {
         let access = self.inner.config.access.grant(&bundle.manifest.sandbox)?;
         let cell = self.prepare_cell(record.id, &bundle).await?;
         let exec_id = format!("cmd-{}", Uuid::now_v7());
-        let work_dir = cell.data.join(cwd);
-        if !work_dir.is_dir() {
-            return Err(RuntimeError::invalid(
-                "cwd",
-                format!("`{cwd}` is not a folder of the workspace"),
-            ));
-        }
+        super::overrides::workspace_dir(&cell.data, cwd)?;
+        let work_dir = ProcessView::new(record.sandbox_mode, &cell).in_workspace(Path::new(cwd));
         let events = EventSink::new(session, None);
         let shown_cwd = work_dir.display().to_string();
         events.emit(EventPayload::ExecCommandBegin {

@@ -1,5 +1,6 @@
 //! Submitting, running, waiting for and cancelling turns.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use tokio::sync::OwnedSemaphorePermit;
@@ -18,7 +19,7 @@ use crate::runtime::execution::{
     tokens_spent,
 };
 use crate::runtime::permissions::PermissionRules;
-use crate::runtime::sandbox::{AppSource, CellPaths};
+use crate::runtime::sandbox::{AppSource, CellPaths, ProcessView};
 use crate::runtime::session::{EventSink, SessionHandle};
 use crate::runtime::tools::ToolContext;
 
@@ -393,6 +394,7 @@ impl OdysseyRuntime {
         };
         let tools = self.turn_tools(&bundle, |name| gate.offered(name))?;
         super::overrides::workspace_dir(&cell.data, &context.cwd)?;
+        let view = ProcessView::new(record.sandbox_mode, &cell);
         let stats = session.stats();
         ensure_session_budget(&record, &stats)?;
         let history = session.history();
@@ -423,10 +425,12 @@ impl OdysseyRuntime {
                 session_id: record.id,
                 turn_id,
                 call_id: String::new(),
-                cwd: cell.data.join(&context.cwd),
+                cwd: view.in_workspace(Path::new(&context.cwd)),
+                view,
                 cell,
                 bundle: bundle.clone(),
                 mode: record.sandbox_mode,
+                sandbox_user: self.inner.sandbox.user(),
                 mounts_read: access.mounts_read,
                 mounts_write: access.mounts_write,
                 network: access.network,

@@ -31,6 +31,7 @@ mod recording;
 mod sessions;
 mod tools;
 
+use std::os::unix::fs::DirBuilderExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
@@ -121,9 +122,14 @@ impl OdysseyRuntime {
         providers: ProviderRegistry,
         host_tools: HostTools,
     ) -> Result<Self> {
-        std::fs::create_dir_all(&config.home).map_err(|e| {
-            RuntimeError::storage(format!("create home {}", config.home.display()), e)
-        })?;
+        // Private: sessions, bundles and logs are the server's alone.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&config.home)
+            .map_err(|e| {
+                RuntimeError::storage(format!("create home {}", config.home.display()), e)
+            })?;
         let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
         let metrics = Arc::new(Metrics::new(providers.known_providers()));
         let event_hooks = Arc::new(

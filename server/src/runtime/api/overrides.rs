@@ -10,7 +10,9 @@
 //! `model` goes through the provider registry like a session's model: an unknown
 //! provider or a malformed config is refused at submit, naming the field.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
+
+use rustix::fs::OFlags;
 
 use uuid::Uuid;
 
@@ -18,6 +20,7 @@ use super::OdysseyRuntime;
 use crate::runtime::error::{ErrorKind, Result, RuntimeError, shorten};
 use crate::runtime::execution::ExecutionRequest;
 use crate::runtime::sandbox::CellPaths;
+use crate::runtime::sandbox::beneath::{self, BeneathDir};
 
 impl OdysseyRuntime {
     /// What submit can check of a turn's overrides before queueing it.
@@ -97,8 +100,9 @@ pub(super) fn normalized_cwd(cwd: Option<&str>) -> String {
     }
 }
 
-/// The real folder `cwd` names inside the workspace `data`.
-pub(super) fn workspace_dir(data: &Path, cwd: &str) -> Result<PathBuf> {
+/// Checks that `cwd` names a folder beneath the workspace `data` (links followed only
+/// while they stay inside).
+pub(super) fn workspace_dir(data: &Path, cwd: &str) -> Result<()> {
     let not_a_folder = || {
         RuntimeError::invalid(
             "cwd",
@@ -108,18 +112,15 @@ pub(super) fn workspace_dir(data: &Path, cwd: &str) -> Result<PathBuf> {
             ),
         )
     };
-    let root = data.canonicalize().map_err(|_| not_a_folder())?;
-    let dir = data.join(cwd).canonicalize().map_err(|_| not_a_folder())?;
-    if !dir.starts_with(&root) {
-        return Err(RuntimeError::invalid(
+    let root = BeneathDir::open(data).map_err(|_| not_a_folder())?;
+    match root.open_at(Path::new(cwd), OFlags::PATH | OFlags::DIRECTORY) {
+        Ok(_) => Ok(()),
+        Err(e) if beneath::is_escape(&e) => Err(RuntimeError::invalid(
             "cwd",
             format!("`{}` leads outside the session workspace", shorten(cwd)),
-        ));
+        )),
+        Err(_) => Err(not_a_folder()),
     }
-    if !dir.is_dir() {
-        return Err(not_a_folder());
-    }
-    Ok(dir)
 }
 
 #[cfg(test)]
@@ -154,11 +155,10 @@ mod tests {
         std::fs::create_dir_all(data.join("src")).expect("mkdir");
         std::fs::write(data.join("notes.txt"), "x").expect("write");
         std::os::unix::fs::symlink(dir.path(), data.join("out")).expect("symlink");
-        assert_eq!(
-            workspace_dir(&data, "src").expect("src"),
-            data.join("src").canonicalize().expect("canonical")
-        );
-        assert!(workspace_dir(&data, ".").is_ok());
+        std::os::unix::fs::symlink("src", data.join("code")).expect("symlink");
+        for cwd in ["src", ".", "code"] {
+            assert!(workspace_dir(&data, cwd).is_ok(), "{cwd}");
+        }
         for (cwd, words) in [
             ("missing", "is not a folder"),
             ("notes.txt", "is not a folder"),

@@ -1,7 +1,7 @@
 //! A turn's system prompt and skills: the runtime's side of [`crate::runtime::prompt`]
 //! and [`crate::runtime::skills`].
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -10,8 +10,9 @@ use crate::runtime::bundle::InstalledBundle;
 use crate::runtime::config::RuntimeConfig;
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::TurnContext;
-use crate::runtime::prompt::{PromptParts, assemble};
-use crate::runtime::sandbox::CellPaths;
+use crate::runtime::prompt::{PromptParts, WorkspaceFiles, assemble};
+use crate::runtime::sandbox::beneath::BeneathDir;
+use crate::runtime::sandbox::{CellPaths, ProcessView};
 use crate::runtime::skills::{ServerSkills, SkillCatalog, SkillListing};
 use crate::runtime::tools::ToolSet;
 use crate::runtime::tools::builtin::SKILL_TOOL_NAME;
@@ -59,17 +60,35 @@ impl OdysseyRuntime {
         let limits = self.inner.config.prompt_limits;
         let bundle = bundle.clone();
         let agent_prompt = agent_prompt.to_owned();
-        let workspace = cell.data.clone();
-        // `components` drops the `.` of the default working directory.
-        let cwd: PathBuf = workspace.join(&context.cwd).components().collect();
+        let view = ProcessView::new(context.sandbox_mode, cell);
+        let cwd = view.in_workspace(Path::new(&context.cwd));
         let sandbox_mode = context.sandbox_mode;
         let skill_tool = tools.get(SKILL_TOOL_NAME).is_some();
         let input = input.to_owned();
+        let data = cell.data.clone();
+        let workspace_files = self
+            .inner
+            .sandbox
+            .user()
+            .run(move |handoff| {
+                let dir = BeneathDir::open(&data)?;
+                handoff.assume()?;
+                Ok::<_, std::io::Error>(WorkspaceFiles::read(&dir, &limits))
+            })
+            .await
+            .map_err(|e| {
+                RuntimeError::storage(
+                    "read the workspace's project files",
+                    std::io::Error::other(e),
+                )
+            })?
+            .map_err(|e| RuntimeError::storage("read the workspace's project files", e))?;
         tokio::task::spawn_blocking(move || {
             let skills = SkillCatalog::new(&bundle, &server.current());
             let parts = PromptParts {
                 agent_prompt: &agent_prompt,
-                workspace: &workspace,
+                workspace: &view.workspace,
+                workspace_files: &workspace_files,
                 cwd: &cwd,
                 bundle_root: &bundle.root,
                 sandbox_mode,

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::time::SystemTime;
 
+use super::bootstrap::WorkspaceFiles;
 use super::limits::PromptLimits;
 use super::{bootstrap, header, requested, skill_list};
 use crate::runtime::policy::SandboxMode;
@@ -13,8 +14,10 @@ use crate::runtime::skills::SkillCatalog;
 pub struct PromptParts<'a> {
     /// The agent's own prompt, from its agent file.
     pub agent_prompt: &'a str,
-    /// The session workspace (the cell's `data/`), searched first for bootstrap files.
+    /// The workspace as the model's tools see it (`/workspace`).
     pub workspace: &'a Path,
+    /// The bootstrap files found in the workspace, which replace the bundle's.
+    pub workspace_files: &'a WorkspaceFiles,
     /// The turn's working directory, as the model's tools see it.
     pub cwd: &'a Path,
     /// The installed bundle's folder, searched for bootstrap files the workspace lacks.
@@ -37,7 +40,7 @@ pub fn assemble(parts: &PromptParts<'_>, limits: &PromptLimits) -> String {
     let agent = parts.agent_prompt.trim();
     let sections = [
         (!agent.is_empty()).then(|| agent.to_owned()),
-        bootstrap::section(parts.workspace, parts.bundle_root, limits),
+        bootstrap::section(parts.workspace_files, parts.bundle_root, limits),
         parts
             .memory
             .map(str::trim)

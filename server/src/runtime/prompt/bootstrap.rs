@@ -10,7 +10,8 @@
 use std::path::Path;
 
 use super::limits::PromptLimits;
-use crate::runtime::textfile::{CappedText, TextFileError, read_inside};
+use crate::runtime::sandbox::beneath::BeneathDir;
+use crate::runtime::textfile::{CappedText, TextFileError, read_beneath, read_inside};
 
 /// The bootstrap files, in the order they appear in the prompt.
 pub const BOOTSTRAP_FILES: [&str; 5] =
@@ -32,9 +33,39 @@ impl Origin {
     }
 }
 
+/// The workspace's copies of the bootstrap files, each read up to the per-file cap.
+///
+/// They are read apart from the rest of the prompt, beneath the workspace's open folder
+/// and with the sandbox user's rights ([`crate::runtime::sandbox::SandboxUser`]): the
+/// workspace is the session's to change while this runs.
+#[derive(Debug, Default)]
+pub struct WorkspaceFiles(Vec<(&'static str, Result<CappedText, TextFileError>)>);
+
+impl WorkspaceFiles {
+    /// Reads the bootstrap files found beneath `workspace`.
+    pub fn read(workspace: &BeneathDir, limits: &PromptLimits) -> Self {
+        Self(
+            BOOTSTRAP_FILES
+                .iter()
+                .filter_map(|name| {
+                    let read = read_beneath(workspace, name, limits.bootstrap_file_bytes);
+                    Some((*name, read.transpose()?))
+                })
+                .collect(),
+        )
+    }
+
+    fn get(&self, name: &str) -> Option<&Result<CappedText, TextFileError>> {
+        self.0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, read)| read)
+    }
+}
+
 /// The `# Project files` section, or `None` when no bootstrap file has content.
 pub(super) fn section(
-    workspace: &Path,
+    workspace: &WorkspaceFiles,
     bundle_root: &Path,
     limits: &PromptLimits,
 ) -> Option<String> {
@@ -71,15 +102,15 @@ pub(super) fn section(
 
 /// The workspace's copy of `name`, else the bundle's; `None` when neither exists.
 fn find(
-    workspace: &Path,
+    workspace: &WorkspaceFiles,
     bundle_root: &Path,
     name: &str,
     cap: usize,
 ) -> Option<(Origin, Result<CappedText, TextFileError>)> {
-    match read_inside(workspace, name, cap) {
-        Ok(Some(text)) => return Some((Origin::Workspace, Ok(text))),
-        Err(e) => return Some((Origin::Workspace, Err(e))),
-        Ok(None) => {}
+    match workspace.get(name) {
+        Some(Ok(text)) => return Some((Origin::Workspace, Ok(text.recapped(cap)))),
+        Some(Err(e)) => return Some((Origin::Workspace, Err(e.clone()))),
+        None => {}
     }
     match read_inside(bundle_root, name, cap) {
         Ok(Some(text)) => Some((Origin::Bundle, Ok(text))),

@@ -29,7 +29,7 @@ mod skill_list;
 mod tests;
 
 pub use assemble::{PromptParts, assemble};
-pub use bootstrap::BOOTSTRAP_FILES;
+pub use bootstrap::{BOOTSTRAP_FILES, WorkspaceFiles};
 pub use header::utc_date;
 pub use limits::PromptLimits;
 pub use mentions::mentioned_skills;

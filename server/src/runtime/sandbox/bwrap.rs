@@ -1,16 +1,18 @@
 //! The bubblewrap command line of a restricted run, and the Landlock lists that match it.
 //!
-//! Both are derived from one [`CellView`] so the two layers agree: what bubblewrap binds
+//! Both are derived from one list of [`Bind`]s so the two layers agree: what bubblewrap binds
 //! read-only, Landlock grants read-only; what it binds writable, Landlock grants writable.
 //! The sandbox starts from an empty root: only the system folders programs need, a few
-//! `/etc` files, a fresh `/proc` and `/dev`, the cell's folders (at their own paths) and
-//! the declared mounts are visible. `<home>` itself is never bound.
+//! `/etc` files, a fresh `/proc` and `/dev`, the cell's folders at fixed places
+//! (`/workspace`, `/app`, `/cache`, `/tmp`, `/run/odyssey`) and the declared mounts at
+//! their own paths are visible. `<home>` itself is never bound.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::helper::HelperArgs;
 use super::types::CellPaths;
+use super::view::{APP, CACHE, RUN, TMP, WORKSPACE};
 use crate::runtime::policy::SandboxMode;
 
 /// Top-level system folders bound read-only (or recreated as the symlinks they are).
@@ -82,65 +84,62 @@ impl SystemLayout {
     }
 }
 
-/// The cell's folders and the mounts, as the process sees them.
+/// One host folder (or file) made visible inside the sandbox.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CellView {
-    pub read_only: Vec<PathBuf>,
-    pub read_write: Vec<PathBuf>,
+pub struct Bind {
+    /// Where it is on the host (or where the server's staging put it, see
+    /// [`super::helper::stage`]).
+    pub source: PathBuf,
+    /// Where the sandboxed process sees it.
+    pub dest: PathBuf,
+    pub writable: bool,
 }
 
-impl CellView {
-    /// `read_only` mode: only tmp and this run's folder are writable. `workspace_write`:
-    /// also the workspace, the cache and the writable mounts. The app is never writable.
-    pub fn new(
-        cell: &CellPaths,
-        run_dir: &Path,
-        mode: SandboxMode,
-        mounts_read: &[PathBuf],
-        mounts_write: &[PathBuf],
-    ) -> Self {
-        let mut read_only = vec![cell.app.clone()];
-        let mut read_write = vec![cell.tmp.clone(), run_dir.to_path_buf()];
-        read_only.extend(mounts_read.iter().cloned());
-        if mode == SandboxMode::ReadOnly {
-            read_only.extend([cell.data.clone(), cell.cache.clone()]);
-            read_only.extend(mounts_write.iter().cloned());
-        } else {
-            read_write.extend([cell.data.clone(), cell.cache.clone()]);
-            read_write.extend(mounts_write.iter().cloned());
-        }
+impl Bind {
+    fn new(source: &Path, dest: impl Into<PathBuf>, writable: bool) -> Self {
         Self {
-            read_only,
-            read_write,
+            source: source.to_path_buf(),
+            dest: dest.into(),
+            writable,
         }
     }
+}
 
-    /// Every bind, parents before children so a nested mount is not hidden by its parent.
-    fn binds(&self) -> Vec<(&Path, bool)> {
-        let mut binds: Vec<(&Path, bool)> = self
-            .read_only
-            .iter()
-            .map(|p| (p.as_path(), false))
-            .chain(self.read_write.iter().map(|p| (p.as_path(), true)))
-            .collect();
-        binds.sort_by_key(|(path, _)| path.components().count());
-        binds
-    }
+/// The cell's folders at their fixed places and the mounts at their own paths.
+/// `read_only` mode: only tmp and this run's folder are writable. `workspace_write`:
+/// also the workspace, the cache and the writable mounts. The app is never writable.
+/// Sorted parents first, so a nested mount is not hidden by its parent.
+pub fn cell_binds(
+    cell: &CellPaths,
+    run_dir: &Path,
+    mode: SandboxMode,
+    mounts_read: &[PathBuf],
+    mounts_write: &[PathBuf],
+) -> Vec<Bind> {
+    let writable = mode != SandboxMode::ReadOnly;
+    let mut binds = vec![
+        Bind::new(&cell.data, WORKSPACE, writable),
+        Bind::new(&cell.app, APP, false),
+        Bind::new(&cell.cache, CACHE, writable),
+        Bind::new(&cell.tmp, TMP, true),
+        Bind::new(run_dir, RUN, true),
+    ];
+    binds.extend(mounts_read.iter().map(|m| Bind::new(m, m, false)));
+    binds.extend(mounts_write.iter().map(|m| Bind::new(m, m, writable)));
+    binds.sort_by_key(|bind| bind.dest.components().count());
+    binds
 }
 
 /// Everything one bubblewrap invocation needs.
 #[derive(Debug)]
 pub struct BwrapPlan<'a> {
     pub layout: &'a SystemLayout,
-    pub view: &'a CellView,
-    pub cell_tmp: &'a Path,
-    /// Whether the cell's tmp also appears as `/tmp`. Not when the cell itself lives under
-    /// `/tmp`: binding over `/tmp` would hide the cell's own binds, so `/tmp` is then not
-    /// writable and only `TMPDIR` (the cell's tmp) is.
-    pub bind_tmp: bool,
+    pub binds: &'a [Bind],
     pub network: bool,
     pub env: &'a [(OsString, OsString)],
+    /// The working directory, as the process sees it.
     pub cwd: &'a Path,
+    /// The helper binary (on the host, or staged).
     pub helper: &'a Path,
 }
 
@@ -180,11 +179,9 @@ impl BwrapPlan<'_> {
             args.bind("--ro-bind-try", Path::new(entry), Path::new(entry));
         }
         args.flags(&["--proc", "/proc", "--dev", "/dev"]);
-        for (path, writable) in self.view.binds() {
-            args.bind(if writable { "--bind" } else { "--ro-bind" }, path, path);
-        }
-        if self.bind_tmp {
-            args.bind("--bind", self.cell_tmp, Path::new("/tmp"));
+        for bind in self.binds {
+            let how = if bind.writable { "--bind" } else { "--ro-bind" };
+            args.bind(how, &bind.source, &bind.dest);
         }
         args.bind("--ro-bind", self.helper, Path::new(HELPER_MOUNT));
         args.push("--chdir").push(self.cwd);
@@ -193,15 +190,18 @@ impl BwrapPlan<'_> {
         args.0
     }
 
-    /// The Landlock lists matching the binds: system folders, `/etc` and `/proc` readable,
-    /// `/dev` usable, the view as bound.
+    /// The Landlock lists matching the binds, in the sandbox's own paths: system folders,
+    /// `/etc` and `/proc` readable, `/dev` usable, the binds as bound.
     pub fn landlock_paths(&self) -> (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>) {
         let mut read_only: Vec<PathBuf> = self.layout.paths().map(Path::to_path_buf).collect();
         read_only.extend([PathBuf::from("/etc"), PathBuf::from("/proc")]);
-        read_only.extend(self.view.read_only.iter().cloned());
-        let mut read_write = self.view.read_write.clone();
-        if self.bind_tmp {
-            read_write.push(PathBuf::from("/tmp"));
+        let mut read_write = Vec::new();
+        for bind in self.binds {
+            if bind.writable {
+                read_write.push(bind.dest.clone());
+            } else {
+                read_only.push(bind.dest.clone());
+            }
         }
         (read_only, read_write, vec![PathBuf::from("/dev")])
     }
@@ -245,10 +245,10 @@ mod tests {
         }
     }
 
-    fn render(mode: SandboxMode, network: bool, bind_tmp: bool) -> (Vec<String>, HelperArgs) {
+    fn render(mode: SandboxMode, network: bool) -> (Vec<String>, HelperArgs) {
         let cell = CellPaths::under(PathBuf::from("/h/sandbox/s1"));
         let run_dir = cell.runs.join("e1");
-        let view = CellView::new(
+        let binds = cell_binds(
             &cell,
             &run_dir,
             mode,
@@ -256,15 +256,13 @@ mod tests {
             &[PathBuf::from("/srv/out")],
         );
         let layout = layout();
-        let env = vec![(OsString::from("HOME"), OsString::from("/h/sandbox/s1/data"))];
+        let env = vec![(OsString::from("HOME"), OsString::from("/workspace"))];
         let plan = BwrapPlan {
             layout: &layout,
-            view: &view,
-            cell_tmp: &cell.tmp,
-            bind_tmp,
+            binds: &binds,
             network,
             env: &env,
-            cwd: &cell.data,
+            cwd: Path::new("/workspace"),
             helper: Path::new("/opt/odyssey/odyssey-sandbox"),
         };
         let (read_only, read_write, devices) = plan.landlock_paths();
@@ -304,8 +302,8 @@ mod tests {
     }
 
     #[test]
-    fn workspace_write_binds_the_workspace_writable() {
-        let (args, helper) = render(SandboxMode::WorkspaceWrite, false, true);
+    fn workspace_write_binds_the_cell_at_fixed_places() {
+        let (args, helper) = render(SandboxMode::WorkspaceWrite, false);
         for flag in [
             "--unshare-user",
             "--unshare-pid",
@@ -319,98 +317,81 @@ mod tests {
             assert!(args.contains(&flag.to_owned()), "missing {flag}");
         }
         let rw = after(&args, "--bind", 2);
-        for path in [
-            "/h/sandbox/s1/data",
-            "/h/sandbox/s1/cache",
-            "/h/sandbox/s1/tmp",
-            "/h/sandbox/s1/runs/e1",
-            "/srv/out",
+        for (source, dest) in [
+            ("/h/sandbox/s1/data", "/workspace"),
+            ("/h/sandbox/s1/cache", "/cache"),
+            ("/h/sandbox/s1/tmp", "/tmp"),
+            ("/h/sandbox/s1/runs/e1", "/run/odyssey"),
+            ("/srv/out", "/srv/out"),
         ] {
             assert!(
-                rw.contains(&pair(path, path)),
-                "{path} not writable: {rw:?}"
+                rw.contains(&pair(source, dest)),
+                "{source} not writable at {dest}: {rw:?}"
             );
         }
-        assert!(rw.contains(&pair("/h/sandbox/s1/tmp", "/tmp")));
         let ro = after(&args, "--ro-bind", 2);
-        for path in ["/usr", "/h/sandbox/s1/app", "/srv/ref"] {
+        for (source, dest) in [
+            ("/usr", "/usr"),
+            ("/h/sandbox/s1/app", "/app"),
+            ("/srv/ref", "/srv/ref"),
+        ] {
             assert!(
-                ro.contains(&pair(path, path)),
-                "{path} not read-only: {ro:?}"
+                ro.contains(&pair(source, dest)),
+                "{source} not read-only at {dest}: {ro:?}"
             );
         }
         assert!(ro.contains(&pair("/opt/odyssey/odyssey-sandbox", HELPER_MOUNT)));
         assert_eq!(after(&args, "--symlink", 2), vec![pair("usr/bin", "/bin")]);
         assert_eq!(
             after(&args, "--chdir", 1),
-            vec![vec!["/h/sandbox/s1/data".to_owned()]]
+            vec![vec!["/workspace".to_owned()]]
         );
         assert!(after(&args, "--ro-bind-try", 2).contains(&pair("/etc/passwd", "/etc/passwd")));
         assert_eq!(
             after(&args, "--setenv", 2),
-            vec![pair("HOME", "/h/sandbox/s1/data")]
+            vec![pair("HOME", "/workspace")]
         );
-        // The helper comes last, with the same lists Landlock will enforce.
+        // The helper comes last, with the same places Landlock will enforce.
         let tail = args.iter().position(|a| a == "--").expect("separator");
         assert_eq!(args[tail + 1], HELPER_MOUNT);
-        assert!(
-            helper
-                .read_write
-                .contains(&PathBuf::from("/h/sandbox/s1/data"))
-        );
-        assert!(helper.read_write.contains(&PathBuf::from("/tmp")));
-        assert!(
-            helper
-                .read_only
-                .contains(&PathBuf::from("/h/sandbox/s1/app"))
-        );
+        for dest in ["/workspace", "/tmp", "/cache", "/run/odyssey", "/srv/out"] {
+            assert!(helper.read_write.contains(&PathBuf::from(dest)), "{dest}");
+        }
+        assert!(helper.read_only.contains(&PathBuf::from("/app")));
         assert!(!helper.network);
     }
 
     #[test]
     fn read_only_leaves_only_tmp_and_the_run_folder_writable() {
-        let (args, helper) = render(SandboxMode::ReadOnly, false, true);
+        let (args, helper) = render(SandboxMode::ReadOnly, false);
         let rw: Vec<String> = after(&args, "--bind", 2)
             .into_iter()
-            .map(|p| p[0].clone())
+            .map(|p| p[1].clone())
             .collect();
-        assert_eq!(
-            rw,
-            vec![
-                "/h/sandbox/s1/tmp".to_owned(),
-                "/h/sandbox/s1/runs/e1".to_owned(),
-                "/h/sandbox/s1/tmp".to_owned(),
-            ]
-        );
+        assert_eq!(rw, vec!["/tmp".to_owned(), "/run/odyssey".to_owned()]);
         let ro = after(&args, "--ro-bind", 2);
-        for path in ["/h/sandbox/s1/data", "/h/sandbox/s1/cache", "/srv/out"] {
-            assert!(ro.contains(&pair(path, path)), "{path} not read-only");
+        for (source, dest) in [
+            ("/h/sandbox/s1/data", "/workspace"),
+            ("/h/sandbox/s1/cache", "/cache"),
+            ("/srv/out", "/srv/out"),
+        ] {
+            assert!(ro.contains(&pair(source, dest)), "{source} not read-only");
         }
-        assert!(
-            !helper
-                .read_write
-                .contains(&PathBuf::from("/h/sandbox/s1/data"))
-        );
-        assert!(
-            helper
-                .read_only
-                .contains(&PathBuf::from("/h/sandbox/s1/data"))
-        );
+        assert!(!helper.read_write.contains(&PathBuf::from("/workspace")));
+        assert!(helper.read_only.contains(&PathBuf::from("/workspace")));
     }
 
     #[test]
-    fn network_and_tmp_are_optional() {
-        let (args, helper) = render(SandboxMode::WorkspaceWrite, true, false);
+    fn network_is_optional() {
+        let (args, helper) = render(SandboxMode::WorkspaceWrite, true);
         assert!(!args.contains(&"--unshare-net".to_owned()));
         assert!(helper.network);
-        assert!(!after(&args, "--bind", 2).iter().any(|p| p[1] == "/tmp"));
-        assert!(!helper.read_write.contains(&PathBuf::from("/tmp")));
     }
 
     #[test]
-    fn home_and_cell_root_are_never_bound() {
+    fn the_host_layout_appears_only_as_bind_sources() {
         for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
-            let (args, _) = render(mode, false, true);
+            let (args, helper) = render(mode, false);
             let end = args.iter().position(|a| a == "--").expect("separator");
             for forbidden in [
                 "/h",
@@ -424,6 +405,24 @@ mod tests {
                     "{forbidden} appears in {mode} arguments"
                 );
             }
+            let sources: Vec<String> = after(&args, "--bind", 2)
+                .into_iter()
+                .chain(after(&args, "--ro-bind", 2))
+                .map(|p| p[0].clone())
+                .collect();
+            let mentioned = args[..end]
+                .iter()
+                .filter(|a| a.starts_with("/h/"))
+                .all(|a| sources.contains(a));
+            assert!(mentioned, "a host path outside a bind source: {args:?}");
+            assert!(
+                !helper
+                    .read_only
+                    .iter()
+                    .chain(&helper.read_write)
+                    .any(|p| p.starts_with("/h")),
+                "Landlock names a host path"
+            );
             assert!(!args.contains(&"--tmpfs".to_owned()));
         }
     }

@@ -13,6 +13,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use uuid::Uuid;
 
+use rustix::fs::OFlags;
+
+use super::beneath::{self, BeneathDir, Kind};
 use super::error::SandboxError;
 use super::types::CellPaths;
 use crate::runtime::bundle::InstalledBundle;
@@ -47,18 +50,21 @@ pub(crate) fn prepare(
     app: AppSource<'_>,
     owner: Option<(u32, u32)>,
 ) -> Result<CellPaths, SandboxError> {
-    create_dir(sandbox_root, 0o755)?;
-    if owner.is_some() {
-        // bubblewrap runs as the sandbox user and resolves the cell's path itself: the
-        // server's home and sandbox root must be searchable (not listable) by it.
-        allow_search(sandbox_root)?;
-        if let Some(home) = sandbox_root.parent() {
-            allow_search(home)?;
-        }
-    }
+    create_dir(sandbox_root, 0o700)?;
     let cell = CellPaths::under(sandbox_root.join(session_id.to_string()));
-    create_dir(&cell.root, if owner.is_some() { 0o711 } else { 0o700 })?;
-    for dir in [&cell.data, &cell.cache, &cell.tmp, &cell.runs] {
+    create_dir(&cell.root, 0o700)?;
+    // `runs/` stays the server's: only the server creates a run's folder in it, so no
+    // process of the session can plant something there under a future run's name.
+    create_dir(&cell.runs, 0o700)?;
+    if owner.is_some() {
+        // A cell made by an earlier version handed `runs/` over too.
+        hand_over(
+            &cell.runs,
+            rustix::process::geteuid().as_raw(),
+            rustix::process::getegid().as_raw(),
+        )?;
+    }
+    for dir in [&cell.data, &cell.cache, &cell.tmp] {
         create_dir(dir, 0o700)?;
         if let Some((uid, gid)) = owner {
             hand_over(dir, uid, gid)?;
@@ -68,14 +74,18 @@ pub(crate) fn prepare(
     Ok(cell)
 }
 
-/// Creates `runs/<exec_id>/` for one process.
+/// Creates `runs/<exec_id>/` for one process: a new folder (an existing one is refused),
+/// handed to the sandbox user when the server is root.
 pub(crate) fn prepare_run_dir(
     cell: &CellPaths,
     exec_id: &str,
     owner: Option<(u32, u32)>,
 ) -> Result<PathBuf, SandboxError> {
     let dir = cell.run_dir(exec_id);
-    create_dir(&dir, 0o700)?;
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| SandboxError::io(format!("creating {}", dir.display()), e))?;
     if let Some((uid, gid)) = owner {
         std::os::unix::fs::lchown(&dir, Some(uid), Some(gid))
             .map_err(|e| SandboxError::io(format!("handing {} to uid {uid}", dir.display()), e))?;
@@ -109,18 +119,6 @@ fn create_dir(path: &Path, mode: u32) -> Result<(), SandboxError> {
         Ok(()) => Ok(()),
         Err(e) => Err(SandboxError::io(format!("creating {}", path.display()), e)),
     }
-}
-
-/// Adds search permission for others (`o+x`) to a folder, changing nothing else.
-fn allow_search(dir: &Path) -> Result<(), SandboxError> {
-    let meta =
-        fs::metadata(dir).map_err(|e| SandboxError::io(format!("reading {}", dir.display()), e))?;
-    let mode = meta.permissions().mode();
-    if mode & 0o001 == 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode((mode | 0o001) & 0o7777))
-            .map_err(|e| SandboxError::io(format!("making {} searchable", dir.display()), e))?;
-    }
-    Ok(())
 }
 
 /// Stages the bundle as `app/` unless the recorded digest says it is already there.
@@ -200,34 +198,47 @@ fn make_read_only(dir: &Path) -> io::Result<()> {
     fs::set_permissions(dir, fs::Permissions::from_mode(0o555))
 }
 
-/// Removes a tree, first giving its owner write access to folders that lack it (a
-/// read-only `app/`, or a folder a command locked) without following symlinks.
+/// Removes a tree. A first attempt usually succeeds (root needs no permission bits);
+/// when it does not, folders that lack write access for their owner (a read-only `app/`,
+/// a folder a command locked) get it back, and the removal is tried again.
 fn remove_tree(path: &Path) -> Result<(), SandboxError> {
     match fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(SandboxError::io(format!("reading {}", path.display()), e)),
         Ok(_) => {}
     }
-    unlock_dirs(path);
+    // std's `remove_dir_all` works by descriptor and never follows a link.
+    if fs::remove_dir_all(path).is_ok() {
+        return Ok(());
+    }
+    if let Ok(root) = BeneathDir::open(path) {
+        unlock_dirs(&root);
+    }
     fs::remove_dir_all(path)
         .map_err(|e| SandboxError::io(format!("removing {}", path.display()), e))
 }
 
-fn unlock_dirs(path: &Path) {
-    let Ok(meta) = fs::symlink_metadata(path) else {
-        return;
-    };
-    if !meta.is_dir() {
-        return;
-    }
-    let mode = meta.permissions().mode();
-    if mode & 0o700 != 0o700 {
+/// Gives every folder under `root` its owner's full access. Each folder is reached from
+/// `root` with no symbolic link allowed anywhere on the way, and changed through its own
+/// descriptor, so a folder swapped for a link meanwhile is skipped, never followed.
+fn unlock_dirs(root: &BeneathDir) {
+    let mut pending = vec![PathBuf::new()];
+    while let Some(rel) = pending.pop() {
+        let Ok(dir) = root.open_without_links(&rel) else {
+            continue;
+        };
         // Best effort: if this fails, remove_dir_all reports the real error.
-        let _ = fs::set_permissions(path, fs::Permissions::from_mode((mode | 0o700) & 0o7777));
-    }
-    if let Ok(entries) = fs::read_dir(path) {
-        for entry in entries.flatten() {
-            unlock_dirs(&entry.path());
+        let _ = beneath::grant_owner_all(&dir);
+        let Ok(listing) = root.open_at(&rel, OFlags::RDONLY | OFlags::DIRECTORY) else {
+            continue;
+        };
+        if let Ok((entries, _)) = BeneathDir::entries(&listing, usize::MAX) {
+            pending.extend(
+                entries
+                    .into_iter()
+                    .filter(|entry| entry.kind == Kind::Dir)
+                    .map(|entry| rel.join(entry.name)),
+            );
         }
     }
 }

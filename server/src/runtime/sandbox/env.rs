@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use super::error::SandboxError;
-use super::types::CellPaths;
+use super::view::ProcessView;
 
 /// The search path inside the sandbox: only system folders, which are read-only there.
 pub const SANDBOX_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
@@ -24,10 +24,10 @@ const CELL_VARIABLES: &[&str] = &[
 ];
 
 /// The full environment: PATH and LANG (overridable by `extra`), then `extra`, then the
-/// cell locations (HOME = the workspace, TMPDIR = the cell's tmp, XDG dirs inside the
-/// cell, XDG_RUNTIME_DIR = this run's folder).
+/// cell locations as the process sees them (HOME = the workspace, TMPDIR = the cell's tmp,
+/// XDG dirs inside the cell, XDG_RUNTIME_DIR = this run's folder).
 pub(crate) fn sandbox_env(
-    cell: &CellPaths,
+    view: &ProcessView,
     run_dir: &Path,
     extra: &BTreeMap<String, String>,
 ) -> Result<Vec<(OsString, OsString)>, SandboxError> {
@@ -41,12 +41,12 @@ pub(crate) fn sandbox_env(
         }
     }
     let locations: [(&str, &Path, Option<&str>); 7] = [
-        ("HOME", &cell.data, None),
-        ("TMPDIR", &cell.tmp, None),
-        ("XDG_CACHE_HOME", &cell.cache, None),
-        ("XDG_CONFIG_HOME", &cell.data, Some(".config")),
-        ("XDG_DATA_HOME", &cell.data, Some(".local/share")),
-        ("XDG_STATE_HOME", &cell.data, Some(".local/state")),
+        ("HOME", &view.workspace, None),
+        ("TMPDIR", &view.tmp, None),
+        ("XDG_CACHE_HOME", &view.cache, None),
+        ("XDG_CONFIG_HOME", &view.workspace, Some(".config")),
+        ("XDG_DATA_HOME", &view.workspace, Some(".local/share")),
+        ("XDG_STATE_HOME", &view.workspace, Some(".local/state")),
         ("XDG_RUNTIME_DIR", run_dir, None),
     ];
     for (name, base, sub) in locations {
@@ -87,26 +87,28 @@ mod tests {
         env.iter().find(|(k, _)| k == name).map(|(_, v)| v)
     }
 
+    use crate::runtime::policy::SandboxMode;
+    use crate::runtime::sandbox::CellPaths;
+
     #[test]
     fn cell_locations_win_and_extras_pass() {
         let cell = CellPaths::under(PathBuf::from("/h/sandbox/s"));
+        let view = ProcessView::new(SandboxMode::WorkspaceWrite, &cell);
         let extra = BTreeMap::from([
             ("HOME".to_owned(), "/root".to_owned()),
             ("PATH".to_owned(), "/opt/bin:/usr/bin".to_owned()),
             ("API_URL".to_owned(), "https://example".to_owned()),
         ]);
-        let env = sandbox_env(&cell, Path::new("/h/sandbox/s/runs/x"), &extra).expect("env");
-        assert_eq!(
-            lookup(&env, "HOME"),
-            Some(&OsString::from("/h/sandbox/s/data"))
-        );
-        assert_eq!(
-            lookup(&env, "TMPDIR"),
-            Some(&OsString::from("/h/sandbox/s/tmp"))
-        );
+        let env = sandbox_env(&view, &view.run_dir("x"), &extra).expect("env");
+        assert_eq!(lookup(&env, "HOME"), Some(&OsString::from("/workspace")));
+        assert_eq!(lookup(&env, "TMPDIR"), Some(&OsString::from("/tmp")));
         assert_eq!(
             lookup(&env, "XDG_RUNTIME_DIR"),
-            Some(&OsString::from("/h/sandbox/s/runs/x"))
+            Some(&OsString::from("/run/odyssey"))
+        );
+        assert_eq!(
+            lookup(&env, "XDG_CACHE_HOME"),
+            Some(&OsString::from("/cache"))
         );
         assert_eq!(
             lookup(&env, "PATH"),
@@ -123,9 +125,10 @@ mod tests {
     #[test]
     fn bad_names_and_values_are_refused() {
         let cell = CellPaths::under(PathBuf::from("/c"));
+        let view = ProcessView::new(SandboxMode::ReadOnly, &cell);
         for (name, value) in [("A=B", "x"), ("", "x"), ("1X", "x"), ("OK", "a\0b")] {
             let extra = BTreeMap::from([(name.to_owned(), value.to_owned())]);
-            let err = sandbox_env(&cell, Path::new("/c/runs/x"), &extra).expect_err(name);
+            let err = sandbox_env(&view, Path::new("/run/odyssey"), &extra).expect_err(name);
             assert_eq!(err.field(), Some("env"));
         }
     }

@@ -45,19 +45,6 @@ pub enum SandboxError {
         allowed: String,
     },
 
-    /// When the server runs as root, bubblewrap runs as the sandbox user and must be able to
-    /// reach every folder it binds; a parent folder that user cannot search blocks it.
-    #[error(
-        "the sandbox user (uid {uid}) cannot reach {}: {} is not searchable by it; allow it \
-         (`chmod o+x {}` or `setfacl -m u:{uid}:x {}`) or move the server home elsewhere",
-        .path.display(), .blocker.display(), .blocker.display(), .blocker.display()
-    )]
-    Unreachable {
-        uid: u32,
-        path: PathBuf,
-        blocker: PathBuf,
-    },
-
     /// Another process with the same exec id is still running.
     #[error("exec id `{exec_id}` is already running")]
     AlreadyRunning { exec_id: String },
@@ -97,7 +84,6 @@ impl SandboxError {
         match self {
             Self::BubblewrapMissing { .. }
             | Self::HelperMissing { .. }
-            | Self::Unreachable { .. }
             | Self::AlreadyRunning { .. } => ErrorKind::FailedPrecondition,
             Self::InvalidRequest { .. } => ErrorKind::InvalidArgument,
             Self::PathEscape { .. } => ErrorKind::PermissionDenied,
@@ -113,7 +99,6 @@ impl SandboxError {
             Self::HelperMissing { .. } => "SANDBOX_HELPER_MISSING",
             Self::InvalidRequest { .. } => "INVALID_SANDBOX_REQUEST",
             Self::PathEscape { .. } => "SANDBOX_PATH_ESCAPE",
-            Self::Unreachable { .. } => "SANDBOX_PATH_UNREACHABLE",
             Self::AlreadyRunning { .. } => "EXEC_ALREADY_RUNNING",
             Self::Spawn { .. } => "SANDBOX_SPAWN_FAILED",
             Self::Io { source, .. } => storage_reason(source),

@@ -12,12 +12,14 @@
 //! interfaces). `danger_full_access` runs on the host with only the process group, the
 //! wall clock, the output cap and the rlimits.
 
+pub mod beneath;
 mod bwrap;
 mod capabilities;
 mod cell;
 mod env;
 mod error;
 pub mod helper;
+mod identity;
 mod leftovers;
 pub(crate) mod limits;
 mod output;
@@ -27,6 +29,7 @@ mod runner;
 mod running;
 mod settings;
 mod types;
+mod view;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -35,16 +38,18 @@ use std::time::Duration;
 use uuid::Uuid;
 
 pub use bwrap::{
-    BwrapPlan, CellView, ETC_ENTRIES, HELPER_MOUNT, SYSTEM_DIRS, SystemEntry, SystemLayout,
+    Bind, BwrapPlan, ETC_ENTRIES, HELPER_MOUNT, SYSTEM_DIRS, SystemEntry, SystemLayout,
 };
 pub use capabilities::{SandboxCapabilities, landlock_abi, seccomp_filters_available};
 pub use cell::{APP_DIGEST_FILE, AppSource};
 pub use env::SANDBOX_PATH;
 pub use error::{BUBBLEWRAP_INSTALL_HINT, SandboxError};
+pub use identity::{Handoff, IdentityError, SandboxUser};
 pub use leftovers::{LeftoverReport, RUNNING_DIR};
 pub use limits::{ResourceLimits, RlimitValues};
 pub use settings::{HELPER_ENV, HELPER_NAME, SandboxSettings};
 pub use types::{CellPaths, ExecOutcome, ExecRequest};
+pub use view::{APP, CACHE, ProcessView, RUN, TMP, WORKSPACE};
 
 use running::RunningSet;
 
@@ -102,6 +107,11 @@ impl Sandbox {
     /// Files the server writes into a workspace on a process's behalf should belong to it.
     pub fn sandbox_owner(&self) -> Option<(u32, u32)> {
         self.settings.sandbox_owner()
+    }
+
+    /// Who file work on a session's behalf runs as (see [`SandboxUser`]).
+    pub fn user(&self) -> SandboxUser {
+        SandboxUser::new(self.sandbox_owner())
     }
 
     /// Creates or reuses the cell of `session_id` under `sandbox_root`

@@ -1,10 +1,8 @@
-//! Path checks: where a working directory may be, which host folders may be mounted, and
-//! whether the sandbox user can reach a folder bubblewrap has to bind.
+//! Path checks: where a working directory may be and which host folders may be mounted.
 //!
 //! Checks resolve symlinks first (`canonicalize`) and compare the results, so a symlink
 //! planted in the workspace cannot make an outside folder look like an inside one.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::error::SandboxError;
@@ -54,52 +52,44 @@ pub fn resolve_inside(
     }
 }
 
-/// The first folder on the way to `path` (including `path` when it is a folder) that
-/// `uid`/`gid` may not search, judged from the mode bits. A folder carrying an ACL is
-/// assumed searchable: the ACL may grant what the mode bits do not, and bubblewrap will
-/// report the truth if it does not.
-pub fn unsearchable_ancestor(path: &Path, uid: u32, gid: u32) -> Option<PathBuf> {
-    let mut current = PathBuf::new();
+/// `.` and `..` applied to the text of an absolute path (`..` at `/` stays at `/`).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
     for component in path.components() {
-        current.push(component);
-        let Ok(meta) = current.metadata() else {
-            return Some(current);
-        };
-        if !meta.is_dir() {
-            break;
-        }
-        let mode = meta.mode();
-        let searchable = if meta.uid() == uid {
-            mode & 0o100 != 0
-        } else if meta.gid() == gid {
-            mode & 0o010 != 0
-        } else {
-            mode & 0o001 != 0
-        };
-        if !searchable && !has_acl(&current) {
-            return Some(current);
+        match component {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(name) => out.push(name),
+            _ => {}
         }
     }
-    None
+    out
 }
 
-/// Whether the folder carries a POSIX access ACL.
-fn has_acl(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
+/// Checks that `path` (absolute, as a sandboxed process sees it) lies inside one of
+/// `roots` once `.` and `..` are applied to its text. The kernel resolves it inside the
+/// sandbox, where nothing but the binds exists, so its links cannot lead to the host.
+pub fn lexically_inside(
+    field: &'static str,
+    path: &Path,
+    roots: &[&Path],
+    allowed: &str,
+) -> Result<PathBuf, SandboxError> {
+    let escape = || SandboxError::PathEscape {
+        field,
+        path: path.to_path_buf(),
+        allowed: allowed.to_owned(),
     };
-    // SAFETY: both strings are NUL-terminated and live across the call; a null buffer
-    // with size 0 only asks for the attribute's size.
-    let size = unsafe {
-        libc::getxattr(
-            c_path.as_ptr(),
-            c"system.posix_acl_access".as_ptr(),
-            std::ptr::null_mut(),
-            0,
-        )
-    };
-    size > 0
+    if !path.is_absolute() {
+        return Err(escape());
+    }
+    let normal = normalize(path);
+    if roots.iter().any(|root| is_within(&normal, root)) {
+        Ok(normal)
+    } else {
+        Err(escape())
+    }
 }
 
 #[cfg(test)]
@@ -144,22 +134,15 @@ mod tests {
     }
 
     #[test]
-    fn unsearchable_ancestor_reads_mode_bits() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let locked = dir.path().join("locked");
-        let inner = locked.join("inner");
-        std::fs::create_dir_all(&inner).expect("mkdir");
-        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).expect("chmod");
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711))
-            .expect("chmod");
-        // uid/gid that own nothing here: only the "other" bits count.
-        let (uid, gid) = (4_000_000, 4_000_000);
-        assert_eq!(
-            unsearchable_ancestor(&inner, uid, gid),
-            Some(locked.clone())
-        );
-        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o711)).expect("chmod");
-        assert_eq!(unsearchable_ancestor(&inner, uid, gid), None);
+    fn lexically_inside_applies_dot_dot_to_the_text() {
+        let roots = [Path::new("/workspace"), Path::new("/tmp")];
+        let ok = lexically_inside("cwd", Path::new("/workspace/a/../b"), &roots, "x");
+        assert_eq!(ok.expect("inside"), PathBuf::from("/workspace/b"));
+        for bad in ["/workspace/../etc", "/", "relative", "/workspaces"] {
+            assert!(
+                lexically_inside("cwd", Path::new(bad), &roots, "x").is_err(),
+                "{bad}"
+            );
+        }
     }
 }

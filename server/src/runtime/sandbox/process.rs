@@ -73,10 +73,13 @@ pub(crate) fn spawn(launch: Launch) -> io::Result<Child> {
     let run_as = launch.run_as;
     let limits = launch.rlimits;
     // SAFETY: the closure runs between fork and exec, so it only makes raw system calls
-    // (setrlimit, setgroups, setgid, setuid) on values copied in beforehand, and neither
-    // allocates nor takes locks.
+    // (umask, setrlimit, setgroups, setgid, setuid) on values copied in beforehand, and
+    // neither allocates nor takes locks.
     unsafe {
         command.pre_exec(move || {
+            // The server keeps its own files private (umask 077); commands get the usual
+            // mask, so what they create is readable as on any system.
+            libc::umask(0o022);
             if let Some(limits) = &limits {
                 rlimits::set(limits).map_err(|(_, e)| e)?;
             }

@@ -3,21 +3,22 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
 use super::Sandbox;
-use super::bwrap::{BwrapPlan, CellView};
+use super::bwrap::{Bind, BwrapPlan, cell_binds};
 use super::cell;
 use super::env::sandbox_env;
 use super::error::SandboxError;
+use super::helper::stage::{self, StageArgs};
 use super::helper::{EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, HelperArgs, LandlockRequirement};
 use super::limits::RlimitValues;
 use super::paths;
 use super::process::{self, Launch, Supervision};
 use super::types::{CellPaths, ExecOutcome, ExecRequest};
+use super::view::{ProcessView, RESERVED};
 use crate::runtime::events::OutputStream;
 use crate::runtime::policy::SandboxMode;
 
@@ -121,16 +122,38 @@ impl Sandbox {
         let mounts_write = check_mounts("mounts_write", &request.mounts_write, &home)?;
         let owner = self.sandbox_owner();
         let run_dir = cell::prepare_run_dir(&cell, &request.exec_id, owner)?;
-        let mut visible: Vec<&Path> = vec![&cell.data, &cell.app, &cell.cache, &cell.tmp, &run_dir];
-        visible.extend(mounts_read.iter().map(PathBuf::as_path));
-        visible.extend(mounts_write.iter().map(PathBuf::as_path));
-        let cwd = paths::resolve_inside(
-            "cwd",
-            &request.cwd,
-            &visible,
-            "the cell's workspace, app, cache, tmp, run folder and mounts",
-        )?;
-        let env = sandbox_env(&cell, &run_dir, &request.env)?;
+        let view = ProcessView::new(request.mode, &cell);
+        let seen_run_dir = view.run_dir(&request.exec_id);
+        let cwd = if request.mode == SandboxMode::DangerFullAccess {
+            let mut visible: Vec<&Path> =
+                vec![&cell.data, &cell.app, &cell.cache, &cell.tmp, &run_dir];
+            visible.extend(mounts_read.iter().map(PathBuf::as_path));
+            visible.extend(mounts_write.iter().map(PathBuf::as_path));
+            paths::resolve_inside(
+                "cwd",
+                &request.cwd,
+                &visible,
+                "the cell's workspace, app, cache, tmp, run folder and mounts",
+            )?
+        } else {
+            // Resolved by the kernel inside the sandbox, where only the binds exist.
+            let mut visible: Vec<&Path> = vec![
+                &view.workspace,
+                &view.app,
+                &view.cache,
+                &view.tmp,
+                &seen_run_dir,
+            ];
+            visible.extend(mounts_read.iter().map(PathBuf::as_path));
+            visible.extend(mounts_write.iter().map(PathBuf::as_path));
+            paths::lexically_inside(
+                "cwd",
+                &request.cwd,
+                &visible,
+                "the workspace, app, cache, tmp, run folder and mounts",
+            )?
+        };
+        let env = sandbox_env(&view, &seen_run_dir, &request.env)?;
         Ok(Checked {
             cell,
             sandbox_root,
@@ -178,26 +201,40 @@ impl Sandbox {
             .map_err(|looked_for| SandboxError::HelperMissing {
                 looked_for: looked_for.clone(),
             })?;
-        let view = CellView::new(
+        let binds = cell_binds(
             &checked.cell,
             &checked.run_dir,
             request.mode,
             &checked.mounts_read,
             &checked.mounts_write,
         );
+        let helper = paths::canonical("helper", helper)?;
         let owner = self.sandbox_owner();
-        if let Some((uid, gid)) = owner {
-            check_reachable(uid, gid, helper, &view)?;
-        }
+        // As root, bubblewrap (run as the sandbox user) gets the sources staged where it
+        // can reach them; otherwise it reaches them itself.
+        let mut sources = Vec::new();
+        let mut name = |source: &Path| match owner {
+            Some(_) => {
+                sources.push(source.to_path_buf());
+                stage::staged_path(sources.len() - 1)
+            }
+            None => source.to_path_buf(),
+        };
+        let binds: Vec<Bind> = binds
+            .into_iter()
+            .map(|bind| Bind {
+                source: name(&bind.source),
+                ..bind
+            })
+            .collect();
+        let helper = name(&helper);
         let plan = BwrapPlan {
             layout: &self.layout,
-            view: &view,
-            cell_tmp: &checked.cell.tmp,
-            bind_tmp: !checked.cell.root.starts_with("/tmp"),
+            binds: &binds,
             network: request.network,
             env: &checked.env,
             cwd: &checked.cwd,
-            helper,
+            helper: &helper,
         };
         let (read_only, read_write, devices) = plan.landlock_paths();
         let helper_args = HelperArgs {
@@ -213,16 +250,37 @@ impl Sandbox {
             limits: self.settings.limits.for_request(request),
             command: request.argv.iter().map(OsString::from).collect(),
         };
+        let bwrap_args = plan.args(&helper_args);
+        let (program, args) = match owner {
+            Some((uid, gid)) => {
+                let mut command = vec![bwrap.clone().into_os_string()];
+                command.extend(bwrap_args);
+                let stage = StageArgs {
+                    uid,
+                    gid,
+                    sources,
+                    command,
+                };
+                (self.helper_path()?, stage.to_args())
+            }
+            None => (bwrap.clone(), bwrap_args),
+        };
         Ok(Launch {
-            program: bwrap.clone(),
-            args: plan.args(&helper_args),
+            program,
+            args,
             env: Vec::new(),
             // bubblewrap changes into the command's folder itself; starting it at `/`
             // spares it a working directory the sandbox user may not be able to search.
             cwd: PathBuf::from("/"),
-            run_as: owner,
+            run_as: None,
             rlimits: None,
         })
+    }
+
+    fn helper_path(&self) -> Result<PathBuf, SandboxError> {
+        self.helper
+            .clone()
+            .map_err(|looked_for| SandboxError::HelperMissing { looked_for })
     }
 }
 
@@ -249,7 +307,8 @@ fn check_exec_id(exec_id: &str) -> Result<(), SandboxError> {
 
 /// Mounts must exist and must neither contain nor lie inside the server's home: binding
 /// `/` or `/home` would expose every session, and a folder inside `<home>` would expose
-/// another cell or the server's state.
+/// another cell or the server's state. Nor may they take the places the sandbox keeps for
+/// the cell and the kernel (`/workspace`, `/tmp`, `/proc`, ...).
 fn check_mounts(
     field: &'static str,
     mounts: &[PathBuf],
@@ -272,47 +331,22 @@ fn check_mounts(
                     allowed: format!("folders apart from the server home {}", home.display()),
                 });
             }
+            if let Some(place) = RESERVED
+                .iter()
+                .find(|place| paths::overlaps(&real, Path::new(place)))
+            {
+                return Err(SandboxError::PathEscape {
+                    field,
+                    path: mount.clone(),
+                    allowed: format!(
+                        "folders that neither hold nor lie in {place}, where the sandbox keeps \
+                         its own"
+                    ),
+                });
+            }
             Ok(real)
         })
         .collect()
-}
-
-/// bubblewrap, started as the sandbox user, resolves every bind source itself.
-fn check_reachable(uid: u32, gid: u32, helper: &Path, view: &CellView) -> Result<(), SandboxError> {
-    let sources = view
-        .read_only
-        .iter()
-        .chain(view.read_write.iter())
-        .map(PathBuf::as_path)
-        .chain(std::iter::once(helper));
-    for source in sources {
-        if let Some(blocker) = source
-            .parent()
-            .and_then(|p| paths::unsearchable_ancestor(p, uid, gid))
-        {
-            return Err(SandboxError::Unreachable {
-                uid,
-                path: source.to_path_buf(),
-                blocker,
-            });
-        }
-    }
-    let helper_mode = helper
-        .metadata()
-        .map_err(|e| SandboxError::io(format!("reading {}", helper.display()), e))?;
-    let executable = if helper_mode.uid() == uid {
-        helper_mode.mode() & 0o100 != 0
-    } else {
-        helper_mode.mode() & 0o001 != 0
-    };
-    if !executable {
-        return Err(SandboxError::Unreachable {
-            uid,
-            path: helper.to_path_buf(),
-            blocker: helper.to_path_buf(),
-        });
-    }
-    Ok(())
 }
 
 /// A command that could not be started on the host answers like a shell would: 127 when

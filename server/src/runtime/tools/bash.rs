@@ -5,11 +5,12 @@
 //! all (its subject is the command line). Output is streamed as exec-command events while
 //! it arrives and returned to the model, capped, with the exit code.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use rustix::fs::OFlags;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -17,6 +18,7 @@ use uuid::Uuid;
 use super::{Tool, ToolContext, ToolOutput};
 use crate::runtime::events::{EventPayload, OutputStream};
 use crate::runtime::provider::ToolSpec;
+use crate::runtime::sandbox::beneath::{self, BeneathDir};
 use crate::runtime::sandbox::{ExecOutcome, ExecRequest, Sandbox, paths};
 use crate::runtime::session::EventSink;
 
@@ -190,22 +192,28 @@ fn parse(arguments: Value) -> Result<BashArgs, String> {
     Ok(args)
 }
 
-/// The working directory: `cwd` relative to the turn's directory (or absolute), resolved
-/// through symlinks, and inside the workspace.
+/// The working directory as the command sees it: `cwd` relative to the turn's directory
+/// (or absolute), `.` and `..` applied, inside the workspace, and a folder there (links
+/// followed only while they stay inside).
 fn resolve_cwd(ctx: &ToolContext, cwd: Option<&str>) -> Result<PathBuf, String> {
-    let target = match cwd {
-        None => ctx.cwd.clone(),
-        Some(cwd) if Path::new(cwd).is_absolute() => PathBuf::from(cwd),
-        Some(cwd) => ctx.cwd.join(cwd),
+    let given = cwd.unwrap_or(".");
+    let target = paths::normalize(&ctx.cwd.join(given));
+    let invalid = |why: &str| format!("invalid arguments for {BASH_TOOL}: cwd `{given}` {why}");
+    let Ok(rel) = target.strip_prefix(&ctx.view.workspace) else {
+        return Err(invalid(&format!(
+            "is outside the workspace {}",
+            ctx.view.workspace.display()
+        )));
     };
-    let workspace = ctx.cell.data.canonicalize().map_err(|e| {
-        format!(
-            "the workspace {} is not available: {e}",
-            ctx.cell.data.display()
-        )
-    })?;
-    paths::resolve_inside("cwd", &target, &[&workspace], "the workspace")
-        .map_err(|e| format!("invalid arguments for {BASH_TOOL}: {e}"))
+    let workspace = BeneathDir::open(&ctx.cell.data)
+        .map_err(|e| format!("the session's workspace is not available: {e}"))?;
+    match workspace.open_at(rel, OFlags::PATH | OFlags::DIRECTORY) {
+        Ok(_) => Ok(target),
+        Err(e) if beneath::is_escape(&e) => Err(invalid(
+            "goes through a symbolic link that leads outside the workspace",
+        )),
+        Err(_) => Err(invalid("is not a folder of the workspace")),
+    }
 }
 
 /// What the model reads: the exit code and how the run ended, then each non-empty stream.

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::runtime::bundle::{InstalledBundle, ToolEntry};
 use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::ToolSpec;
-use crate::runtime::sandbox::{CellPaths, Sandbox};
+use crate::runtime::sandbox::{CellPaths, ProcessView, Sandbox, SandboxUser};
 use crate::runtime::session::EventSink;
 use crate::runtime::skills::SkillCatalog;
 
@@ -32,11 +32,17 @@ pub struct ToolContext {
     pub call_id: String,
     /// The installed bundle (its files, manifest and skills).
     pub bundle: Arc<InstalledBundle>,
-    /// The session's sandbox cell; `cell.data` is the workspace.
+    /// The session's sandbox cell on the host; `cell.data` is the workspace.
     pub cell: CellPaths,
-    /// The turn's working directory: absolute, inside the workspace.
+    /// Where the cell appears to the session's processes (`/workspace`, ...): the paths
+    /// the model sees and gives.
+    pub view: ProcessView,
+    /// The turn's working directory as the session's processes see it: absolute, inside
+    /// the workspace.
     pub cwd: PathBuf,
     pub mode: SandboxMode,
+    /// Who file work on the session's behalf runs as.
+    pub sandbox_user: SandboxUser,
     /// Host folders the bundle may read, and write, besides the cell (already checked
     /// against the operator's allowlist).
     pub mounts_read: Vec<PathBuf>,

@@ -12,7 +12,8 @@ use tempfile::TempDir;
 
 use crate::runtime::bundle::InstalledBundle;
 use crate::runtime::policy::SandboxMode;
-use crate::runtime::prompt::{PromptLimits, PromptParts, assemble};
+use crate::runtime::prompt::{PromptLimits, PromptParts, WorkspaceFiles, assemble};
+use crate::runtime::sandbox::beneath::BeneathDir;
 use crate::runtime::skills::SkillCatalog;
 use crate::runtime::skills::tests::{bundle, skill_md, write};
 
@@ -62,10 +63,20 @@ impl Setup {
         write(self.ws(), name, text);
     }
 
-    fn parts<'a>(&'a self, input: &'a str, memory: Option<&'a str>) -> PromptParts<'a> {
+    fn files(&self, limits: &PromptLimits) -> WorkspaceFiles {
+        WorkspaceFiles::read(&BeneathDir::open(self.ws()).unwrap(), limits)
+    }
+
+    fn parts<'a>(
+        &'a self,
+        files: &'a WorkspaceFiles,
+        input: &'a str,
+        memory: Option<&'a str>,
+    ) -> PromptParts<'a> {
         PromptParts {
             agent_prompt: "You help.",
             workspace: self.ws(),
+            workspace_files: files,
             cwd: self.ws(),
             bundle_root: &self.bundle.root,
             sandbox_mode: SandboxMode::WorkspaceWrite,
@@ -78,7 +89,8 @@ impl Setup {
     }
 
     fn prompt(&self, input: &str, limits: &PromptLimits) -> String {
-        assemble(&self.parts(input, None), limits)
+        let files = self.files(limits);
+        assemble(&self.parts(&files, input, None), limits)
     }
 }
 

@@ -36,7 +36,12 @@ fn every_section_in_order() {
             200,
         ),
     ]);
-    let parts = setup.parts("Summarize this file with $pdf, please.", Some(&memory));
+    let files = setup.files(&PromptLimits::default());
+    let parts = setup.parts(
+        &files,
+        "Summarize this file with $pdf, please.",
+        Some(&memory),
+    );
     let prompt = assemble(&parts, &PromptLimits::default());
 
     let expected = format!(
@@ -112,10 +117,11 @@ fn empty_parts_leave_no_empty_sections() {
 fn the_environment_names_a_working_directory_apart_from_the_workspace() {
     let setup = Setup::new(&[], &[]);
     let cwd = setup.ws().join("src");
+    let files = setup.files(&PromptLimits::default());
     let parts = crate::runtime::prompt::PromptParts {
         cwd: &cwd,
         sandbox_mode: SandboxMode::ReadOnly,
-        ..setup.parts("hi", None)
+        ..setup.parts(&files, "hi", None)
     };
     let prompt = assemble(&parts, &PromptLimits::default());
     assert!(
@@ -130,9 +136,10 @@ fn the_environment_names_a_working_directory_apart_from_the_workspace() {
 #[test]
 fn without_the_skill_tool_the_list_says_how_skills_are_asked_for() {
     let setup = Setup::new(&[("pdf", "Reads PDFs.", "Body.\n")], &[]);
+    let files = setup.files(&PromptLimits::default());
     let parts = crate::runtime::prompt::PromptParts {
         skill_tool: false,
-        ..setup.parts("hi", None)
+        ..setup.parts(&files, "hi", None)
     };
     let prompt = assemble(&parts, &PromptLimits::default());
     let skills = super::section(&prompt, "# Skills");

@@ -45,9 +45,10 @@ fn bodies_fit_whole_or_are_named_with_a_note() {
 #[test]
 fn without_the_skill_tool_the_note_says_so() {
     let setup = setup();
+    let files = setup.files(&PromptLimits::default());
     let parts = PromptParts {
         skill_tool: false,
-        ..setup.parts("$long", None)
+        ..setup.parts(&files, "$long", None)
     };
     let prompt = assemble(&parts, &limits(10));
     assert!(

@@ -34,6 +34,7 @@
 mod landlock;
 pub(crate) mod rlimits;
 pub mod seccomp;
+pub mod stage;
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -86,6 +87,8 @@ pub enum HelperError {
     Landlock(String),
     #[error("seccomp: {0}")]
     Seccomp(String),
+    #[error("staging the sandbox's folders: {0}")]
+    Stage(String),
     #[error("cannot run {program}: {source}")]
     Exec {
         program: String,
@@ -200,8 +203,16 @@ fn number(flag: &str, next: Option<OsString>) -> Result<u64, HelperError> {
     })
 }
 
-/// The helper's whole life: parse, restrict, exec. Only returns on failure.
+/// The helper's whole life: parse, restrict (or stage, see [`stage`]), exec. Only
+/// returns on failure.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> HelperError {
+    let mut args = args.into_iter().peekable();
+    if args.peek().is_some_and(|first| first == stage::SUBCOMMAND) {
+        return match stage::StageArgs::parse(args.skip(1)) {
+            Ok(parsed) => stage::stage_and_exec(&parsed),
+            Err(e) => e,
+        };
+    }
     match HelperArgs::parse(args) {
         Ok(parsed) => restrict_and_exec(&parsed),
         Err(e) => e,

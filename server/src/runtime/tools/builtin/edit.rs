@@ -1,7 +1,7 @@
 //! `Edit`: replaces an exact piece of text in a file, refusing to guess when the piece is
 //! missing or appears more than once.
 
-use std::fs;
+use std::io::Read as _;
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
@@ -9,12 +9,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::args::{invalid, parse};
-use super::atomic::{adopt_workspace_owner, write_atomic};
-use super::paths::{Access, Scope};
+use super::paths::{Access, Scope, Target};
 use super::redact::summarize_fields;
 use super::text::{human_bytes, looks_binary};
-use super::{blocking, path_subject, spec_of};
+use super::{path_subject, spec_of, with_scope};
 use crate::runtime::provider::ToolSpec;
+use crate::runtime::sandbox::beneath::Kind;
 use crate::runtime::tools::{Tool, ToolContext, ToolOutput};
 
 pub(crate) const NAME: &str = "Edit";
@@ -61,7 +61,7 @@ impl Tool for EditTool {
     }
 
     fn call(&self, ctx: ToolContext, arguments: Value) -> BoxFuture<'static, ToolOutput> {
-        blocking(move || {
+        with_scope(ctx, move |_, scope| {
             let args: EditArgs = parse(NAME, arguments)?;
             if args.old_text.is_empty() {
                 return Err(invalid(NAME, "old_text", "must not be empty"));
@@ -73,15 +73,8 @@ impl Tool for EditTool {
                     "is the same as old_text; nothing would change",
                 ));
             }
-            let scope = Scope::new(&ctx)?;
-            let resolved = scope.resolve(&args.path, Access::Write)?;
-            if !resolved.exists {
-                return Err(ToolOutput::error(format!(
-                    "`{}` does not exist; use Write to create a file",
-                    args.path
-                )));
-            }
-            let text = read_text(&resolved.real, &args.path)?;
+            let target = scope.target(&args.path, Access::Write)?;
+            let text = read_text(&scope, &target)?;
             let count = text.matches(args.old_text.as_str()).count();
             let updated = match (count, args.replace_all) {
                 (0, _) => {
@@ -101,8 +94,7 @@ impl Tool for EditTool {
                 }
                 (_, true) => text.replace(args.old_text.as_str(), &args.new_text),
             };
-            write_atomic(&resolved.real, updated.as_bytes(), &args.path)?;
-            adopt_workspace_owner(&resolved.real, &ctx.cell.data);
+            scope.write(&target, updated.as_bytes())?;
             let plural = if count == 1 { "" } else { "s" };
             Ok(ToolOutput::ok(format!(
                 "replaced {count} occurrence{plural} in `{}`",
@@ -113,22 +105,38 @@ impl Tool for EditTool {
 }
 
 /// The file as UTF-8 text, refusing folders, binary files and files too large to edit.
-fn read_text(real: &std::path::Path, shown: &str) -> Result<String, ToolOutput> {
+fn read_text(scope: &Scope, target: &Target) -> Result<String, ToolOutput> {
+    let shown = &target.given;
     let io_error = |e: std::io::Error| ToolOutput::error(format!("cannot read `{shown}`: {e}"));
-    let meta = fs::metadata(real).map_err(io_error)?;
-    if !meta.is_file() {
+    let (file, stat) = scope.open_read(target).map_err(|e| match e {
+        super::paths::PathError::Missing { .. } => ToolOutput::error(format!(
+            "`{shown}` does not exist; use Write to create a file"
+        )),
+        e => e.into(),
+    })?;
+    if Kind::of_stat(&stat) != Kind::File {
         return Err(ToolOutput::error(format!(
             "`{shown}` is not a regular file; Edit changes text files"
         )));
     }
-    if meta.len() > MAX_FILE_BYTES {
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    if size > MAX_FILE_BYTES {
         return Err(ToolOutput::error(format!(
             "`{shown}` is {}; Edit handles files up to {}",
-            human_bytes(meta.len()),
+            human_bytes(size),
             human_bytes(MAX_FILE_BYTES)
         )));
     }
-    let bytes = fs::read(real).map_err(io_error)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_error)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ToolOutput::error(format!(
+            "`{shown}` grew past {} while it was read; Edit handles files up to that size",
+            human_bytes(MAX_FILE_BYTES)
+        )));
+    }
     if looks_binary(&bytes) {
         return Err(ToolOutput::error(format!(
             "`{shown}` is a binary file; Edit changes text files"

@@ -9,10 +9,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::args::{invalid, parse};
-use super::paths::{Access, Scope};
+use super::paths::Access;
 use super::walk::{MAX_VISITED, WalkEnd, walk_files};
-use super::{blocking, spec_of};
+use super::{spec_of, with_scope};
 use crate::runtime::provider::ToolSpec;
+use crate::runtime::sandbox::beneath::Kind;
 use crate::runtime::tools::{Tool, ToolContext, ToolOutput};
 
 pub(crate) const NAME: &str = "Glob";
@@ -55,7 +56,7 @@ impl Tool for GlobTool {
     }
 
     fn call(&self, ctx: ToolContext, arguments: Value) -> BoxFuture<'static, ToolOutput> {
-        blocking(move || {
+        with_scope(ctx, move |ctx, scope| {
             let args: GlobArgs = parse(NAME, arguments)?;
             let pattern = args.pattern.trim_start_matches("./");
             check_pattern(pattern)?;
@@ -64,21 +65,19 @@ impl Tool for GlobTool {
                 .build()
                 .map_err(|e| invalid(NAME, "pattern", e.kind()))?
                 .compile_matcher();
-            let scope = Scope::new(&ctx)?;
             let prefix = literal_prefix(pattern);
-            let root = if prefix.is_empty() {
-                scope.cwd().to_path_buf()
-            } else {
-                let resolved = scope.resolve(&prefix, Access::Read)?;
-                if !resolved.real.is_dir() {
-                    return Ok(ToolOutput::ok(no_match(&args.pattern)));
-                }
-                resolved.real
-            };
+            let start =
+                scope.target(if prefix.is_empty() { "." } else { &prefix }, Access::Read)?;
+            let is_dir = scope
+                .locate(&start)?
+                .is_some_and(|(_, stat)| Kind::of_stat(&stat) == Kind::Dir);
+            if !is_dir {
+                return Ok(ToolOutput::ok(no_match(&args.pattern)));
+            }
 
             let mut found = Vec::new();
             let mut more = false;
-            let end = walk_files(&scope, &root, &ctx.cancel, |file| {
+            let end = walk_files(&scope, &start, &ctx.cancel, |file| {
                 let path = if prefix.is_empty() {
                     file.rel.to_owned()
                 } else {

@@ -1,8 +1,8 @@
 //! `Grep`: lines matching a regular expression, in one file or a folder tree.
 
-use std::fs;
+use std::fs::File;
+use std::io::Read as _;
 use std::ops::ControlFlow;
-use std::path::Path;
 
 use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
@@ -15,8 +15,9 @@ use super::args::{invalid, parse};
 use super::paths::{Access, Scope};
 use super::text::{clip_line, human_bytes, looks_binary, trim_eol};
 use super::walk::{MAX_VISITED, WalkEnd, walk_files};
-use super::{blocking, path_subject, spec_of};
+use super::{path_subject, spec_of, with_scope};
 use crate::runtime::provider::ToolSpec;
+use crate::runtime::sandbox::beneath::Kind;
 use crate::runtime::tools::{Tool, ToolContext, ToolOutput};
 
 pub(crate) const NAME: &str = "Grep";
@@ -70,7 +71,7 @@ impl Tool for GrepTool {
     }
 
     fn call(&self, ctx: ToolContext, arguments: Value) -> BoxFuture<'static, ToolOutput> {
-        blocking(move || {
+        with_scope(ctx, move |ctx, scope| {
             let args: GrepArgs = parse(NAME, arguments)?;
             let regex = RegexBuilder::new(&args.pattern)
                 .size_limit(REGEX_SIZE_LIMIT)
@@ -81,21 +82,20 @@ impl Tool for GrepTool {
                 None => None,
             };
             let given = args.path.unwrap_or_else(|| ".".to_owned());
-            let scope = Scope::new(&ctx)?;
-            let resolved = scope.resolve(&given, Access::Read)?;
-            if !resolved.exists {
+            let target = scope.target(&given, Access::Read)?;
+            let Some((_, stat)) = scope.locate(&target)? else {
                 return Err(ToolOutput::error(format!("`{given}` does not exist")));
-            }
-            let shown_root = scope.display(&resolved.real);
+            };
+            let shown_root = scope.display(&target);
             let mut search = Search::new(regex);
-            if resolved.real.is_file() {
+            if Kind::of_stat(&stat) != Kind::Dir {
                 // One file: there is nothing left to stop early.
-                let _ = search.file(&resolved.real, &shown_root);
+                let _ = search.file(scope.open_read(&target).ok(), &shown_root);
                 return Ok(ToolOutput::ok(
                     search.finish(WalkEnd::Complete, &args.pattern),
                 ));
             }
-            let end = walk_files(&scope, &resolved.real, &ctx.cancel, |file| {
+            let end = walk_files(&scope, &target, &ctx.cancel, |file| {
                 if filter.as_ref().is_some_and(|f| !f.accepts(file.rel)) {
                     return ControlFlow::Continue(());
                 }
@@ -104,7 +104,7 @@ impl Tool for GrepTool {
                 } else {
                     format!("{shown_root}/{}", file.rel)
                 };
-                search.file(file.real, &shown)
+                search.file(file.open(), &shown)
             });
             if end == WalkEnd::Cancelled {
                 return Err(ToolOutput::error("cancelled"));
@@ -171,22 +171,26 @@ impl Search {
     }
 
     /// Searches one file; breaks when a cap is reached.
-    fn file(&mut self, real: &Path, shown: &str) -> ControlFlow<()> {
-        match fs::metadata(real) {
-            Ok(meta) if meta.len() > MAX_FILE_BYTES => {
-                self.too_large += 1;
-                return ControlFlow::Continue(());
-            }
-            Ok(_) => {}
-            Err(_) => {
-                self.unreadable += 1;
-                return ControlFlow::Continue(());
-            }
-        }
-        let Ok(bytes) = fs::read(real) else {
+    fn file(&mut self, opened: Option<(File, rustix::fs::Stat)>, shown: &str) -> ControlFlow<()> {
+        let Some((file, stat)) = opened.filter(|(_, stat)| Kind::of_stat(stat) == Kind::File)
+        else {
             self.unreadable += 1;
             return ControlFlow::Continue(());
         };
+        if u64::try_from(stat.st_size).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
+            self.too_large += 1;
+            return ControlFlow::Continue(());
+        }
+        let mut bytes = Vec::new();
+        if file
+            .take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .is_err()
+            || bytes.len() as u64 > MAX_FILE_BYTES
+        {
+            self.unreadable += 1;
+            return ControlFlow::Continue(());
+        }
         if looks_binary(&bytes) {
             self.binary += 1;
             return ControlFlow::Continue(());

@@ -1,17 +1,15 @@
 //! `LS`: one folder's entries with their type and size.
 
-use std::fs;
-use std::path::Path;
-
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::args::parse;
-use super::paths::{Access, Scope};
-use super::{blocking, path_subject, spec_of};
+use super::paths::{Access, Scope, Target};
+use super::{path_subject, spec_of, with_scope};
 use crate::runtime::provider::ToolSpec;
+use crate::runtime::sandbox::beneath::{self, Kind};
 use crate::runtime::tools::{Tool, ToolContext, ToolOutput};
 
 pub(crate) const NAME: &str = "LS";
@@ -52,26 +50,28 @@ impl Tool for LsTool {
     }
 
     fn call(&self, ctx: ToolContext, arguments: Value) -> BoxFuture<'static, ToolOutput> {
-        blocking(move || {
+        with_scope(ctx, move |ctx, scope| {
             let args: LsArgs = parse(NAME, arguments)?;
             let given = args.path.unwrap_or_else(|| ".".to_owned());
-            let scope = Scope::new(&ctx)?;
-            let resolved = scope.resolve(&given, Access::Read)?;
-            if !resolved.exists {
+            let target = scope.target(&given, Access::Read)?;
+            let Some((_, stat)) = scope.locate(&target)? else {
                 return Err(ToolOutput::error(format!("`{given}` does not exist")));
-            }
-            let meta = fs::metadata(&resolved.real)
-                .map_err(|e| ToolOutput::error(format!("cannot list `{given}`: {e}")))?;
-            if !meta.is_dir() {
-                let name = resolved
-                    .real
+            };
+            if Kind::of_stat(&stat) != Kind::Dir {
+                let name = std::path::Path::new(&given)
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_else(|| given.clone());
-                let entry = Entry::of(name, &resolved.real);
+                let size = (Kind::of_stat(&stat) == Kind::File)
+                    .then(|| u64::try_from(stat.st_size).unwrap_or(0));
+                let entry = Entry {
+                    name,
+                    kind: kind_name(Kind::of_stat(&stat)),
+                    size,
+                };
                 return Ok(ToolOutput::ok(entry.line()));
             }
-            list(&resolved.real, &given, &ctx)
+            list(&scope, &target, &given, ctx)
         })
     }
 }
@@ -83,18 +83,16 @@ struct Entry {
     size: Option<u64>,
 }
 
-impl Entry {
-    /// Describes `path` without following a link there.
-    fn of(name: String, path: &Path) -> Self {
-        let (kind, size) = match fs::symlink_metadata(path) {
-            Ok(meta) if meta.is_dir() => ("dir", None),
-            Ok(meta) if meta.is_file() => ("file", Some(meta.len())),
-            Ok(meta) if meta.file_type().is_symlink() => ("link", None),
-            _ => ("other", None),
-        };
-        Self { name, kind, size }
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Dir => "dir",
+        Kind::File => "file",
+        Kind::Symlink => "link",
+        Kind::Other => "other",
     }
+}
 
+impl Entry {
     fn line(&self) -> String {
         let size = self.size.map(|s| s.to_string()).unwrap_or_default();
         let slash = if self.kind == "dir" { "/" } else { "" };
@@ -102,22 +100,25 @@ impl Entry {
     }
 }
 
-fn list(dir: &Path, given: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
-    let io_error = |e: std::io::Error| ToolOutput::error(format!("cannot list `{given}`: {e}"));
-    let mut entries = Vec::new();
-    let mut scan_capped = false;
-    for entry in fs::read_dir(dir).map_err(io_error)? {
-        if entries.len() == MAX_SCANNED {
-            scan_capped = true;
-            break;
-        }
-        if ctx.cancel.is_cancelled() {
-            return Err(ToolOutput::error("cancelled"));
-        }
-        let entry = entry.map_err(io_error)?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        entries.push(Entry::of(name, &entry.path()));
+fn list(
+    scope: &Scope,
+    target: &Target,
+    given: &str,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolOutput> {
+    let dir = scope.open_dir(target)?;
+    let (found, scan_capped) = scope.entries(target, &dir, MAX_SCANNED)?;
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolOutput::error("cancelled"));
     }
+    let mut entries: Vec<Entry> = found
+        .into_iter()
+        .map(|entry: beneath::Entry| Entry {
+            name: entry.name.to_string_lossy().into_owned(),
+            kind: kind_name(entry.kind),
+            size: entry.size,
+        })
+        .collect();
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     if entries.is_empty() {
         return Ok(ToolOutput::ok(format!("`{given}` is empty")));

@@ -7,7 +7,6 @@
 //! [`paths`], the one place that decides what the session may reach.
 
 mod args;
-mod atomic;
 mod edit;
 mod glob;
 mod grep;
@@ -33,7 +32,6 @@ use serde_json::Value;
 use super::{Tool, ToolContext, ToolOutput};
 use crate::runtime::provider::ToolSpec;
 
-pub use atomic::WriteError;
 pub use edit::EditTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
@@ -102,6 +100,39 @@ where
             Ok(Ok(output) | Err(output)) => output,
             Err(e) => {
                 tracing::error!(error = %e, "a builtin tool's task failed");
+                ToolOutput::error("the tool failed unexpectedly (an internal error)")
+            }
+        }
+    }
+    .boxed()
+}
+
+/// Runs a file tool's work with the session's roots open: off the async threads, and
+/// with the sandbox user's rights once the roots are open (see
+/// [`crate::runtime::sandbox::SandboxUser`]). `Err` is an error answer, which lets tool
+/// bodies use `?`.
+fn with_scope<F>(ctx: ToolContext, work: F) -> BoxFuture<'static, ToolOutput>
+where
+    F: FnOnce(&ToolContext, paths::Scope) -> Result<ToolOutput, ToolOutput> + Send + 'static,
+{
+    async move {
+        let user = ctx.sandbox_user;
+        let done = user
+            .run(move |handoff| {
+                let scope = paths::Scope::new(&ctx)?;
+                if let Err(e) = handoff.assume() {
+                    tracing::error!(error = %e, "taking the sandbox user's identity for a file tool");
+                    return Err(ToolOutput::error(
+                        "the tool failed unexpectedly (an internal error)",
+                    ));
+                }
+                work(&ctx, scope)
+            })
+            .await;
+        match done {
+            Ok(Ok(output) | Err(output)) => output,
+            Err(e) => {
+                tracing::error!(error = %e, "a file tool's work failed");
                 ToolOutput::error("the tool failed unexpectedly (an internal error)")
             }
         }

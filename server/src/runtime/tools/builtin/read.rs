@@ -2,7 +2,6 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read as _};
-use std::path::Path;
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
@@ -11,10 +10,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::args::{invalid, parse};
-use super::paths::{Access, Scope};
+use super::paths::Access;
 use super::text::{SNIFF_BYTES, clip_line, looks_binary, trim_eol};
-use super::{blocking, path_subject, spec_of};
+use super::{path_subject, spec_of, with_scope};
 use crate::runtime::provider::ToolSpec;
+use crate::runtime::sandbox::beneath::Kind;
 use crate::runtime::tools::{Tool, ToolContext, ToolOutput};
 
 pub(crate) const NAME: &str = "Read";
@@ -62,7 +62,7 @@ impl Tool for ReadTool {
     }
 
     fn call(&self, ctx: ToolContext, arguments: Value) -> BoxFuture<'static, ToolOutput> {
-        blocking(move || {
+        with_scope(ctx, move |ctx, scope| {
             let args: ReadArgs = parse(NAME, arguments)?;
             if args.offset == Some(0) {
                 return Err(invalid(NAME, "offset", "lines are counted from 1"));
@@ -75,16 +75,13 @@ impl Tool for ReadTool {
                 Some(n) => n,
                 None => MAX_LINES,
             };
-            let scope = Scope::new(&ctx)?;
-            let resolved = scope.resolve(&args.path, Access::Read)?;
-            if !resolved.exists {
-                return Err(ToolOutput::error(format!("`{}` does not exist", args.path)));
-            }
+            let target = scope.target(&args.path, Access::Read)?;
+            let (file, stat) = scope.open_read(&target)?;
             let window = Window {
                 first: args.offset.unwrap_or(1),
                 limit,
             };
-            read_window(&resolved.real, &args.path, window, &ctx.cancel)
+            read_window(file, &stat, &args.path, window, &ctx.cancel)
         })
     }
 }
@@ -98,25 +95,28 @@ struct Window {
 /// The lines of `window` in the file at `real`, numbered. Skipping to a far offset reads
 /// the lines before it, so the loop also watches for the turn being cancelled.
 fn read_window(
-    real: &Path,
+    mut file: File,
+    stat: &rustix::fs::Stat,
     shown: &str,
     window: Window,
     cancel: &CancellationToken,
 ) -> Result<ToolOutput, ToolOutput> {
     let Window { first, limit } = window;
     let io_error = |e: std::io::Error| ToolOutput::error(format!("cannot read `{shown}`: {e}"));
-    let meta = std::fs::metadata(real).map_err(io_error)?;
-    if meta.is_dir() {
-        return Err(ToolOutput::error(format!(
-            "`{shown}` is a folder; use LS to list it"
-        )));
+    match Kind::of_stat(stat) {
+        Kind::File => {}
+        Kind::Dir => {
+            return Err(ToolOutput::error(format!(
+                "`{shown}` is a folder; use LS to list it"
+            )));
+        }
+        Kind::Symlink | Kind::Other => {
+            return Err(ToolOutput::error(format!(
+                "`{shown}` is not a regular file (a device, socket or pipe); Read only reads \
+                 files"
+            )));
+        }
     }
-    if !meta.is_file() {
-        return Err(ToolOutput::error(format!(
-            "`{shown}` is not a regular file (a device, socket or pipe); Read only reads files"
-        )));
-    }
-    let mut file = File::open(real).map_err(io_error)?;
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     (&mut file)
         .take(SNIFF_BYTES as u64)
@@ -125,7 +125,7 @@ fn read_window(
     if looks_binary(&head) {
         return Err(ToolOutput::error(format!(
             "`{shown}` is a binary file ({} bytes); Read only shows text",
-            meta.len()
+            stat.st_size
         )));
     }
     let mut reader = BufReader::new(std::io::Cursor::new(head).chain(file));

@@ -1,28 +1,53 @@
-//! Walking a folder tree for Glob and Grep, bounded and without leaving the session's
-//! reach.
+//! Walking a folder tree for Glob and Grep, bounded, by descriptor, and without leaving
+//! the session's reach.
 //!
-//! Symbolic links are never descended into: a link to a folder would let a walk leave the
-//! workspace or loop. A link to a file is visited (as its target) only when the target is
-//! somewhere the session may read. Ignore files (`.gitignore`) are deliberately not
-//! honoured: the model should find what is on disk, not what git tracks.
+//! Each folder is opened from its parent's descriptor, refusing a link there, so a folder
+//! swapped for a link mid-walk is never entered, and symbolic links to folders are never
+//! descended into (a link to a folder could loop). A link to a file is visited (as its
+//! target) only when the kernel resolves it beneath the walk's root. Ignore files
+//! (`.gitignore`) are deliberately not honoured: the model should find what is on disk,
+//! not what git tracks.
 
+use std::ffi::OsStr;
+use std::fs::File;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::os::fd::OwnedFd;
 
+use rustix::fs::Stat;
 use tokio_util::sync::CancellationToken;
-use walkdir::WalkDir;
 
-use super::paths::Scope;
+use super::paths::{Scope, Target};
+use crate::runtime::sandbox::beneath::{self, BeneathDir, Kind};
 
 /// Entries a walk looks at before it gives up, so a huge tree cannot stall a turn.
 pub(crate) const MAX_VISITED: usize = 200_000;
+/// Folders deeper than this are not entered: each level holds a descriptor open.
+pub(crate) const MAX_DEPTH: usize = 128;
 
-/// A regular file met by a walk.
+/// A file met by a walk.
 pub(crate) struct Found<'a> {
     /// Relative to the walk's root, with `/` separators.
     pub rel: &'a str,
-    /// Where its content really is (the link target for a link).
-    pub real: &'a Path,
+    source: Source<'a>,
+}
+
+enum Source<'a> {
+    /// A regular file in an open folder, not opened yet (Glob never needs its content).
+    Entry { dir: &'a OwnedFd, name: &'a OsStr },
+    /// A link's target, opened to find out what it is.
+    Opened(File, Stat),
+}
+
+impl Found<'_> {
+    /// Opens the file for reading, refusing anything but a regular file reached the way the
+    /// walk saw it.
+    pub fn open(self) -> Option<(File, Stat)> {
+        let (file, stat) = match self.source {
+            Source::Entry { dir, name } => beneath::open_child_file(dir, name).ok()?,
+            Source::Opened(file, stat) => (file, stat),
+        };
+        (Kind::of_stat(&stat) == Kind::File).then_some((file, stat))
+    }
 }
 
 /// How a walk ended.
@@ -38,56 +63,88 @@ pub(crate) enum WalkEnd {
     Cancelled,
 }
 
-/// Calls `visit` for every regular file under `root` (a real folder), in name order.
+/// Calls `visit` for every regular file under the folder `start`, depth first, each
+/// folder's entries in name order.
 pub(crate) fn walk_files(
     scope: &Scope,
-    root: &Path,
+    start: &Target,
     cancel: &CancellationToken,
     mut visit: impl FnMut(Found<'_>) -> ControlFlow<()>,
 ) -> WalkEnd {
-    let walker = WalkDir::new(root)
-        .follow_links(false)
-        .sort_by_file_name()
-        .min_depth(1);
-    for (visited, entry) in walker.into_iter().enumerate() {
-        if visited == MAX_VISITED {
-            return WalkEnd::Capped;
-        }
-        if visited.is_multiple_of(256) && cancel.is_cancelled() {
-            return WalkEnd::Cancelled;
-        }
-        // Unreadable folders are skipped, as `find` and `grep -r` do.
-        let Ok(entry) = entry else { continue };
-        let file_type = entry.file_type();
-        let real: PathBuf = if file_type.is_file() {
-            entry.path().to_path_buf()
-        } else if file_type.is_symlink() {
-            match scope.resolve_found(entry.path()) {
-                Some(target) if target.is_file() => target,
-                _ => continue,
-            }
-        } else {
-            continue;
-        };
-        let Ok(rel) = entry.path().strip_prefix(root) else {
-            continue;
-        };
-        let rel = slash(rel);
-        if visit(Found {
-            rel: &rel,
-            real: &real,
-        })
-        .is_break()
-        {
-            return WalkEnd::Stopped;
-        }
+    let Ok(dir) = scope.open_dir(start) else {
+        return WalkEnd::Complete;
+    };
+    let mut walk = Walk {
+        scope,
+        start,
+        cancel,
+        visited: 0,
+    };
+    match walk.folder(&dir, "", 0, &mut visit) {
+        ControlFlow::Continue(()) => WalkEnd::Complete,
+        ControlFlow::Break(end) => end,
     }
-    WalkEnd::Complete
 }
 
-fn slash(rel: &Path) -> String {
-    rel.components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
+struct Walk<'a> {
+    scope: &'a Scope,
+    start: &'a Target,
+    cancel: &'a CancellationToken,
+    visited: usize,
+}
+
+impl Walk<'_> {
+    fn folder(
+        &mut self,
+        dir: &OwnedFd,
+        prefix: &str,
+        depth: usize,
+        visit: &mut impl FnMut(Found<'_>) -> ControlFlow<()>,
+    ) -> ControlFlow<WalkEnd> {
+        let budget = MAX_VISITED - self.visited;
+        // Unreadable folders are skipped, as `find` and `grep -r` do.
+        let Ok((mut entries, more)) = BeneathDir::entries(dir, budget) else {
+            return ControlFlow::Continue(());
+        };
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        for entry in &entries {
+            if self.visited == MAX_VISITED {
+                return ControlFlow::Break(WalkEnd::Capped);
+            }
+            if self.visited.is_multiple_of(256) && self.cancel.is_cancelled() {
+                return ControlFlow::Break(WalkEnd::Cancelled);
+            }
+            self.visited += 1;
+            let name = entry.name.to_string_lossy();
+            let rel = if prefix.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let source = match entry.kind {
+                Kind::File => Source::Entry {
+                    dir,
+                    name: &entry.name,
+                },
+                Kind::Symlink => match self.scope.open_found_link(self.start, &rel) {
+                    Some((file, stat)) => Source::Opened(file, stat),
+                    None => continue,
+                },
+                Kind::Dir if depth < MAX_DEPTH => {
+                    if let Ok(child) = beneath::open_child_dir(dir, &entry.name) {
+                        self.folder(&child, &rel, depth + 1, visit)?;
+                    }
+                    continue;
+                }
+                Kind::Dir | Kind::Other => continue,
+            };
+            if visit(Found { rel: &rel, source }).is_break() {
+                return ControlFlow::Break(WalkEnd::Stopped);
+            }
+        }
+        if more {
+            return ControlFlow::Break(WalkEnd::Capped);
+        }
+        ControlFlow::Continue(())
+    }
 }

@@ -6,10 +6,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::args::parse;
-use super::atomic::{adopt_workspace_owner, write_atomic};
-use super::paths::{Access, Scope};
+use super::paths::Access;
 use super::redact::summarize_fields;
-use super::{blocking, path_subject, spec_of};
+use super::{path_subject, spec_of, with_scope};
 use crate::runtime::provider::ToolSpec;
 use crate::runtime::tools::{Tool, ToolContext, ToolOutput};
 
@@ -48,23 +47,11 @@ impl Tool for WriteTool {
     }
 
     fn call(&self, ctx: ToolContext, arguments: Value) -> BoxFuture<'static, ToolOutput> {
-        blocking(move || {
+        with_scope(ctx, move |_, scope| {
             let args: WriteArgs = parse(NAME, arguments)?;
-            let scope = Scope::new(&ctx)?;
-            let resolved = scope.resolve(&args.path, Access::Write)?;
-            if resolved.real.is_dir() {
-                return Err(ToolOutput::error(format!(
-                    "`{}` is a folder; give a file path",
-                    args.path
-                )));
-            }
-            write_atomic(&resolved.real, args.content.as_bytes(), &args.path)?;
-            adopt_workspace_owner(&resolved.real, &ctx.cell.data);
-            let verb = if resolved.exists {
-                "replaced"
-            } else {
-                "created"
-            };
+            let target = scope.target(&args.path, Access::Write)?;
+            let existed = scope.write(&target, args.content.as_bytes())?;
+            let verb = if existed { "replaced" } else { "created" };
             Ok(ToolOutput::ok(format!(
                 "{verb} `{}` ({} bytes)",
                 args.path,

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::runtime::bundle::{BundleStore, InstallOptions};
 use crate::runtime::model::ModelSpec;
 use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
-use crate::runtime::sandbox::CellPaths;
+use crate::runtime::sandbox::{CellPaths, ProcessView, SandboxUser};
 use crate::runtime::session::{BundlePin, EventSink, SessionHandle, SessionRecord, SessionStore};
 use crate::runtime::skills::SkillCatalog;
 use crate::runtime::tools::builtin::builtin;
@@ -98,14 +98,17 @@ impl Fixture {
         let turn_id = Uuid::now_v7();
 
         let skills = Arc::new(SkillCatalog::new(&bundle, &[]));
+        let view = ProcessView::new(mode, &cell);
         let ctx = ToolContext {
             session_id: session.id(),
             turn_id,
             call_id: "call-1".into(),
             bundle,
-            cwd: cell.data.clone(),
+            cwd: view.workspace.clone(),
+            view,
             cell,
             mode,
+            sandbox_user: SandboxUser::default(),
             mounts_read: Vec::new(),
             mounts_write: Vec::new(),
             network: false,

@@ -2,6 +2,7 @@
 //! the check, read_only refusing writes, and permission subjects.
 
 use std::fs;
+use std::path::Path;
 
 use serde_json::json;
 
@@ -59,8 +60,29 @@ async fn an_absolute_path_outside_is_refused() {
 async fn an_absolute_path_inside_the_workspace_is_allowed() {
     let fx = Fixture::new();
     let file = fx.put("notes.txt", "hello\n");
-    let text = fx.ok("Read", json!({"path": file.to_string_lossy()})).await;
+    let text = fx.ok("Read", json!({"path": "/workspace/notes.txt"})).await;
     assert!(text.contains("hello"), "{text}");
+    // The host path of the same file is not a path the session knows (issue 11 item 7).
+    let message = fx
+        .err("Read", json!({"path": file.to_string_lossy()}))
+        .await;
+    assert!(message.contains("outside the workspace"), "{message}");
+}
+
+#[tokio::test]
+async fn an_absolute_link_is_refused_even_when_it_points_inside() {
+    let fx = Fixture::new();
+    fx.put("real.txt", "inside\n");
+    symlink(&fx.ws().join("real.txt"), &fx.ws().join("host-path"));
+    symlink(
+        Path::new("/workspace/real.txt"),
+        &fx.ws().join("sandbox-path"),
+    );
+    for link in ["host-path", "sandbox-path"] {
+        let message = fx.err("Read", json!({"path": link})).await;
+        assert!(message.contains("symbolic link"), "{link}: {message}");
+        assert_no_host_path(&message, &fx);
+    }
 }
 
 #[tokio::test]
@@ -132,8 +154,11 @@ async fn a_linked_folder_pointing_outside_is_refused() {
 async fn links_that_stay_inside_are_followed_and_writes_land_on_the_target() {
     let fx = Fixture::new();
     fx.put("real/file.txt", "one\n");
-    symlink(&fx.ws().join("real/file.txt"), &fx.ws().join("alias.txt"));
-    symlink(&fx.ws().join("real"), &fx.ws().join("dir-alias"));
+    symlink(Path::new("real/file.txt"), &fx.ws().join("alias.txt"));
+    symlink(Path::new("real"), &fx.ws().join("dir-alias"));
+    symlink(Path::new("../real/file.txt"), &fx.ws().join("real/up.txt"));
+    let text = fx.ok("Read", json!({"path": "real/up.txt"})).await;
+    assert!(text.contains("one"), "{text}");
 
     let text = fx.ok("Read", json!({"path": "alias.txt"})).await;
     assert!(text.contains("one"), "{text}");
@@ -180,11 +205,10 @@ async fn the_bundle_files_are_readable_but_not_writable() {
     let app_file = fx.ctx.cell.app.join("app.txt");
     let text = fx.ok("Read", json!({"path": "../app/app.txt"})).await;
     assert!(text.contains("bundle file"), "{text}");
+    let text = fx.ok("Read", json!({"path": "/app/app.txt"})).await;
+    assert!(text.contains("bundle file"), "{text}");
     let message = fx
-        .err(
-            "Write",
-            json!({"path": app_file.to_string_lossy(), "content": "x"}),
-        )
+        .err("Write", json!({"path": "/app/app.txt", "content": "x"}))
         .await;
     assert!(message.contains("read-only location"), "{message}");
     assert_eq!(
@@ -243,7 +267,7 @@ async fn bad_paths_are_refused_with_their_reason() {
 fn permission_subjects_are_workspace_relative_paths_or_patterns() {
     let fx = Fixture::new();
     fx.put("src/main.rs", "fn main() {}\n");
-    symlink(&fx.ws().join("src"), &fx.ws().join("code"));
+    symlink(Path::new("src"), &fx.ws().join("code"));
     let subject = |tool: &str, args: serde_json::Value| {
         builtin(tool)
             .expect("tool")
@@ -263,11 +287,10 @@ fn permission_subjects_are_workspace_relative_paths_or_patterns() {
         Some("src/main.rs")
     );
     let outside = subject("Read", json!({"path": "../../outside/secret.txt"}));
-    assert!(
-        outside
-            .as_deref()
-            .is_some_and(|s| s.starts_with('/') && s.ends_with("outside/secret.txt")),
-        "{outside:?}"
+    assert_eq!(outside.as_deref(), Some("/outside/secret.txt"));
+    assert_eq!(
+        subject("Read", json!({"path": "/app/app.txt"})).as_deref(),
+        Some("/app/app.txt")
     );
     assert_eq!(subject("LS", json!({})).as_deref(), Some("."));
     assert_eq!(
@@ -300,4 +323,95 @@ fn read_only_tools_say_so() {
         let tool = builtin(name).expect("tool");
         assert_eq!(tool.read_only(), read_only, "{name}");
     }
+}
+
+/// Issue 11 item 1: a process of the session swaps a folder and a link to the outside with
+/// `renameat2(RENAME_EXCHANGE)` as fast as it can while the file tools read and write
+/// beneath that folder. Nothing outside is read, created or changed.
+#[tokio::test]
+async fn a_folder_swapped_for_a_link_mid_call_never_leads_outside() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let mut fx = Fixture::new();
+    if rustix::process::geteuid().is_root() {
+        // As root the file tools work as the sandbox user, like the session's processes.
+        fx.ctx.sandbox_user = crate::runtime::sandbox::SandboxUser::new(Some((65534, 65534)));
+        std::os::unix::fs::chown(fx.ws(), Some(65534), Some(65534)).expect("chown");
+    }
+    fs::set_permissions(
+        fx.outside.join("secret.txt"),
+        fs::Permissions::from_mode(0o600),
+    )
+    .expect("chmod");
+    let outside_before = fs::metadata(&fx.outside).expect("outside");
+    fx.put("d/secret.txt", "harmless\n");
+    symlink(&fx.outside, &fx.ws().join("swap"));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let ws = fx.ws().to_path_buf();
+        std::thread::spawn(move || {
+            let dir = rustix::fs::open(&ws, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty())
+                .expect("workspace");
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                rustix::fs::renameat_with(
+                    &dir,
+                    "d",
+                    &dir,
+                    "swap",
+                    rustix::fs::RenameFlags::EXCHANGE,
+                )
+                .expect("exchange");
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let started = std::time::Instant::now();
+    let (mut reads, mut writes, mut inside_reads) = (0, 0, 0);
+    while reads < 200 || writes < 200 {
+        let out = fx.call("Read", json!({"path": "d/secret.txt"})).await;
+        assert!(
+            !out.content.contains("top secret"),
+            "leaked: {}",
+            out.content
+        );
+        inside_reads += usize::from(!out.is_error);
+        reads += 1;
+        let out = fx
+            .call("Write", json!({"path": "d/planted.txt", "content": "x"}))
+            .await;
+        assert!(
+            !out.content.contains(&*fx.outside.to_string_lossy()),
+            "{}",
+            out.content
+        );
+        writes += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    assert!(swaps > 1000, "the race hardly ran: {swaps} swaps");
+    assert!(inside_reads > 0, "no read ever saw the real folder");
+    let names: Vec<_> = fs::read_dir(&fx.outside)
+        .expect("outside")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names, ["secret.txt"], "something was created outside");
+    let outside_after = fs::metadata(&fx.outside).expect("outside");
+    assert_eq!(
+        (outside_before.uid(), outside_before.mode()),
+        (outside_after.uid(), outside_after.mode())
+    );
+    assert_eq!(
+        fs::read_to_string(fx.outside.join("secret.txt")).expect("secret"),
+        SECRET
+    );
+    eprintln!(
+        "{reads} reads, {writes} writes, {swaps} swaps in {:?}",
+        started.elapsed()
+    );
 }

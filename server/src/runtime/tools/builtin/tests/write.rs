@@ -39,6 +39,50 @@ async fn replacing_keeps_the_file_mode() {
     assert_eq!(mode & 0o777, 0o755);
 }
 
+/// Issue 11 item 2: writing over a set-user-ID file never leaves one behind, and as root
+/// the file belongs to the sandbox user, never to root.
+#[tokio::test]
+async fn a_written_file_never_carries_special_bits_or_roots_ownership() {
+    use std::os::unix::fs::MetadataExt;
+    let mut fx = Fixture::new();
+    let root = rustix::process::geteuid().is_root();
+    if root {
+        fx.ctx.sandbox_user = crate::runtime::sandbox::SandboxUser::new(Some((65534, 65534)));
+        std::os::unix::fs::chown(fx.ws(), Some(65534), Some(65534)).expect("chown");
+    }
+    let tool = fx.put("tool", "#!/bin/sh\n");
+    fs::set_permissions(&tool, fs::Permissions::from_mode(0o6755)).expect("chmod");
+    let dir = fx.ws().join("shared");
+    fs::create_dir(&dir).expect("mkdir");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777)).expect("chmod");
+    fx.ok("Write", json!({"path": "tool", "content": "id\n"}))
+        .await;
+    fx.ok("Write", json!({"path": "shared/new", "content": "x"}))
+        .await;
+    for path in [fx.ws().join("tool"), dir.join("new")] {
+        let meta = fs::metadata(&path).expect("meta");
+        assert_eq!(
+            meta.mode() & 0o7000,
+            0,
+            "{}: {:o}",
+            path.display(),
+            meta.mode()
+        );
+        if root {
+            assert_eq!(
+                (meta.uid(), meta.gid()),
+                (65534, 65534),
+                "{}",
+                path.display()
+            );
+        }
+    }
+    assert_eq!(
+        fs::metadata(fx.ws().join("tool")).expect("meta").mode() & 0o777,
+        0o755
+    );
+}
+
 #[tokio::test]
 async fn a_folder_is_not_a_file() {
     let fx = Fixture::new();
