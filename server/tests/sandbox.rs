@@ -995,6 +995,41 @@ async fn the_bash_tool_runs_commands_and_records_their_events() {
             out.content
         );
     }
+
+    // Issue 11, "also fix": output written a byte at a time is recorded in chunks, so the
+    // log grows by at most about twice the output (300 KB once made a 76.5 MB log).
+    let out = bash
+        .call(
+            ctx.clone(),
+            json!({"command": "head -c 300000 /dev/zero | tr '\\0' x | dd bs=1 status=none"}),
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    let events = collect_events(&session, 3).await;
+    let Some(last_begin) = events
+        .iter()
+        .rposition(|e| matches!(e.payload, EventPayload::ExecCommandBegin { .. }))
+    else {
+        panic!("no begin event");
+    };
+    let run = &events[last_begin..];
+    let printed: usize = run
+        .iter()
+        .filter_map(|e| match &e.payload {
+            EventPayload::ExecCommandOutputDelta { text, .. } => Some(text.len()),
+            _ => None,
+        })
+        .sum();
+    let logged: usize = run
+        .iter()
+        .map(|e| serde_json::to_string(&**e).expect("json").len() + 1)
+        .sum();
+    assert_eq!(printed, 300_000);
+    assert!(
+        logged <= 2 * printed + 64 * 1024,
+        "{logged} bytes of log for {printed} bytes of output in {} events",
+        run.len()
+    );
 }
 
 /// The session's events up to the `ends`-th exec-command end.

@@ -24,7 +24,7 @@ use super::error::SandboxError;
 use super::helper::rlimits;
 use super::leftovers::GroupRecord;
 use super::limits::RlimitValues;
-use super::output::CappedStream;
+use super::output::{CappedStream, Coalescer};
 use super::types::ExecOutcome;
 use crate::runtime::events::OutputStream;
 
@@ -120,6 +120,8 @@ pub(crate) async fn supervise(
     let mut stderr = child.stderr.take();
     let mut out = CappedStream::new(watch.max_output_bytes);
     let mut err = CappedStream::new(watch.max_output_bytes);
+    // The log gets at most what is kept of both streams (twice over for escapes).
+    let mut chunks = Coalescer::new(watch.max_output_bytes.saturating_mul(4));
     let (mut out_buf, mut err_buf) = (vec![0u8; READ_CHUNK], vec![0u8; READ_CHUNK]);
     let deadline = tokio::time::sleep(watch.timeout);
     tokio::pin!(deadline);
@@ -137,16 +139,17 @@ pub(crate) async fn supervise(
             () = &mut deadline, if !exited && !killed => Event::TimedOut,
             () = watch.cancel.cancelled(), if !exited && !killed => Event::Cancelled,
             () = sleep_until(drain_until), if drain_until.is_some() => Event::DrainOver,
+            () = sleep_until(chunks.due()), if chunks.due().is_some() => Event::ChunkDue,
         };
         match event {
             Event::Stdout(Ok(n)) if n > 0 => {
                 if let Some(text) = out.push(&out_buf[..n]) {
-                    on_output(OutputStream::Stdout, text);
+                    chunks.push(OutputStream::Stdout, &text, on_output);
                 }
             }
             Event::Stderr(Ok(n)) if n > 0 => {
                 if let Some(text) = err.push(&err_buf[..n]) {
-                    on_output(OutputStream::Stderr, text);
+                    chunks.push(OutputStream::Stderr, &text, on_output);
                 }
             }
             Event::Stdout(_) => stdout = None,
@@ -165,6 +168,7 @@ pub(crate) async fn supervise(
                 cancelled = true;
                 killer.kill();
             }
+            Event::ChunkDue => chunks.on_due(on_output),
             Event::DrainOver => break,
         }
     }
@@ -173,9 +177,10 @@ pub(crate) async fn supervise(
         (&mut err, OutputStream::Stderr),
     ] {
         if let Some(text) = stream.finish() {
-            on_output(kind, text);
+            chunks.push(kind, &text, on_output);
         }
     }
+    chunks.finish(on_output);
     let status = child
         .wait()
         .await
@@ -185,6 +190,12 @@ pub(crate) async fn supervise(
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
     let truncated = out.truncated() || err.truncated();
+    if chunks.capped() {
+        tracing::debug!(
+            exec_id = watch.exec_id,
+            "output past the log cap was not recorded as events"
+        );
+    }
     Ok(ExecOutcome {
         exit_code,
         stdout: out.into_text(),
@@ -202,6 +213,7 @@ enum Event {
     Exited,
     TimedOut,
     Cancelled,
+    ChunkDue,
     DrainOver,
 }
 
