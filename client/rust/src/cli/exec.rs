@@ -1,6 +1,8 @@
 //! `odyssey exec SESSION -- CMD ARGS…`: one process in the session's sandbox cell, with its
 //! output on the matching local stream as it is produced and its exit code as ours, so
-//! `odyssey exec s -- make test && deploy` behaves like running `make test` locally.
+//! `odyssey exec s -- make test && deploy` behaves like running `make test` locally. As
+//! with `cat`, output reaches a pipe or a file byte for byte; on a terminal its control
+//! characters are shown as escapes, since what runs in the sandbox is not trusted.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -96,12 +98,10 @@ impl OutputCopier {
             return Ok(());
         }
         if chunk.stream == i32::from(pb::OutputStream::Stderr) {
-            output.err.write_all(chunk.text.as_bytes())?;
-            output.err.flush()?;
+            output.copy_err(&chunk.text)?;
             self.err_open = !chunk.text.ends_with('\n');
         } else {
-            output.out.write_all(chunk.text.as_bytes())?;
-            output.out.flush()?;
+            output.copy_out(&chunk.text)?;
         }
         Ok(())
     }
