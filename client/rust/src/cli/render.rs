@@ -33,13 +33,18 @@ pub(crate) fn quoted(text: &str) -> String {
     format!("\"{}\"", odyssey_visible::escape_line(text))
 }
 
-/// `Tool(key=value, ...)` with JSON values, shortened.
+/// `Tool(key=value, ...)`, shortened: strings quoted with their control characters
+/// escaped as everywhere else, other values as JSON.
 pub(crate) fn tool_call(tool: &str, arguments: Option<&prost_types::Struct>) -> String {
+    use prost_types::value::Kind;
     let args = arguments
         .map(|a| {
             a.fields
                 .iter()
-                .map(|(k, v)| format!("{k}={}", value_to_json(v)))
+                .map(|(k, v)| match &v.kind {
+                    Some(Kind::StringValue(text)) => format!("{k}={}", quoted(text)),
+                    _ => format!("{k}={}", value_to_json(v)),
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         })
