@@ -197,4 +197,33 @@ mod tests {
         assert_eq!(exit_status(&end(0, true)).unwrap_err().exit_code(), 124);
         assert_eq!(exit_status(&end(300, false)).unwrap_err().exit_code(), 1);
     }
+
+    /// Issue 23: a command's output is escaped on a terminal and copied unchanged to a
+    /// pipe or a file.
+    #[test]
+    fn output_is_escaped_on_a_terminal_only() {
+        let hostile = "a\x1b]0;title\x07\r\u{202e}b\n";
+        for (terminal, shown) in [(false, hostile), (true, "a\\x1b]0;title\\x07\\r\\u202eb\n")] {
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let mut output = Output {
+                out: &mut out,
+                err: &mut err,
+                json: false,
+                style: Style {
+                    stdout_terminal: terminal,
+                    stderr_terminal: terminal,
+                    ..Style::plain()
+                },
+            };
+            let mut copier = OutputCopier::default();
+            copier
+                .item(&mut output, &output_item(pb::OutputStream::Stdout, hostile))
+                .unwrap();
+            copier
+                .item(&mut output, &output_item(pb::OutputStream::Stderr, hostile))
+                .unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), shown);
+            assert_eq!(String::from_utf8(err).unwrap(), shown);
+        }
+    }
 }

@@ -382,6 +382,20 @@ mod tests {
         assert!(parse(&["submit", "s1", "hi", "--cwd", "src"]).is_ok());
     }
 
+    /// Issue 23: `run --help` says how the answer is written off a terminal.
+    #[tokio::test]
+    async fn run_help_says_the_answer_is_unchanged_off_a_terminal() {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let args = vec!["run".into(), "--help".into()];
+        assert_eq!(run_cli(args, &mut out, &mut err).await, 0);
+        let help = String::from_utf8(out).unwrap();
+        assert!(
+            help.contains("byte for byte, unchanged, as `cat` would"),
+            "{help}"
+        );
+        assert!(help.contains("visible escapes"), "{help}");
+    }
+
     #[tokio::test]
     async fn usage_errors_exit_2_on_stderr() {
         let (mut out, mut err) = (Vec::new(), Vec::new());
