@@ -77,6 +77,11 @@ func TestTurnWithApprovalAndResumedStream(t *testing.T) {
 			if err != nil || len(pending) != 1 || pending[0].GetRequestId() != request.GetRequestId() {
 				t.Fatalf("pending approvals %v, %v", pending, err)
 			}
+			// What a person is shown: the call, control characters escaped (none here).
+			if request.GetDisplay() == "" || request.GetControlCharacters() || pending[0].GetDisplay() != request.GetDisplay() {
+				t.Fatalf("display form %q (control characters: %v), listed as %q",
+					request.GetDisplay(), request.GetControlCharacters(), pending[0].GetDisplay())
+			}
 			if err := client.Approve(ctx, request.GetRequestId(), false); err != nil {
 				t.Fatalf("approve: %v", err)
 			}

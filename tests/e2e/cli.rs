@@ -385,7 +385,7 @@ async fn approvals_lists_pending_requests_and_approve_lets_the_turn_finish() {
     let rows: Vec<&str> = out.lines().collect();
     assert_eq!(rows.len(), 2, "{out}");
     let header: Vec<&str> = rows[0].split_whitespace().collect();
-    assert_eq!(header, ["REQUEST", "SESSION", "TOOL", "SUMMARY", "AGE"]);
+    assert_eq!(header, ["REQUEST", "SESSION", "TOOL", "CALL", "AGE"]);
     let row: Vec<&str> = rows[1].split_whitespace().collect();
     let request = row[0].to_owned();
     assert_eq!(&row[1..3], [first.id.as_str(), "Bash"], "{out}");
@@ -407,7 +407,9 @@ async fn approvals_lists_pending_requests_and_approve_lets_the_turn_finish() {
     assert_eq!(mine[0]["execution_id"], first_turn.as_str());
     assert_eq!(mine[0]["tool"], "Bash");
     assert_eq!(mine[0]["arguments"]["command"], "echo approved > proof.txt");
-    let summary = mine[0]["summary"].as_str().unwrap().to_owned();
+    let display = mine[0]["display"].as_str().unwrap().to_owned();
+    assert_eq!(display, "echo approved > proof.txt");
+    assert_eq!(mine[0]["control_characters"], false);
     let (code, out, _) = odyssey(&[
         "--server",
         &url,
@@ -429,7 +431,7 @@ async fn approvals_lists_pending_requests_and_approve_lets_the_turn_finish() {
     assert_eq!(
         out,
         format!(
-            "Allowed once: Bash — {summary} (request {request}, session {})\n",
+            "Allowed once: Bash (request {request}, session {})\n    {display}\n",
             first.id
         )
     );
@@ -503,8 +505,8 @@ async fn approve_always_lets_the_same_command_run_again_without_asking() {
     assert_eq!(
         out,
         format!(
-            "Allowed for the rest of the session: Bash — {} (request {request}, session {})\n",
-            waiting[0].summary, session.id
+            "Allowed for the rest of the session: Bash (request {request}, session {})\n    {}\n",
+            session.id, waiting[0].display
         )
     );
     server
@@ -551,10 +553,12 @@ async fn deny_with_a_reason_tells_the_model_and_nothing_runs() {
     ])
     .await;
     assert_eq!(code, 0, "{err}");
-    assert!(out.starts_with("Denied: Bash — "), "{out}");
-    assert!(
-        out.ends_with(&format!("(request {request}, session {})\n", session.id)),
-        "{out}"
+    assert_eq!(
+        out,
+        format!(
+            "Denied: Bash (request {request}, session {})\n    echo approved > proof.txt\n",
+            session.id
+        )
     );
     server
         .wait_for_state(&execution, pb::ExecutionState::Completed)
@@ -590,7 +594,7 @@ async fn run_auto_approve_and_auto_deny_answer_the_turns_own_request() {
     assert!(out.contains("The proof is written."), "{out}");
     assert!(
         err.contains(
-            "? Bash asks to run: echo approved > proof.txt — allowed once (--auto-approve)\n"
+            "? Bash asks to run — allowed once (--auto-approve):\n    echo approved > proof.txt\n"
         ),
         "{err}"
     );
@@ -623,7 +627,7 @@ async fn run_auto_approve_and_auto_deny_answer_the_turns_own_request() {
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("Not writing it, then."), "{out}");
     assert!(
-        err.contains("? Bash asks to run: echo approved > proof.txt — denied (--auto-deny)\n"),
+        err.contains("? Bash asks to run — denied (--auto-deny):\n    echo approved > proof.txt\n"),
         "{err}"
     );
     assert!(err.contains("✗ "), "the resolution is shown: {err}");
@@ -677,7 +681,8 @@ async fn run_off_a_terminal_prints_the_exact_command_that_answers_and_keeps_wait
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("Approved from elsewhere."), "{out}");
     assert!(
-        err.contains("? Bash waits for approval: echo approved > proof.txt\n"),
+        err.contains("? Bash waits for approval (request ")
+            && err.contains("):\n    echo approved > proof.txt\n"),
         "{err}"
     );
     assert!(err.contains("✓ "), "the resolution is shown: {err}");

@@ -130,6 +130,9 @@ async fn events_stream_as_sse_resume_with_last_event_id_and_approvals_post() {
         .expect("request id")
         .to_owned();
     assert_eq!(request["data"]["tool"], "Bash");
+    // Issue 23: the display form a web page shows, beside the raw arguments.
+    let display = request["data"]["display"].as_str().expect("display form");
+    assert_eq!(Some(display), request["data"]["summary"].as_str());
 
     // A malformed decision is refused, naming what is expected, and changes nothing.
     let bad = gateway
@@ -161,6 +164,8 @@ async fn events_stream_as_sse_resume_with_last_event_id_and_approvals_post() {
     assert_eq!(approved["session_id"], session_id.as_str());
     assert_eq!(approved["tool"], "Bash");
     assert_eq!(approved["decision"], "allow_once");
+    assert_eq!(approved["display"], display);
+    assert_eq!(approved["control_characters"], false);
 
     // Reconnect as an EventSource does: Last-Event-ID is the last id seen.
     let last_id = seen[seen.len() - 1].id.clone();

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod approval_display;
 mod approvals;
 mod bad_input;
 mod bundles;

@@ -28,7 +28,7 @@ def main() -> int:
             if kind == "agent_message_delta":
                 print(event.agent_message_delta.delta, end="", flush=True)
             elif kind == "permission_requested":
-                print(f"\n[approving: {event.permission_requested.summary}]")
+                print(f"\n[approving: {event.permission_requested.display}]")
                 client.approve(event.permission_requested.request_id)
             elif kind == "turn_completed":
                 print(f"\n[turn {turn.execution_id} ended at sequence {turn.last_sequence}]")

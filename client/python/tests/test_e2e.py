@@ -44,6 +44,9 @@ def test_turn_with_approval_and_resumed_stream(client: OdysseyClient) -> None:
                 assert request.tool == "Bash"
                 pending = client.list_approvals(session.id)
                 assert [a.request_id for a in pending] == [request.request_id]
+                # What a person is shown: the call, control characters escaped (none here).
+                assert request.display and not request.control_characters
+                assert pending[0].display == request.display
                 client.approve(request.request_id)
                 approvals.append(request.request_id)
             if kind == "turn_completed" and event.turn_id == turn.execution_id:

@@ -26,7 +26,7 @@ for await (const event of turn) {
       process.stdout.write(event.payload.value.delta);
       break;
     case "permissionRequested":
-      console.log(`\n[approving: ${event.payload.value.summary}]`);
+      console.log(`\n[approving: ${event.payload.value.display}]`);
       await client.approve(event.payload.value.requestId);
       break;
   }

@@ -56,6 +56,9 @@ test("a turn with an approval, streamed, dropped and resumed", async () => {
       assert.equal(request.tool, "Bash");
       const pending = await client.listApprovals(session.id);
       assert.deepEqual(pending.map((a) => a.requestId), [request.requestId]);
+      // What a person is shown: the call, control characters escaped (none here).
+      assert.ok(request.display.length > 0 && !request.controlCharacters);
+      assert.equal(pending[0].display, request.display);
       await client.approve(request.requestId);
       approvals += 1;
     }

@@ -29,6 +29,8 @@ fn approval(a: &Approval) -> pb::Approval {
         tool: a.request.tool.clone(),
         arguments: Some(convert::json_as_struct(&a.request.arguments)),
         summary: a.request.summary.clone(),
+        display: a.request.display.text.clone(),
+        control_characters: a.request.display.control_characters,
         requested_at: Some(convert::timestamp_ms(a.created_at_ms)),
         expires_at: Some(convert::timestamp_ms(a.expires_at_ms)),
     }

@@ -476,6 +476,8 @@ fn payload(p: &EventPayload) -> pb::session_event::Payload {
             arguments,
             summary,
             reason,
+            display,
+            control_characters,
         } => P::PermissionRequested(pb::PermissionRequested {
             request_id: request_id.clone(),
             call_id: call_id.clone(),
@@ -483,6 +485,8 @@ fn payload(p: &EventPayload) -> pb::session_event::Payload {
             arguments: Some(json_as_struct(arguments)),
             summary: summary.clone(),
             reason: reason.clone(),
+            display: display.clone(),
+            control_characters: *control_characters,
         }),
         EventPayload::ApprovalResolved {
             request_id,

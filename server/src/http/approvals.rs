@@ -1,6 +1,7 @@
 //! `POST /approvals/{request_id}`: answers a tool call waiting for a human, with the JSON
 //! body `{"decision": "allow_once" | "allow_always" | "deny", "reason": "..."}` (the reason
-//! is shown to the model on a deny). Answers the resolved request.
+//! is shown to the model on a deny). Answers the resolved request, with its display form
+//! (`display`, `control_characters`: what a person should be shown of the call).
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
@@ -27,6 +28,9 @@ pub struct Resolved {
     call_id: String,
     tool: String,
     summary: String,
+    /// The call as a person is shown it: control characters as visible escapes.
+    display: String,
+    control_characters: bool,
     decision: ApprovalDecision,
 }
 
@@ -54,6 +58,8 @@ pub async fn resolve(
         call_id: approval.request.call_id,
         tool: approval.request.tool,
         summary: approval.request.summary,
+        display: approval.request.display.text,
+        control_characters: approval.request.display.control_characters,
         decision: body.decision,
     }))
 }

@@ -99,6 +99,14 @@ pub enum EventPayload {
         arguments: serde_json::Value,
         summary: String,
         reason: String,
+        /// The call as a person is shown it before deciding: control characters as
+        /// visible escapes, nothing cut (`permissions::display_call`). Empty in events
+        /// written before it existed.
+        #[serde(default)]
+        display: String,
+        /// Whether the call holds control characters (shown escaped in `display`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        control_characters: bool,
     },
     ApprovalResolved {
         request_id: String,
@@ -370,6 +378,8 @@ mod tests {
                 arguments: serde_json::json!({}),
                 summary: text(),
                 reason: text(),
+                display: text(),
+                control_characters: true,
             },
             EventPayload::ApprovalResolved {
                 request_id: text(),

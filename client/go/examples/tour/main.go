@@ -57,7 +57,7 @@ func main() {
 			fmt.Print(d.GetDelta())
 		}
 		if p := event.GetPermissionRequested(); p != nil {
-			fmt.Printf("\n[approving: %s]\n", p.GetSummary())
+			fmt.Printf("\n[approving: %s]\n", p.GetDisplay())
 			if err := client.Approve(ctx, p.GetRequestId(), false); err != nil {
 				log.Fatal(err)
 			}

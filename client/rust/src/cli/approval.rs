@@ -1,6 +1,7 @@
 //! How `run` and `demo` answer a permission request of the turn they follow: ask the human
 //! at the terminal, answer automatically (flags, or the demo off a terminal), or leave the
-//! request to someone else and say exactly how to answer it.
+//! request to someone else and say exactly how to answer it. Each way shows the whole call
+//! as the server's display form ([`CallView`](super::call_view::CallView)).
 
 use std::io::{self, Write};
 
@@ -8,10 +9,14 @@ use odyssey_api::v1 as pb;
 use tonic::Code;
 
 use super::DEFAULT_SERVER;
+use super::call_view::SEE_ALL;
 use super::error::CliError;
 use super::output::Output;
-use super::prompt::{self, Answer, Input, requested_action};
+use super::prompt::{self, Answer, Input, requested_call};
 use crate::client::OdysseyClient;
+
+/// Where the whole of a call answered without asking can be read.
+pub(crate) const IN_THE_EVENTS: &str = "the session's events hold it whole (odyssey events --json)";
 
 /// The deny reason the model sees when the CLI denied without asking anyone.
 pub(crate) const NON_INTERACTIVE_DENY: &str = "denied by the CLI (non-interactive)";
@@ -90,9 +95,9 @@ impl Responder {
             Self::AllowOnce => {
                 writeln!(
                     err,
-                    "? {} asks to run: {} — allowed once (--auto-approve)",
-                    request.tool,
-                    requested_action(request)
+                    "? {} asks to run — allowed once (--auto-approve):\n{}",
+                    odyssey_visible::escape_line(&request.tool),
+                    requested_call(request, "    ", IN_THE_EVENTS)
                 )?;
                 Ok(Some(Answer::allow_once()))
             }
@@ -112,14 +117,16 @@ impl Responder {
 pub(crate) fn auto_deny_note(why: AutoDeny, request: &pb::PermissionRequested) -> String {
     match why {
         AutoDeny::Flag => format!(
-            "? {} asks to run: {} — denied (--auto-deny)",
-            request.tool,
-            requested_action(request)
+            "? {} asks to run — denied (--auto-deny):\n{}",
+            odyssey_visible::escape_line(&request.tool),
+            requested_call(request, "    ", IN_THE_EVENTS)
         ),
         #[cfg(feature = "server")]
         AutoDeny::DemoNotATerminal => format!(
-            "not a terminal: denying `{}`; run the demo in a terminal to approve it",
-            prompt::requested_command(request)
+            "not a terminal: denying this {} call; run the demo in a terminal to approve \
+             it:\n{}",
+            odyssey_visible::escape_line(&request.tool),
+            requested_call(request, "    ", IN_THE_EVENTS)
         ),
     }
 }
@@ -131,14 +138,14 @@ pub(crate) fn wait_note(request: &pb::PermissionRequested, server: Option<&str>)
         Some(url) => format!("odyssey --server {url}"),
         None => "odyssey".to_owned(),
     };
-    let id = &request.request_id;
+    let id = odyssey_visible::escape_line(&request.request_id);
     format!(
-        "? {tool} waits for approval: {action}\n  \
+        "? {tool} waits for approval (request {id}):\n{call}\n  \
          the turn waits until someone answers; not a terminal, so not asking here:\n    \
          {program} approve {id}   (add --always to allow this exact call for the session)\n    \
          {program} deny {id}      (add --reason TEXT to tell the model why)\n",
-        tool = request.tool,
-        action = requested_action(request),
+        tool = odyssey_visible::escape_line(&request.tool),
+        call = requested_call(request, "    ", SEE_ALL),
     )
 }
 
@@ -240,7 +247,7 @@ mod tests {
         let (answer, err) = decided(&mut Responder::Wait { server: None }).await;
         assert_eq!(answer, None);
         assert!(
-            err.starts_with("? Bash waits for approval: run `git push` in data/\n"),
+            err.starts_with("? Bash waits for approval (request req-1):\n    git push\n"),
             "{err}"
         );
         assert!(err.contains("\n    odyssey approve req-1 "), "{err}");
@@ -261,14 +268,37 @@ mod tests {
         assert_eq!(answer, Some(Answer::allow_once()));
         assert_eq!(
             err,
-            "? Bash asks to run: run `git push` in data/ — allowed once (--auto-approve)\n"
+            "? Bash asks to run — allowed once (--auto-approve):\n    git push\n"
         );
         let (answer, err) = decided(&mut Responder::Deny(AutoDeny::Flag)).await;
         assert_eq!(answer, Some(Answer::deny(NON_INTERACTIVE_DENY)));
         assert_eq!(
             err,
-            "? Bash asks to run: run `git push` in data/ — denied (--auto-deny)\n"
+            "? Bash asks to run — denied (--auto-deny):\n    git push\n"
         );
+    }
+
+    /// Issue 23: every way of answering shows the whole call escaped, and says when it
+    /// holds control characters.
+    #[tokio::test]
+    async fn every_answer_shows_a_hidden_command_escaped() {
+        let request = bash_request("rm -rf ~/important \r\x1b[2Kls -la");
+        let shown = "    rm -rf ~/important \\r\\x1b[2Kls -la\n    ! contains control characters";
+        let responders = [
+            Responder::AllowOnce,
+            Responder::Deny(AutoDeny::Flag),
+            Responder::Wait { server: None },
+            Responder::Ask(Input::Reader(Box::new(std::io::Cursor::new(
+                b"n\n\n".to_vec(),
+            )))),
+        ];
+        for mut responder in responders {
+            let mut err = Vec::new();
+            responder.decide(&request, &mut err).await.unwrap();
+            let err = String::from_utf8(err).unwrap();
+            assert!(err.contains(shown), "{err}");
+            assert!(!odyssey_visible::has_controls(&err), "{err:?}");
+        }
     }
 
     #[cfg(feature = "server")]
@@ -278,7 +308,8 @@ mod tests {
         assert_eq!(answer, Some(Answer::deny(NON_INTERACTIVE_DENY)));
         assert_eq!(
             err,
-            "not a terminal: denying `git push`; run the demo in a terminal to approve it\n"
+            "not a terminal: denying this Bash call; run the demo in a terminal to approve \
+             it:\n    git push\n"
         );
     }
 

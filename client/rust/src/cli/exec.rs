@@ -1,6 +1,8 @@
 //! `odyssey exec SESSION -- CMD ARGS…`: one process in the session's sandbox cell, with its
 //! output on the matching local stream as it is produced and its exit code as ours, so
-//! `odyssey exec s -- make test && deploy` behaves like running `make test` locally.
+//! `odyssey exec s -- make test && deploy` behaves like running `make test` locally. As
+//! with `cat`, output reaches a pipe or a file byte for byte; on a terminal its control
+//! characters are shown as escapes, since what runs in the sandbox is not trusted.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -96,12 +98,10 @@ impl OutputCopier {
             return Ok(());
         }
         if chunk.stream == i32::from(pb::OutputStream::Stderr) {
-            output.err.write_all(chunk.text.as_bytes())?;
-            output.err.flush()?;
+            output.copy_err(&chunk.text)?;
             self.err_open = !chunk.text.ends_with('\n');
         } else {
-            output.out.write_all(chunk.text.as_bytes())?;
-            output.out.flush()?;
+            output.copy_out(&chunk.text)?;
         }
         Ok(())
     }
@@ -196,5 +196,34 @@ mod tests {
         assert_eq!(exit_status(&end(-1, false)).unwrap_err().exit_code(), 1);
         assert_eq!(exit_status(&end(0, true)).unwrap_err().exit_code(), 124);
         assert_eq!(exit_status(&end(300, false)).unwrap_err().exit_code(), 1);
+    }
+
+    /// Issue 23: a command's output is escaped on a terminal and copied unchanged to a
+    /// pipe or a file.
+    #[test]
+    fn output_is_escaped_on_a_terminal_only() {
+        let hostile = "a\x1b]0;title\x07\r\u{202e}b\n";
+        for (terminal, shown) in [(false, hostile), (true, "a\\x1b]0;title\\x07\\r\\u202eb\n")] {
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let mut output = Output {
+                out: &mut out,
+                err: &mut err,
+                json: false,
+                style: Style {
+                    stdout_terminal: terminal,
+                    stderr_terminal: terminal,
+                    ..Style::plain()
+                },
+            };
+            let mut copier = OutputCopier::default();
+            copier
+                .item(&mut output, &output_item(pb::OutputStream::Stdout, hostile))
+                .unwrap();
+            copier
+                .item(&mut output, &output_item(pb::OutputStream::Stderr, hostile))
+                .unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), shown);
+            assert_eq!(String::from_utf8(err).unwrap(), shown);
+        }
     }
 }

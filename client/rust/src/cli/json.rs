@@ -265,6 +265,8 @@ fn payload_json(payload: &Payload) -> Value {
             "arguments": optional_struct(p.arguments.as_ref()),
             "summary": p.summary,
             "reason": p.reason,
+            "display": p.display,
+            "control_characters": p.control_characters,
         }),
         Payload::ApprovalResolved(p) => json!({
             "request_id": p.request_id,
@@ -344,6 +346,8 @@ pub(crate) fn approval(a: &pb::Approval) -> Value {
         "tool": a.tool,
         "arguments": optional_struct(a.arguments.as_ref()),
         "summary": a.summary,
+        "display": a.display,
+        "control_characters": a.control_characters,
         "requested_at": timestamp(a.requested_at.as_ref()),
         "expires_at": timestamp(a.expires_at.as_ref()),
     })

@@ -5,6 +5,7 @@ mod approval;
 mod approvals;
 mod args;
 mod bundle;
+mod call_view;
 mod catalog;
 #[cfg(feature = "server")]
 mod config;
@@ -111,6 +112,11 @@ enum Command {
     Session(session::SessionCommand),
     /// Run a turn and stream it: the answer on stdout, activity on stderr. Tool calls
     /// that need approval are asked on the terminal.
+    ///
+    /// On a terminal, text from the model and its tools is shown with control characters
+    /// as visible escapes (`\x1b`, `\r`, `\u202e`), never acted on. With stdout not a
+    /// terminal (a pipe, a file), the answer is written byte for byte, unchanged, as `cat`
+    /// would; `--json` prints JSON-escaped events.
     Run(execution::RunArgs),
     /// Enqueue a turn and print its execution id.
     Submit(execution::SubmitArgs),
@@ -186,7 +192,8 @@ pub async fn run_cli_with(
         Err(e) if e.is_broken_pipe() => 141,
         Err(e) => {
             if !e.is_silent() {
-                let _ = writeln!(output.err, "{}", e.line());
+                // A server's message may quote what a model or a bundle wrote.
+                let _ = writeln!(output.err, "{}", odyssey_visible::escape(&e.line()));
             }
             let _ = output.err.flush();
             e.exit_code()
@@ -373,6 +380,20 @@ mod tests {
         assert_eq!(both.kind(), clap::error::ErrorKind::ArgumentConflict);
         assert!(parse(&["submit", "s1", "hi", "--auto-deny"]).is_err());
         assert!(parse(&["submit", "s1", "hi", "--cwd", "src"]).is_ok());
+    }
+
+    /// Issue 23: `run --help` says how the answer is written off a terminal.
+    #[tokio::test]
+    async fn run_help_says_the_answer_is_unchanged_off_a_terminal() {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let args = vec!["run".into(), "--help".into()];
+        assert_eq!(run_cli(args, &mut out, &mut err).await, 0);
+        let help = String::from_utf8(out).unwrap();
+        assert!(
+            help.contains("byte for byte, unchanged, as `cat` would"),
+            "{help}"
+        );
+        assert!(help.contains("visible escapes"), "{help}");
     }
 
     #[tokio::test]

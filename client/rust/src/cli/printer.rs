@@ -4,6 +4,9 @@
 //!
 //! Permission requests print nothing here: the approval responder shows them, together
 //! with the question or the commands that answer them.
+//!
+//! The answer is copied to stdout as it comes: byte for byte to a pipe or a file, with its
+//! control characters shown as escapes on a terminal. Everything on stderr is escaped.
 
 use std::io;
 
@@ -39,8 +42,7 @@ impl TurnPrinter {
         }
         match payload {
             Payload::AgentMessageDelta(p) => {
-                output.out.write_all(p.delta.as_bytes())?;
-                output.out.flush()?;
+                output.copy_out(&p.delta)?;
                 self.text_open = !p.delta.ends_with('\n');
             }
             Payload::ReasoningDelta(p) => {
@@ -78,7 +80,8 @@ impl TurnPrinter {
             }
             Payload::ExecCommandEnd(p) => {
                 self.close_text(output)?;
-                output.note(format!("  {}", output.dim(&exec_end(p))))?;
+                let end = output.dim(&exec_end(p));
+                writeln!(output.err, "  {end}")?;
             }
             Payload::PlanUpdated(p) => {
                 self.close_text(output)?;
@@ -107,7 +110,7 @@ impl TurnPrinter {
             Payload::HistoryCompacted(_) | Payload::MemoryRecalled(_) => {
                 self.close_text(output)?;
                 let line = format!("{}: {}", event_kind(event), detail(event));
-                output.note(output.dim(&line))?;
+                output.dim_note(&line)?;
             }
             Payload::ErrorOccurred(_) => {
                 self.close_text(output)?;
@@ -116,7 +119,7 @@ impl TurnPrinter {
             Payload::TurnCompleted(p) => {
                 self.close_text(output)?;
                 // How a failed turn ended is the command's error line, not repeated here.
-                output.note(output.dim(&format!("tokens: {}", usage(p.usage.as_ref()))))?;
+                output.dim_note(&format!("tokens: {}", usage(p.usage.as_ref())))?;
             }
             _ => {}
         }
@@ -158,12 +161,16 @@ mod tests {
 
     /// Feeds `payloads` to a fresh printer; returns (stdout, stderr).
     fn print(payloads: Vec<Payload>) -> (String, String) {
+        print_with(Style::plain(), payloads)
+    }
+
+    fn print_with(style: Style, payloads: Vec<Payload>) -> (String, String) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let mut output = Output {
             out: &mut out,
             err: &mut err,
             json: false,
-            style: Style::plain(),
+            style,
         };
         let mut printer = TurnPrinter::default();
         for (i, payload) in payloads.into_iter().enumerate() {
@@ -310,5 +317,104 @@ mod tests {
              ✓ allowed once (request req-1)\n\
              ✗ denied by the CLI (non-interactive) (request req-2)\n"
         );
+    }
+
+    /// What a hostile model or tool writes: CSI (clear, colour, erase line), OSC (title,
+    /// clipboard), a carriage return that overwrites, bidi overrides, a C1 CSI.
+    const HOSTILE: &str =
+        "a\x1b[2J\x1b[31mRED\x1b]0;TITLE\x07\x1b]52;c;cm0gLXJm\x07\rb\u{202e}c\u{9b}2J";
+    const SHOWN: &str =
+        "a\\x1b[2J\\x1b[31mRED\\x1b]0;TITLE\\x07\\x1b]52;c;cm0gLXJm\\x07\\rb\\u202ec\\u009b2J";
+
+    fn hostile_turn() -> Vec<Payload> {
+        vec![
+            Payload::ReasoningDelta(pb::ReasoningDelta {
+                delta: HOSTILE.into(),
+            }),
+            Payload::AgentMessageDelta(pb::AgentMessageDelta {
+                delta: format!("{HOSTILE}\n"),
+            }),
+            Payload::ToolCallStarted(pb::ToolCallStarted {
+                call_id: "c1".into(),
+                tool: "LS".into(),
+                arguments: arguments("path", HOSTILE),
+            }),
+            Payload::ExecCommandBegin(pb::ExecCommandBegin {
+                exec_id: "x1".into(),
+                argv: vec!["bash".into(), "-c".into(), HOSTILE.into()],
+                cwd: HOSTILE.into(),
+                call_id: "c1".into(),
+            }),
+            Payload::ExecCommandOutputDelta(pb::ExecCommandOutputDelta {
+                exec_id: "x1".into(),
+                stream: pb::OutputStream::Stdout.into(),
+                text: format!("{HOSTILE}\n"),
+            }),
+            Payload::ToolCallFinished(pb::ToolCallFinished {
+                call_id: "c1".into(),
+                tool: "LS".into(),
+                success: true,
+                result: HOSTILE.into(),
+            }),
+            Payload::PlanUpdated(pb::PlanUpdated {
+                steps: vec![pb::PlanStep {
+                    text: HOSTILE.into(),
+                    status: pb::PlanStepStatus::Pending.into(),
+                }],
+            }),
+            Payload::ApprovalResolved(pb::ApprovalResolved {
+                request_id: "r1".into(),
+                decision: pb::ApprovalDecision::Deny.into(),
+                resolution: pb::ApprovalResolution::Decided.into(),
+                reason: HOSTILE.into(),
+            }),
+            Payload::ErrorOccurred(pb::ErrorOccurred {
+                code: "x".into(),
+                message: HOSTILE.into(),
+                fatal: false,
+            }),
+        ]
+    }
+
+    /// Issue 23: on a terminal nothing a model or tool wrote reaches it raw; the CLI's own
+    /// colours stay.
+    #[test]
+    fn a_hostile_turn_is_shown_escaped_on_a_terminal() {
+        let terminal = Style {
+            color: true,
+            interactive: true,
+            stdout_terminal: true,
+            stderr_terminal: true,
+        };
+        let (out, err) = print_with(terminal, hostile_turn());
+        assert_eq!(out, format!("{SHOWN}\n"));
+        assert!(!odyssey_visible::has_controls(&out), "{out:?}");
+        // The only ESC left on stderr opens or closes the CLI's own dim text.
+        let without_own_codes = err.replace("\x1b[2m", "").replace("\x1b[0m", "");
+        assert!(
+            !odyssey_visible::has_controls(&without_own_codes),
+            "{without_own_codes:?}"
+        );
+        assert!(err.contains("\x1b[2m"), "dim reasoning stays: {err:?}");
+        assert!(err.contains(SHOWN), "{err}");
+        for line in [
+            "→ LS(path=",
+            "  $ bash -c ",
+            "← ok: ",
+            "  [ ] ",
+            "✗ denied: ",
+        ] {
+            assert!(err.contains(line), "{line}: {err}");
+        }
+    }
+
+    /// Issue 23: with stdout not a terminal the answer is written byte for byte, as `cat`
+    /// would; activity on stderr is still escaped.
+    #[test]
+    fn off_a_terminal_the_answer_is_unchanged() {
+        let (out, err) = print(hostile_turn());
+        assert_eq!(out, format!("{HOSTILE}\n"));
+        assert!(!odyssey_visible::has_controls(&err), "{err:?}");
+        assert!(err.contains(SHOWN), "{err}");
     }
 }

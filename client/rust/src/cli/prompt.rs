@@ -3,17 +3,25 @@
 //!
 //! Anything but a clear yes is a no: end of input denies, and so does an answer that is
 //! still unreadable after a few tries. A typo must never run a command.
+//!
+//! The call is shown whole, as the server's display form: control characters as visible
+//! escapes (a command that would erase itself on the terminal is shown as it is), with a
+//! note when there are any; a call too long for the screen says how much is cut and `s`
+//! shows it all before the question is asked again.
 
 use std::io::{self, BufRead, Write};
 
 use odyssey_api::v1 as pb;
 
-use super::render::{shorten, tool_call};
+use super::call_view::CallView;
+use super::render::shorten;
 
 /// How many unreadable answers are re-asked before the request is denied.
 const MAX_TRIES: usize = 3;
-/// Longest summary shown in the question; the full arguments are in the event log.
-const SUMMARY_WIDTH: usize = 400;
+/// Longest reason shown with the question.
+const REASON_WIDTH: usize = 400;
+/// How the prompt offers the whole of a cut call.
+const SHOW_ALL: &str = "answer s to see it all";
 
 /// The deny reason when the human said no without giving one.
 pub(crate) const DENIED_AT_TERMINAL: &str = "denied by the user";
@@ -68,21 +76,24 @@ async fn read_stdin_line() -> io::Result<Option<String>> {
         .map_err(|_| io::Error::other("the terminal reader stopped without an answer"))?
 }
 
-/// The three answers a human can give.
+/// The answers a human can give.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Choice {
     AllowOnce,
     AllowAlways,
     Deny,
+    /// Show the whole call, then ask again.
+    ShowAll,
 }
 
-/// Reads one typed answer: `y`/`yes`, `a`/`always`, `n`/`no` (or just Enter, which is no).
-/// `None` for anything else.
+/// Reads one typed answer: `y`/`yes`, `a`/`always`, `n`/`no` (or just Enter, which is no),
+/// `s`/`show`. `None` for anything else.
 pub(crate) fn parse_choice(answer: &str) -> Option<Choice> {
     match answer.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => Some(Choice::AllowOnce),
         "a" | "always" => Some(Choice::AllowAlways),
         "" | "n" | "no" => Some(Choice::Deny),
+        "s" | "show" => Some(Choice::ShowAll),
         _ => None,
     }
 }
@@ -111,32 +122,13 @@ impl Answer {
     }
 }
 
-/// What the request will actually run, in words: the server's summary, or the tool call
-/// itself when the server gave none.
-pub(crate) fn requested_action(request: &pb::PermissionRequested) -> String {
-    let summary = shorten(&request.summary, SUMMARY_WIDTH);
-    if summary.is_empty() {
-        tool_call(&request.tool, request.arguments.as_ref())
-    } else {
-        summary
-    }
-}
-
-/// The command a Bash request runs (its `command` argument), else [`requested_action`].
-#[cfg(feature = "server")]
-pub(crate) fn requested_command(request: &pb::PermissionRequested) -> String {
-    use prost_types::value::Kind;
-    request
-        .arguments
-        .as_ref()
-        .and_then(|args| args.fields.get("command"))
-        .and_then(|value| match &value.kind {
-            Some(Kind::StringValue(command)) if !command.trim().is_empty() => {
-                Some(shorten(command, SUMMARY_WIDTH))
-            }
-            _ => None,
-        })
-        .unwrap_or_else(|| requested_action(request))
+/// The call the request will run, under `indent`, as [`CallView::block`] shows it.
+pub(crate) fn requested_call(
+    request: &pb::PermissionRequested,
+    indent: &str,
+    see_all: &str,
+) -> String {
+    CallView::of_request(request).block(indent, see_all)
 }
 
 /// Shows the request and asks until the answer is readable (or denies).
@@ -145,19 +137,22 @@ pub(crate) async fn ask(
     err: &mut (dyn Write + Send),
     request: &pb::PermissionRequested,
 ) -> io::Result<Answer> {
+    let call = CallView::of_request(request);
     writeln!(
         err,
         "? {} asks for approval (request {}):",
-        request.tool, request.request_id
+        odyssey_visible::escape_line(&request.tool),
+        odyssey_visible::escape_line(&request.request_id)
     )?;
-    writeln!(err, "    {}", requested_action(request))?;
+    writeln!(err, "{}", call.block("    ", SHOW_ALL))?;
     if !request.reason.trim().is_empty() {
-        writeln!(err, "  why: {}", shorten(&request.reason, SUMMARY_WIDTH))?;
+        writeln!(err, "  why: {}", shorten(&request.reason, REASON_WIDTH))?;
     }
-    for _ in 0..MAX_TRIES {
+    let mut tries = 0;
+    while tries < MAX_TRIES {
         write!(
             err,
-            "  [y] allow once  [a] allow always  [n] deny (default) > "
+            "  [y] allow once  [a] allow always  [n] deny (default)  [s] show all > "
         )?;
         err.flush()?;
         let Some(line) = input.read_line().await? else {
@@ -166,6 +161,10 @@ pub(crate) async fn ask(
             return Ok(Answer::deny(DENIED_NO_INPUT));
         };
         match parse_choice(&line) {
+            Some(Choice::ShowAll) => {
+                writeln!(err, "{}", call.full("    "))?;
+                continue;
+            }
             Some(Choice::AllowOnce) => return Ok(Answer::allow_once()),
             Some(Choice::AllowAlways) => {
                 return Ok(Answer {
@@ -185,8 +184,9 @@ pub(crate) async fn ask(
                     reason.unwrap_or_else(|| DENIED_AT_TERMINAL.to_owned()),
                 ));
             }
-            None => writeln!(err, "  please answer y, a or n")?,
+            None => writeln!(err, "  please answer y, a, n or s")?,
         }
+        tries += 1;
     }
     writeln!(err, "  no valid answer: denied")?;
     Ok(Answer::deny(DENIED_UNREADABLE))
@@ -209,8 +209,10 @@ pub(crate) mod tests {
             call_id: "call-1".into(),
             tool: "Bash".into(),
             arguments: Some(prost_types::Struct { fields }),
-            summary: format!("run `{command}` in data/"),
+            summary: command.to_owned(),
             reason: "no rule allows Bash(git push:*)".into(),
+            display: odyssey_visible::escape(command).into_owned(),
+            control_characters: odyssey_visible::has_controls(command),
         }
     }
 
@@ -232,6 +234,8 @@ pub(crate) mod tests {
         assert_eq!(parse_choice("n"), Some(Choice::Deny));
         assert_eq!(parse_choice("no"), Some(Choice::Deny));
         assert_eq!(parse_choice(""), Some(Choice::Deny));
+        assert_eq!(parse_choice("s"), Some(Choice::ShowAll));
+        assert_eq!(parse_choice("show"), Some(Choice::ShowAll));
         assert_eq!(parse_choice("sure"), None);
         assert_eq!(parse_choice("ya"), None);
     }
@@ -243,7 +247,7 @@ pub(crate) mod tests {
             err.starts_with("? Bash asks for approval (request req-1):\n"),
             "{err}"
         );
-        assert!(err.contains("    run `git push` in data/\n"), "{err}");
+        assert!(err.contains("):\n    git push\n  why: "), "{err}");
         assert!(
             err.contains("  why: no rule allows Bash(git push:*)\n"),
             "{err}"
@@ -276,7 +280,7 @@ pub(crate) mod tests {
     async fn garbage_is_asked_again_then_denied() {
         let (allowed, err) = answer("sure\ny\n").await;
         assert_eq!(allowed, Answer::allow_once());
-        assert!(err.contains("please answer y, a or n"), "{err}");
+        assert!(err.contains("please answer y, a, n or s"), "{err}");
         let (denied, err) = answer("sure\nok\nfine\ny\n").await;
         assert_eq!(denied, Answer::deny(DENIED_UNREADABLE));
         assert_eq!(err.matches("please answer").count(), 3, "{err}");
@@ -289,20 +293,39 @@ pub(crate) mod tests {
         assert!(err.ends_with("no answer: denied\n"), "{err}");
     }
 
-    #[cfg(feature = "server")]
-    #[test]
-    fn bash_requests_name_their_command() {
-        assert_eq!(requested_command(&bash_request("ls -la")), "ls -la");
-        let read = pb::PermissionRequested {
-            tool: "Write".into(),
-            summary: "write 12 bytes to data/notes.md".into(),
-            ..Default::default()
-        };
-        assert_eq!(requested_command(&read), "write 12 bytes to data/notes.md");
-        let bare = pb::PermissionRequested {
-            tool: "Edit".into(),
-            ..Default::default()
-        };
-        assert_eq!(requested_command(&bare), "Edit()");
+    /// Issue 23: the prompt shows the command a terminal would draw as `ls -la` as it is,
+    /// says it holds control characters, and never cuts a long call silently: `s` shows
+    /// all of it, and the question is asked again.
+    #[tokio::test]
+    async fn a_hidden_or_long_command_is_shown_as_it_is() {
+        let mut input = Input::Reader(Box::new(io::Cursor::new(b"n\n\n".to_vec())));
+        let mut err = Vec::new();
+        let request = bash_request("rm -rf ~/important \r\x1b[2Kls -la");
+        ask(&mut input, &mut err, &request).await.unwrap();
+        let err = String::from_utf8(err).unwrap();
+        assert!(
+            err.contains(
+                "(request req-1):\n    rm -rf ~/important \\r\\x1b[2Kls -la\n    ! contains control characters"
+            ),
+            "{err}"
+        );
+        assert!(!odyssey_visible::has_controls(&err), "{err:?}");
+
+        let long: String = (0..300).map(|i| format!("echo {i}\n")).collect();
+        let mut input = Input::Reader(Box::new(io::Cursor::new(b"s\ny\n".to_vec())));
+        let mut err = Vec::new();
+        let answer = ask(&mut input, &mut err, &bash_request(&long))
+            .await
+            .unwrap();
+        assert_eq!(answer, Answer::allow_once());
+        let err = String::from_utf8(err).unwrap();
+        assert!(
+            err.contains("    echo 39\n    … cut here: 40 of 300 lines"),
+            "{err}"
+        );
+        assert!(err.contains("answer s to see it all"), "{err}");
+        // After `s`, every line, then the question again.
+        assert!(err.contains("    echo 299\n  [y] allow once"), "{err}");
+        assert_eq!(err.matches("[y] allow once").count(), 2, "{err}");
     }
 }

@@ -1,9 +1,11 @@
 //! Human-readable events: one line per stored event (`events`, `demo`), and the words the
-//! live view of a turn (`printer`) shares with it.
+//! live view of a turn (`printer`) shares with it. Text from models, tools and files is
+//! shown with its control characters as visible escapes (`odyssey-visible`).
 
 use odyssey_api::v1 as pb;
 use pb::session_event::Payload;
 
+use super::call_view::CallView;
 use super::json::{event_kind, value_to_json};
 
 /// Longest tool-argument text shown on a tool line.
@@ -13,9 +15,11 @@ const RESULT_WIDTH: usize = 100;
 /// Longest text shown in an event line's detail column.
 const DETAIL_WIDTH: usize = 100;
 
-/// `text` on one line, cut to `max` characters with an ellipsis.
+/// `text` on one line, cut to `max` characters with an ellipsis. Control characters are
+/// escaped first, so a `\r` is shown, not taken for a space.
 pub(crate) fn shorten(text: &str, max: usize) -> String {
-    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let escaped = odyssey_visible::escape(text);
+    let one_line: String = escaped.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() <= max {
         return one_line;
     }
@@ -24,18 +28,32 @@ pub(crate) fn shorten(text: &str, max: usize) -> String {
     cut
 }
 
-/// `Tool(key=value, ...)` with JSON values, shortened.
+/// `"text"` on one line, whole: newlines as `\n`, control characters escaped.
+pub(crate) fn quoted(text: &str) -> String {
+    format!("\"{}\"", odyssey_visible::escape_line(text))
+}
+
+/// `Tool(key=value, ...)`, shortened: strings quoted with their control characters
+/// escaped as everywhere else, other values as JSON.
 pub(crate) fn tool_call(tool: &str, arguments: Option<&prost_types::Struct>) -> String {
+    use prost_types::value::Kind;
     let args = arguments
         .map(|a| {
             a.fields
                 .iter()
-                .map(|(k, v)| format!("{k}={}", value_to_json(v)))
+                .map(|(k, v)| match &v.kind {
+                    Some(Kind::StringValue(text)) => format!("{k}={}", quoted(text)),
+                    _ => format!("{k}={}", value_to_json(v)),
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         })
         .unwrap_or_default();
-    format!("{tool}({})", shorten(&args, ARGS_WIDTH))
+    format!(
+        "{}({})",
+        odyssey_visible::escape_line(tool),
+        shorten(&args, ARGS_WIDTH)
+    )
 }
 
 /// `182 in · 74 out · 256 total` (plus cached and reasoning tokens when there are any).
@@ -80,7 +98,7 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
         return String::new();
     };
     match payload {
-        Payload::TurnStarted(p) => format!("{:?}", shorten(&p.prompt, DETAIL_WIDTH)),
+        Payload::TurnStarted(p) => format!("\"{}\"", shorten(&p.prompt, DETAIL_WIDTH)),
         Payload::TurnCompleted(p) => match pb::TurnOutcome::try_from(p.outcome) {
             Ok(pb::TurnOutcome::Completed) => format!("completed · {}", usage(p.usage.as_ref())),
             _ => format!(
@@ -89,17 +107,19 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
                 shorten(&p.error, DETAIL_WIDTH)
             ),
         },
-        Payload::AgentMessageDelta(p) => format!("{:?}", p.delta),
-        Payload::ReasoningDelta(p) => format!("{:?}", p.delta),
+        Payload::AgentMessageDelta(p) => quoted(&p.delta),
+        Payload::ReasoningDelta(p) => quoted(&p.delta),
         Payload::ReasoningSectionBreak(_) => String::new(),
         Payload::ToolCallStarted(p) => format!("→ {}", tool_call(&p.tool, p.arguments.as_ref())),
-        Payload::ToolCallDelta(p) => format!("{} {:?}", p.call_id, shorten(&p.delta, DETAIL_WIDTH)),
+        Payload::ToolCallDelta(p) => {
+            format!("{} \"{}\"", p.call_id, shorten(&p.delta, DETAIL_WIDTH))
+        }
         Payload::ToolCallFinished(p) => {
             format!("← {} {}", p.tool, tool_result(p.success, &p.result))
         }
         Payload::ExecCommandBegin(p) => command_line(p),
         Payload::ExecCommandOutputDelta(p) => {
-            let text = format!("{:?}", shorten(&p.text, DETAIL_WIDTH));
+            let text = format!("\"{}\"", shorten(&p.text, DETAIL_WIDTH));
             if p.stream == i32::from(pb::OutputStream::Stderr) {
                 format!("stderr {text}")
             } else {
@@ -107,14 +127,12 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
             }
         }
         Payload::ExecCommandEnd(p) => exec_end(p),
-        Payload::PermissionRequested(p) => {
-            let action = if p.summary.trim().is_empty() {
-                tool_call(&p.tool, p.arguments.as_ref())
-            } else {
-                shorten(&p.summary, 60)
-            };
-            format!("{} asks to run: {action} [{}]", p.tool, p.request_id)
-        }
+        Payload::PermissionRequested(p) => format!(
+            "{} asks to run: {} [{}]",
+            p.tool,
+            CallView::of_request(p).one_line(60),
+            p.request_id
+        ),
         Payload::ApprovalResolved(p) => format!(
             "{} [{}]",
             shorten(&approval_outcome(p), DETAIL_WIDTH),
@@ -150,8 +168,11 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
 pub(crate) fn history_compacted(p: &pb::HistoryCompacted) -> String {
     shorten(
         &format!(
-            "{} turn(s) summarized · ~{} → ~{} tokens: {:?}",
-            p.turns_compacted, p.tokens_before, p.tokens_after, p.summary
+            "{} turn(s) summarized · ~{} → ~{} tokens: {}",
+            p.turns_compacted,
+            p.tokens_before,
+            p.tokens_after,
+            quoted(&p.summary)
         ),
         DETAIL_WIDTH,
     )
@@ -173,7 +194,7 @@ pub(crate) fn command_line(begin: &pb::ExecCommandBegin) -> String {
     if begin.cwd.is_empty() {
         format!("$ {argv}")
     } else {
-        format!("$ {argv} (in {})", begin.cwd)
+        format!("$ {argv} (in {})", odyssey_visible::escape_line(&begin.cwd))
     }
 }
 
@@ -227,13 +248,14 @@ pub(crate) fn step_mark(status: i32) -> &'static str {
     }
 }
 
-/// `   12  agent_message_delta        "Hello"`: sequence, kind, detail.
+/// `   12  agent_message_delta        "Hello"`: sequence, kind, detail, on one line
+/// whatever the detail holds.
 pub(crate) fn event_line(event: &pb::SessionEvent) -> String {
     format!(
         "{:>6}  {:<26} {}",
         event.sequence,
         event_kind(event),
-        detail(event)
+        odyssey_visible::escape_line(&detail(event))
     )
     .trim_end()
     .to_owned()
@@ -299,7 +321,7 @@ mod tests {
                 resolved(D::Deny, R::Cancelled, ""),
             ]),
             [
-                "     1  permission_requested       Bash asks to run: run `git push` in data/ [req-1]",
+                "     1  permission_requested       Bash asks to run: git push [req-1]",
                 "     2  approval_resolved          allowed once [req-1]",
                 "     3  approval_resolved          allowed for the rest of the session (this exact call) [req-1]",
                 "     4  approval_resolved          denied: not on main [req-1]",
@@ -408,6 +430,74 @@ mod tests {
                 "     6  tool_call_finished         ← Bash ok: README.md notes",
                 "     7  plan_updated               1/3 done: [x] list · [>] read · [ ] run",
             ]
+        );
+    }
+
+    /// Issue 23: `odyssey events` lines show what models, tools and files wrote with
+    /// control characters as escapes, whatever the event.
+    #[test]
+    fn event_lines_never_carry_control_characters() {
+        let hostile = "x\x1b]0;TITLE\x07\r\x1b[2Ky\u{202e}z";
+        let mut args = std::collections::BTreeMap::new();
+        args.insert(
+            "command".to_owned(),
+            prost_types::Value::from(hostile.to_owned()),
+        );
+        let mut request = crate::cli::prompt::tests::bash_request(hostile);
+        request.display = String::new();
+        let all = lines(vec![
+            Payload::TurnStarted(pb::TurnStarted {
+                prompt: hostile.into(),
+                ..Default::default()
+            }),
+            Payload::AgentMessageDelta(pb::AgentMessageDelta {
+                delta: hostile.into(),
+            }),
+            Payload::ReasoningDelta(pb::ReasoningDelta {
+                delta: hostile.into(),
+            }),
+            Payload::ToolCallStarted(pb::ToolCallStarted {
+                call_id: "c1".into(),
+                tool: "Bash".into(),
+                arguments: Some(prost_types::Struct { fields: args }),
+            }),
+            Payload::ToolCallDelta(pb::ToolCallDelta {
+                call_id: "c1".into(),
+                delta: hostile.into(),
+            }),
+            Payload::ToolCallFinished(pb::ToolCallFinished {
+                call_id: "c1".into(),
+                tool: hostile.into(),
+                success: true,
+                result: hostile.into(),
+            }),
+            Payload::ExecCommandOutputDelta(pb::ExecCommandOutputDelta {
+                exec_id: "x1".into(),
+                stream: pb::OutputStream::Stdout.into(),
+                text: hostile.into(),
+            }),
+            Payload::PermissionRequested(request),
+            Payload::HistoryCompacted(pb::HistoryCompacted {
+                summary: hostile.into(),
+                ..Default::default()
+            }),
+            Payload::ErrorOccurred(pb::ErrorOccurred {
+                code: "c".into(),
+                message: hostile.into(),
+                fatal: false,
+            }),
+        ]);
+        for line in &all {
+            assert!(!odyssey_visible::has_controls(line), "{line:?}");
+        }
+        assert_eq!(
+            all[1],
+            "     2  agent_message_delta        \"x\\x1b]0;TITLE\\x07\\r\\x1b[2Ky\\u202ez\""
+        );
+        assert!(
+            all[7].ends_with("Bash asks to run: x\\x1b]0;TITLE\\x07\\r\\x1b[2Ky\\u202ez [contains control characters] [req-1]"),
+            "{}",
+            all[7]
         );
     }
 }

@@ -117,7 +117,7 @@ pub(crate) async fn run(
         SessionCommand::Cassette { id, output: file } => {
             let cassette = global.connect().await?.export_session_cassette(&id).await?;
             match file {
-                None => output.out.write_all(&cassette)?,
+                None => output.copy_out_bytes(&cassette)?,
                 Some(file) => {
                     write_atomically(&file, &cassette)?;
                     let entries = cassette.iter().filter(|b| **b == b'\n').count();

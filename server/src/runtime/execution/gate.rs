@@ -12,7 +12,8 @@ use super::turn::Progress;
 use crate::runtime::error::Result;
 use crate::runtime::events::{ApprovalDecision, ApprovalResolution, EventPayload};
 use crate::runtime::permissions::{
-    ApprovalStore, Decision, HookConfig, PendingApproval, PermissionRules, apply_hooks,
+    ApprovalStore, Decision, HookConfig, PendingApproval, PermissionRules, always_asks,
+    apply_hooks, display_call,
 };
 use crate::runtime::policy::ApprovalPolicy;
 use crate::runtime::tools::{Tool, ToolContext};
@@ -66,7 +67,9 @@ impl Gate {
         let mut decision =
             self.rules
                 .decide(name, subject.as_deref(), tool.read_only(), self.policy);
+        // A remembered `allow_always` is a rule too: a call that always asks is asked.
         if matches!(decision, Decision::Ask { .. })
+            && !always_asks(name, subject.as_deref())
             && self
                 .approvals
                 .is_remembered(ctx.session_id, name, sanitized)
@@ -96,6 +99,7 @@ impl Gate {
             Some(subject) => subject.clone(),
             None => format!("{name} {sanitized}"),
         };
+        let display = display_call(subject.as_deref(), sanitized);
         let (request_id, waiter) = self.approvals.request(PendingApproval {
             session_id: ctx.session_id,
             execution_id: self.execution_id,
@@ -103,6 +107,7 @@ impl Gate {
             tool: name.to_string(),
             arguments: sanitized.clone(),
             summary: summary.clone(),
+            display: display.clone(),
             reason: reason.clone(),
         });
         ctx.events
@@ -113,6 +118,8 @@ impl Gate {
                 arguments: sanitized.clone(),
                 summary,
                 reason,
+                display: display.text,
+                control_characters: display.control_characters,
             })
             .await?;
         progress.pending_approval = Some(request_id.clone());

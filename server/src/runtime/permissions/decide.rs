@@ -4,8 +4,9 @@
 //! literal beats a shorter one, and at equal specificity deny > ask > allow). With no
 //! matching rule, read-only tools run and the rest ask. A Bash command line is split into
 //! its simple commands and runs only if every one of them is allowed; a denied part denies
-//! the whole line, and a part that cannot be checked makes the line ask. The session's
-//! approval policy is applied last.
+//! the whole line, and a part that cannot be checked makes the line ask. A command line
+//! holding control characters always asks (see [`always_asks`]). The session's approval
+//! policy is applied last.
 
 use super::bash_split::{self, RedirectKind, ShellWord, SimpleCommand, split_command};
 use super::patterns::Match;
@@ -90,7 +91,7 @@ impl PermissionRules {
         policy: ApprovalPolicy,
     ) -> Decision {
         let verdict = match subject {
-            Some(line) if tool == BASH_TOOL => self.bash(line, read_only),
+            Some(line) if tool == BASH_TOOL => shown_first(line, self.bash(line, read_only)),
             _ => self.call(tool, subject, read_only),
         };
         apply_policy(tool, verdict, policy)
@@ -227,6 +228,32 @@ impl PermissionRules {
             }
         }
         combine(verdicts)
+    }
+}
+
+/// Why a command line with control characters asks.
+const CONTROL_CHARACTERS: &str = "the command contains control characters (shown escaped, \
+     e.g. `\\r`, `\\x1b`), which a terminal may draw as something else than what runs, so \
+     it always needs approval";
+
+/// Whether a call must ask whatever the rules and remembered approvals say: a Bash
+/// command line with control characters other than newline and tab. A terminal acts on
+/// them (`\r` returns to the start of the line, ESC sequences erase it), so the line a rule
+/// was written for, or a person once approved, may not be the one that runs.
+pub fn always_asks(tool: &str, subject: Option<&str>) -> bool {
+    tool == BASH_TOOL && subject.is_some_and(odyssey_visible::has_controls)
+}
+
+/// A Bash line's verdict, made to ask when the line [always asks](always_asks). A deny
+/// stays a deny.
+fn shown_first(line: &str, verdict: Verdict) -> Verdict {
+    if !always_asks(BASH_TOOL, Some(line)) {
+        return verdict;
+    }
+    match verdict {
+        Verdict::Allow { .. } => Verdict::Ask(CONTROL_CHARACTERS.to_owned()),
+        Verdict::Ask(reason) => Verdict::Ask(format!("{CONTROL_CHARACTERS}; also {reason}")),
+        deny @ Verdict::Deny(_) => deny,
     }
 }
 

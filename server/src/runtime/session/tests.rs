@@ -245,6 +245,8 @@ async fn a_journaled_open_turn_is_recorded_as_interrupted_once() {
                     arguments: serde_json::json!({}),
                     summary: "ls".into(),
                     reason: String::new(),
+                    display: "ls".into(),
+                    control_characters: false,
                 },
             )
             .unwrap_or_else(|e| panic!("{e}"));
@@ -310,6 +312,8 @@ async fn a_turn_whose_end_cannot_be_written_is_closed_once_before_the_next() {
                     arguments: serde_json::json!({}),
                     summary: "ls".into(),
                     reason: String::new(),
+                    display: "ls".into(),
+                    control_characters: false,
                 },
             )
             .unwrap_or_else(|e| panic!("{e}"));

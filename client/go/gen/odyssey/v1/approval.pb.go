@@ -24,18 +24,22 @@ const (
 )
 
 type Approval struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	ExecutionId   string                 `protobuf:"bytes,3,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
-	CallId        string                 `protobuf:"bytes,4,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	Tool          string                 `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
-	Arguments     *structpb.Struct       `protobuf:"bytes,6,opt,name=arguments,proto3" json:"arguments,omitempty"`
-	Summary       string                 `protobuf:"bytes,7,opt,name=summary,proto3" json:"summary,omitempty"`
-	RequestedAt   *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	RequestId   string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	SessionId   string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ExecutionId string                 `protobuf:"bytes,3,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
+	CallId      string                 `protobuf:"bytes,4,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool        string                 `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	Arguments   *structpb.Struct       `protobuf:"bytes,6,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	Summary     string                 `protobuf:"bytes,7,opt,name=summary,proto3" json:"summary,omitempty"`
+	RequestedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	ExpiresAt   *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The call as a person should be shown it, and whether it holds control characters:
+	// as in PermissionRequested.display and control_characters.
+	Display           string `protobuf:"bytes,10,opt,name=display,proto3" json:"display,omitempty"`
+	ControlCharacters bool   `protobuf:"varint,11,opt,name=control_characters,json=controlCharacters,proto3" json:"control_characters,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Approval) Reset() {
@@ -129,6 +133,20 @@ func (x *Approval) GetExpiresAt() *timestamppb.Timestamp {
 		return x.ExpiresAt
 	}
 	return nil
+}
+
+func (x *Approval) GetDisplay() string {
+	if x != nil {
+		return x.Display
+	}
+	return ""
+}
+
+func (x *Approval) GetControlCharacters() bool {
+	if x != nil {
+		return x.ControlCharacters
+	}
+	return false
 }
 
 type ListApprovalsRequest struct {
@@ -362,7 +380,7 @@ var File_odyssey_v1_approval_proto protoreflect.FileDescriptor
 const file_odyssey_v1_approval_proto_rawDesc = "" +
 	"\n" +
 	"\x19odyssey/v1/approval.proto\x12\n" +
-	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/events.proto\"\xe3\x02\n" +
+	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/events.proto\"\xac\x03\n" +
 	"\bApproval\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n" +
@@ -375,7 +393,10 @@ const file_odyssey_v1_approval_proto_rawDesc = "" +
 	"\asummary\x18\a \x01(\tR\asummary\x12=\n" +
 	"\frequested_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x129\n" +
 	"\n" +
-	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"q\n" +
+	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n" +
+	"\adisplay\x18\n" +
+	" \x01(\tR\adisplay\x12-\n" +
+	"\x12control_characters\x18\v \x01(\bR\x11controlCharacters\"q\n" +
 	"\x14ListApprovalsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +

@@ -1600,11 +1600,22 @@ type PermissionRequested struct {
 	CallId    string                 `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	Tool      string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
 	Arguments *structpb.Struct       `protobuf:"bytes,4,opt,name=arguments,proto3" json:"arguments,omitempty"`
-	// What will actually run, in words (command line, paths).
-	Summary       string `protobuf:"bytes,5,opt,name=summary,proto3" json:"summary,omitempty"`
-	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// What will actually run, in words (command line, paths). Raw text from the model:
+	// show `display` to people instead.
+	Summary string `protobuf:"bytes,5,opt,name=summary,proto3" json:"summary,omitempty"`
+	Reason  string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The call as a person should be shown it before deciding: the subject (the Bash command,
+	// the path) and then every other argument as `name: value`, one entry per line (an entry
+	// spanning lines continues on lines indented by two spaces), nothing cut, and every
+	// control character a terminal would act on instead of drawing (C0 but newline and tab,
+	// DEL, C1, the bidirectional overrides and isolates U+202A-U+202E and U+2066-U+2069) as a
+	// visible escape: `\r`, `\x1b`, `\u202e`. Empty in events recorded before it existed.
+	Display string `protobuf:"bytes,7,opt,name=display,proto3" json:"display,omitempty"`
+	// Whether the call holds such control characters: say so beside `display`. A Bash
+	// command holding them always asks, whatever the rules and earlier approvals say.
+	ControlCharacters bool `protobuf:"varint,8,opt,name=control_characters,json=controlCharacters,proto3" json:"control_characters,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *PermissionRequested) Reset() {
@@ -1677,6 +1688,20 @@ func (x *PermissionRequested) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *PermissionRequested) GetDisplay() string {
+	if x != nil {
+		return x.Display
+	}
+	return ""
+}
+
+func (x *PermissionRequested) GetControlCharacters() bool {
+	if x != nil {
+		return x.ControlCharacters
+	}
+	return false
 }
 
 type ApprovalResolved struct {
@@ -2202,7 +2227,7 @@ const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\vduration_ms\x18\x03 \x01(\x04R\n" +
 	"durationMs\x12\x1b\n" +
 	"\ttimed_out\x18\x04 \x01(\bR\btimedOut\x12)\n" +
-	"\x10output_truncated\x18\x05 \x01(\bR\x0foutputTruncated\"\xca\x01\n" +
+	"\x10output_truncated\x18\x05 \x01(\bR\x0foutputTruncated\"\x93\x02\n" +
 	"\x13PermissionRequested\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x17\n" +
@@ -2210,7 +2235,9 @@ const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x04 \x01(\v2\x17.google.protobuf.StructR\targuments\x12\x18\n" +
 	"\asummary\x18\x05 \x01(\tR\asummary\x12\x16\n" +
-	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xc3\x01\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x18\n" +
+	"\adisplay\x18\a \x01(\tR\adisplay\x12-\n" +
+	"\x12control_characters\x18\b \x01(\bR\x11controlCharacters\"\xc3\x01\n" +
 	"\x10ApprovalResolved\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x128\n" +

@@ -12,7 +12,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Approval(_message.Message):
-    __slots__ = ("request_id", "session_id", "execution_id", "call_id", "tool", "arguments", "summary", "requested_at", "expires_at")
+    __slots__ = ("request_id", "session_id", "execution_id", "call_id", "tool", "arguments", "summary", "requested_at", "expires_at", "display", "control_characters")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +22,8 @@ class Approval(_message.Message):
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     REQUESTED_AT_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_FIELD_NUMBER: _ClassVar[int]
+    CONTROL_CHARACTERS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     session_id: str
     execution_id: str
@@ -31,7 +33,9 @@ class Approval(_message.Message):
     summary: str
     requested_at: _timestamp_pb2.Timestamp
     expires_at: _timestamp_pb2.Timestamp
-    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[str] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    display: str
+    control_characters: bool
+    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[str] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., display: _Optional[str] = ..., control_characters: _Optional[bool] = ...) -> None: ...
 
 class ListApprovalsRequest(_message.Message):
     __slots__ = ("session_id", "page_size", "page_token")

@@ -284,20 +284,24 @@ class ExecCommandEnd(_message.Message):
     def __init__(self, exec_id: _Optional[str] = ..., exit_code: _Optional[int] = ..., duration_ms: _Optional[int] = ..., timed_out: _Optional[bool] = ..., output_truncated: _Optional[bool] = ...) -> None: ...
 
 class PermissionRequested(_message.Message):
-    __slots__ = ("request_id", "call_id", "tool", "arguments", "summary", "reason")
+    __slots__ = ("request_id", "call_id", "tool", "arguments", "summary", "reason", "display", "control_characters")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_FIELD_NUMBER: _ClassVar[int]
+    CONTROL_CHARACTERS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     call_id: str
     tool: str
     arguments: _struct_pb2.Struct
     summary: str
     reason: str
-    def __init__(self, request_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    display: str
+    control_characters: bool
+    def __init__(self, request_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[str] = ..., reason: _Optional[str] = ..., display: _Optional[str] = ..., control_characters: _Optional[bool] = ...) -> None: ...
 
 class ApprovalResolved(_message.Message):
     __slots__ = ("request_id", "decision", "resolution", "reason")

@@ -22,6 +22,7 @@ use uuid::Uuid;
 use self::key::argument_key;
 use self::state::{Entry, State};
 pub use self::waiter::ApprovalWaiter;
+use super::display::CallDisplay;
 use super::error::ApprovalError;
 use crate::runtime::events::{ApprovalDecision, ApprovalResolution, now_ms};
 use crate::runtime::paging::{Page, PageRequest, paginate};
@@ -42,6 +43,8 @@ pub struct PendingApproval {
     pub arguments: Value,
     /// What will actually run, in one line (the command, the path written).
     pub summary: String,
+    /// The call as a person is shown it: control characters as visible escapes.
+    pub display: CallDisplay,
     /// Why the call needs approval (the rules' reason).
     pub reason: String,
 }

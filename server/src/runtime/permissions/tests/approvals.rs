@@ -24,6 +24,7 @@ fn pending(
         call_id: "call-1".to_owned(),
         tool: tool.to_owned(),
         summary: arguments.to_string(),
+        display: crate::runtime::permissions::display_call(None, &arguments),
         arguments,
         reason: "no rule allows it".to_owned(),
     }

@@ -421,3 +421,64 @@ fn a_tool_is_offered_unless_denied_outright() {
         );
     }
 }
+
+/// Issue 23: a Bash command with control characters other than newline and tab always
+/// asks, whatever the rules say: on a terminal `\r` and ESC sequences can draw it as a
+/// command the rule was written for. A deny still denies; `never` denies instead of asking.
+#[test]
+fn a_command_with_control_characters_always_asks() {
+    let rules = Rules {
+        allow: &["Bash", "Bash(rm:*)", "Bash(ls:*)", "Bash(echo:*)"],
+        ask: &[],
+        deny: &["Bash(shutdown:*)"],
+    };
+    let hidden = "the command contains control characters";
+    assert_table(
+        &rules,
+        ON_REQUEST,
+        &[
+            (
+                "Bash",
+                Some("rm -rf ~/important \r\x1b[2Kls -la"),
+                Ask,
+                hidden,
+            ),
+            ("Bash", Some("ls \x1b]0;title\x07"), Ask, hidden),
+            ("Bash", Some("echo \u{202e}txt.exe"), Ask, hidden),
+            ("Bash", Some("echo \u{9b}2J"), Ask, hidden),
+            ("Bash", Some("echo a\x7f"), Ask, hidden),
+            (
+                "Bash",
+                Some("shutdown now \r"),
+                Deny,
+                "denied by `Bash(shutdown:*)`",
+            ),
+            // Newlines and tabs lay a command out; they hide nothing.
+            ("Bash", Some("ls -la\necho\tdone"), Allow, ""),
+            ("Bash", Some("rm -rf build"), Allow, ""),
+            // Other tools keep their rules; their display form shows the escapes.
+            ("Read", Some("notes\r.md"), Allow, ""),
+        ],
+    );
+    assert_table(
+        &rules,
+        ApprovalPolicy::Never,
+        &[(
+            "Bash",
+            Some("rm -rf ~/important \r\x1b[2Kls -la"),
+            Deny,
+            hidden,
+        )],
+    );
+    // An ask for other reasons keeps them beside this one.
+    let asking = Rules {
+        allow: &[],
+        ask: &["Bash(git push:*)"],
+        deny: &[],
+    };
+    assert_table(
+        &asking,
+        ON_REQUEST,
+        &[("Bash", Some("git push \r"), Ask, "; also `git push")],
+    );
+}

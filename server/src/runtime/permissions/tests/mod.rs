@@ -3,5 +3,6 @@
 
 mod approvals;
 mod decide;
+mod display;
 mod hooks;
 mod rules;
