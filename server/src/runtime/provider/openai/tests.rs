@@ -363,6 +363,17 @@ async fn unauthorized_is_a_failed_precondition_with_the_message_and_no_key() {
     assert_eq!(server.requests().len(), 1, "4xx is not retried");
 }
 
+/// Issue 11 item 6: a provider that quotes the key where its error body is cut to 1,000
+/// characters leaks none of it (the cut used to come first, leaving all but its end).
+#[tokio::test]
+async fn a_key_quoted_across_the_error_cut_is_redacted_whole() {
+    let message = format!("{} {KEY} was refused", "x".repeat(990));
+    let server = start(Script::new(KEY).reply(Reply::error(400, message))).await;
+    let text = failure(&provider_with(settings(&server))).await.to_string();
+    assert!(!text.contains(&KEY[..8]), "key leaked: {text}");
+    assert!(text.contains("[REDACTED"), "{text}");
+}
+
 #[tokio::test]
 async fn a_missing_key_names_the_environment_variable() {
     let registry = ProviderRegistry::with_env(HashMap::new(), |_| None);
