@@ -8,6 +8,7 @@ pub(crate) mod auth;
 mod bundle;
 mod convert;
 mod execution;
+mod malformed;
 pub mod metrics;
 mod server_info;
 mod session;
@@ -144,7 +145,8 @@ pub async fn serve(
 
     // Outermost first: CORS answers preflights (which carry no token), tonic-web turns
     // gRPC-Web into gRPC (and the answers back, auth refusals included), metrics count
-    // every gRPC call (refused ones too), then auth. HTTP/1.1 is accepted for gRPC-Web;
+    // every gRPC call (refused ones too), then auth, then requests that do not decode are
+    // answered INVALID_ARGUMENT rather than tonic's INTERNAL. HTTP/1.1 is accepted for gRPC-Web;
     // gRPC itself stays on HTTP/2. TLS is done by our own listener, which offers HTTP/1.1
     // in ALPN too.
     let router = Server::builder()
@@ -153,6 +155,7 @@ pub async fn serve(
         .layer(tonic_web::GrpcWebLayer::new())
         .layer(metrics::RpcMetricsLayer::new(options.metrics.clone()))
         .layer(auth::AuthLayer::new(options.auth_token.clone()))
+        .layer(malformed::MalformedRequestLayer)
         .add_service(health_service)
         .add_optional_service(reflection_v1)
         .add_optional_service(reflection_v1alpha)
