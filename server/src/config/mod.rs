@@ -153,9 +153,13 @@ pub struct Entry {
 
 impl std::fmt::Debug for Entry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let value: &dyn std::fmt::Debug = if self.secret { &MASK } else { &self.value };
+        let value = if self.secret {
+            toml::Value::from(MASK)
+        } else {
+            show::masked(&self.value)
+        };
         f.debug_struct("Entry")
-            .field("value", value)
+            .field("value", &value)
             .field("source", &self.source)
             .finish()
     }

@@ -1,5 +1,7 @@
 //! `odyssey config show`: the effective configuration as TOML (a file that would configure
-//! the same server) or JSON, optionally with each value's source. Secrets are masked.
+//! the same server) or JSON, optionally with each value's source. Secrets are masked: the
+//! values of secret settings, and in every other value the credentials a URL carries
+//! (`user:password@`, `?token=`) and keys named like credentials.
 
 use std::fmt::Write as _;
 
@@ -7,6 +9,7 @@ use serde_json::json;
 
 use super::schema::Schema;
 use super::{Entry, Loaded, MASK};
+use crate::runtime::secrets::{is_secret_name, mask_url};
 
 /// The section of `key`: `server` for `server.listen`, `providers.openai` for
 /// `providers.openai.base_url`.
@@ -55,7 +58,31 @@ fn shown(entry: &Entry) -> toml::Value {
     if entry.secret {
         toml::Value::from(MASK)
     } else {
-        entry.value.clone()
+        masked(&entry.value)
+    }
+}
+
+/// `value` with the credentials inside its URLs and its credential-named keys masked, at
+/// any depth (a webhook's `?token=`, a registry's `user:password@`, an override's table).
+pub(super) fn masked(value: &toml::Value) -> toml::Value {
+    use toml::Value;
+    match value {
+        Value::String(text) => Value::String(mask_url(text)),
+        Value::Array(items) => Value::Array(items.iter().map(masked).collect()),
+        Value::Table(table) => Value::Table(
+            table
+                .iter()
+                .map(|(key, value)| {
+                    let value = if is_secret_name(key) {
+                        Value::from(MASK)
+                    } else {
+                        masked(value)
+                    };
+                    (key.clone(), value)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -142,6 +169,11 @@ fn render_tables(text: &mut String, key: &str, entry: &Entry, sources: bool) {
                         .filter(|(name, _)| !first.contains(&name.as_str())),
                 );
             for (name, value) in ordered {
+                let value = if entry.secret || is_secret_name(name) {
+                    toml::Value::from(MASK)
+                } else {
+                    masked(value)
+                };
                 let _ = writeln!(text, "{name} = {value}");
             }
         }

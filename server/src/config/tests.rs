@@ -543,7 +543,7 @@ fn secrets_are_masked_in_every_output() {
     let machine = Machine::new();
     let path = machine.write(
         "ops/secret.toml",
-        "[server]\nauth_token = \"tok-from-file-123\"\n\n[providers.openai]\napi_key = \"sk-from-file-456\"\n",
+        "[server]\nauth_token = \"tok-from-file-123\"\n\n[providers.openai]\napi_key = \"sk-from-file-456\"\nbase_url = \"https://proxy-user:url-pass-321@proxy.example.com/v1\"\n\n[[hooks.event]]\nurl = \"https://audit.example.com/in?token=hook-tok-654&kind=all\"\n",
     );
     let loaded = machine.load(&["--config", &path_text(&path)]).unwrap();
     assert_eq!(
@@ -564,7 +564,15 @@ fn secrets_are_masked_in_every_output() {
         format!("{:?}", args(&["--auth-token", "tok-from-flag-789"])),
     ];
     for output in &outputs {
-        for secret in ["tok-from-file-123", "sk-from-file-456", "tok-from-flag-789"] {
+        // Issue 11 ("Also fix"): credentials inside URLs are masked too.
+        for secret in [
+            "tok-from-file-123",
+            "sk-from-file-456",
+            "tok-from-flag-789",
+            "url-pass-321",
+            "proxy-user",
+            "hook-tok-654",
+        ] {
             assert!(!output.contains(secret), "{secret} leaked:\n{output}");
         }
     }
@@ -573,6 +581,12 @@ fn secrets_are_masked_in_every_output() {
         "{}",
         outputs[0]
     );
+    for shown in [
+        format!("https://{MASK}@proxy.example.com/v1"),
+        format!("?token={MASK}&kind=all"),
+    ] {
+        assert!(outputs[1].contains(&shown), "{shown} in:\n{}", outputs[1]);
+    }
     assert!(
         loaded
             .warnings

@@ -178,7 +178,13 @@ impl Default for ProviderSettings {
 impl std::fmt::Debug for ProviderSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProviderSettings")
-            .field("base_url", &self.base_url)
+            .field(
+                "base_url",
+                &self
+                    .base_url
+                    .as_deref()
+                    .map(crate::runtime::secrets::mask_url),
+            )
             .field(
                 "api_key",
                 &self.api_key.as_ref().map(|_| super::error::REDACTED),
