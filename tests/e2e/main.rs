@@ -13,6 +13,7 @@ mod docs;
 mod gateway;
 mod grpc_web;
 mod grpcurl;
+mod hosts;
 mod hub;
 mod memory;
 mod operations;

@@ -12,6 +12,7 @@ use super::event_hooks::{self, HookEntry};
 use super::requirements::{narrow_mode, narrow_providers, narrow_urls};
 use super::setting::{Setting, ValueError};
 use super::{Secret, ServerConfig, TlsFiles};
+use crate::grpc::host::parse_allowed_host;
 use crate::grpc::web::parse_origin;
 use crate::runtime::hub::{check_registry_url, load_auth_file};
 use crate::runtime::model::ModelSpec;
@@ -195,6 +196,20 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
         )
         .flag("--cors-origin", |a| {
             (!a.cors_origins.is_empty()).then(|| a.cors_origins.clone())
+        }),
+        server(
+            "server.allowed_hosts",
+            |d| Some(d.server.grpc.allowed_hosts.clone()),
+            |d, v: Vec<String>| {
+                d.server.grpc.allowed_hosts = v
+                    .iter()
+                    .map(|host| parse_allowed_host(host))
+                    .collect::<Result<_, _>>()?;
+                Ok(())
+            },
+        )
+        .flag("--allowed-host", |a| {
+            (!a.allowed_hosts.is_empty()).then(|| a.allowed_hosts.clone())
         }),
         server(
             "server.http_listen",
