@@ -16,6 +16,7 @@ mod grpcurl;
 mod hosts;
 mod hub;
 mod memory;
+mod model_json;
 mod operations;
 mod prompt;
 mod provider_features;
