@@ -17,39 +17,49 @@ fn split(key: &str) -> (&str, &str) {
     key.rsplit_once('.').unwrap_or(("", key))
 }
 
-/// Keys in the order they are printed: the settings' order, with the providers' tables
-/// (by name) before `[requirements]`.
+/// Keys in the order they are printed: the settings' order, with the providers' and then
+/// the credentials' tables (by name) before `[requirements]`.
 fn ordered<'a>(schema: &Schema, loaded: &'a Loaded) -> Vec<(&'a str, &'a Entry)> {
     let mut out = Vec::new();
-    let mut providers_done = false;
-    let emit_providers = |out: &mut Vec<(&'a str, &'a Entry)>| {
-        let mut names: Vec<&str> = loaded
-            .entries
-            .keys()
-            .filter_map(|key| key.strip_prefix("providers.")?.split_once('.'))
-            .map(|(name, _)| name)
-            .collect();
-        names.dedup();
-        for name in names {
-            for setting in &schema.provider {
-                let key = format!("providers.{name}.{}", setting.key);
-                if let Some((key, entry)) = loaded.entries.get_key_value(&key) {
-                    out.push((key.as_str(), entry));
+    let mut tables_done = false;
+    let emit_tables = |out: &mut Vec<(&'a str, &'a Entry)>| {
+        let sections: [(&str, Vec<&str>); 2] = [
+            ("providers", schema.provider.iter().map(|s| s.key).collect()),
+            (
+                "credentials",
+                schema.credential.iter().map(|s| s.key).collect(),
+            ),
+        ];
+        for (section, fields) in sections {
+            let prefix = format!("{section}.");
+            let mut names: Vec<&str> = loaded
+                .entries
+                .keys()
+                .filter_map(|key| key.strip_prefix(&prefix)?.split_once('.'))
+                .map(|(name, _)| name)
+                .collect();
+            names.dedup();
+            for name in names {
+                for field in &fields {
+                    let key = format!("{prefix}{name}.{field}");
+                    if let Some((key, entry)) = loaded.entries.get_key_value(&key) {
+                        out.push((key.as_str(), entry));
+                    }
                 }
             }
         }
     };
     for setting in &schema.server {
-        if !providers_done && setting.key.starts_with("requirements.") {
-            emit_providers(&mut out);
-            providers_done = true;
+        if !tables_done && setting.key.starts_with("requirements.") {
+            emit_tables(&mut out);
+            tables_done = true;
         }
         if let Some((key, entry)) = loaded.entries.get_key_value(setting.key) {
             out.push((key.as_str(), entry));
         }
     }
-    if !providers_done {
-        emit_providers(&mut out);
+    if !tables_done {
+        emit_tables(&mut out);
     }
     out
 }

@@ -22,6 +22,39 @@ pub enum ProviderError {
     #[error("invalid model `{model}`: {message}")]
     InvalidModel { model: String, message: String },
 
+    /// A model config holds what looks like a credential. Configs are stored with the
+    /// session and copied into events, so a key there would reach every subscriber.
+    #[error(
+        "model `{model}`: config `{field}` {why}; a model config never carries credentials: \
+         the server reads provider keys from its environment or configuration \
+         (`providers.<name>.api_key` or `api_key_env`), and a request may pick one of the \
+         operator's named credentials with `config.credential = \"NAME\"`"
+    )]
+    SecretInConfig {
+        model: String,
+        /// Where, inside the config (`api_key`, `headers.Authorization`).
+        field: String,
+        why: &'static str,
+    },
+
+    /// `config.credential` names no credential of this server.
+    #[error(
+        "this server defines no credential `{name}`; `config.credential` must name one the \
+         operator defined (`[credentials.NAME]` in the server's configuration)"
+    )]
+    UnknownCredential { name: String },
+
+    /// The credential is for another provider.
+    #[error(
+        "credential `{credential}` is for provider `{allowed}`, not `{provider}` \
+         (setting: credentials.{credential}.provider)"
+    )]
+    CredentialNotAllowed {
+        credential: String,
+        provider: String,
+        allowed: String,
+    },
+
     #[error(
         "provider `{provider}` has no API key: set {env_var} in the server's environment \
          or `api_key` in the server's provider settings"
@@ -141,6 +174,8 @@ impl ProviderError {
             Self::UnknownProvider { .. }
             | Self::Registration { .. }
             | Self::InvalidModel { .. }
+            | Self::SecretInConfig { .. }
+            | Self::UnknownCredential { .. }
             | Self::CassettePathRefused { .. } => ErrorKind::InvalidArgument,
             Self::NotConfigured { .. }
             | Self::NoBaseUrl { .. }
@@ -154,9 +189,9 @@ impl ProviderError {
             | Self::CassetteRecordedFailure { .. } => ErrorKind::Unavailable,
             Self::Timeout { .. } => ErrorKind::DeadlineExceeded,
             Self::Setup { .. } => ErrorKind::Internal,
-            Self::ProviderNotAllowed { .. } | Self::BaseUrlNotAllowed { .. } => {
-                ErrorKind::PermissionDenied
-            }
+            Self::ProviderNotAllowed { .. }
+            | Self::BaseUrlNotAllowed { .. }
+            | Self::CredentialNotAllowed { .. } => ErrorKind::PermissionDenied,
         }
     }
 
@@ -166,6 +201,9 @@ impl ProviderError {
             Self::UnknownProvider { .. } => "UNKNOWN_PROVIDER",
             Self::Registration { .. } => "PROVIDER_REGISTRATION_INVALID",
             Self::InvalidModel { .. } => "INVALID_MODEL",
+            Self::SecretInConfig { .. } => "SECRET_IN_MODEL_CONFIG",
+            Self::UnknownCredential { .. } => "UNKNOWN_CREDENTIAL",
+            Self::CredentialNotAllowed { .. } => "CREDENTIAL_NOT_ALLOWED",
             Self::NotConfigured { .. } | Self::NoBaseUrl { .. } => "PROVIDER_NOT_CONFIGURED",
             Self::Http { .. } => "PROVIDER_HTTP_ERROR",
             Self::Unavailable { .. } => "PROVIDER_UNAVAILABLE",

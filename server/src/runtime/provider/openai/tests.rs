@@ -374,6 +374,44 @@ async fn a_key_quoted_across_the_error_cut_is_redacted_whole() {
     assert!(text.contains("[REDACTED"), "{text}");
 }
 
+/// Issue 21: a request that picks an operator credential by name calls the provider with
+/// that credential's key (and nothing of it reaches the request body).
+#[tokio::test]
+async fn a_named_credential_is_the_key_the_provider_sees() {
+    let server = start(Script::new(KEY).reply(Reply::text("hi"))).await;
+    let operator = ProviderSettings {
+        api_key: None,
+        ..settings(&server)
+    };
+    let team = crate::runtime::provider::CredentialSettings {
+        provider: "openai".into(),
+        api_key: Some(KEY.into()),
+        ..Default::default()
+    };
+    let registry =
+        ProviderRegistry::with_env(HashMap::from([("openai".to_owned(), operator)]), |_| None)
+            .with_credentials(HashMap::from([("team".to_owned(), team)]));
+    let mut spec = ModelSpec::new("openai", "gpt-test");
+    spec.config = json!({ "credential": "team" }).as_object().cloned();
+    let provider = registry
+        .resolve(&spec, Path::new("."))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let items = run(
+        &provider,
+        ModelRequest {
+            model: spec,
+            ..request()
+        },
+    )
+    .await;
+    assert!(items.iter().all(Result::is_ok), "{items:?}");
+    let body = server.requests()[0].to_string();
+    assert!(
+        !body.contains("credential") && !body.contains(KEY),
+        "{body}"
+    );
+}
+
 #[tokio::test]
 async fn a_missing_key_names_the_environment_variable() {
     let registry = ProviderRegistry::with_env(HashMap::new(), |_| None);
