@@ -170,6 +170,21 @@ async fn grpc_clients_name_the_address_they_dialled_and_allowed_hosts_are_served
     assert_eq!(refused.code(), tonic::Code::PermissionDenied);
     assert_eq!(error_reason(&refused).as_deref(), Some("HOST_NOT_ALLOWED"));
     assert!(refused.message().contains(REBIND), "{}", refused.message());
+    // Health checks answer whatever host a probe names, as they need no token.
+    let channel = Endpoint::from_shared(format!("http://{addr}"))
+        .expect("endpoint")
+        .origin(
+            format!("http://{REBIND}:{}", addr.port())
+                .parse()
+                .expect("origin"),
+        )
+        .connect()
+        .await
+        .expect("connect");
+    tonic_health::pb::health_client::HealthClient::new(channel)
+        .check(tonic_health::pb::HealthCheckRequest::default())
+        .await
+        .expect("health answers any host");
 
     let allowing = TestServer::start_with(|args| {
         args.allowed_hosts = vec![REBIND.to_owned(), "*.odyssey.internal".to_owned()];

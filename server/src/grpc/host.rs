@@ -9,7 +9,8 @@
 //! send the address they dialled, which is one of these.
 //!
 //! Used by the gRPC port (as the outermost layer, so CORS preflights are checked too) and
-//! by the HTTP gateway and metrics endpoint.
+//! by the HTTP gateway and metrics endpoint. Health checks are exempt, as from the token:
+//! probes send whatever host their platform uses, and health reveals nothing.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
@@ -202,7 +203,9 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let Some(host) = self.hosts.refused(&request) else {
+        let health = request.uri().path().starts_with(super::auth::OPEN_PREFIX);
+        let refused = (!health).then(|| self.hosts.refused(&request)).flatten();
+        let Some(host) = refused else {
             return futures::future::Either::Left(self.inner.call(request));
         };
         tracing::debug!(host, "request for a host this server does not answer to");
