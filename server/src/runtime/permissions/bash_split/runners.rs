@@ -10,12 +10,12 @@ use super::ShellWord;
 use super::wrappers::{Options, Unwrap, literal_argument, runs, skip_options};
 
 /// Whether an option was given among `words[1..end]` (the options `skip_options` skipped),
-/// as `-s` (alone or in a cluster) or `--long`.
+/// as `-s` (alone or in a cluster; `None`: it has no short form) or `--long`.
 fn option_given(
     words: &[ShellWord],
     end: usize,
     options: &Options,
-    short: char,
+    short: Option<char>,
     long: &str,
 ) -> bool {
     option_at(words, end, options, short, long).is_some()
@@ -27,7 +27,7 @@ fn option_at(
     words: &[ShellWord],
     end: usize,
     options: &Options,
-    short: char,
+    short: Option<char>,
     long: &str,
 ) -> Option<Option<ShellWord>> {
     let end = end.min(words.len());
@@ -63,7 +63,7 @@ fn option_at(
         for (at, c) in cluster.char_indices() {
             let rest = &cluster[at + c.len_utf8()..];
             let valued = options.valued.contains(c);
-            if c == short {
+            if Some(c) == short {
                 let value = match (valued, rest.is_empty()) {
                     (true, true) => words.get(i).cloned(),
                     (true, false) => Some(ShellWord {
@@ -96,7 +96,7 @@ pub(super) fn taskset(words: &[ShellWord]) -> Result<Unwrap, String> {
         ..Options::default()
     };
     let start = skip_options(words, &options, "taskset")?;
-    if option_given(words, start, &options, 'p', "pid") {
+    if option_given(words, start, &options, Some('p'), "pid") {
         return Ok(Unwrap::Program);
     }
     if let Some(mask) = words.get(start) {
@@ -117,7 +117,7 @@ pub(super) fn ionice(words: &[ShellWord]) -> Result<Unwrap, String> {
     let start = skip_options(words, &options, "ionice")?;
     let on_processes = [('p', "pid"), ('P', "pgid"), ('u', "uid")]
         .iter()
-        .any(|(short, long)| option_given(words, start, &options, *short, long));
+        .any(|(short, long)| option_given(words, start, &options, Some(*short), long));
     if on_processes {
         return Ok(Unwrap::Program);
     }
@@ -146,8 +146,8 @@ pub(super) fn chrt(words: &[ShellWord]) -> Result<Unwrap, String> {
         ..Options::default()
     };
     let mut start = skip_options(words, &options, "chrt")?;
-    if option_given(words, start, &options, 'p', "pid")
-        || option_given(words, start, &options, 'm', "max")
+    if option_given(words, start, &options, Some('p'), "pid")
+        || option_given(words, start, &options, Some('m'), "max")
     {
         return Ok(Unwrap::Program);
     }
@@ -196,7 +196,7 @@ pub(super) fn setpriv(words: &[ShellWord]) -> Result<Unwrap, String> {
         ..Options::default()
     };
     let start = skip_options(words, &options, "setpriv")?;
-    if option_given(words, start, &options, 'd', "dump") {
+    if option_given(words, start, &options, Some('d'), "dump") {
         return Ok(Unwrap::Program);
     }
     Ok(runs(words.get(start..), Vec::new(), false))
@@ -254,7 +254,7 @@ pub(super) fn prlimit(words: &[ShellWord]) -> Result<Unwrap, String> {
         ..Options::default()
     };
     let start = skip_options(words, &options, "prlimit")?;
-    if option_given(words, start, &options, 'p', "pid") {
+    if option_given(words, start, &options, Some('p'), "pid") {
         return Ok(Unwrap::Program);
     }
     Ok(runs(words.get(start..), Vec::new(), false))
@@ -283,7 +283,7 @@ pub(super) fn script(words: &[ShellWord]) -> Result<Unwrap, String> {
         ],
     };
     let start = skip_options(words, &options, "script")?;
-    match option_at(words, start, &options, 'c', "command") {
+    match option_at(words, start, &options, Some('c'), "command") {
         Some(Some(command)) => Ok(Unwrap::Script(command)),
         Some(None) => Err("`script -c` names no command".to_owned()),
         None => Ok(Unwrap::Program),
@@ -371,14 +371,14 @@ pub(super) fn loader(words: &[ShellWord], name: &str) -> Result<Unwrap, String> 
     };
     let start = skip_options(words, &options, name)?;
     for injects in ["preload", "audit", "library-path"] {
-        if option_given(words, start, &options, '\0', injects) {
+        if option_given(words, start, &options, None, injects) {
             return Err(format!(
                 "`{name} --{injects}` loads libraries of its own choosing into the program"
             ));
         }
     }
-    if option_given(words, start, &options, '\0', "list")
-        || option_given(words, start, &options, '\0', "verify")
+    if option_given(words, start, &options, None, "list")
+        || option_given(words, start, &options, None, "verify")
     {
         return Ok(Unwrap::Program);
     }
