@@ -235,7 +235,7 @@ pub fn load(args: &ServeArgs, sources: &Sources) -> Result<Loaded, ConfigError> 
     for layer in &layers {
         layers::validate(&schema, layer)?;
     }
-    let warnings = layers
+    let mut warnings: Vec<String> = layers
         .iter()
         .flatten()
         .filter(|leaf| schema.is_secret(&leaf.key))
@@ -265,6 +265,21 @@ pub fn load(args: &ServeArgs, sources: &Sources) -> Result<Loaded, ConfigError> 
             })?;
     }
     let config = draft.finish().map_err(ConfigError::Inconsistent)?;
+    let mut key_files: Vec<_> = config
+        .runtime
+        .credentials
+        .iter()
+        .filter_map(|(name, c)| Some((name, c.api_key_file.as_ref()?)))
+        .filter(|(_, file)| readable_by_others(file))
+        .map(|(name, file)| {
+            format!(
+                "{} holds the key of credentials.{name} and can be read by every user; chmod 600 it",
+                file.display()
+            )
+        })
+        .collect();
+    key_files.sort();
+    warnings.extend(key_files);
     requirements::check_within(&config, &entries)?;
     Ok(Loaded {
         config,

@@ -866,6 +866,14 @@ fn named_credentials_are_read_checked_and_masked() {
         "{}",
         outputs[0]
     );
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("holds the key of credentials.team")),
+        "a key file others can read is reported: {:?}",
+        loaded.warnings
+    );
 
     for (table, expected) in [
         (
