@@ -220,6 +220,11 @@ pub struct ServeArgs {
     /// with gRPC-Web or through the HTTP gateway; repeatable. None by default.
     #[arg(long = "cors-origin", value_name = "URL", value_parser = cors_origin_arg)]
     pub cors_origins: Vec<String>,
+    /// A host name requests may name (in `Host` or `:authority`) besides IP addresses,
+    /// `localhost` and the TLS certificate's names; `*.example.com` for its subdomains,
+    /// `*` for any; repeatable. Requests naming another host get 421 (DNS rebinding).
+    #[arg(long = "allowed-host", value_name = "NAME", value_parser = allowed_host_arg)]
+    pub allowed_hosts: Vec<String>,
     /// Also serve the HTTP gateway (server-sent events, approvals) on this address.
     /// Anything but loopback needs --auth-token (or --insecure).
     #[arg(long, value_name = "ADDR")]
@@ -279,6 +284,11 @@ impl ServeArgs {
 /// Checks a `--cors-origin` as it is parsed, so a bad one is refused with the flag's name.
 fn cors_origin_arg(value: &str) -> Result<String, String> {
     grpc::web::parse_origin(value).map(|_| value.to_owned())
+}
+
+/// Checks a `--allowed-host` as it is parsed, so a bad one is refused with the flag's name.
+fn allowed_host_arg(value: &str) -> Result<String, String> {
+    grpc::host::parse_allowed_host(value)
 }
 
 /// Installs the global `tracing` subscriber (`RUST_LOG` filters; default `info`).
@@ -408,6 +418,7 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         .is_some()
         .then(|| Arc::new(grpc::RpcMetrics::new()));
     let http = http_options(&config, identity.clone());
+    let allowed_hosts = config.grpc.allowed_hosts.clone();
     let metrics_tls = identity.clone();
     let grpc = GrpcOptions {
         tls: identity,
@@ -445,6 +456,7 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
                 MetricsTokens::new(metrics_tokens),
                 listener,
                 metrics_tls,
+                allowed_hosts,
                 stop.clone().cancelled_owned(),
             ));
             Some((addr, task))
@@ -485,6 +497,7 @@ fn http_options(config: &ServerConfig, tls: Option<TlsIdentity>) -> HttpOptions 
         heartbeat: config.grpc.heartbeat,
         cors_origins: config.grpc.cors_origins.clone(),
         tls,
+        allowed_hosts: config.grpc.allowed_hosts.clone(),
     }
 }
 

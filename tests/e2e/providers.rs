@@ -150,3 +150,76 @@ async fn a_provider_error_fails_the_turn_cleanly_with_the_message_and_no_key() {
     };
     assert_eq!(done.outcome, pb::TurnOutcome::Failed as i32);
 }
+
+/// Issue 12 item 3: a session on a provider whose key the server does not have is refused
+/// when it is created, FAILED_PRECONDITION naming the variable to set, not at its first
+/// turn; a turn overriding the model to such a provider is refused at submit alike.
+#[tokio::test]
+async fn a_session_on_a_provider_without_a_key_is_refused_naming_the_variable() {
+    const VARIABLE: &str = "ODYSSEY_E2E_NEVER_SET_KEY";
+    let server = TestServer::start_configured(
+        |_| {},
+        |config| {
+            config.providers.insert(
+                "openai".into(),
+                ProviderSettings {
+                    api_key_env: Some(VARIABLE.into()),
+                    ..ProviderSettings::default()
+                },
+            );
+        },
+    )
+    .await;
+    let bundle = server.install(&Project::openai("keyless")).await;
+    let reference = format!(
+        "{}@{}",
+        crate::support::bundle_name(&bundle),
+        crate::support::bundle_version(&bundle)
+    );
+    let refused = server
+        .sessions()
+        .create_session(pb::CreateSessionRequest {
+            bundle_reference: reference,
+            ..Default::default()
+        })
+        .await
+        .expect_err("no key, no session");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::FailedPrecondition,
+        "{refused:?}"
+    );
+    assert!(
+        refused.message().contains(VARIABLE),
+        "{}",
+        refused.message()
+    );
+
+    let session = server
+        .session_on(&Project::replay("keyed", &[r#"{"text": ["hi"]}"#]))
+        .await;
+    let mut input = crate::support::turn(&session.id, "hi");
+    input.overrides = Some(pb::TurnOverrides {
+        model: Some(pb::ModelSpec {
+            provider: "openai".into(),
+            name: "gpt-test".into(),
+            config: None,
+        }),
+        ..Default::default()
+    });
+    let refused = server
+        .executions()
+        .submit(pb::SubmitRequest { input: Some(input) })
+        .await
+        .expect_err("no key, no turn");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::FailedPrecondition,
+        "{refused:?}"
+    );
+    assert!(
+        refused.message().contains(VARIABLE),
+        "{}",
+        refused.message()
+    );
+}

@@ -153,9 +153,13 @@ pub struct Entry {
 
 impl std::fmt::Debug for Entry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let value: &dyn std::fmt::Debug = if self.secret { &MASK } else { &self.value };
+        let value = if self.secret {
+            toml::Value::from(MASK)
+        } else {
+            show::masked(&self.value)
+        };
         f.debug_struct("Entry")
-            .field("value", value)
+            .field("value", &value)
             .field("source", &self.source)
             .finish()
     }
@@ -231,7 +235,7 @@ pub fn load(args: &ServeArgs, sources: &Sources) -> Result<Loaded, ConfigError> 
     for layer in &layers {
         layers::validate(&schema, layer)?;
     }
-    let warnings = layers
+    let mut warnings: Vec<String> = layers
         .iter()
         .flatten()
         .filter(|leaf| schema.is_secret(&leaf.key))
@@ -261,6 +265,21 @@ pub fn load(args: &ServeArgs, sources: &Sources) -> Result<Loaded, ConfigError> 
             })?;
     }
     let config = draft.finish().map_err(ConfigError::Inconsistent)?;
+    let mut key_files: Vec<_> = config
+        .runtime
+        .credentials
+        .iter()
+        .filter_map(|(name, c)| Some((name, c.api_key_file.as_ref()?)))
+        .filter(|(_, file)| readable_by_others(file))
+        .map(|(name, file)| {
+            format!(
+                "{} holds the key of credentials.{name} and can be read by every user; chmod 600 it",
+                file.display()
+            )
+        })
+        .collect();
+    key_files.sort();
+    warnings.extend(key_files);
     requirements::check_within(&config, &entries)?;
     Ok(Loaded {
         config,

@@ -2,11 +2,15 @@
 //! secrets or requirements, and where each value goes.
 
 use super::setting::{Setting, ValueError};
-use super::settings::{Draft, provider_settings, server_settings};
-use crate::runtime::provider::{ProviderSettings, known_provider_names};
+use super::settings::{Draft, credential_settings, provider_settings, server_settings};
+use crate::runtime::provider::{
+    CredentialSettings, ProviderSettings, credential_name_problem, known_provider_names,
+};
 
 /// The section holding one table per provider name.
 pub const PROVIDERS: &str = "providers";
+/// The section holding one table per named credential.
+pub const CREDENTIALS: &str = "credentials";
 
 /// A key of the file, resolved.
 pub enum Key<'a> {
@@ -15,11 +19,16 @@ pub enum Key<'a> {
         name: &'a str,
         setting: &'a Setting<ProviderSettings>,
     },
+    Credential {
+        name: &'a str,
+        setting: &'a Setting<CredentialSettings>,
+    },
 }
 
 pub struct Schema {
     pub server: Vec<Setting<Draft>>,
     pub provider: Vec<Setting<ProviderSettings>>,
+    pub credential: Vec<Setting<CredentialSettings>>,
     providers: Vec<&'static str>,
 }
 
@@ -28,6 +37,7 @@ impl Schema {
         Self {
             server: server_settings(),
             provider: provider_settings(),
+            credential: credential_settings(),
             providers: known_provider_names(),
         }
     }
@@ -40,6 +50,14 @@ impl Schema {
             }
             let setting = self.provider.iter().find(|s| s.key == field)?;
             return Some(Key::Provider { name, setting });
+        }
+        if let Some(rest) = key.strip_prefix("credentials.") {
+            let (name, field) = rest.split_once('.')?;
+            if credential_name_problem(name).is_some() {
+                return None;
+            }
+            let setting = self.credential.iter().find(|s| s.key == field)?;
+            return Some(Key::Credential { name, setting });
         }
         self.server.iter().find(|s| s.key == key).map(Key::Server)
     }
@@ -55,6 +73,12 @@ impl Schema {
         }
         if let Some(name) = path.strip_prefix("providers.") {
             return self.providers.contains(&name);
+        }
+        if path == CREDENTIALS {
+            return true;
+        }
+        if let Some(name) = path.strip_prefix("credentials.") {
+            return credential_name_problem(name).is_none();
         }
         let prefix = format!("{path}.");
         self.server.iter().any(|s| s.key.starts_with(&prefix))
@@ -73,14 +97,21 @@ impl Schema {
                 .iter()
                 .position(|s| *s == "requirements")
                 .unwrap_or(sections.len());
+            sections.insert(at, CREDENTIALS);
             sections.insert(at, PROVIDERS);
             return format!("the sections are: {}", sections.join(", "));
         }
         if section == PROVIDERS {
             return format!("known providers: {}", self.providers.join(", "));
         }
+        if section == CREDENTIALS {
+            return "a table per credential, [credentials.NAME] (NAME: letters, digits, `_`, `-`)"
+                .to_owned();
+        }
         let keys: Vec<&str> = if section.starts_with("providers.") {
             self.provider.iter().map(|s| s.key).collect()
+        } else if section.starts_with("credentials.") {
+            self.credential.iter().map(|s| s.key).collect()
         } else {
             let prefix = format!("{section}.");
             self.server
@@ -95,6 +126,7 @@ impl Schema {
         match self.lookup(key) {
             Some(Key::Server(s)) => s.secret,
             Some(Key::Provider { setting, .. }) => setting.secret,
+            Some(Key::Credential { setting, .. }) => setting.secret,
             None => false,
         }
     }
@@ -116,6 +148,15 @@ impl Schema {
                     .entry(name.to_owned())
                     .or_default();
                 setting.write(settings, value)
+            }
+            Some(Key::Credential { name, setting }) => {
+                let credential = draft
+                    .server
+                    .runtime
+                    .credentials
+                    .entry(name.to_owned())
+                    .or_default();
+                setting.write(credential, value)
             }
             None => Err(format!("unknown key `{key}`").into()),
         }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// What `odyssey config show` and debug output print instead of a secret.
-pub const MASK: &str = "********";
+pub const MASK: &str = crate::runtime::secrets::MASK;
 
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);

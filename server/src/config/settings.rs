@@ -3,6 +3,7 @@
 //! and where its value lands. A new setting is one more entry here (plus its flag in
 //! `ServeArgs`, when it has one).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -12,12 +13,16 @@ use super::event_hooks::{self, HookEntry};
 use super::requirements::{narrow_mode, narrow_providers, narrow_urls};
 use super::setting::{Setting, ValueError};
 use super::{Secret, ServerConfig, TlsFiles};
+use crate::grpc::host::parse_allowed_host;
 use crate::grpc::web::parse_origin;
 use crate::runtime::hub::{check_registry_url, load_auth_file};
 use crate::runtime::model::ModelSpec;
 use crate::runtime::model_override::ModelOverride;
 use crate::runtime::permissions::HookConfig;
-use crate::runtime::provider::{ProviderSettings, UrlPattern, known_provider_names};
+use crate::runtime::provider::{
+    CredentialSettings, ProviderSettings, UrlPattern, known_provider_names, read_key_file,
+};
+use crate::runtime::secrets;
 use crate::runtime::{RuntimeConfig, SandboxMode};
 
 /// The configuration while layers are applied: the server's, plus values that only
@@ -45,8 +50,9 @@ impl Draft {
         }
     }
 
-    /// The finished configuration; fails when TLS is half configured.
+    /// The finished configuration; fails when TLS is half configured or a credential is.
     pub fn finish(mut self) -> Result<ServerConfig, String> {
+        check_credentials(&self.server.runtime.credentials)?;
         self.server.runtime.hooks = self
             .hook_programs
             .iter()
@@ -195,6 +201,20 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
         )
         .flag("--cors-origin", |a| {
             (!a.cors_origins.is_empty()).then(|| a.cors_origins.clone())
+        }),
+        server(
+            "server.allowed_hosts",
+            |d| Some(d.server.grpc.allowed_hosts.clone()),
+            |d, v: Vec<String>| {
+                d.server.grpc.allowed_hosts = v
+                    .iter()
+                    .map(|host| parse_allowed_host(host))
+                    .collect::<Result<_, _>>()?;
+                Ok(())
+            },
+        )
+        .flag("--allowed-host", |a| {
+            (!a.allowed_hosts.is_empty()).then(|| a.allowed_hosts.clone())
         }),
         server(
             "server.http_listen",
@@ -761,6 +781,101 @@ pub fn provider_settings() -> Vec<Setting<ProviderSettings>> {
     ]
 }
 
+/// A key of `[credentials.<name>]`.
+fn credential<T>(
+    key: &'static str,
+    get: impl Fn(&CredentialSettings) -> Option<T> + 'static,
+    set: impl Fn(&mut CredentialSettings, T) -> Result<(), ValueError> + 'static,
+) -> Setting<CredentialSettings>
+where
+    T: Serialize + for<'de> Deserialize<'de> + 'static,
+{
+    Setting::new(key, get, set)
+}
+
+/// The keys of `[credentials.<name>]`: a key a model config may pick by name
+/// (`config.credential = "NAME"`) for one provider. None has a flag.
+pub fn credential_settings() -> Vec<Setting<CredentialSettings>> {
+    vec![
+        credential(
+            "provider",
+            |c| Some(c.provider.clone()).filter(|p| !p.is_empty()),
+            |c, v: String| {
+                let known = known_provider_names();
+                if !known.contains(&v.as_str()) || v == "replay" {
+                    return Err(format!(
+                        "unknown provider `{v}`; providers called with a key: {}",
+                        known
+                            .iter()
+                            .filter(|name| **name != "replay")
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                    .into());
+                }
+                c.provider = v;
+                Ok(())
+            },
+        ),
+        credential(
+            "api_key",
+            |c| c.api_key.clone(),
+            |c, v: String| {
+                c.api_key = Some(v).filter(|k| !k.is_empty());
+                Ok(())
+            },
+        )
+        .secret(),
+        credential(
+            "api_key_file",
+            |c| c.api_key_file.clone(),
+            |c, v: PathBuf| {
+                c.file_key = Some(read_key_file(&v)?);
+                c.api_key_file = Some(v);
+                Ok(())
+            },
+        ),
+        credential(
+            "allowed_base_urls",
+            |c| Some(texts(&c.allowed_base_urls)),
+            |c, v| {
+                c.allowed_base_urls = patterns(v)?;
+                Ok(())
+            },
+        ),
+    ]
+}
+
+/// Every credential is for a provider and has exactly one source for its key.
+fn check_credentials(credentials: &HashMap<String, CredentialSettings>) -> Result<(), String> {
+    let mut names: Vec<&String> = credentials.keys().collect();
+    names.sort();
+    for name in names {
+        let credential = &credentials[name];
+        if credential.provider.is_empty() {
+            return Err(format!(
+                "credentials.{name}: `provider` is missing (the provider the key is for)"
+            ));
+        }
+        match (&credential.api_key, &credential.api_key_file) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "credentials.{name}: give `api_key` or `api_key_file`, not both"
+                ));
+            }
+            (None, None) => {
+                return Err(format!(
+                    "credentials.{name}: the key is missing: set `api_key_file` (a file only the \
+                     server's user can read) or `api_key`"
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// One `[[models.override]]` table.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -794,6 +909,15 @@ impl OverrideEntry {
         if let Some(config) = entry.config {
             let json = serde_json::to_value(config).map_err(|e| format!("`config`: {e}"))?;
             model.config = json.as_object().cloned();
+        }
+        if let Some(found) = model.config.as_ref().and_then(secrets::find_secret) {
+            return Err(format!(
+                "`config.{}` {}: a model config is recorded with every turn, so keys go in \
+                 [providers.<name>] (`api_key`, `api_key_env`) or [credentials.<name>] \
+                 (picked with `credential = \"NAME\"`)",
+                found.path,
+                found.why()
+            ));
         }
         Ok(ModelOverride {
             bundle: entry.bundle,

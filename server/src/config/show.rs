@@ -1,5 +1,7 @@
 //! `odyssey config show`: the effective configuration as TOML (a file that would configure
-//! the same server) or JSON, optionally with each value's source. Secrets are masked.
+//! the same server) or JSON, optionally with each value's source. Secrets are masked: the
+//! values of secret settings, and in every other value the credentials a URL carries
+//! (`user:password@`, `?token=`) and keys named like credentials.
 
 use std::fmt::Write as _;
 
@@ -7,6 +9,7 @@ use serde_json::json;
 
 use super::schema::Schema;
 use super::{Entry, Loaded, MASK};
+use crate::runtime::secrets::{is_secret_name, mask_url};
 
 /// The section of `key`: `server` for `server.listen`, `providers.openai` for
 /// `providers.openai.base_url`.
@@ -14,39 +17,49 @@ fn split(key: &str) -> (&str, &str) {
     key.rsplit_once('.').unwrap_or(("", key))
 }
 
-/// Keys in the order they are printed: the settings' order, with the providers' tables
-/// (by name) before `[requirements]`.
+/// Keys in the order they are printed: the settings' order, with the providers' and then
+/// the credentials' tables (by name) before `[requirements]`.
 fn ordered<'a>(schema: &Schema, loaded: &'a Loaded) -> Vec<(&'a str, &'a Entry)> {
     let mut out = Vec::new();
-    let mut providers_done = false;
-    let emit_providers = |out: &mut Vec<(&'a str, &'a Entry)>| {
-        let mut names: Vec<&str> = loaded
-            .entries
-            .keys()
-            .filter_map(|key| key.strip_prefix("providers.")?.split_once('.'))
-            .map(|(name, _)| name)
-            .collect();
-        names.dedup();
-        for name in names {
-            for setting in &schema.provider {
-                let key = format!("providers.{name}.{}", setting.key);
-                if let Some((key, entry)) = loaded.entries.get_key_value(&key) {
-                    out.push((key.as_str(), entry));
+    let mut tables_done = false;
+    let emit_tables = |out: &mut Vec<(&'a str, &'a Entry)>| {
+        let sections: [(&str, Vec<&str>); 2] = [
+            ("providers", schema.provider.iter().map(|s| s.key).collect()),
+            (
+                "credentials",
+                schema.credential.iter().map(|s| s.key).collect(),
+            ),
+        ];
+        for (section, fields) in sections {
+            let prefix = format!("{section}.");
+            let mut names: Vec<&str> = loaded
+                .entries
+                .keys()
+                .filter_map(|key| key.strip_prefix(&prefix)?.split_once('.'))
+                .map(|(name, _)| name)
+                .collect();
+            names.dedup();
+            for name in names {
+                for field in &fields {
+                    let key = format!("{prefix}{name}.{field}");
+                    if let Some((key, entry)) = loaded.entries.get_key_value(&key) {
+                        out.push((key.as_str(), entry));
+                    }
                 }
             }
         }
     };
     for setting in &schema.server {
-        if !providers_done && setting.key.starts_with("requirements.") {
-            emit_providers(&mut out);
-            providers_done = true;
+        if !tables_done && setting.key.starts_with("requirements.") {
+            emit_tables(&mut out);
+            tables_done = true;
         }
         if let Some((key, entry)) = loaded.entries.get_key_value(setting.key) {
             out.push((key.as_str(), entry));
         }
     }
-    if !providers_done {
-        emit_providers(&mut out);
+    if !tables_done {
+        emit_tables(&mut out);
     }
     out
 }
@@ -55,7 +68,31 @@ fn shown(entry: &Entry) -> toml::Value {
     if entry.secret {
         toml::Value::from(MASK)
     } else {
-        entry.value.clone()
+        masked(&entry.value)
+    }
+}
+
+/// `value` with the credentials inside its URLs and its credential-named keys masked, at
+/// any depth (a webhook's `?token=`, a registry's `user:password@`, an override's table).
+pub(super) fn masked(value: &toml::Value) -> toml::Value {
+    use toml::Value;
+    match value {
+        Value::String(text) => Value::String(mask_url(text)),
+        Value::Array(items) => Value::Array(items.iter().map(masked).collect()),
+        Value::Table(table) => Value::Table(
+            table
+                .iter()
+                .map(|(key, value)| {
+                    let value = if is_secret_name(key) {
+                        Value::from(MASK)
+                    } else {
+                        masked(value)
+                    };
+                    (key.clone(), value)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -142,6 +179,11 @@ fn render_tables(text: &mut String, key: &str, entry: &Entry, sources: bool) {
                         .filter(|(name, _)| !first.contains(&name.as_str())),
                 );
             for (name, value) in ordered {
+                let value = if entry.secret || is_secret_name(name) {
+                    toml::Value::from(MASK)
+                } else {
+                    masked(value)
+                };
                 let _ = writeln!(text, "{name} = {value}");
             }
         }

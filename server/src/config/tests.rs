@@ -543,7 +543,7 @@ fn secrets_are_masked_in_every_output() {
     let machine = Machine::new();
     let path = machine.write(
         "ops/secret.toml",
-        "[server]\nauth_token = \"tok-from-file-123\"\n\n[providers.openai]\napi_key = \"sk-from-file-456\"\n",
+        "[server]\nauth_token = \"tok-from-file-123\"\n\n[providers.openai]\napi_key = \"sk-from-file-456\"\nbase_url = \"https://proxy-user:url-pass-321@proxy.example.com/v1\"\n\n[[hooks.event]]\nurl = \"https://audit.example.com/in?token=hook-tok-654&kind=all\"\n",
     );
     let loaded = machine.load(&["--config", &path_text(&path)]).unwrap();
     assert_eq!(
@@ -564,7 +564,15 @@ fn secrets_are_masked_in_every_output() {
         format!("{:?}", args(&["--auth-token", "tok-from-flag-789"])),
     ];
     for output in &outputs {
-        for secret in ["tok-from-file-123", "sk-from-file-456", "tok-from-flag-789"] {
+        // Issue 11 ("Also fix"): credentials inside URLs are masked too.
+        for secret in [
+            "tok-from-file-123",
+            "sk-from-file-456",
+            "tok-from-flag-789",
+            "url-pass-321",
+            "proxy-user",
+            "hook-tok-654",
+        ] {
             assert!(!output.contains(secret), "{secret} leaked:\n{output}");
         }
     }
@@ -573,6 +581,12 @@ fn secrets_are_masked_in_every_output() {
         "{}",
         outputs[0]
     );
+    for shown in [
+        format!("https://{MASK}@proxy.example.com/v1"),
+        format!("?token={MASK}&kind=all"),
+    ] {
+        assert!(outputs[1].contains(&shown), "{shown} in:\n{}", outputs[1]);
+    }
     assert!(
         loaded
             .warnings
@@ -815,4 +829,104 @@ fn bad_event_hooks_name_the_entry_and_the_problem() {
         "[[hooks.event]]\nurl = \"http://b.example.com/\"\nallow_http = true\n",
     );
     assert!(machine.load(&["--config", &path_text(&allowed)]).is_ok());
+}
+
+/// Issue 21: named credentials, `[credentials.NAME]`, with the key in the file or in a key
+/// file; the key is masked in every output and the table is checked whole.
+#[test]
+fn named_credentials_are_read_checked_and_masked() {
+    let machine = Machine::new();
+    let key_file = machine.write("ops/team.key", "sk-team-file-777\n");
+    let path = machine.write(
+        "ops/credentials.toml",
+        &format!(
+            "[credentials.team]\nprovider = \"openai\"\napi_key_file = \"{}\"\nallowed_base_urls = [\"https://proxy.example.com/*\"]\n\n[credentials.inline]\nprovider = \"anthropic\"\napi_key = \"sk-inline-888\"\n",
+            key_file.display()
+        ),
+    );
+    let loaded = machine.load(&["--config", &path_text(&path)]).unwrap();
+    let credentials = &loaded.config.runtime.credentials;
+    assert_eq!(credentials["team"].provider, "openai");
+    assert_eq!(credentials["team"].key(), Some("sk-team-file-777"));
+    assert_eq!(credentials["team"].allowed_base_urls.len(), 1);
+    assert_eq!(credentials["inline"].key(), Some("sk-inline-888"));
+    let outputs = [
+        to_toml(&loaded, true),
+        serde_json::to_string(&to_json(&loaded, false)).unwrap(),
+        format!("{:?}", loaded.config),
+    ];
+    for output in &outputs {
+        for secret in ["sk-team-file-777", "sk-inline-888"] {
+            assert!(!output.contains(secret), "{secret} leaked:\n{output}");
+        }
+    }
+    assert!(outputs[0].contains("[credentials.team]"), "{}", outputs[0]);
+    assert!(
+        outputs[0].contains(&format!("api_key = \"{MASK}\"")),
+        "{}",
+        outputs[0]
+    );
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("holds the key of credentials.team")),
+        "a key file others can read is reported: {:?}",
+        loaded.warnings
+    );
+
+    for (table, expected) in [
+        (
+            "[credentials.a]\napi_key = \"k\"\n",
+            "credentials.a: `provider` is missing",
+        ),
+        (
+            "[credentials.a]\nprovider = \"openai\"\n",
+            "credentials.a: the key is missing",
+        ),
+        (
+            &*format!(
+                "[credentials.a]\nprovider = \"openai\"\napi_key = \"k\"\napi_key_file = \"{}\"\n",
+                key_file.display()
+            ),
+            "not both",
+        ),
+        (
+            "[credentials.a]\nprovider = \"acme\"\napi_key = \"k\"\n",
+            "unknown provider `acme`",
+        ),
+        (
+            "[credentials.a]\nprovider = \"openai\"\napi_key_file = \"/nonexistent/key\"\n",
+            "cannot read the key file /nonexistent/key",
+        ),
+        (
+            "[credentials.\"a b\"]\nprovider = \"openai\"\n",
+            "unknown key",
+        ),
+        (
+            "[credentials.a]\nprovdier = \"openai\"\n",
+            "the keys of [credentials.a] are: provider",
+        ),
+    ] {
+        let bad = machine.write("ops/bad.toml", table);
+        let e = error(machine.load(&["--config", &path_text(&bad)]));
+        assert!(e.contains(expected), "{table}: {e}");
+    }
+}
+
+/// Issue 21: an operator's model override holding a credential is refused at load,
+/// naming the field and not the value.
+#[test]
+fn a_model_override_with_a_credential_is_refused() {
+    let machine = Machine::new();
+    let bad = machine.write(
+        "ops/override.toml",
+        "[[models.override]]\nbundle = \"demo\"\nmodel = \"openai/gpt-4.1-mini\"\nconfig = { temperature = 0.5, extra_body = { api_key = \"sk-override-999\" } }\n",
+    );
+    let e = error(machine.load(&["--config", &path_text(&bad)]));
+    assert!(
+        e.contains("`config.extra_body.api_key`") && e.contains("[credentials.<name>]"),
+        "{e}"
+    );
+    assert!(!e.contains("sk-override-999"), "{e}");
 }

@@ -9,7 +9,7 @@ use tonic::Status;
 use tower::{Layer, Service};
 
 /// Paths that answer without a token: load balancers and orchestrators probe them.
-const OPEN_PREFIX: &str = "/grpc.health.v1.Health/";
+pub(crate) const OPEN_PREFIX: &str = "/grpc.health.v1.Health/";
 
 #[derive(Clone)]
 pub struct AuthLayer {

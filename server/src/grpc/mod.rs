@@ -8,6 +8,8 @@ pub(crate) mod auth;
 mod bundle;
 mod convert;
 mod execution;
+pub mod host;
+mod malformed;
 pub mod metrics;
 mod server_info;
 mod session;
@@ -48,6 +50,9 @@ pub struct GrpcOptions {
     pub tls: Option<TlsIdentity>,
     /// Browser origins allowed to call the API cross-origin (gRPC-Web); none by default.
     pub cors_origins: Vec<http::HeaderValue>,
+    /// Host names requests may name besides IP literals, `localhost` and the certificate's
+    /// names (see [`host`]); `*` turns the check off.
+    pub allowed_hosts: Vec<String>,
     /// Where every call is counted, when the metrics endpoint is on.
     pub metrics: Option<Arc<RpcMetrics>>,
 }
@@ -60,6 +65,7 @@ impl Default for GrpcOptions {
             max_message_bytes: 4 * 1024 * 1024,
             tls: None,
             cors_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             metrics: None,
         }
     }
@@ -77,6 +83,7 @@ impl std::fmt::Debug for GrpcOptions {
             .field("max_message_bytes", &self.max_message_bytes)
             .field("tls", &self.tls)
             .field("cors_origins", &self.cors_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
             .field("metrics", &self.metrics.is_some())
             .finish()
     }
@@ -142,17 +149,23 @@ pub async fn serve(
         }
     };
 
-    // Outermost first: CORS answers preflights (which carry no token), tonic-web turns
+    // Outermost first: requests naming a host this server does not answer to get 421
+    // (DNS rebinding), CORS answers preflights (which carry no token), tonic-web turns
     // gRPC-Web into gRPC (and the answers back, auth refusals included), metrics count
-    // every gRPC call (refused ones too), then auth. HTTP/1.1 is accepted for gRPC-Web;
+    // every gRPC call (refused ones too), then auth, then requests that do not decode are
+    // answered INVALID_ARGUMENT rather than tonic's INTERNAL. HTTP/1.1 is accepted for gRPC-Web;
     // gRPC itself stays on HTTP/2. TLS is done by our own listener, which offers HTTP/1.1
     // in ALPN too.
+    let certificate_names = options.tls.as_ref().map_or(&[][..], TlsIdentity::names);
+    let hosts = host::AllowedHosts::new(&options.allowed_hosts, certificate_names);
     let router = Server::builder()
         .accept_http1(true)
+        .layer(host::HostLayer::new(hosts))
         .layer(web::cors(&options.cors_origins))
         .layer(tonic_web::GrpcWebLayer::new())
         .layer(metrics::RpcMetricsLayer::new(options.metrics.clone()))
         .layer(auth::AuthLayer::new(options.auth_token.clone()))
+        .layer(malformed::MalformedRequestLayer)
         .add_service(health_service)
         .add_optional_service(reflection_v1)
         .add_optional_service(reflection_v1alpha)

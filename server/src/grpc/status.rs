@@ -78,7 +78,7 @@ pub fn parse_uuid(field: &str, value: &str) -> Result<uuid::Uuid, Status> {
 fn request_path(field: &str, fields: &[(&str, &str)]) -> String {
     for (core, request) in fields {
         if let Some(rest) = field.strip_prefix(core)
-            && (rest.is_empty() || rest.starts_with('['))
+            && (rest.is_empty() || rest.starts_with('[') || rest.starts_with('.'))
         {
             return format!("{request}{rest}");
         }
@@ -118,6 +118,8 @@ mod tests {
         assert_eq!(violations(&prompt), ["input.prompt"]);
         let indexed = to_status_at(RuntimeError::invalid("metadata[team]", "long"), &renames);
         assert_eq!(violations(&indexed), ["input.metadata[team]"]);
+        let nested = to_status_at(RuntimeError::invalid("prompt.part", "x"), &renames);
+        assert_eq!(violations(&nested), ["input.prompt.part"]);
         let prefix_only = to_status_at(RuntimeError::invalid("prompts", "x"), &renames);
         assert_eq!(violations(&prefix_only), ["prompts"]);
     }

@@ -31,6 +31,17 @@ impl HttpError {
         }
     }
 
+    /// A request naming a host this server does not answer to (DNS rebinding).
+    pub fn misdirected(host: &str) -> Self {
+        Self {
+            status: StatusCode::MISDIRECTED_REQUEST,
+            code: "PERMISSION_DENIED",
+            reason: crate::grpc::host::REASON,
+            message: crate::grpc::host::refusal(host),
+            field: None,
+        }
+    }
+
     /// A request the gateway cannot parse (bad JSON, wrong content type).
     pub fn bad_request(status: StatusCode, message: String) -> Self {
         Self {

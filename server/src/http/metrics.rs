@@ -24,6 +24,7 @@ use tokio::net::TcpListener;
 
 use super::error::HttpError;
 use crate::grpc::auth::bearer_matches;
+use crate::grpc::host::AllowedHosts;
 use crate::tls::TlsIdentity;
 
 /// How the metrics answer is labelled.
@@ -44,7 +45,11 @@ impl MetricsTokens {
 }
 
 /// The endpoint's routes.
-pub fn metrics_router(registry: Arc<Registry>, tokens: MetricsTokens) -> Router {
+pub fn metrics_router(
+    registry: Arc<Registry>,
+    tokens: MetricsTokens,
+    hosts: AllowedHosts,
+) -> Router {
     Router::new()
         .route("/metrics", get(scrape))
         .fallback(|| async {
@@ -55,6 +60,10 @@ pub fn metrics_router(registry: Arc<Registry>, tokens: MetricsTokens) -> Router 
         })
         .with_state(registry)
         .layer(axum::middleware::from_fn_with_state(tokens, require))
+        .layer(axum::middleware::from_fn_with_state(
+            hosts,
+            super::hosts::require,
+        ))
 }
 
 /// Serves the endpoint on `listener` until `stop` fires; over TLS with the server's
@@ -64,10 +73,12 @@ pub async fn serve_metrics(
     tokens: MetricsTokens,
     listener: TcpListener,
     tls: Option<TlsIdentity>,
+    allowed_hosts: Vec<String>,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let hosts = super::hosts::allowed(&allowed_hosts, tls.as_ref());
     super::serve_app(
-        metrics_router(registry, tokens),
+        metrics_router(registry, tokens, hosts),
         listener,
         tls.as_ref(),
         stop,

@@ -12,6 +12,7 @@ mod approvals;
 mod auth;
 mod error;
 mod events;
+mod hosts;
 pub mod metrics;
 
 use std::future::Future;
@@ -39,6 +40,9 @@ pub struct HttpOptions {
     pub cors_origins: Vec<http::HeaderValue>,
     /// Serve HTTPS with this identity; plain HTTP when `None`.
     pub tls: Option<TlsIdentity>,
+    /// Host names requests may name besides IP literals, `localhost` and the certificate's
+    /// names (see [`crate::grpc::host`]).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// What every handler reaches: the core, and the signal that ends live streams.
@@ -70,6 +74,10 @@ pub fn router(
             auth::require,
         ))
         .layer(crate::grpc::web::cors(&options.cors_origins))
+        .layer(axum::middleware::from_fn_with_state(
+            hosts::allowed(&options.allowed_hosts, options.tls.as_ref()),
+            hosts::require,
+        ))
 }
 
 /// Serves the gateway on `listener` until `stop` fires; live event streams end then.

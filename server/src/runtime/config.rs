@@ -14,7 +14,7 @@ use crate::runtime::model_override::ModelOverride;
 use crate::runtime::permissions::HookConfig;
 use crate::runtime::policy::SandboxMode;
 use crate::runtime::prompt::PromptLimits;
-use crate::runtime::provider::ProviderSettings;
+use crate::runtime::provider::{CredentialSettings, ProviderSettings};
 use crate::runtime::requirements::Requirements;
 use crate::runtime::sandbox::SandboxSettings;
 
@@ -40,6 +40,9 @@ pub struct RuntimeConfig {
     pub allow_danger_full_access: bool,
     /// Per-provider settings (base URL, key, timeouts), by provider name.
     pub providers: HashMap<String, ProviderSettings>,
+    /// Named operator credentials a model config may pick (`config.credential = "NAME"`),
+    /// each for one provider and the base URLs it allows.
+    pub credentials: HashMap<String, CredentialSettings>,
     pub archive_limits: ArchiveLimits,
     /// How sandboxed processes are run (bubblewrap, helper, uid, rlimits, output cap).
     pub sandbox: SandboxSettings,
@@ -94,6 +97,7 @@ impl RuntimeConfig {
             sandbox_mode_override: None,
             allow_danger_full_access: false,
             providers: HashMap::new(),
+            credentials: HashMap::new(),
             archive_limits: ArchiveLimits::default(),
             sandbox: SandboxSettings::default(),
             access: AccessLimits::default(),

@@ -23,6 +23,7 @@ pub mod provider;
 pub mod quoted;
 pub mod requirements;
 pub mod sandbox;
+pub mod secrets;
 pub mod session;
 pub mod skills;
 pub mod textfile;

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::runtime::secrets;
+
 /// A provider name (`openai`, `replay`, ...), a model name and its free-form config
 /// (`temperature`, `max_tokens`, `base_url`, ...). Never holds an API key.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -35,6 +37,13 @@ impl ModelSpec {
 
     pub fn config_str(&self, key: &str) -> Option<&str> {
         self.config_value(key)?.as_str()
+    }
+
+    /// Masks whatever in the config looks like a credential (see [`secrets`]); says whether
+    /// anything did. Requests and bundles holding one are refused, so this only matters
+    /// when a path forgets that: what is written or streamed is masked all the same.
+    pub fn mask_secrets(&mut self) -> bool {
+        self.config.as_mut().is_some_and(secrets::mask_secrets)
     }
 }
 

@@ -40,6 +40,8 @@ pub enum TlsError {
 pub struct TlsIdentity {
     /// Without ALPN; each port adds its own.
     config: Arc<ServerConfig>,
+    /// The DNS names of the leaf certificate (`*.example.com` included), lower case.
+    names: Arc<[String]>,
 }
 
 impl TlsIdentity {
@@ -52,6 +54,7 @@ impl TlsIdentity {
         if chain.is_empty() {
             return Err(TlsError::NoCertificate);
         }
+        let names = dns_names(&chain[0]);
         let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(TlsError::KeyPem)?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = ServerConfig::builder_with_provider(provider)
@@ -62,7 +65,14 @@ impl TlsIdentity {
             .map_err(TlsError::Refused)?;
         Ok(Self {
             config: Arc::new(config),
+            names,
         })
+    }
+
+    /// The DNS names the certificate is for: clients that reach the server by one of them
+    /// send it as the request's host, so the host check allows them.
+    pub fn names(&self) -> &[String] {
+        &self.names
     }
 
     /// An acceptor for this identity that offers `alpn`, preferred first.
@@ -71,6 +81,19 @@ impl TlsIdentity {
         config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         TlsAcceptor::from(Arc::new(config))
     }
+}
+
+/// The subject alternative DNS names of a certificate (none when it does not parse, which
+/// the TLS library then reports on its own).
+fn dns_names(leaf: &CertificateDer<'_>) -> Arc<[String]> {
+    webpki::EndEntityCert::try_from(leaf)
+        .map(|cert| {
+            cert.valid_dns_names()
+                .map(str::to_ascii_lowercase)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+        .into()
 }
 
 /// The key stays out of debug output.
@@ -95,6 +118,17 @@ mod tests {
     fn a_certificate_and_its_key_are_accepted() {
         let (cert, key) = pki();
         TlsIdentity::from_pem(cert.as_bytes(), key.as_bytes()).expect("served");
+    }
+
+    #[test]
+    fn the_certificate_names_are_known() {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let names = vec!["Odyssey.Example".to_owned(), "*.odyssey.test".to_owned()];
+        let params = rcgen::CertificateParams::new(names).expect("params");
+        let cert = params.self_signed(&key).expect("certificate");
+        let identity = TlsIdentity::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes())
+            .expect("served");
+        assert_eq!(identity.names(), ["odyssey.example", "*.odyssey.test"]);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 mod approvals;
 mod bundles;
 mod executions;
+mod malformed;
 mod sessions;
 
 use std::collections::{BTreeMap, BTreeSet};

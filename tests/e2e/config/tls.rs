@@ -13,7 +13,7 @@ use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, 
 
 use crate::support::loopback;
 
-/// A CA, and a certificate for `localhost` / `127.0.0.1` it signed, as PEM.
+/// A CA and a server certificate it signed, as PEM.
 pub(crate) struct Pki {
     pub ca: String,
     pub cert: String,
@@ -21,6 +21,11 @@ pub(crate) struct Pki {
 }
 
 pub(crate) fn pki(name: &str) -> Pki {
+    pki_for(name, &["localhost", "127.0.0.1"])
+}
+
+/// A CA, and a certificate for `names` it signed, as PEM.
+pub(crate) fn pki_for(name: &str, names: &[&str]) -> Pki {
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params
@@ -29,8 +34,8 @@ pub(crate) fn pki(name: &str) -> Pki {
     let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("CA key"))
         .expect("CA certificate");
     let key = KeyPair::generate().expect("server key");
-    let mut params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-        .expect("server params");
+    let names = names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+    let mut params = CertificateParams::new(names).expect("server params");
     params
         .distinguished_name
         .push(DnType::CommonName, "odysseyd");

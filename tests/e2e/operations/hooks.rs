@@ -32,13 +32,13 @@ fn project(name: &str) -> Project {
 
 /// A webhook receiver on loopback: `POST /events` keeps each JSON body; `POST /hang`
 /// never answers.
-struct Receiver {
+pub(super) struct Receiver {
     addr: SocketAddr,
     received: Arc<Mutex<Vec<Value>>>,
 }
 
 impl Receiver {
-    async fn start() -> Self {
+    pub(super) async fn start() -> Self {
         let received = Arc::new(Mutex::new(Vec::new()));
         let app = Router::new()
             .route(
@@ -61,12 +61,12 @@ impl Receiver {
         Self { addr, received }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(super) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// What arrived, once `count` events have (bounded: 30 s).
-    async fn wait_for(&self, count: usize) -> Vec<Value> {
+    pub(super) async fn wait_for(&self, count: usize) -> Vec<Value> {
         for _ in 0..300 {
             let received = self
                 .received

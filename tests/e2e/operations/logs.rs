@@ -41,7 +41,7 @@ const TOOL_OUTPUT: &str = "TOOLOUT-amber-3318";
 const TOOL_COMMAND: &str = "printf 'TOOLOUT-%s-3318' amber";
 
 /// The child process, killed if the test ends early.
-struct Odysseyd(Child);
+pub(super) struct Odysseyd(pub(super) Child);
 
 impl Drop for Odysseyd {
     fn drop(&mut self) {
@@ -69,7 +69,7 @@ fn script() -> Script {
 }
 
 /// The address in the first JSON log line whose message is `message`.
-fn address_in(line: &str, message: &str) -> Option<SocketAddr> {
+pub(super) fn address_in(line: &str, message: &str) -> Option<SocketAddr> {
     let entry: Value = serde_json::from_str(line).ok()?;
     if entry["fields"]["message"] != message {
         return None;

@@ -1,6 +1,7 @@
 //! Operations: the Prometheus endpoint, operator event hooks, and logs and metrics that
 //! never carry prompts, answers, tool output or keys.
 
+mod canary;
 mod hooks;
 mod logs;
 mod metrics;

@@ -59,7 +59,8 @@ impl RuntimeBuilder {
     /// `InvalidArgument` naming it), then starts as [`OdysseyRuntime::start`] does.
     pub async fn start(self) -> Result<OdysseyRuntime> {
         let mut providers = ProviderRegistry::new(self.config.providers.clone())
-            .with_requirements(self.config.requirements.clone());
+            .with_requirements(self.config.requirements.clone())
+            .with_credentials(self.config.credentials.clone());
         for (name, provider) in self.providers {
             providers.register(&name, provider)?;
         }

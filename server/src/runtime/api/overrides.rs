@@ -8,7 +8,8 @@
 //! it again when it starts and fails with an error event if it no longer holds.
 //!
 //! `model` goes through the provider registry like a session's model: an unknown
-//! provider or a malformed config is refused at submit, naming the field.
+//! provider, a malformed config or one holding a credential is refused at submit, naming
+//! the field; a provider whose key the server lacks is FAILED_PRECONDITION.
 
 use std::path::{Component, Path};
 
@@ -17,7 +18,7 @@ use rustix::fs::OFlags;
 use uuid::Uuid;
 
 use super::OdysseyRuntime;
-use crate::runtime::error::{ErrorKind, Result, RuntimeError, shorten};
+use crate::runtime::error::{Result, RuntimeError, shorten};
 use crate::runtime::execution::ExecutionRequest;
 use crate::runtime::sandbox::CellPaths;
 use crate::runtime::sandbox::beneath::{self, BeneathDir};
@@ -30,13 +31,10 @@ impl OdysseyRuntime {
         request: &ExecutionRequest,
     ) -> Result<()> {
         if let Some(model) = &request.model {
-            self.inner.providers.validate(model).map_err(|e| {
-                if e.kind() == ErrorKind::InvalidArgument {
-                    RuntimeError::invalid("model", e.to_string())
-                } else {
-                    RuntimeError::from(e)
-                }
-            })?;
+            self.inner
+                .providers
+                .check_usable(model)
+                .map_err(|e| super::sessions::model_error(e, true))?;
         }
         if let Some(cwd) = &request.cwd {
             let cell =

@@ -14,6 +14,7 @@ use crate::runtime::model::ModelSpec;
 use crate::runtime::model_override::find_override;
 use crate::runtime::paging::{Page, PageRequest, paginate};
 use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
+use crate::runtime::provider::ProviderError;
 use crate::runtime::requirements;
 use crate::runtime::sandbox::CellPaths;
 use crate::runtime::session::{BundlePin, SessionInfo, SessionRecord, Subscription};
@@ -46,6 +47,22 @@ impl SessionSpec {
             bundle_reference: bundle_reference.into(),
             ..Self::default()
         }
+    }
+}
+
+/// A model refused by the provider registry. A client's own malformed model is an error
+/// of its `model` field (of the config's field holding a credential, when that is why);
+/// everything else (refusals by the operator's settings, a missing key, a bundle naming
+/// an unknown provider) keeps its kind.
+pub(super) fn model_error(error: ProviderError, from_request: bool) -> RuntimeError {
+    match error {
+        ProviderError::SecretInConfig { ref field, .. } if from_request => {
+            RuntimeError::invalid(format!("model.config.{field}"), error.to_string())
+        }
+        e if from_request && e.kind() == ErrorKind::InvalidArgument => {
+            RuntimeError::invalid("model", e.to_string())
+        }
+        e => RuntimeError::from(e),
     }
 }
 
@@ -137,15 +154,10 @@ impl OdysseyRuntime {
             }
             (None, None) => agent.model.clone(),
         };
-        self.inner.providers.validate(&model).map_err(|e| {
-            // A client's own malformed model is a field error; everything else (refusals
-            // by the operator's settings, a bundle naming an unknown provider) keeps its kind.
-            if spec.model.is_some() && e.kind() == ErrorKind::InvalidArgument {
-                RuntimeError::invalid("model", e.to_string())
-            } else {
-                RuntimeError::from(e)
-            }
-        })?;
+        self.inner
+            .providers
+            .check_usable(&model)
+            .map_err(|e| model_error(e, spec.model.is_some()))?;
         Ok(model)
     }
 

@@ -11,6 +11,7 @@ use super::error::BundleError;
 use super::manifest::parse_yaml;
 use super::types::{AgentDefinition, AgentMemory, ToolRules};
 use crate::runtime::model::ModelSpec;
+use crate::runtime::secrets;
 
 const AGENT_API_VERSION: &str = "odyssey.ai/v1";
 const AGENT_KIND: &str = "Agent";
@@ -152,6 +153,18 @@ pub(crate) fn load_agent(
         required(model.provider).ok_or_else(|| err("spec.model.provider", "missing".to_owned()))?;
     let model_name =
         required(model.name).ok_or_else(|| err("spec.model.name", "missing".to_owned()))?;
+    if let Some(found) = model.config.as_ref().and_then(secrets::find_secret) {
+        return Err(err(
+            &format!("spec.model.config.{}", found.path),
+            format!(
+                "{}; a bundle never carries credentials: keys go in the server's environment \
+                 (`OPENAI_API_KEY`, ...) or its configuration (`providers.<name>.api_key`), \
+                 and a model config may name one of the operator's credentials with \
+                 `credential: NAME`",
+                found.why()
+            ),
+        ));
+    }
     check_rules("spec.tools.allow", &spec.tools.allow).map_err(|(f, m)| err(&f, m))?;
     check_rules("spec.tools.ask", &spec.tools.ask).map_err(|(f, m)| err(&f, m))?;
     check_rules("spec.tools.deny", &spec.tools.deny).map_err(|(f, m)| err(&f, m))?;

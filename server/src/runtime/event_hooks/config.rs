@@ -28,7 +28,7 @@ pub struct EventHookConfig {
 }
 
 /// Where a hook's events go.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum HookTarget {
     /// A long-running program (and its arguments, run directly, not through a shell)
     /// that reads one JSON event per line on its stdin. It is restarted when it exits.
@@ -40,6 +40,20 @@ pub enum HookTarget {
         /// network unencrypted).
         allow_http: bool,
     },
+}
+
+/// A webhook URL may carry a token (`?token=`, `user:password@`): masked in debug output.
+impl std::fmt::Debug for HookTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Command(argv) => f.debug_tuple("Command").field(argv).finish(),
+            Self::Webhook { url, allow_http } => f
+                .debug_struct("Webhook")
+                .field("url", &crate::runtime::secrets::mask_url(url))
+                .field("allow_http", allow_http)
+                .finish(),
+        }
+    }
 }
 
 impl EventHookConfig {

@@ -1,6 +1,7 @@
 //! Running turns: the bounded queue, the worker slots, execution status, and the ReAct
 //! loop of one turn.
 
+pub mod arguments;
 mod budget;
 mod gate;
 mod history;

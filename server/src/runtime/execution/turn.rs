@@ -14,6 +14,7 @@ use crate::runtime::provider::{ModelDelta, ModelProvider, ModelRequest};
 use crate::runtime::session::{HistorySnapshot, SessionHandle};
 use crate::runtime::tools::{ToolContext, ToolOutput, ToolSet};
 
+use super::arguments;
 use super::budget::TokenBudgets;
 use super::gate::{Call, Gate, Verdict};
 use super::long_term_memory::TurnMemory;
@@ -67,6 +68,22 @@ impl From<RuntimeError> for TurnFailure {
     }
 }
 
+/// Replaces the arguments of calls beyond [`arguments::MAX_DEPTH`] or
+/// [`arguments::MAX_BYTES`] by a placeholder, so they reach no event and no turn record;
+/// returns why each call was refused (`None`: it stands).
+fn bound_arguments(calls: &mut [ToolCall]) -> Vec<Option<String>> {
+    calls
+        .iter_mut()
+        .map(|call| {
+            let refusal = arguments::refusal(&call.arguments);
+            if refusal.is_some() {
+                call.arguments = arguments::REFUSED_PLACEHOLDER.to_owned();
+            }
+            refusal
+        })
+        .collect()
+}
+
 impl Turn {
     /// Runs the loop, recording into `progress` as it goes.
     pub async fn run(
@@ -90,7 +107,8 @@ impl Turn {
                 call_index: self.prior_model_calls + u64::from(progress.model_calls),
             };
             progress.model_calls += 1;
-            let (text, calls, reasoning_state) = self.stream_answer(request, progress).await?;
+            let (text, mut calls, reasoning_state) = self.stream_answer(request, progress).await?;
+            let refusals = bound_arguments(&mut calls);
             progress.messages.push(ChatMessage {
                 reasoning_state,
                 ..ChatMessage::assistant(text.clone(), calls.clone())
@@ -101,8 +119,11 @@ impl Turn {
                 progress.response = text;
                 return Ok(());
             }
-            for call in calls {
-                let result = self.run_tool(&call, progress, slot).await?;
+            for (call, refusal) in calls.into_iter().zip(refusals) {
+                let result = match refusal {
+                    Some(why) => self.refuse_tool(&call, &why)?,
+                    None => self.run_tool(&call, progress, slot).await?,
+                };
                 progress.messages.push(result);
             }
         }
@@ -214,6 +235,24 @@ impl Turn {
             output.content,
             output.is_error,
         ))
+    }
+
+    /// Answers a call whose arguments are beyond the limits: recorded with a note in their
+    /// place, never run, and the model is told which limit it crossed.
+    fn refuse_tool(&self, call: &ToolCall, why: &str) -> Result<ChatMessage> {
+        self.emit(EventPayload::ToolCallStarted {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: serde_json::json!({ "refused": why }),
+        })?;
+        let message = format!("the call was refused and did not run: {why}");
+        self.emit(EventPayload::ToolCallFinished {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            success: false,
+            result: message.clone(),
+        })?;
+        Ok(ChatMessage::tool_result(call.id.clone(), message, true))
     }
 
     pub(super) fn emit(&self, payload: EventPayload) -> Result<()> {

@@ -16,7 +16,7 @@ use futures::stream::BoxStream;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::{RequestBuilder, StatusCode};
 
-use super::error::{redact, shorten};
+use super::error::{redact, redact_and_shorten};
 use super::retry::{RetryDecision, RetryPolicy, retry_after};
 use super::sse::{SseEvents, error_chain};
 use super::{ModelDelta, ProviderError};
@@ -334,7 +334,10 @@ impl CallRequest {
             ),
             None => (body, None),
         };
-        (shorten(message.trim(), MAX_ERROR_CHARS), wait)
+        (
+            redact_and_shorten(message.trim(), &t.api_key, MAX_ERROR_CHARS),
+            wait,
+        )
     }
 }
 

@@ -22,6 +22,39 @@ pub enum ProviderError {
     #[error("invalid model `{model}`: {message}")]
     InvalidModel { model: String, message: String },
 
+    /// A model config holds what looks like a credential. Configs are stored with the
+    /// session and copied into events, so a key there would reach every subscriber.
+    #[error(
+        "model `{model}`: config `{field}` {why}; a model config never carries credentials: \
+         the server reads provider keys from its environment or configuration \
+         (`providers.<name>.api_key` or `api_key_env`), and a request may pick one of the \
+         operator's named credentials with `config.credential = \"NAME\"`"
+    )]
+    SecretInConfig {
+        model: String,
+        /// Where, inside the config (`api_key`, `headers.Authorization`).
+        field: String,
+        why: &'static str,
+    },
+
+    /// `config.credential` names no credential of this server.
+    #[error(
+        "this server defines no credential `{name}`; `config.credential` must name one the \
+         operator defined (`[credentials.NAME]` in the server's configuration)"
+    )]
+    UnknownCredential { name: String },
+
+    /// The credential is for another provider.
+    #[error(
+        "credential `{credential}` is for provider `{allowed}`, not `{provider}` \
+         (setting: credentials.{credential}.provider)"
+    )]
+    CredentialNotAllowed {
+        credential: String,
+        provider: String,
+        allowed: String,
+    },
+
     #[error(
         "provider `{provider}` has no API key: set {env_var} in the server's environment \
          or `api_key` in the server's provider settings"
@@ -141,6 +174,8 @@ impl ProviderError {
             Self::UnknownProvider { .. }
             | Self::Registration { .. }
             | Self::InvalidModel { .. }
+            | Self::SecretInConfig { .. }
+            | Self::UnknownCredential { .. }
             | Self::CassettePathRefused { .. } => ErrorKind::InvalidArgument,
             Self::NotConfigured { .. }
             | Self::NoBaseUrl { .. }
@@ -154,9 +189,9 @@ impl ProviderError {
             | Self::CassetteRecordedFailure { .. } => ErrorKind::Unavailable,
             Self::Timeout { .. } => ErrorKind::DeadlineExceeded,
             Self::Setup { .. } => ErrorKind::Internal,
-            Self::ProviderNotAllowed { .. } | Self::BaseUrlNotAllowed { .. } => {
-                ErrorKind::PermissionDenied
-            }
+            Self::ProviderNotAllowed { .. }
+            | Self::BaseUrlNotAllowed { .. }
+            | Self::CredentialNotAllowed { .. } => ErrorKind::PermissionDenied,
         }
     }
 
@@ -166,6 +201,9 @@ impl ProviderError {
             Self::UnknownProvider { .. } => "UNKNOWN_PROVIDER",
             Self::Registration { .. } => "PROVIDER_REGISTRATION_INVALID",
             Self::InvalidModel { .. } => "INVALID_MODEL",
+            Self::SecretInConfig { .. } => "SECRET_IN_MODEL_CONFIG",
+            Self::UnknownCredential { .. } => "UNKNOWN_CREDENTIAL",
+            Self::CredentialNotAllowed { .. } => "CREDENTIAL_NOT_ALLOWED",
             Self::NotConfigured { .. } | Self::NoBaseUrl { .. } => "PROVIDER_NOT_CONFIGURED",
             Self::Http { .. } => "PROVIDER_HTTP_ERROR",
             Self::Unavailable { .. } => "PROVIDER_UNAVAILABLE",
@@ -240,20 +278,62 @@ impl ProviderError {
 /// What replaces a secret in messages.
 pub(crate) const REDACTED: &str = "[REDACTED]";
 
+/// The fewest leading characters of a secret that are masked where a cut text ends with
+/// them: fewer could be a coincidence, and say too little of the key to matter.
+const MIN_SECRET_PREFIX_CHARS: usize = 8;
+
+/// The mark [`shorten`] leaves where it cut.
+const CUT_MARK: char = '…';
+
 /// Removes every occurrence of `secret` from `text`. Providers echo keys back in their
-/// error messages (some in full), and those messages end up in events and logs.
+/// error messages (some in full), and those messages end up in events and logs. Where the
+/// text was cut (it ends, or stops at the cut mark) right after the first 8 or more
+/// characters of the secret, those are masked too: a key that straddled a cut is no
+/// longer whole, so a plain search would miss what is left of it.
 pub(crate) fn redact(text: &str, secret: &str) -> String {
     if secret.is_empty() {
         return text.to_owned();
     }
-    text.replace(secret, REDACTED)
+    let whole = text.replace(secret, REDACTED);
+    let (body, mark) = match whole.strip_suffix(CUT_MARK) {
+        Some(body) => (body, Some(CUT_MARK)),
+        None => (whole.as_str(), None),
+    };
+    let Some(start) = secret_start_at_end(body, secret) else {
+        return whole;
+    };
+    let mut masked = format!("{}{REDACTED}", &body[..start]);
+    masked.extend(mark);
+    masked
+}
+
+/// Where `text` ends with a prefix of `secret` at least [`MIN_SECRET_PREFIX_CHARS`] long
+/// (the longest such prefix), as a byte offset into `text`.
+fn secret_start_at_end(text: &str, secret: &str) -> Option<usize> {
+    let ends: Vec<usize> = secret
+        .char_indices()
+        .map(|(at, c)| at + c.len_utf8())
+        .skip(MIN_SECRET_PREFIX_CHARS - 1)
+        .collect();
+    ends.into_iter()
+        .rev()
+        .map(|end| &secret[..end])
+        .find(|prefix| text.ends_with(prefix))
+        .map(|prefix| text.len() - prefix.len())
+}
+
+/// `text` with `secret` redacted, then cut to at most `max` characters. Redacting first
+/// finds a key that straddles the cut whole; [`redact`] then masks the start of one that
+/// an earlier cut (a size limit on the body) left at the end.
+pub(crate) fn redact_and_shorten(text: &str, secret: &str, max: usize) -> String {
+    redact(&shorten(&redact(text, secret), max), secret)
 }
 
 /// Cuts `text` to at most `max` characters (not bytes, so never inside a UTF-8 sequence),
 /// marking the cut. Provider error bodies and cassette mismatches can be arbitrarily long.
 pub(crate) fn shorten(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
+        Some((cut, _)) => format!("{}{CUT_MARK}", &text[..cut]),
         None => text.to_owned(),
     }
 }
@@ -269,6 +349,36 @@ mod tests {
             "key [REDACTED] and [REDACTED]"
         );
         assert_eq!(redact("nothing", ""), "nothing");
+    }
+
+    /// Issue 11 item 6: a key straddling the 1,000-character cut of an error body is
+    /// redacted whole, not left minus its last characters.
+    #[test]
+    fn a_key_straddling_the_cut_is_redacted_before_cutting() {
+        let key = "sk-live-0123456789abcdefghij";
+        let body = format!("{}{key} and more", "x".repeat(990));
+        let message = redact_and_shorten(&body, key, 1000);
+        assert!(!message.contains(&key[..8]), "{message}");
+        assert!(message.ends_with(&format!("{REDACTED}…")), "{message}");
+    }
+
+    #[test]
+    fn the_start_of_a_key_left_at_a_cut_is_masked() {
+        let key = "sk-live-0123456789abcdefghij";
+        // An earlier cut (the body's size limit) left 12 characters of the key at the end.
+        let body = format!("bad key {}", &key[..12]);
+        assert_eq!(redact(&body, key), format!("bad key {REDACTED}"));
+        // A decoder's shortened quote ends at the cut mark.
+        let quoted = format!("data: {}…", &key[..9]);
+        assert_eq!(redact(&quoted, key), format!("data: {REDACTED}…"));
+        // Fewer than 8 characters, or text after them, is not a cut key.
+        for kept in [
+            "ends sk-live".to_owned(),
+            format!("{} then text", &key[..12]),
+        ] {
+            assert_eq!(redact(&kept, key), kept);
+        }
+        assert_eq!(redact_and_shorten("short", key, 1000), "short");
     }
 
     #[test]

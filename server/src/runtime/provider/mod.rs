@@ -7,6 +7,7 @@
 mod anthropic;
 mod call;
 pub mod context_window;
+mod credential;
 mod error;
 mod gemini;
 mod openai;
@@ -17,6 +18,7 @@ mod sse;
 mod sse_parser;
 mod url_pattern;
 
+pub use credential::{CREDENTIAL_KEY, CredentialSettings, credential_name_problem, read_key_file};
 pub use error::ProviderError;
 pub(crate) use registry::install_crypto_provider;
 pub use registry::{ProviderRegistry, ProviderSettings, known_provider_names};

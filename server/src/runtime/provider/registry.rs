@@ -7,7 +7,10 @@
 //! [`ProviderSettings::allowed_base_urls`]; for a local provider that needs no key, also
 //! when it points at this machine (loopback). Anything else is refused with
 //! PERMISSION_DENIED naming the setting, never silently ignored, so a client cannot send
-//! the operator's key to a server of its choosing. [`Requirements`] cap all of it: the
+//! the operator's key to a server of its choosing. A model config may pick one of the
+//! operator's named credentials (`config.credential = "NAME"`, see [`CredentialSettings`]),
+//! for its provider and the base URLs it allows; it never carries a key itself (one that
+//! looks like it does is refused). [`Requirements`] cap all of it: the
 //! providers sessions may use and every URL a model call may go to. Tests point a provider
 //! at a loopback server through [`ProviderSettings::base_url`].
 
@@ -18,6 +21,7 @@ use std::time::Duration;
 
 use super::ModelProvider;
 use super::anthropic::AnthropicProvider;
+use super::credential::{CREDENTIAL_KEY, CredentialSettings};
 use super::error::ProviderError;
 use super::openai::{self, Endpoint, OpenAiConfig, OpenAiProvider, WireAuth};
 use super::replay::{CassetteCache, ReplayProvider, cassette_path};
@@ -25,6 +29,7 @@ use super::retry::RetryPolicy;
 use super::url_pattern::{UrlPattern, is_loopback};
 use crate::runtime::model::ModelSpec;
 use crate::runtime::requirements::{self, Requirements};
+use crate::runtime::secrets;
 use custom::CustomProviders;
 use google::{GOOGLE_NAMES, GoogleSlot};
 
@@ -36,6 +41,9 @@ const REPLAY: &str = "replay";
 const MAX_MODEL_NAME_BYTES: usize = 256;
 /// Largest model config accepted, as JSON (see [`MAX_MODEL_NAME_BYTES`]).
 const MAX_MODEL_CONFIG_BYTES: usize = 16 * 1024;
+/// Deepest nesting of objects and arrays in a model config: it becomes a protobuf
+/// `Struct` in every turn's first event, and decoders refuse deep ones.
+const MAX_MODEL_CONFIG_DEPTH: usize = 20;
 
 /// Provider instances kept per slot for model-config base URLs; beyond it, a URL's
 /// provider is built per turn. Clients choose these URLs (within the operator's
@@ -178,7 +186,13 @@ impl Default for ProviderSettings {
 impl std::fmt::Debug for ProviderSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProviderSettings")
-            .field("base_url", &self.base_url)
+            .field(
+                "base_url",
+                &self
+                    .base_url
+                    .as_deref()
+                    .map(crate::runtime::secrets::mask_url),
+            )
             .field(
                 "api_key",
                 &self.api_key.as_ref().map(|_| super::error::REDACTED),
@@ -245,8 +259,20 @@ struct SlotFacts<'a> {
     settings: &'a ProviderSettings,
     /// The server holds no key for it (a local server).
     keyless: bool,
+    /// The server holds a key for it.
+    has_key: bool,
     /// Where it calls unless a model config says otherwise.
     base_url: Option<&'a str>,
+}
+
+/// An operator credential a model config picked: its name and settings.
+type Credential<'a> = (&'a str, &'a CredentialSettings);
+
+/// What a checked spec calls with: a model-config base URL the operator allows, and the
+/// credential it picked.
+struct Target<'a> {
+    chosen: Option<String>,
+    credential: Option<Credential<'a>>,
 }
 
 /// Every provider name a model spec may use, whatever the settings.
@@ -267,6 +293,8 @@ pub struct ProviderRegistry {
     /// Registered by the program embedding the runtime.
     custom: CustomProviders,
     requirements: Requirements,
+    /// Named operator credentials, by name; each has a key.
+    credentials: HashMap<String, CredentialSettings>,
 }
 
 impl ProviderRegistry {
@@ -313,7 +341,24 @@ impl ProviderRegistry {
             cassettes: CassetteCache::default(),
             custom: CustomProviders::default(),
             requirements: Requirements::default(),
+            credentials: HashMap::new(),
         }
+    }
+
+    /// The operator's named credentials, which model configs may pick by name. One without
+    /// a key cannot be used and is left out (the server's configuration refuses it).
+    pub fn with_credentials(mut self, credentials: HashMap<String, CredentialSettings>) -> Self {
+        self.credentials = credentials
+            .into_iter()
+            .filter(|(name, credential)| {
+                let usable = credential.key().is_some();
+                if !usable {
+                    tracing::warn!(credential = %name, "a credential without a key is ignored");
+                }
+                usable
+            })
+            .collect();
+        self
     }
 
     /// Applies the operator's requirements to every spec validated or resolved from now
@@ -334,15 +379,45 @@ impl ProviderRegistry {
     }
 
     /// Checks what can be checked without a bundle or a network: the provider exists and
-    /// is allowed, the model has a name, its config values have the right types, and a
-    /// config `base_url` is one the operator allows.
+    /// is allowed, the model has a name, its config values have the right types and hold
+    /// no credential, a config `base_url` is one the operator allows, and a config
+    /// `credential` is one the operator defined for this provider and URL.
     pub fn validate(&self, spec: &ModelSpec) -> Result<(), ProviderError> {
         self.check(spec).map(drop)
     }
 
-    /// [`ProviderRegistry::validate`], returning the model config's `base_url` when it
-    /// is set (and so allowed).
-    fn check(&self, spec: &ModelSpec) -> Result<Option<String>, ProviderError> {
+    /// [`ProviderRegistry::validate`], and the server can call the model now: it holds the
+    /// provider's key (or the request picked a credential) and knows where to call. What
+    /// sessions and turns are checked with, so a missing key is reported when a session is
+    /// created (FAILED_PRECONDITION naming the variable), not at its first turn.
+    pub fn check_usable(&self, spec: &ModelSpec) -> Result<(), ProviderError> {
+        let target = self.check(spec)?;
+        if spec.provider == REPLAY || self.custom.get(&spec.provider).is_some() {
+            return Ok(());
+        }
+        let (key, name) = match self.google_slot(spec) {
+            Some(slot) => (&slot.key, slot.name),
+            None => {
+                let slot = self.wire_slot(spec)?;
+                if target.chosen.is_none() && slot.base_url.is_none() {
+                    return Err(slot.missing_base_url());
+                }
+                (&slot.key, slot.spec.name)
+            }
+        };
+        if target.credential.is_none()
+            && let Err(env_var) = key
+        {
+            return Err(ProviderError::NotConfigured {
+                provider: name.to_owned(),
+                env_var: env_var.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// [`ProviderRegistry::validate`], returning what the call goes out with.
+    fn check(&self, spec: &ModelSpec) -> Result<Target<'_>, ProviderError> {
         if spec.name.trim().is_empty() {
             return Err(ProviderError::invalid_model(
                 spec.to_string(),
@@ -365,15 +440,27 @@ impl ProviderRegistry {
                 format!("the model config is larger than {MAX_MODEL_CONFIG_BYTES} bytes as JSON"),
             ));
         }
-        super::context_window::validate(spec)?;
-        if spec.provider == REPLAY {
-            cassette_path(spec)?;
-            self.authorize_provider(spec)?;
-            return Ok(None);
+        if let Some(config) = &spec.config {
+            check_config_shape(spec, config)?;
         }
-        if self.custom.get(&spec.provider).is_some() {
+        super::context_window::validate(spec)?;
+        let credential = self.credential(spec)?;
+        let is_custom = self.custom.get(&spec.provider).is_some();
+        if spec.provider == REPLAY || is_custom {
+            if credential.is_some() {
+                return Err(ProviderError::invalid_model(
+                    spec.to_string(),
+                    "config `credential` applies to providers called over HTTP with a key",
+                ));
+            }
+            if !is_custom {
+                cassette_path(spec)?;
+            }
             self.authorize_provider(spec)?;
-            return Ok(None);
+            return Ok(Target {
+                chosen: None,
+                credential: None,
+            });
         }
         let facts = match self.google_slot(spec) {
             Some(slot) => slot.facts(),
@@ -381,7 +468,37 @@ impl ProviderRegistry {
         };
         openai::validate_config(spec)?;
         self.authorize_provider(spec)?;
-        self.authorize_base_url(spec, &facts)
+        let chosen = self.authorize_base_url(spec, &facts, credential)?;
+        Ok(Target { chosen, credential })
+    }
+
+    /// The operator credential `config.credential` names, if any: it must exist and be for
+    /// this provider.
+    fn credential(&self, spec: &ModelSpec) -> Result<Option<Credential<'_>>, ProviderError> {
+        let name = match spec.config_value(CREDENTIAL_KEY) {
+            None | Some(serde_json::Value::Null) => return Ok(None),
+            Some(serde_json::Value::String(name)) => name,
+            Some(_) => {
+                return Err(ProviderError::invalid_model(
+                    spec.to_string(),
+                    "config `credential` must be a string naming one of the server's credentials",
+                ));
+            }
+        };
+        let (name, credential) =
+            self.credentials
+                .get_key_value(name.as_str())
+                .ok_or_else(|| ProviderError::UnknownCredential {
+                    name: crate::runtime::error::shorten(name),
+                })?;
+        if credential.provider != spec.provider {
+            return Err(ProviderError::CredentialNotAllowed {
+                credential: name.clone(),
+                provider: spec.provider.clone(),
+                allowed: credential.provider.clone(),
+            });
+        }
+        Ok(Some((name.as_str(), credential)))
     }
 
     fn authorize_provider(&self, spec: &ModelSpec) -> Result<(), ProviderError> {
@@ -400,12 +517,14 @@ impl ProviderRegistry {
     }
 
     /// A model config's `base_url` must be allowed for the provider (or, for a provider
-    /// without a key, be on this machine); whichever URL the call goes to must be within
-    /// the requirements. Returns the config's URL.
+    /// without a key, be on this machine); with a credential, whichever URL the call goes
+    /// to must be one the credential allows; and that URL must be within the requirements.
+    /// Returns the config's URL.
     fn authorize_base_url(
         &self,
         spec: &ModelSpec,
         facts: &SlotFacts<'_>,
+        credential: Option<Credential<'_>>,
     ) -> Result<Option<String>, ProviderError> {
         let chosen = match spec.config_value("base_url") {
             None | Some(serde_json::Value::Null) => None,
@@ -417,34 +536,66 @@ impl ProviderRegistry {
                 ));
             }
         };
-        let refuse = |url: &str, why: &str, setting: String| ProviderError::BaseUrlNotAllowed {
+        let refuse = |url: &str, why: String, setting: String| ProviderError::BaseUrlNotAllowed {
             provider: spec.provider.clone(),
             base_url: url.to_owned(),
-            why: why.to_owned(),
+            why,
             setting,
         };
-        if let Some(text) = &chosen {
-            let url = reqwest::Url::parse(text).map_err(|e| {
+        let chosen_url = match &chosen {
+            Some(text) => Some(reqwest::Url::parse(text).map_err(|e| {
                 ProviderError::invalid_model(
                     spec.to_string(),
                     format!("config `base_url` `{text}` is not a URL: {e}"),
                 )
-            })?;
-            let listed = facts
-                .settings
-                .allowed_base_urls
-                .iter()
-                .any(|p| p.matches(&url));
-            let local = facts.keyless && is_loopback(&url);
-            if !(listed || local) {
-                let why = if facts.keyless {
-                    "the model config's base_url is neither on this machine nor allowed by the operator"
-                } else {
-                    "the server holds this provider's key and the operator has not allowed this URL for it"
-                };
-                let setting = format!("providers.{}.allowed_base_urls", spec.provider);
-                return Err(refuse(text, why, setting));
+            })?),
+            None => None,
+        };
+        match (credential, &chosen, &chosen_url) {
+            (Some((name, credential)), _, _) => {
+                let target = chosen.as_deref().or(facts.base_url);
+                // A malformed operator URL is reported as such when the provider is built.
+                if let Some(text) = target
+                    && let Ok(url) = reqwest::Url::parse(text)
+                {
+                    let allowed = if credential.allowed_base_urls.is_empty() {
+                        chosen.is_none() || chosen.as_deref() == facts.base_url
+                    } else {
+                        credential.allowed_base_urls.iter().any(|p| p.matches(&url))
+                    };
+                    if !allowed {
+                        let why = if credential.allowed_base_urls.is_empty() {
+                            format!(
+                                "credential `{name}` may only be sent to the provider's own base URL"
+                            )
+                        } else {
+                            format!("credential `{name}` is not allowed for this URL")
+                        };
+                        let setting = format!("credentials.{name}.allowed_base_urls");
+                        return Err(refuse(text, why, setting));
+                    }
+                }
             }
+            (None, Some(text), Some(url)) => {
+                let listed = facts
+                    .settings
+                    .allowed_base_urls
+                    .iter()
+                    .any(|p| p.matches(url));
+                let local = facts.keyless && is_loopback(url);
+                if !(listed || local) {
+                    let why = if facts.keyless {
+                        "the model config's base_url is neither on this machine nor allowed by the operator"
+                    } else if facts.has_key {
+                        "the server holds this provider's key and the operator has not allowed this URL for it"
+                    } else {
+                        "the operator has not allowed this URL for this provider"
+                    };
+                    let setting = format!("providers.{}.allowed_base_urls", spec.provider);
+                    return Err(refuse(text, why.to_owned(), setting));
+                }
+            }
+            _ => {}
         }
         if self.requirements.allowed_base_urls.is_some() {
             let target = chosen.as_deref().or(facts.base_url);
@@ -453,7 +604,7 @@ impl ProviderRegistry {
                 && let Ok(url) = reqwest::Url::parse(text)
                 && !self.requirements.allows_base_url(&url)
             {
-                let why = "the operator's requirements do not allow this URL";
+                let why = "the operator's requirements do not allow this URL".to_owned();
                 return Err(refuse(text, why, requirements::ALLOWED_BASE_URLS.into()));
             }
         }
@@ -467,7 +618,7 @@ impl ProviderRegistry {
         spec: &ModelSpec,
         bundle_root: &Path,
     ) -> Result<Arc<dyn ModelProvider>, ProviderError> {
-        let chosen = self.check(spec)?;
+        let target = self.check(spec)?;
         if let Some(provider) = self.custom.get(&spec.provider) {
             return Ok(provider.clone());
         }
@@ -475,16 +626,17 @@ impl ProviderRegistry {
             let cassette = self.cassettes.get(bundle_root, &cassette_path(spec)?)?;
             return Ok(Arc::new(ReplayProvider::new(cassette)));
         }
+        let chosen = target.chosen.as_deref();
         if let Some(slot) = self.google_slot(spec) {
-            return slot.provider(chosen.as_deref());
+            return slot.provider(chosen, target.credential);
         }
-        self.wire_slot(spec)?.provider(chosen.as_deref())
+        self.wire_slot(spec)?.provider(chosen, target.credential)
     }
 
     /// Whether `spec` can be used right now and why, for ListModels. Never contains a key.
     pub fn availability(&self, spec: &ModelSpec, bundle_root: &Path) -> (bool, String) {
-        let chosen = match self.check(spec) {
-            Ok(chosen) => chosen,
+        let (chosen, credential) = match self.check(spec) {
+            Ok(target) => (target.chosen, target.credential),
             Err(e) => return (false, e.to_string()),
         };
         if self.custom.get(&spec.provider).is_some() {
@@ -520,6 +672,9 @@ impl ProviderRegistry {
             }
         };
         let base_url = chosen.as_deref().unwrap_or(base_url);
+        if let Some((name, _)) = credential {
+            return (true, format!("key from credential {name}"));
+        }
         match key {
             Ok((_, KeySource::Env(var))) => (true, format!("key from {var}")),
             Ok((_, KeySource::Settings)) => (true, "key from server settings".into()),
@@ -573,20 +728,20 @@ impl WireSlot {
         SlotFacts {
             settings: &self.settings,
             keyless: matches!(self.key, Ok((_, KeySource::NotNeeded))),
+            has_key: matches!(self.key, Ok((_, KeySource::Settings | KeySource::Env(_)))),
             base_url: self.base_url.as_deref(),
         }
     }
 
     /// The shared provider instance for `chosen` (an allowed model-config URL) or the
-    /// slot's own base URL, built (with its HTTP client) on first use.
-    fn provider(&self, chosen: Option<&str>) -> Result<Arc<dyn ModelProvider>, ProviderError> {
-        let (key, _) = self
-            .key
-            .as_ref()
-            .map_err(|env_var| ProviderError::NotConfigured {
-                provider: self.spec.name.to_owned(),
-                env_var: env_var.clone(),
-            })?;
+    /// slot's own base URL, with the picked credential's key or the slot's, built (with
+    /// its HTTP client) on first use.
+    fn provider(
+        &self,
+        chosen: Option<&str>,
+        credential: Option<Credential<'_>>,
+    ) -> Result<Arc<dyn ModelProvider>, ProviderError> {
+        let key = slot_key(self.spec.name, &self.key, credential)?;
         let base_url = match chosen {
             Some(url) => url.to_owned(),
             None => self
@@ -594,8 +749,9 @@ impl WireSlot {
                 .clone()
                 .ok_or_else(|| self.missing_base_url())?,
         };
+        let cached_as = cache_key(&base_url, credential);
         self.providers
-            .get_or_build(&base_url, chosen.is_none(), || self.build(key, &base_url))
+            .get_or_build(&cached_as, chosen.is_none(), || self.build(key, &base_url))
     }
 
     fn build(&self, key: &str, base_url: &str) -> Result<Arc<dyn ModelProvider>, ProviderError> {
@@ -645,6 +801,60 @@ impl WireSlot {
             hint: format!("set `base_url` in the server's provider settings{env}"),
         }
     }
+}
+
+/// The key a call goes out with: the picked credential's, else the slot's own.
+fn slot_key<'a>(
+    provider: &str,
+    own: &'a Result<(String, KeySource), String>,
+    credential: Option<Credential<'a>>,
+) -> Result<&'a str, ProviderError> {
+    match credential {
+        Some((_, credential)) => Ok(credential.key().unwrap_or_default()),
+        None => own
+            .as_ref()
+            .map(|(key, _)| key.as_str())
+            .map_err(|env_var| ProviderError::NotConfigured {
+                provider: provider.to_owned(),
+                env_var: env_var.clone(),
+            }),
+    }
+}
+
+/// Providers are cached by base URL and, when one was picked, credential.
+fn cache_key(base_url: &str, credential: Option<Credential<'_>>) -> String {
+    match credential {
+        Some((name, _)) => format!("{base_url} credential:{name}"),
+        None => base_url.to_owned(),
+    }
+}
+
+/// A model config's shape: no credential in it, not nested too deep.
+fn check_config_shape(
+    spec: &ModelSpec,
+    config: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), ProviderError> {
+    if let Some(found) = secrets::find_secret(config) {
+        return Err(ProviderError::SecretInConfig {
+            model: crate::runtime::error::shorten(&spec.to_string()),
+            why: found.why(),
+            field: found.path,
+        });
+    }
+    fn depth(value: &serde_json::Value) -> usize {
+        match value {
+            serde_json::Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+            serde_json::Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+    if 1 + config.values().map(depth).max().unwrap_or(0) > MAX_MODEL_CONFIG_DEPTH {
+        return Err(ProviderError::invalid_model(
+            spec.to_string(),
+            format!("the model config nests deeper than {MAX_MODEL_CONFIG_DEPTH} levels"),
+        ));
+    }
+    Ok(())
 }
 
 /// One client per provider: it owns the connection pool, so sharing it is what makes

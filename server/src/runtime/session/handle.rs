@@ -267,9 +267,15 @@ impl SessionHandle {
         &self,
         state: &mut LiveState,
         turn_id: Option<Uuid>,
-        payload: EventPayload,
+        mut payload: EventPayload,
         held: bool,
     ) -> Result<Arc<Event>> {
+        // The one place every event passes before it is written or streamed.
+        if let EventPayload::TurnStarted(started) = &mut payload
+            && started.context.model.mask_secrets()
+        {
+            tracing::warn!(session = %self.record.id, "masked a credential in the model config before writing the event");
+        }
         if state.deleted {
             return Err(RuntimeError::not_found(
                 "session",

@@ -147,7 +147,10 @@ impl SessionStore {
 
     /// Persists a new session: written in a staging folder, then renamed into place, so
     /// a crash never leaves half a session.
-    pub fn create(&self, record: SessionRecord) -> Result<Arc<SessionHandle>> {
+    pub fn create(&self, mut record: SessionRecord) -> Result<Arc<SessionHandle>> {
+        if record.model.mask_secrets() {
+            tracing::warn!(session = %record.id, "masked a credential in the model config before writing the session");
+        }
         let staging = self.root.join(format!("{STAGING_PREFIX}{}", record.id));
         let io = |what: &str, e| RuntimeError::storage(format!("{what} {}", staging.display()), e);
         std::fs::create_dir(&staging).map_err(|e| io("create", e))?;
@@ -262,7 +265,7 @@ impl SessionStore {
             return Some(handle.info());
         }
         let dir = self.dir_of(id);
-        let record: SessionRecord = read_json(&dir.join(RECORD_FILE)).ok()?;
+        let record = read_record(&dir.join(RECORD_FILE)).ok()?;
         let mut stats: SessionStats = read_json(&dir.join(SUMMARY_FILE)).unwrap_or_default();
         catch_up(&dir.join(LOG_FILE), &mut stats);
         Some(SessionInfo { record, stats })
@@ -386,7 +389,7 @@ fn load(
     if !record_path.exists() {
         return Err(LoadError::Missing);
     }
-    let record: SessionRecord = read_json(&record_path)
+    let record = read_record(&record_path)
         .map_err(|e| LoadError::Unreadable(format!("{RECORD_FILE}: {e}")))?;
     if record.id != id {
         return Err(LoadError::Unreadable(format!(
@@ -438,6 +441,14 @@ fn catch_up(log: &Path, stats: &mut SessionStats) {
         Ok(end) => stats.log_bytes = end,
         Err(e) => tracing::warn!(log = %log.display(), error = %e, "cannot read a session's log"),
     }
+}
+
+/// A session's record, with any credential a record written before they were refused
+/// masked, so it is never echoed.
+fn read_record(path: &Path) -> std::result::Result<SessionRecord, String> {
+    let mut record: SessionRecord = read_json(path)?;
+    record.model.mask_secrets();
+    Ok(record)
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> std::result::Result<T, String> {

@@ -619,3 +619,62 @@ fn outside_a_runtime_a_turn_start_is_synced_at_once() {
         .join("summary.json");
     assert!(summary.is_file(), "written at once");
 }
+
+/// Issue 21, defence in depth: a model config holding a credential that reached the store
+/// anyway (a path that forgot the refusal) is masked before the session record, an event,
+/// or a subscriber's copy is written.
+#[tokio::test]
+async fn credentials_in_model_configs_are_masked_before_anything_is_written() {
+    const CANARY: &str = "sk-canary-store-4d2f";
+    let leaky = || {
+        let mut model = ModelSpec::new("openai", "gpt-test");
+        model.config = serde_json::json!({
+            "temperature": 0.1,
+            "api_key": CANARY,
+            "headers": {"Authorization": format!("Bearer {CANARY}")},
+            "base_url": format!("https://user:{CANARY}@llm.example.com/v1"),
+        })
+        .as_object()
+        .cloned();
+        model
+    };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = store(&dir);
+    let handle = store
+        .create(SessionRecord {
+            model: leaky(),
+            ..record()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let EventPayload::TurnStarted(mut started) = turn_started() else {
+        unreachable!("a turn start")
+    };
+    started.context.model = leaky();
+    let written = handle
+        .append(Some(Uuid::now_v7()), EventPayload::TurnStarted(started))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut subscription = handle.subscribe(0);
+    let streamed = subscription
+        .next_batch()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_default();
+    let shown = [
+        serde_json::to_string(&handle.info().record).unwrap_or_default(),
+        serde_json::to_string(written.as_ref()).unwrap_or_default(),
+        streamed
+            .iter()
+            .map(|event| serde_json::to_string(event.as_ref()).unwrap_or_default())
+            .collect::<String>(),
+    ];
+    for text in &shown {
+        assert!(!text.contains(CANARY), "{text}");
+        assert!(text.contains("0.1"), "the rest of the config stays: {text}");
+    }
+    let session_dir = dir.path().join("sessions").join(handle.id().to_string());
+    for file in ["session.json", "events.jsonl"] {
+        let text = std::fs::read_to_string(session_dir.join(file)).unwrap_or_default();
+        assert!(!text.is_empty() && !text.contains(CANARY), "{file}: {text}");
+    }
+}

@@ -360,6 +360,59 @@ fn agent_file_errors_name_the_agent_file() {
     }
 }
 
+/// Issue 12 item 2 and issue 21: a bundle never carries a credential in its model config,
+/// at any depth, as a header or inside a URL; the refusal names the file and field, says
+/// where keys go, and never quotes the value.
+#[test]
+fn credentials_in_the_model_config_are_refused_naming_the_field() {
+    let cases = [
+        (
+            "{ temperature: 0.2, api_key: sk-bundle-1 }",
+            "spec.model.config.api_key",
+        ),
+        ("{ API-Key: sk-bundle-1 }", "spec.model.config.API-Key"),
+        (
+            "{ extra_body: { auth: { token: sk-bundle-1 } } }",
+            "spec.model.config.extra_body.auth.token",
+        ),
+        (
+            "{ headers: { X-Team: sk-bundle-1 } }",
+            "spec.model.config.headers.X-Team",
+        ),
+        (
+            "{ base_url: \"https://u:sk-bundle-1@llm.example.com/v1\" }",
+            "spec.model.config.base_url",
+        ),
+    ];
+    for (config, field) in cases {
+        let dir = project();
+        write(
+            dir.path(),
+            "agents/hello/agent.yaml",
+            &AGENT.replace("{ temperature: 0.2, stop: [\"\\n\\n\"] }", config),
+        );
+        let location = format!("agents/hello/agent.yaml:{field}");
+        assert_invalid(
+            dir.path(),
+            &location,
+            &["never carries credentials", "providers.<name>.api_key"],
+        );
+        let message = load_err(dir.path()).to_string();
+        assert!(!message.contains("sk-bundle-1"), "{message}");
+    }
+    // An empty value, a credential's name, and similar names that are not keys load.
+    let dir = project();
+    write(
+        dir.path(),
+        "agents/hello/agent.yaml",
+        &AGENT.replace(
+            "{ temperature: 0.2, stop: [\"\\n\\n\"] }",
+            "{ api_key: \"\", credential: team, max_tokens: 9, prompt_cache_key: x }",
+        ),
+    );
+    load(dir.path()).expect("loads");
+}
+
 #[test]
 fn wasm_agents_are_refused_naming_the_agent() {
     let dir = project();

@@ -14,7 +14,9 @@
 //! runs (`PATH`, `LD_PRELOAD`, ...). An opaque line is never allowed without asking.
 
 mod hazards;
+mod inline_code;
 mod limits;
+mod runners;
 mod walk;
 mod words;
 mod wrappers;

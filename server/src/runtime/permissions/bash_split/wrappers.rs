@@ -1,10 +1,12 @@
 //! Commands that run other commands. `timeout 5 curl x` runs `curl`; `sh -c 'ls; rm x'`
-//! runs a whole command line; `find -exec rm {} +` runs `rm` besides itself. The rules must
+//! runs a whole command line; `find -exec rm {} +` runs `rm` besides itself. More runners
+//! are in [`runners`] (`taskset`, `chrt`, `flock`, ...); programs that run code written in
+//! their arguments (`awk`, `git -c`, `tar --to-command`) in [`inline_code`]. The rules must
 //! judge what finally runs, so each wrapper's options are parsed just far enough to find
 //! it. An option a wrapper is not known to take, or an argument only known at run time
 //! where the command is looked for, makes the command opaque rather than guessed at.
 
-use super::{Assignment, ShellWord};
+use super::{Assignment, ShellWord, inline_code, runners};
 
 /// What a command does with the command inside it.
 pub(super) enum Unwrap {
@@ -28,15 +30,17 @@ pub(super) enum Unwrap {
 
 /// The options a wrapper takes, enough to skip them and find its operands.
 #[derive(Default)]
-struct Options {
+pub(super) struct Options {
     /// Short options without a value.
-    flags: &'static str,
+    pub flags: &'static str,
     /// Short options whose value follows (attached or as the next word).
-    valued: &'static str,
+    pub valued: &'static str,
     /// Short options whose value can only be attached (`xargs -i`, `-e`, `-l`).
-    attached: &'static str,
-    long_flags: &'static [&'static str],
-    long_valued: &'static [&'static str],
+    pub attached: &'static str,
+    /// Long options without a value. One that is also in `long_valued` takes an optional
+    /// value, which must then be attached (`--nofile` or `--nofile=64`).
+    pub long_flags: &'static [&'static str],
+    pub long_valued: &'static [&'static str],
 }
 
 pub(super) fn unwrap(words: &[ShellWord]) -> Unwrap {
@@ -105,12 +109,28 @@ pub(super) fn unwrap(words: &[ShellWord]) -> Unwrap {
         "eval" => eval(words),
         "trap" => trap(words),
         "find" => find(words),
+        "taskset" => runners::taskset(words),
+        "ionice" => runners::ionice(words),
+        "chrt" => runners::chrt(words),
+        "setpriv" => runners::setpriv(words),
+        "prlimit" => runners::prlimit(words),
+        "script" => runners::script(words),
+        "flock" => runners::flock(words),
+        "chroot" => runners::chroot(words),
+        name if runners::is_dynamic_loader(name) => runners::loader(words, name),
+        name if inline_code::is_awk(name) => inline_code::awk(words, name),
+        "git" => inline_code::git(words),
+        "tar" => inline_code::tar(words),
         _ => Ok(Unwrap::Program),
     };
     result.unwrap_or_else(Unwrap::Opaque)
 }
 
-fn runs(command: Option<&[ShellWord]>, assignments: Vec<Assignment>, open_ended: bool) -> Unwrap {
+pub(super) fn runs(
+    command: Option<&[ShellWord]>,
+    assignments: Vec<Assignment>,
+    open_ended: bool,
+) -> Unwrap {
     match command {
         Some(command) if !command.is_empty() => Unwrap::Runs {
             assignments,
@@ -122,14 +142,22 @@ fn runs(command: Option<&[ShellWord]>, assignments: Vec<Assignment>, open_ended:
 }
 
 /// The common shape: options, then the command.
-fn runs_after(words: &[ShellWord], options: &Options, name: &str) -> Result<Unwrap, String> {
+pub(super) fn runs_after(
+    words: &[ShellWord],
+    options: &Options,
+    name: &str,
+) -> Result<Unwrap, String> {
     let start = skip_options(words, options, name)?;
     Ok(runs(words.get(start..), Vec::new(), false))
 }
 
 /// Skips the options after `words[0]` and returns the index of the first operand (past
 /// the end when an option's value is missing).
-fn skip_options(words: &[ShellWord], options: &Options, name: &str) -> Result<usize, String> {
+pub(super) fn skip_options(
+    words: &[ShellWord],
+    options: &Options,
+    name: &str,
+) -> Result<usize, String> {
     let mut i = 1;
     while let Some(word) = words.get(i) {
         let text = literal_argument(word, name)?;
@@ -173,7 +201,7 @@ fn skip_options(words: &[ShellWord], options: &Options, name: &str) -> Result<us
 }
 
 /// A wrapper's argument must be known before it runs: `sudo $X rm` could be anything.
-fn literal_argument<'a>(word: &'a ShellWord, name: &str) -> Result<&'a str, String> {
+pub(super) fn literal_argument<'a>(word: &'a ShellWord, name: &str) -> Result<&'a str, String> {
     word.as_literal().ok_or_else(|| {
         format!(
             "`{name}` is given `{}`, only known at run time, where its options or command are",
@@ -445,12 +473,22 @@ fn trap(words: &[ShellWord]) -> Result<Unwrap, String> {
 
 /// `find … -exec CMD … ;` (also `-execdir`, `-ok`, `-okdir`, and `+` terminated): `find`
 /// runs, and so does each CMD. An argument only known at run time could add an `-exec`.
+/// `-delete` and the actions that write files (`-fprint`, `-fprintf`, `-fls`) do what `rm`
+/// and a redirection would, out of the rules' sight: opaque.
 fn find(words: &[ShellWord]) -> Result<Unwrap, String> {
     if let Some(word) = words.iter().skip(1).find(|w| w.dynamic) {
         return Err(format!(
             "`find` is given `{}`, only known at run time, which could add an -exec",
             word.text
         ));
+    }
+    if let Some(word) = words.iter().skip(1).find(|w| {
+        matches!(
+            w.text.as_str(),
+            "-delete" | "-fprint" | "-fprint0" | "-fprintf" | "-fls"
+        )
+    }) {
+        return Err(format!("`find {}` deletes or writes files", word.text));
     }
     let mut inner = Vec::new();
     let mut i = 1;

@@ -253,6 +253,52 @@ fn wrappers_are_checked_against_deny_and_ask_rules_too() {
     ]);
 }
 
+/// Issue 11: a deny rule sees the command inside the runners the splitter unwraps
+/// (`taskset`, `chrt`, `flock`, `ld.so`, ...), and a program running code written in its
+/// arguments asks even where the program is allowed.
+#[test]
+fn runners_and_inline_code_cannot_slip_past_a_deny() {
+    let rules = Rules {
+        allow: &[
+            "Bash(awk:*)",
+            "Bash(git:*)",
+            "Bash(tar:*)",
+            "Bash(find:*)",
+            "Bash(taskset:*)",
+            "Bash(ls:*)",
+        ],
+        ask: &[],
+        deny: &["Bash(rm:*)"],
+    };
+    #[rustfmt::skip]
+    assert_table(&rules, ON_REQUEST, &[
+        ("Bash", Some("taskset 1 rm x"), Deny, "`rm x` is denied"),
+        ("Bash", Some("ionice -c3 rm x"), Deny, "`rm x` is denied"),
+        ("Bash", Some("chrt -i 0 rm x"), Deny, "`rm x` is denied"),
+        ("Bash", Some("setpriv --nnp rm x"), Deny, "`rm x` is denied"),
+        ("Bash", Some("prlimit --nproc=1 rm x"), Deny, "`rm x` is denied"),
+        ("Bash", Some("script -qc 'rm x' /dev/null"), Deny, "`rm x` is denied"),
+        ("Bash", Some("stdbuf -oL rm x"), Deny, "`rm x` is denied"),
+        ("Bash", Some("flock /tmp/l rm x"), Deny, "`rm x` is denied"),
+        ("Bash", Some("flock /tmp/l -c 'rm x'"), Deny, "`rm x` is denied"),
+        ("Bash", Some("chroot / rm x"), Deny, "`rm x` is denied"),
+        ("Bash", Some("/lib64/ld-linux-x86-64.so.2 /usr/bin/rm x"), Deny, "is denied"),
+        ("Bash", Some("ld.so rm x"), Deny, "`rm x` is denied"),
+        ("Bash", Some("taskset 1 ls"), Allow, ""),
+        ("Bash", Some("awk 'BEGIN{system(\"rm x\")}'"), Ask, "calls system()"),
+        ("Bash", Some("awk '{ print | \"sh\" }' f"), Ask, "pipes to or from a command"),
+        ("Bash", Some("awk '{print $1}' f"), Allow, ""),
+        ("Bash", Some("git -c alias.x='!rm y' x"), Ask, "may run a command"),
+        ("Bash", Some("git -c core.fsmonitor='rm y' status"), Ask, "may run a command"),
+        ("Bash", Some("git rebase -x 'rm y' main"), Ask, "is given a command to run"),
+        ("Bash", Some("git status"), Allow, ""),
+        ("Bash", Some("tar --checkpoint-action=exec='rm y' -cf a.tar ."), Ask, "runs a program"),
+        ("Bash", Some("tar -czf a.tgz src"), Allow, ""),
+        ("Bash", Some("find . -delete"), Ask, "deletes or writes files"),
+        ("Bash", Some("find . -name '*.o'"), Allow, ""),
+    ]);
+}
+
 #[test]
 fn path_patterns_match_workspace_paths() {
     let rules = Rules {

@@ -363,6 +363,55 @@ async fn unauthorized_is_a_failed_precondition_with_the_message_and_no_key() {
     assert_eq!(server.requests().len(), 1, "4xx is not retried");
 }
 
+/// Issue 11 item 6: a provider that quotes the key where its error body is cut to 1,000
+/// characters leaks none of it (the cut used to come first, leaving all but its end).
+#[tokio::test]
+async fn a_key_quoted_across_the_error_cut_is_redacted_whole() {
+    let message = format!("{} {KEY} was refused", "x".repeat(990));
+    let server = start(Script::new(KEY).reply(Reply::error(400, message))).await;
+    let text = failure(&provider_with(settings(&server))).await.to_string();
+    assert!(!text.contains(&KEY[..8]), "key leaked: {text}");
+    assert!(text.contains("[REDACTED"), "{text}");
+}
+
+/// Issue 21: a request that picks an operator credential by name calls the provider with
+/// that credential's key (and nothing of it reaches the request body).
+#[tokio::test]
+async fn a_named_credential_is_the_key_the_provider_sees() {
+    let server = start(Script::new(KEY).reply(Reply::text("hi"))).await;
+    let operator = ProviderSettings {
+        api_key: None,
+        ..settings(&server)
+    };
+    let team = crate::runtime::provider::CredentialSettings {
+        provider: "openai".into(),
+        api_key: Some(KEY.into()),
+        ..Default::default()
+    };
+    let registry =
+        ProviderRegistry::with_env(HashMap::from([("openai".to_owned(), operator)]), |_| None)
+            .with_credentials(HashMap::from([("team".to_owned(), team)]));
+    let mut spec = ModelSpec::new("openai", "gpt-test");
+    spec.config = json!({ "credential": "team" }).as_object().cloned();
+    let provider = registry
+        .resolve(&spec, Path::new("."))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let items = run(
+        &provider,
+        ModelRequest {
+            model: spec,
+            ..request()
+        },
+    )
+    .await;
+    assert!(items.iter().all(Result::is_ok), "{items:?}");
+    let body = server.requests()[0].to_string();
+    assert!(
+        !body.contains("credential") && !body.contains(KEY),
+        "{body}"
+    );
+}
+
 #[tokio::test]
 async fn a_missing_key_names_the_environment_variable() {
     let registry = ProviderRegistry::with_env(HashMap::new(), |_| None);

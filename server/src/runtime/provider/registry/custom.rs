@@ -3,7 +3,8 @@
 //! `provider: mine` exactly as they say `provider: openai`.
 //!
 //! A custom provider owns its keys, endpoints and model config: the registry validates
-//! nothing of a spec naming it beyond the model name, and never reads its config.
+//! nothing of a spec naming it beyond the model name and the config's shape (no
+//! credential in it: it is recorded with every turn), and never reads its config.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

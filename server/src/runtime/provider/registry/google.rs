@@ -12,7 +12,10 @@ use super::super::ModelProvider;
 use super::super::error::ProviderError;
 use super::super::gemini::{DEFAULT_BASE_URL, GeminiConfig, GeminiProvider};
 use super::super::retry::RetryPolicy;
-use super::{KeySource, ProviderCache, ProviderSettings, SlotFacts, http_client};
+use super::{
+    Credential, KeySource, ProviderCache, ProviderSettings, SlotFacts, cache_key, http_client,
+    slot_key,
+};
 
 /// The names the Gemini API is known by.
 pub(super) const GOOGLE_NAMES: [&str; 2] = ["google", "gemini"];
@@ -62,23 +65,24 @@ impl GoogleSlot {
         SlotFacts {
             settings: &self.settings,
             keyless: false,
+            has_key: self.key.is_ok(),
             base_url: Some(self.base_url()),
         }
     }
 
     /// The shared provider instance for `chosen` (an allowed model-config URL) or the
-    /// slot's own base URL, built (with its HTTP client) on first use.
-    pub fn provider(&self, chosen: Option<&str>) -> Result<Arc<dyn ModelProvider>, ProviderError> {
-        let (key, _) = self
-            .key
-            .as_ref()
-            .map_err(|env_var| ProviderError::NotConfigured {
-                provider: self.name.to_owned(),
-                env_var: env_var.clone(),
-            })?;
+    /// slot's own base URL, with the picked credential's key or the slot's, built (with
+    /// its HTTP client) on first use.
+    pub fn provider(
+        &self,
+        chosen: Option<&str>,
+        credential: Option<Credential<'_>>,
+    ) -> Result<Arc<dyn ModelProvider>, ProviderError> {
+        let key = slot_key(self.name, &self.key, credential)?;
         let base_url = chosen.unwrap_or(self.base_url()).to_owned();
+        let cached_as = cache_key(&base_url, credential);
         self.providers
-            .get_or_build(&base_url, chosen.is_none(), || self.build(key, &base_url))
+            .get_or_build(&cached_as, chosen.is_none(), || self.build(key, &base_url))
     }
 
     fn build(&self, key: &str, base_url: &str) -> Result<Arc<dyn ModelProvider>, ProviderError> {

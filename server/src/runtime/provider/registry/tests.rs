@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::runtime::error::ErrorKind;
+use crate::runtime::provider::CredentialSettings;
 use crate::runtime::requirements::Requirements;
 
 fn registry(env: &'static [(&'static str, &'static str)]) -> ProviderRegistry {
@@ -446,4 +447,179 @@ fn client_chosen_urls_cannot_grow_the_provider_cache_without_bound() {
     let own = ModelSpec::new("openai", "gpt-test");
     let (a, b) = (registry.resolve(&own, root), registry.resolve(&own, root));
     assert!(Arc::ptr_eq(&a.ok().unwrap(), &b.ok().unwrap()));
+}
+
+/// Issue 21: a model config never carries a credential, at any depth, as a header value or
+/// inside a URL; the refusal names the field and where keys go, never the value.
+#[test]
+fn credentials_in_a_model_config_are_refused_naming_the_field() {
+    let registry = registry(&[("OPENAI_API_KEY", "sk-env")]);
+    for (config, field) in [
+        (serde_json::json!({ "api_key": "sk-canary-1" }), "api_key"),
+        (serde_json::json!({ "ApiKey": "sk-canary-1" }), "ApiKey"),
+        (
+            serde_json::json!({ "extra_body": { "nested": { "password": "sk-canary-1" } } }),
+            "extra_body.nested.password",
+        ),
+        (
+            serde_json::json!({ "headers": { "X-Route": "sk-canary-1" } }),
+            "headers.X-Route",
+        ),
+        (
+            serde_json::json!({ "base_url": "https://me:sk-canary-1@proxy.example.com/v1" }),
+            "base_url",
+        ),
+        (
+            serde_json::json!({ "base_url": "https://proxy.example.com/v1?key=sk-canary-1" }),
+            "base_url",
+        ),
+    ] {
+        let e = registry
+            .validate(&spec_with(config.clone()))
+            .expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{config}");
+        assert_eq!(e.reason(), "SECRET_IN_MODEL_CONFIG");
+        let text = e.to_string();
+        assert!(text.contains(&format!("config `{field}`")), "{text}");
+        assert!(text.contains("config.credential"), "{text}");
+        assert!(!text.contains("sk-canary-1"), "{text}");
+    }
+}
+
+fn credential(provider: &str, key: &str, urls: &[&str]) -> CredentialSettings {
+    CredentialSettings {
+        provider: provider.into(),
+        api_key: Some(key.into()),
+        allowed_base_urls: urls.iter().map(|u| u.parse().unwrap()).collect(),
+        ..CredentialSettings::default()
+    }
+}
+
+/// Issue 21: a request picks an operator credential by name, only for its provider and
+/// the base URLs it allows.
+#[test]
+fn a_named_credential_is_used_only_for_its_provider_and_urls() {
+    let registry =
+        ProviderRegistry::with_env(HashMap::new(), |_| None).with_credentials(HashMap::from([
+            ("team".to_owned(), credential("openai", "sk-team", &[])),
+            (
+                "proxy".to_owned(),
+                credential("openai", "sk-proxy", &["https://proxy.example.com/*"]),
+            ),
+            ("claude".to_owned(), credential("anthropic", "sk-ant", &[])),
+        ]));
+    let root = Path::new(".");
+    let team = spec_with(serde_json::json!({ "credential": "team" }));
+    // No OPENAI_API_KEY on this server: the credential is the key.
+    registry
+        .check_usable(&team)
+        .expect("usable with the credential");
+    assert!(registry.resolve(&team, root).is_ok());
+    assert_eq!(
+        registry.availability(&team, root),
+        (true, "key from credential team".to_owned())
+    );
+
+    let cases = [
+        (
+            serde_json::json!({ "credential": "nope" }),
+            "UNKNOWN_CREDENTIAL",
+            ErrorKind::InvalidArgument,
+            "defines no credential `nope`",
+        ),
+        (
+            serde_json::json!({ "credential": 7 }),
+            "INVALID_MODEL",
+            ErrorKind::InvalidArgument,
+            "must be a string",
+        ),
+        (
+            serde_json::json!({ "credential": "claude" }),
+            "CREDENTIAL_NOT_ALLOWED",
+            ErrorKind::PermissionDenied,
+            "is for provider `anthropic`, not `openai`",
+        ),
+        (
+            serde_json::json!({ "credential": "team", "base_url": "https://proxy.example.com/v1" }),
+            "BASE_URL_NOT_ALLOWED",
+            ErrorKind::PermissionDenied,
+            "credential `team` may only be sent to the provider's own base URL",
+        ),
+        // The proxy credential is not for OpenAI's own endpoint.
+        (
+            serde_json::json!({ "credential": "proxy" }),
+            "BASE_URL_NOT_ALLOWED",
+            ErrorKind::PermissionDenied,
+            "credentials.proxy.allowed_base_urls",
+        ),
+        (
+            serde_json::json!({ "credential": "proxy", "base_url": "https://evil.example.com/v1" }),
+            "BASE_URL_NOT_ALLOWED",
+            ErrorKind::PermissionDenied,
+            "credential `proxy` is not allowed for this URL",
+        ),
+    ];
+    for (config, reason, kind, words) in cases {
+        let e = registry
+            .validate(&spec_with(config.clone()))
+            .expect_err("refused");
+        assert_eq!((e.reason(), e.kind()), (reason, kind), "{config}: {e}");
+        assert!(e.to_string().contains(words), "{config}: {e}");
+    }
+    let through_proxy = spec_with(
+        serde_json::json!({ "credential": "proxy", "base_url": "https://proxy.example.com/v1" }),
+    );
+    assert!(registry.resolve(&through_proxy, root).is_ok());
+    let replay = ModelSpec {
+        config: serde_json::json!({ "credential": "team" })
+            .as_object()
+            .cloned(),
+        ..ModelSpec::new("replay", "x")
+    };
+    assert_eq!(
+        registry.validate(&replay).map_err(|e| e.reason()),
+        Err("CREDENTIAL_NOT_ALLOWED")
+    );
+}
+
+/// Issue 12 item 3: a session on a provider whose key is missing is refused when it is
+/// created, FAILED_PRECONDITION naming the variable; and the refusal of a base URL says
+/// what is true about the key.
+#[test]
+fn a_missing_key_is_found_before_the_first_turn_and_messages_say_what_is_true() {
+    let spec = ModelSpec::new("anthropic", "claude");
+    let e = registry(&[]).check_usable(&spec).expect_err("no key");
+    assert_eq!(e.kind(), ErrorKind::FailedPrecondition);
+    assert_eq!(e.reason(), "PROVIDER_NOT_CONFIGURED");
+    assert!(e.to_string().contains("ANTHROPIC_API_KEY"), "{e}");
+    assert!(
+        registry(&[("ANTHROPIC_API_KEY", "sk-a")])
+            .check_usable(&spec)
+            .is_ok()
+    );
+    assert!(
+        registry(&[])
+            .check_usable(&ModelSpec::new("ollama", "m"))
+            .is_ok()
+    );
+    let azure = registry(&[("AZURE_OPENAI_API_KEY", "k")])
+        .check_usable(&ModelSpec::new("azure_openai", "d"))
+        .expect_err("no endpoint");
+    assert_eq!(azure.reason(), "PROVIDER_NOT_CONFIGURED");
+
+    let chosen = spec_with(serde_json::json!({ "base_url": "https://proxy.example.com/v1" }));
+    let without_key = registry(&[])
+        .validate(&chosen)
+        .expect_err("not allowed")
+        .to_string();
+    assert!(
+        without_key.contains("the operator has not allowed this URL")
+            && !without_key.contains("holds this provider's key"),
+        "{without_key}"
+    );
+    let with_key = registry(&[("OPENAI_API_KEY", "sk-env")])
+        .validate(&chosen)
+        .expect_err("not allowed")
+        .to_string();
+    assert!(with_key.contains("holds this provider's key"), "{with_key}");
 }
