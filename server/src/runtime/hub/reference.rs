@@ -20,6 +20,11 @@ pub struct RegistryReference {
     pub digest: Option<String>,
 }
 
+/// The longest reference parsed: a registry host (at most 255), a repository (255), a tag
+/// (128) and a digest (71) fit with room to spare; a longer text names nothing, and the
+/// grammar check need not read megabytes to say so.
+const MAX_REFERENCE_BYTES: usize = 1024;
+
 impl RegistryReference {
     /// Parses `text`; references that name no registry get `default_registry`. `field` is
     /// the request field the text came from, for the error.
@@ -32,6 +37,12 @@ impl RegistryReference {
         let text = text.trim();
         if text.is_empty() {
             return Err(bad("the reference is empty"));
+        }
+        if text.len() > MAX_REFERENCE_BYTES {
+            return Err(bad(&format!(
+                "a reference is at most {MAX_REFERENCE_BYTES} bytes (registry, repository, tag \
+                 and digest)"
+            )));
         }
         if text.contains("://") {
             return Err(bad(
