@@ -7,6 +7,7 @@ pub mod bundle;
 pub mod chat;
 pub mod config;
 pub mod error;
+pub mod event_bounds;
 pub mod event_hooks;
 pub mod events;
 pub mod execution;

@@ -518,10 +518,24 @@ fn completed(
     })
 }
 
+/// The longest prompt a turn takes: its `turn_started` event and its turn record carry it
+/// whole, and each must fit in one message to subscribers.
+pub const MAX_PROMPT_BYTES: usize = 1024 * 1024;
+
 /// Checks a turn request before it is queued, naming the field at fault.
 fn validate_request(request: &ExecutionRequest) -> Result<()> {
     if request.prompt.trim().is_empty() {
         return Err(RuntimeError::invalid("prompt", "must not be empty"));
+    }
+    if request.prompt.len() > MAX_PROMPT_BYTES {
+        return Err(RuntimeError::invalid(
+            "prompt",
+            format!(
+                "is {} bytes; a prompt is at most {MAX_PROMPT_BYTES} (its turn's events must \
+                 each fit in one message)",
+                request.prompt.len()
+            ),
+        ));
     }
     if let Some(cwd) = &request.cwd {
         super::overrides::check_cwd(cwd)?;

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use crate::runtime::chat::{ChatMessage, ReasoningState, TokenUsage, ToolCall};
 use crate::runtime::error::{Result, RuntimeError};
+use crate::runtime::event_bounds::{DELTA_BYTES, split};
 use crate::runtime::events::EventPayload;
 use crate::runtime::model::ModelSpec;
 use crate::runtime::provider::{ModelDelta, ModelProvider, ModelRequest};
@@ -151,10 +152,18 @@ impl Turn {
             match delta? {
                 ModelDelta::Text(delta) => {
                     text.push_str(&delta);
-                    self.emit(EventPayload::AgentMessageDelta { delta })?;
+                    for piece in split(&delta, DELTA_BYTES) {
+                        self.emit(EventPayload::AgentMessageDelta {
+                            delta: piece.to_owned(),
+                        })?;
+                    }
                 }
                 ModelDelta::Reasoning(delta) => {
-                    self.emit(EventPayload::ReasoningDelta { delta })?;
+                    for piece in split(&delta, DELTA_BYTES) {
+                        self.emit(EventPayload::ReasoningDelta {
+                            delta: piece.to_owned(),
+                        })?;
+                    }
                 }
                 ModelDelta::ReasoningBreak => {
                     self.emit(EventPayload::ReasoningSectionBreak)?;

@@ -271,6 +271,7 @@ impl SessionHandle {
         held: bool,
     ) -> Result<Arc<Event>> {
         // The one place every event passes before it is written or streamed.
+        crate::runtime::event_bounds::bound(&mut payload);
         if let EventPayload::TurnStarted(started) = &mut payload
             && started.context.model.mask_secrets()
         {
