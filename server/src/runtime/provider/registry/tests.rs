@@ -447,3 +447,32 @@ fn client_chosen_urls_cannot_grow_the_provider_cache_without_bound() {
     let (a, b) = (registry.resolve(&own, root), registry.resolve(&own, root));
     assert!(Arc::ptr_eq(&a.ok().unwrap(), &b.ok().unwrap()));
 }
+
+/// Issue 12 item 4: the URL the operator points a provider at (`--provider-base-url`) is
+/// allowed by definition in a model config: the server's key goes there already.
+#[test]
+fn a_model_may_name_the_url_its_provider_already_calls() {
+    let registry = openai_with(ProviderSettings {
+        base_url: Some("https://proxy.example.com/v1".into()),
+        ..ProviderSettings::default()
+    });
+    for url in [
+        "https://proxy.example.com/v1",
+        "https://proxy.example.com/v1/",
+    ] {
+        let spec = spec_with(serde_json::json!({ "base_url": url }));
+        assert!(
+            registry.resolve(&spec, Path::new(".")).is_ok(),
+            "{url} refused"
+        );
+    }
+    // Only that URL: not a path below it, not another host.
+    for url in [
+        "https://proxy.example.com/v1/other",
+        "https://api.openai.com/v2",
+    ] {
+        let spec = spec_with(serde_json::json!({ "base_url": url }));
+        let e = refusal(&registry, &spec);
+        assert_eq!(e.reason(), "BASE_URL_NOT_ALLOWED", "{url}: {e}");
+    }
+}
