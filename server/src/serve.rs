@@ -107,7 +107,7 @@ pub struct ServeArgs {
     /// [default: 128].
     #[arg(long)]
     pub queue_capacity: Option<usize>,
-    /// Bearer token every RPC but health must carry.
+    /// Bearer token every RPC but health and reflection must carry.
     #[arg(long)]
     pub auth_token: Option<Secret>,
     /// Allow a non-loopback --listen without an auth token.
