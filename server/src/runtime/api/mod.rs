@@ -40,7 +40,7 @@ use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
 pub use builder::RuntimeBuilder;
-pub use bundles::ModelAvailability;
+pub use bundles::{ModelAvailability, ServedAgent};
 pub use commands::{CommandLine, CommandResult, SessionCommand};
 pub use hub::{PulledBundle, PushedBundle};
 pub use info::{Activity, SandboxCapabilities, ServerInfo};
