@@ -44,6 +44,20 @@ async fn the_demo_runs_a_streamed_turn_with_no_network_and_no_key() {
         "streamed answer shown:\n{out}"
     );
     assert!(out.contains("This answer is streaming to you"), "{out}");
+    // Issue 12 item 11: the server and its home are gone once the demo ends, so it does not
+    // send the user to replay a session from them; it says how to keep them.
+    assert!(!out.contains("odyssey events"), "{out}");
+    assert!(out.contains("run `odyssey demo --keep`"), "{out}");
+
+    let home = tempfile::tempdir().expect("demo home");
+    let dir = home.path().to_string_lossy().into_owned();
+    let (code, out, err) = odyssey(&["demo", "--home", &dir]).await;
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("Replay this turn from the kept home:"),
+        "{out}"
+    );
+    assert!(out.contains("  odyssey events "), "{out}");
 }
 
 #[tokio::test]
