@@ -91,7 +91,7 @@ pub async fn run(env: &Env) -> Result<Outcome> {
                         status.message()
                     )));
                 }
-                answer = Some(status.message().to_owned());
+                answer = Some(shorten(status.message(), 160));
             }
             outcome.figures.push(
                 Figure::new(
@@ -131,6 +131,18 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     );
     daemon.stop().await?;
     Ok(outcome)
+}
+
+/// `text` cut to about `max` bytes (at a character boundary), marked when cut.
+fn shorten(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let end = (0..=max)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    format!("{}…", &text[..end])
 }
 
 /// A tar header for a regular file of `size` bytes (the builder adds a GNU long-name record
