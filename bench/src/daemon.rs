@@ -194,6 +194,17 @@ impl Daemon {
         })
     }
 
+    /// Bytes the daemon has caused to be written to storage so far (`write_bytes` of
+    /// `/proc/<pid>/io`).
+    pub fn disk_written(&self) -> Result<u64> {
+        let path = format!("/proc/{}/io", self.pid);
+        let io = std::fs::read_to_string(&path).map_err(|e| BenchError::io("read", &path, e))?;
+        io.lines()
+            .find_map(|line| line.strip_prefix("write_bytes:"))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .ok_or_else(|| BenchError::check(format!("{path} has no write_bytes")))
+    }
+
     /// CPU time the daemon's threads have used so far (from each thread's
     /// `/proc/<pid>/task/<tid>/schedstat`; threads that ended are not counted).
     pub fn cpu_time(&self) -> Result<Duration> {

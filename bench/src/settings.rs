@@ -58,6 +58,9 @@ pub struct Settings {
     /// replay: full replays measured.
     #[arg(long, default_value_t = 5)]
     pub replay_runs: usize,
+    /// archives: times each hostile archive is sent through each RPC.
+    #[arg(long, default_value_t = 5)]
+    pub archive_runs: usize,
     /// A further odysseyd flag for every daemon (`--daemon-arg=--long-term-memory=false`);
     /// repeatable.
     #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]

@@ -107,7 +107,7 @@ pub struct ServeArgs {
     /// [default: 128].
     #[arg(long)]
     pub queue_capacity: Option<usize>,
-    /// Bearer token every RPC but health must carry.
+    /// Bearer token every RPC but health and reflection must carry.
     #[arg(long)]
     pub auth_token: Option<Secret>,
     /// Allow a non-loopback --listen without an auth token.
@@ -172,6 +172,11 @@ pub struct ServeArgs {
     /// Base URL for a provider, e.g. `openai=http://127.0.0.1:8080/v1` (repeatable).
     #[arg(long = "provider-base-url", value_name = "NAME=URL")]
     pub provider_base_urls: Vec<String>,
+    /// Also let a model config's `base_url` send provider NAME's requests (with this
+    /// server's key) to URL, a URL pattern like `https://llm.example.com/v1/*`; adds to
+    /// `providers.NAME.allowed_base_urls` (repeatable).
+    #[arg(long = "allow-base-url", value_name = "NAME=URL")]
+    pub allow_base_urls: Vec<String>,
     /// Output tokens one turn may produce over all its model calls [default: no limit].
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_turn_output_tokens: Option<u64>,

@@ -44,6 +44,20 @@ async fn the_demo_runs_a_streamed_turn_with_no_network_and_no_key() {
         "streamed answer shown:\n{out}"
     );
     assert!(out.contains("This answer is streaming to you"), "{out}");
+    // Issue 12 item 11: the server and its home are gone once the demo ends, so it does not
+    // send the user to replay a session from them; it says how to keep them.
+    assert!(!out.contains("odyssey events"), "{out}");
+    assert!(out.contains("run `odyssey demo --keep`"), "{out}");
+
+    let home = tempfile::tempdir().expect("demo home");
+    let dir = home.path().to_string_lossy().into_owned();
+    let (code, out, err) = odyssey(&["demo", "--home", &dir]).await;
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("Replay this turn from the kept home:"),
+        "{out}"
+    );
+    assert!(out.contains("  odyssey events "), "{out}");
 }
 
 #[tokio::test]
@@ -805,4 +819,47 @@ async fn approvals_follows_every_page_of_a_long_queue() {
         REQUESTS + 1,
         "a header and every request"
     );
+}
+
+/// Issue 12 item 9: `events --after N` past the session's end fails the same way with and
+/// without `--follow`: exit 1, one line naming the last sequence. At the end exactly,
+/// without `--follow`, there is simply nothing to print.
+#[tokio::test]
+async fn events_after_the_end_name_the_last_sequence() {
+    let server = TestServer::start().await;
+    let url = server.handle.url();
+    let project = Project::replay("pastend", &[r#"{"text": ["Done."]}"#]);
+    let dir = project.path().to_string_lossy().into_owned();
+    let (code, _, err) = odyssey(&["--server", &url, "bundle", "build", &dir]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) =
+        odyssey(&["--server", &url, "--json", "session", "create", "pastend"]).await;
+    assert_eq!(code, 0, "{err}");
+    let session: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    let id = session["id"].as_str().expect("session id").to_string();
+    let (code, _, err) = odyssey(&["--server", &url, "run", &id, "hello"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = odyssey(&["--server", &url, "--json", "session", "get", &id]).await;
+    let info: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    let last = info["last_sequence"].as_u64().expect("last_sequence");
+
+    let past = (last + 5).to_string();
+    for follow in [false, true] {
+        let mut args = vec!["--server", url.as_str(), "events", &id, "--after", &past];
+        if follow {
+            args.push("--follow");
+        }
+        let (code, out, err) = odyssey(&args).await;
+        assert_eq!(code, 1, "follow {follow}: {out}{err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(
+            err.contains(&format!("--after {past} is past the end of session {id}"))
+                && err.contains(&format!("its last sequence is {last}")),
+            "{err}"
+        );
+    }
+    let at_end = last.to_string();
+    let (code, out, err) = odyssey(&["--server", &url, "events", &id, "--after", &at_end]).await;
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""));
 }

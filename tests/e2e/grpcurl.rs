@@ -110,8 +110,17 @@ async fn grpcurl_lists_describes_checks_health_and_streams_a_session() {
         assert!(services.contains(name), "{name} in {services:?}");
     }
 
-    // Reflection is behind the token like every service but health.
-    let (ok, _, stderr) = grpcurl.run(false, &["list"], None).await;
+    // Issue 12 item 10: reflection needs no token, like health (it tells only the schema,
+    // which the repository publishes); the services themselves still do.
+    let (ok, stdout, stderr) = grpcurl.run(false, &["list"], None).await;
+    assert!(ok, "list without a token: {stderr}");
+    assert!(
+        stdout.lines().any(|l| l == "odyssey.v1.SessionService"),
+        "{stdout}"
+    );
+    let (ok, _, stderr) = grpcurl
+        .run(false, &["odyssey.v1.BundleService/ListBundles"], None)
+        .await;
     assert!(!ok && stderr.contains("Unauthenticated"), "{stderr}");
 
     // describe: the method and its message types.
@@ -141,13 +150,10 @@ async fn grpcurl_lists_describes_checks_health_and_streams_a_session() {
         "{stdout}{stderr}"
     );
 
-    // Health answers without a token (only the reflection lookup carries one).
+    // Health answers without a token, the reflection lookup before it too: the check
+    // the README shows works as written.
     let (ok, stdout, stderr) = grpcurl
-        .run_with(
-            &["-reflect-header", BEARER],
-            &["grpc.health.v1.Health/Check"],
-            None,
-        )
+        .run(false, &["grpc.health.v1.Health/Check"], None)
         .await;
     assert!(ok, "health: {stderr}");
     assert_eq!(

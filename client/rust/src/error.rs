@@ -17,7 +17,7 @@ pub enum ClientError {
         source: tonic::transport::Error,
     },
     /// Nothing answered at the server address.
-    #[error("cannot connect to {url}: {}", transport_detail(.source))]
+    #[error("cannot connect to {url}: {}{}", transport_detail(.source), connect_hint(.url, .source))]
     Connect {
         url: String,
         #[source]
@@ -142,6 +142,47 @@ fn transport_detail(error: &tonic::transport::Error) -> String {
     detail
 }
 
+/// What to do about a failed connection, when the cause is one a user can fix here: a
+/// loopback address that is unreachable means the loopback interface is down (a fresh
+/// network namespace, a container started without it).
+fn connect_hint(url: &str, error: &tonic::transport::Error) -> &'static str {
+    let unreachable = io_errors(error).any(|e| {
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::NetworkUnreachable | std::io::ErrorKind::AddrNotAvailable
+        )
+    });
+    if unreachable && is_loopback_url(url) {
+        "; the loopback interface is down in this network namespace: bring it up \
+         (`ip link set lo up`, as its root) or run this where loopback works"
+    } else {
+        ""
+    }
+}
+
+/// The I/O errors along an error's source chain.
+fn io_errors<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a std::io::Error> {
+    std::iter::successors(Some(error), |e| e.source())
+        .filter_map(|e| e.downcast_ref::<std::io::Error>())
+}
+
+/// Whether `url` names this machine by a loopback address or `localhost`.
+fn is_loopback_url(url: &str) -> bool {
+    let Ok(uri) = url.parse::<tonic::codegen::http::Uri>() else {
+        return false;
+    };
+    let Some(host) = uri.host() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +198,20 @@ mod tests {
     fn empty_messages_fall_back_to_the_code() {
         let error = ClientError::from(tonic::Status::new(Code::Unavailable, ""));
         assert!(!error.to_string().is_empty());
+    }
+
+    #[test]
+    fn loopback_urls_are_recognized() {
+        for url in [
+            "http://127.0.0.1:8472",
+            "https://localhost:1",
+            "http://[::1]:80",
+        ] {
+            assert!(is_loopback_url(url), "{url}");
+        }
+        for url in ["http://10.0.0.1:8472", "http://example.com", "not a url"] {
+            assert!(!is_loopback_url(url), "{url}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The environment and flag layers, and the merge of all layers into one value per key
 //! with its source. Later layers replace earlier values (a list is replaced whole, never
-//! appended to); requirements may only be set by the files allowed to hold them, and only
-//! narrowed by a later one.
+//! appended to, except by `--allow-base-url`, which adds to a provider's
+//! `allowed_base_urls`); requirements may only be set by the files allowed to hold them, and
+//! only narrowed by a later one.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,8 @@ use crate::serve::ServeArgs;
 
 /// The flag (and, through [`env_var_of`], the variable) that sets providers' base URLs.
 const PROVIDER_BASE_URL_FLAG: &str = "--provider-base-url";
+/// The flag (and variable) that adds to a provider's `allowed_base_urls`.
+const ALLOW_BASE_URL_FLAG: &str = "--allow-base-url";
 
 /// Values from `ODYSSEY_*` variables. An empty variable counts as unset.
 pub fn env_leaves(
@@ -41,10 +44,20 @@ pub fn env_leaves(
         })?;
         leaves.push(leaf(setting.key.to_owned(), value, at));
     }
-    let var = env_var_of(PROVIDER_BASE_URL_FLAG);
-    if let Some(text) = env.get(&var).filter(|t| !t.is_empty()) {
-        for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            leaves.push(provider_url(schema, entry, Source::Env(var.clone()))?);
+    for (flag, field) in [
+        (PROVIDER_BASE_URL_FLAG, ProviderUrl::BaseUrl),
+        (ALLOW_BASE_URL_FLAG, ProviderUrl::Allowed),
+    ] {
+        let var = env_var_of(flag);
+        if let Some(text) = env.get(&var).filter(|t| !t.is_empty()) {
+            for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+                leaves.push(provider_url(
+                    schema,
+                    field,
+                    entry,
+                    Source::Env(var.clone()),
+                )?);
+            }
         }
     }
     Ok(leaves)
@@ -67,25 +80,53 @@ pub fn flag_leaves(schema: &Schema, args: &ServeArgs) -> Result<Vec<Leaf>, Confi
     for entry in &args.provider_base_urls {
         leaves.push(provider_url(
             schema,
+            ProviderUrl::BaseUrl,
             entry,
             Source::Flag(PROVIDER_BASE_URL_FLAG),
+        )?);
+    }
+    for entry in &args.allow_base_urls {
+        leaves.push(provider_url(
+            schema,
+            ProviderUrl::Allowed,
+            entry,
+            Source::Flag(ALLOW_BASE_URL_FLAG),
         )?);
     }
     Ok(leaves)
 }
 
-/// `NAME=URL` as `providers.NAME.base_url`.
-fn provider_url(schema: &Schema, entry: &str, at: Source) -> Result<Leaf, ConfigError> {
+/// Which provider key a `NAME=URL` flag sets.
+#[derive(Clone, Copy)]
+enum ProviderUrl {
+    /// `providers.NAME.base_url`.
+    BaseUrl,
+    /// One more pattern of `providers.NAME.allowed_base_urls`.
+    Allowed,
+}
+
+/// `NAME=URL` as `providers.NAME.base_url`, or as a one-pattern `allowed_base_urls` that
+/// [`merge`] adds to the earlier layers' list.
+fn provider_url(
+    schema: &Schema,
+    field: ProviderUrl,
+    entry: &str,
+    at: Source,
+) -> Result<Leaf, ConfigError> {
+    let field_name = match field {
+        ProviderUrl::BaseUrl => "base_url",
+        ProviderUrl::Allowed => "allowed_base_urls",
+    };
     let (name, url) = entry
         .split_once('=')
         .map(|(n, u)| (n.trim(), u.trim()))
         .filter(|(n, u)| !n.is_empty() && !u.is_empty())
         .ok_or_else(|| ConfigError::Value {
             at: at.clone(),
-            key: "providers.<name>.base_url".into(),
+            key: format!("providers.<name>.{field_name}"),
             message: format!("`{entry}` is not NAME=URL"),
         })?;
-    let key = format!("providers.{name}.base_url");
+    let key = format!("providers.{name}.{field_name}");
     if !schema.is_leaf(&key) {
         return Err(ConfigError::UnknownKey {
             hint: schema.hint(super::schema::PROVIDERS),
@@ -93,7 +134,22 @@ fn provider_url(schema: &Schema, entry: &str, at: Source) -> Result<Leaf, Config
             key,
         });
     }
-    Ok(leaf(key, toml::Value::from(url), at))
+    let value = match field {
+        ProviderUrl::BaseUrl => toml::Value::from(url),
+        ProviderUrl::Allowed => toml::Value::Array(vec![toml::Value::from(url)]),
+    };
+    Ok(leaf(key, value, at))
+}
+
+/// Whether a leaf adds to the list before it rather than replacing it: only
+/// `--allow-base-url` (and its variable) does, so an operator can allow one more URL
+/// without restating a configuration file's list.
+fn extends(source: &Source) -> bool {
+    match source {
+        Source::Flag(flag) => *flag == ALLOW_BASE_URL_FLAG,
+        Source::Env(var) => *var == env_var_of(ALLOW_BASE_URL_FLAG),
+        _ => false,
+    }
 }
 
 fn leaf(key: String, value: toml::Value, source: Source) -> Leaf {
@@ -172,10 +228,20 @@ pub fn merge(
             })?;
         }
         let secret = schema.is_secret(&leaf.key);
+        let earlier = entries
+            .get(&leaf.key)
+            .filter(|_| extends(&leaf.source))
+            .map(|earlier| &earlier.value);
+        let value = match (earlier, leaf.value) {
+            (Some(toml::Value::Array(before)), toml::Value::Array(added)) => {
+                toml::Value::Array(before.iter().cloned().chain(added).collect())
+            }
+            (_, value) => value,
+        };
         entries.insert(
             leaf.key,
             Entry {
-                value: leaf.value,
+                value,
                 source: leaf.source,
                 secret,
             },

@@ -930,3 +930,58 @@ fn a_model_override_with_a_credential_is_refused() {
     );
     assert!(!e.contains("sk-override-999"), "{e}");
 }
+
+/// Issue 12 item 4: `--allow-base-url NAME=URL` (repeatable, and its variable) adds to
+/// `providers.NAME.allowed_base_urls` from the files instead of replacing it.
+#[test]
+fn allow_base_url_adds_to_a_providers_allowed_urls() {
+    let mut machine = Machine::new();
+    let file = machine.write(
+        "ops/providers.toml",
+        "[providers.openai]\nallowed_base_urls = [\"https://proxy.example.com/*\"]\n",
+    );
+    machine.set_env(
+        "ODYSSEY_ALLOW_BASE_URL",
+        "openai=https://env.example.com/v1",
+    );
+    let loaded = machine
+        .load(&[
+            "--config",
+            &path_text(&file),
+            "--allow-base-url",
+            "openai=https://one.example.com/v1",
+            "--allow-base-url",
+            "ollama=http://10.0.0.2:11434/*",
+        ])
+        .unwrap();
+    let allowed = |name: &str| -> Vec<String> {
+        loaded.config.runtime.providers[name]
+            .allowed_base_urls
+            .iter()
+            .map(|p| p.as_str().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        allowed("openai"),
+        [
+            "https://proxy.example.com/*",
+            "https://env.example.com/v1",
+            "https://one.example.com/v1"
+        ]
+    );
+    assert_eq!(allowed("ollama"), ["http://10.0.0.2:11434/*"]);
+    assert_eq!(
+        source_of(&loaded, "providers.openai.allowed_base_urls"),
+        "flag --allow-base-url"
+    );
+
+    let e = error(machine.load(&["--allow-base-url", "openai"]));
+    assert!(e.contains("`openai` is not NAME=URL"), "{e}");
+    let e = error(machine.load(&["--allow-base-url", "openai=https://x.example.com/a*b"]));
+    assert!(
+        e.contains("providers.openai.allowed_base_urls") && e.contains("may only end"),
+        "{e}"
+    );
+    let e = error(machine.load(&["--allow-base-url", "nosuch=https://x.example.com/v1"]));
+    assert!(e.contains("providers.nosuch.allowed_base_urls"), "{e}");
+}

@@ -26,6 +26,7 @@ use crate::runtime::bundle::{ArchiveLimits, BundleStore, InstallOptions, RECORD_
 const LIMITS: ArchiveLimits = ArchiveLimits {
     max_entries: 16,
     max_total_bytes: 16 * 1024,
+    max_expansion: 100,
 };
 
 /// Where the store keeps installs in progress (`bundle::store`).

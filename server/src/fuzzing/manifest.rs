@@ -23,6 +23,7 @@ use crate::runtime::bundle::{
 const LIMITS: ArchiveLimits = ArchiveLimits {
     max_entries: 32,
     max_total_bytes: 64 * 1024,
+    max_expansion: 100,
 };
 
 /// Files after the manifest that the harness writes at most.

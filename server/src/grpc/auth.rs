@@ -1,6 +1,6 @@
-//! Bearer-token authentication for every RPC but health checks. A tower layer rather
-//! than a per-service interceptor, so reflection and every future service are covered
-//! without each remembering to opt in.
+//! Bearer-token authentication for every RPC but health checks and reflection. A tower
+//! layer rather than a per-service interceptor, so every future service is covered without
+//! remembering to opt in.
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -8,8 +8,16 @@ use std::task::{Context, Poll};
 use tonic::Status;
 use tower::{Layer, Service};
 
-/// Paths that answer without a token: load balancers and orchestrators probe them.
+/// Health checks answer without a token: load balancers and orchestrators probe them.
 pub(crate) const OPEN_PREFIX: &str = "/grpc.health.v1.Health/";
+/// Services that answer without a token: health, and reflection (both versions), which
+/// tells a client like grpcurl the API's schema, no secret (it is the `.proto` files of
+/// the repository), and which grpcurl asks for before any call, health checks included.
+const OPEN_PREFIXES: [&str; 3] = [
+    OPEN_PREFIX,
+    "/grpc.reflection.v1.ServerReflection/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
+];
 
 #[derive(Clone)]
 pub struct AuthLayer {
@@ -61,7 +69,9 @@ where
         let Some(token) = &self.token else {
             return futures::future::Either::Left(self.inner.call(request));
         };
-        if request.uri().path().starts_with(OPEN_PREFIX) || authorized(&request, token) {
+        let path = request.uri().path();
+        let open = OPEN_PREFIXES.iter().any(|prefix| path.starts_with(prefix));
+        if open || authorized(&request, token) {
             return futures::future::Either::Left(self.inner.call(request));
         }
         let status = Status::unauthenticated(

@@ -139,7 +139,8 @@ impl BundleService for Bundles {
             .inspect_bundle(required("reference", &reference)?)
             .await
             .map_err(to_status)?;
-        Ok(Response::new(convert::inspect(&bundle)))
+        let agents = self.runtime.served_agents(&bundle);
+        Ok(Response::new(convert::inspect(&bundle, &agents)))
     }
 
     async fn list_bundles(

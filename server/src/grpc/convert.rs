@@ -5,14 +5,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use odyssey_api::v1 as pb;
 use prost_types::{ListValue, Struct, Timestamp, Value, value::Kind};
 
-use crate::runtime::bundle::{AgentDefinition, InstalledBundle, SkillSummary};
+use crate::runtime::bundle::{InstalledBundle, SkillSummary};
 use crate::runtime::chat::{ChatMessage, Role, TokenUsage};
 use crate::runtime::events::{self as ev, Event, EventPayload};
 use crate::runtime::execution::{ExecutionState, ExecutionStatus};
 use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
 use crate::runtime::session::SessionInfo;
 use crate::runtime::skills::{SkillListing, SkillSource};
-use crate::runtime::{ModelAvailability, ModelSpec};
+use crate::runtime::{ModelAvailability, ModelSpec, ServedAgent};
 
 pub fn timestamp(at: SystemTime) -> Timestamp {
     let since = at.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
@@ -242,7 +242,8 @@ pub fn bundle(b: &InstalledBundle) -> pb::Bundle {
     }
 }
 
-pub fn agent(a: &AgentDefinition) -> pb::AgentInfo {
+pub fn agent(served: &ServedAgent) -> pb::AgentInfo {
+    let a = &served.agent;
     pb::AgentInfo {
         id: a.id.clone(),
         name: a.name.clone(),
@@ -253,6 +254,7 @@ pub fn agent(a: &AgentDefinition) -> pb::AgentInfo {
         tools_allow: a.tools.allow.clone(),
         tools_ask: a.tools.ask.clone(),
         tools_deny: a.tools.deny.clone(),
+        bundle_model: served.bundle_model.as_ref().map(model),
     }
 }
 
@@ -279,14 +281,16 @@ pub fn model_info(m: &ModelAvailability) -> pb::ModelInfo {
         model: Some(model(&m.model)),
         available: m.available,
         detail: m.detail.clone(),
+        bundle_model: m.bundle_model.as_ref().map(model),
     }
 }
 
-pub fn inspect(b: &InstalledBundle) -> pb::InspectBundleResponse {
+/// `agents` are the bundle's, each with the model this server runs it on.
+pub fn inspect(b: &InstalledBundle, agents: &[ServedAgent]) -> pb::InspectBundleResponse {
     let m = &b.manifest;
     pb::InspectBundleResponse {
         bundle: Some(bundle(b)),
-        agents: m.agents.iter().map(agent).collect(),
+        agents: agents.iter().map(agent).collect(),
         skills: m.skills.iter().map(skill).collect(),
         tools: m
             .tools

@@ -39,7 +39,8 @@ use crate::tls::{GRPC_ALPN, TlsIdentity, TlsListener};
 /// Transport settings of the gRPC surface.
 #[derive(Clone)]
 pub struct GrpcOptions {
-    /// When set, every RPC but health checks needs `authorization: Bearer <token>`.
+    /// When set, every RPC but health checks and reflection needs `authorization: Bearer
+    /// <token>`.
     pub auth_token: Option<String>,
     /// Interval of heartbeats on idle SubscribeSession streams.
     pub heartbeat: Duration,

@@ -32,7 +32,7 @@ pub mod tools;
 
 pub use api::{
     Activity, CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, PulledBundle,
-    PushedBundle, RuntimeBuilder, RuntimeCollector, SandboxCapabilities, ServerInfo,
+    PushedBundle, RuntimeBuilder, RuntimeCollector, SandboxCapabilities, ServedAgent, ServerInfo,
     SessionCommand, SessionFilter, SessionSpec,
 };
 pub use bundle::InstallOptions;

@@ -10,4 +10,5 @@ mod support;
 
 mod crash;
 mod disk;
+mod interrupted;
 mod load;

@@ -103,3 +103,118 @@ model = "openai/gpt-main"
         "only the overridden sessions called it"
     );
 }
+
+/// `provider/name` of a model, or "" when absent.
+fn named(model: Option<&pb::ModelSpec>) -> String {
+    model
+        .map(|m| format!("{}/{}", m.provider, m.name))
+        .unwrap_or_default()
+}
+
+/// Issue 12 item 5: ListAgents, ListModels and InspectBundle answer with the model sessions
+/// run on (the override), and the bundle's own where they differ; `odyssey agents` and
+/// `odyssey models` show both. Issue 12 item 6: the override's integers stay integers in
+/// the CLI's JSON.
+#[tokio::test]
+async fn agents_and_models_show_the_model_sessions_run_on() {
+    let (server, _dir) = configured(&format!(
+        r#"
+[providers.openai]
+api_key = "{KEY}"
+
+[[models.override]]
+bundle = "listed"
+agent = "main"
+model = "openai/gpt-main"
+config = {{ max_tokens = 512, temperature = 0.25 }}
+"#
+    ))
+    .await;
+    let bundle = bundle_name(&server.install(&two_agents("listed")).await);
+
+    let agents = server
+        .bundles()
+        .list_agents(pb::ListAgentsRequest {
+            bundle_reference: bundle.clone(),
+        })
+        .await
+        .expect("ListAgents")
+        .into_inner()
+        .agents;
+    let shown: Vec<(String, String, String)> = agents
+        .iter()
+        .map(|a| {
+            (
+                a.id.clone(),
+                named(a.model.as_ref()),
+                named(a.bundle_model.as_ref()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (
+                "main".into(),
+                "openai/gpt-main".into(),
+                "replay/main".into()
+            ),
+            ("helper".into(), "replay/main".into(), String::new()),
+        ]
+    );
+    let inspected = server
+        .bundles()
+        .inspect_bundle(pb::InspectBundleRequest {
+            reference: bundle.clone(),
+        })
+        .await
+        .expect("InspectBundle")
+        .into_inner();
+    assert_eq!(inspected.agents, agents, "InspectBundle agrees");
+    let models = server
+        .bundles()
+        .list_models(pb::ListModelsRequest {
+            bundle_reference: bundle.clone(),
+        })
+        .await
+        .expect("ListModels")
+        .into_inner()
+        .models;
+    assert_eq!(named(models[0].model.as_ref()), "openai/gpt-main");
+    assert_eq!(named(models[0].bundle_model.as_ref()), "replay/main");
+    assert!(models[0].available, "{:?}", models[0]);
+    assert_eq!(named(models[1].model.as_ref()), "replay/main");
+    assert!(models[1].bundle_model.is_none());
+
+    let url = server.handle.url();
+    let (code, out, err) = cli(&["--server", &url, "agents", &bundle]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("openai/gpt-main (bundle: replay/main)"),
+        "{out}"
+    );
+    let (code, out, err) = cli(&["--server", &url, "--json", "models", &bundle]).await;
+    assert_eq!(code, 0, "{err}");
+    let first: serde_json::Value =
+        serde_json::from_str(out.lines().next().unwrap_or_default()).expect("JSON line");
+    assert_eq!(first["model"]["name"], "gpt-main");
+    assert_eq!(first["bundle_model"]["name"], "main");
+    let config = &first["model"]["config"];
+    assert!(config["max_tokens"].is_u64(), "{config}");
+    assert_eq!(
+        config.to_string(),
+        r#"{"max_tokens":512,"temperature":0.25}"#
+    );
+}
+
+/// Runs the CLI in-process; returns (exit code, stdout, stderr).
+async fn cli(args: &[&str]) -> (i32, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let args = args.iter().map(|a| a.to_string()).collect();
+    let code = odyssey_client::run_cli(args, &mut out, &mut err).await;
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}

@@ -5,6 +5,7 @@ use super::error::CliError;
 use super::output::Output;
 use super::{Global, json, render};
 use crate::model::format_model;
+use crate::proto as pb;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct CatalogArgs {
@@ -29,7 +30,7 @@ pub(crate) async fn agents(
         .map(|a| {
             vec![
                 a.id.clone(),
-                format_model(a.model.as_ref()),
+                served_model(a.model.as_ref(), a.bundle_model.as_ref()),
                 if a.is_default {
                     "yes".into()
                 } else {
@@ -60,7 +61,7 @@ pub(crate) async fn models(
         .map(|m| {
             vec![
                 m.agent_id.clone(),
-                format_model(m.model.as_ref()),
+                served_model(m.model.as_ref(), m.bundle_model.as_ref()),
                 if m.available {
                     "yes".into()
                 } else {
@@ -72,6 +73,23 @@ pub(crate) async fn models(
         .collect();
     output.table(&["AGENT", "MODEL", "AVAILABLE", "DETAIL"], &rows)?;
     Ok(())
+}
+
+/// The model the server runs an agent on, and the bundle's own after it when the
+/// operator's override replaces it: `ollama/llama3 (bundle: openai/gpt-4.1-mini)`.
+fn served_model(model: Option<&pb::ModelSpec>, bundle: Option<&pb::ModelSpec>) -> String {
+    let served = format_model(model);
+    match bundle {
+        None => served,
+        Some(bundle) => {
+            let named = format_model(Some(bundle));
+            if named == served {
+                format!("{served} (bundle: the same model, another config)")
+            } else {
+                format!("{served} (bundle: {named})")
+            }
+        }
+    }
 }
 
 pub(crate) async fn skills(
@@ -103,4 +121,34 @@ pub(crate) async fn skills(
         .collect();
     output.table(&["SKILL", "SOURCE", "PATH", "DESCRIPTION"], &rows)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(provider: &str, name: &str) -> pb::ModelSpec {
+        pb::ModelSpec {
+            provider: provider.into(),
+            name: name.into(),
+            config: None,
+        }
+    }
+
+    /// Issue 12 item 5: the model shown is the one the server runs, the bundle's after it
+    /// when an override replaced it.
+    #[test]
+    fn an_overridden_model_names_the_bundles_too() {
+        let served = spec("ollama", "llama3");
+        let bundle = spec("openai", "gpt-4.1-mini");
+        assert_eq!(served_model(Some(&served), None), "ollama/llama3");
+        assert_eq!(
+            served_model(Some(&served), Some(&bundle)),
+            "ollama/llama3 (bundle: openai/gpt-4.1-mini)"
+        );
+        assert_eq!(
+            served_model(Some(&bundle), Some(&bundle)),
+            "openai/gpt-4.1-mini (bundle: the same model, another config)"
+        );
+    }
 }

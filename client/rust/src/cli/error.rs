@@ -21,6 +21,13 @@ pub(crate) enum CliError {
         #[source]
         source: io::Error,
     },
+    /// `odyssey events --after N` with N beyond the session's last event.
+    #[error("--after {after} is past the end of session {session}: its last sequence is {last}")]
+    PastTheEnd {
+        session: String,
+        after: u64,
+        last: u64,
+    },
     /// A combination of arguments clap cannot rule out by itself.
     #[error("{0}")]
     Usage(String),

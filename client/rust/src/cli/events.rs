@@ -23,15 +23,21 @@ pub(crate) async fn run(
     output: &mut Output<'_>,
 ) -> Result<(), CliError> {
     let client = global.connect().await?;
-    // Without --follow the command stops at the log's end as it is now, so it needs to know
-    // where that is before it starts reading.
+    // Where the log ends now: without --follow the command stops there, and a start past
+    // it (with or without --follow) is a mistake worth saying, not an empty answer.
+    let last = client.get_session(&args.session).await?.last_sequence;
+    if args.after > last {
+        return Err(CliError::PastTheEnd {
+            session: args.session,
+            after: args.after,
+            last,
+        });
+    }
     let stop_at = if args.follow {
         None
+    } else if last == args.after {
+        return Ok(());
     } else {
-        let last = client.get_session(&args.session).await?.last_sequence;
-        if last <= args.after {
-            return Ok(());
-        }
         Some(last)
     };
     let mut events = client.subscribe(&args.session, args.after).await?;

@@ -36,15 +36,25 @@ pub(crate) fn struct_to_json(s: &prost_types::Struct) -> Value {
 pub(crate) fn value_to_json(value: &prost_types::Value) -> Value {
     match &value.kind {
         None | Some(Kind::NullValue(_)) => Value::Null,
-        Some(Kind::NumberValue(n)) => {
-            serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number)
-        }
+        Some(Kind::NumberValue(n)) => number(*n),
         Some(Kind::StringValue(s)) => Value::from(s.as_str()),
         Some(Kind::BoolValue(b)) => Value::from(*b),
         Some(Kind::StructValue(s)) => struct_to_json(s),
         Some(Kind::ListValue(list)) => {
             Value::Array(list.values.iter().map(value_to_json).collect())
         }
+    }
+}
+
+/// A `Struct` number as JSON. The wire holds every number as a double, so a whole one goes
+/// back to a JSON integer (`max_tokens: 512`, not `512.0`); beyond 2^53 a double no longer
+/// holds every integer, so those stay as they are.
+fn number(n: f64) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    if n.fract() == 0.0 && n.abs() <= EXACT {
+        Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
     }
 }
 
@@ -99,6 +109,7 @@ pub(crate) fn agent(a: &pb::AgentInfo) -> Value {
         "tools_allow": a.tools_allow,
         "tools_ask": a.tools_ask,
         "tools_deny": a.tools_deny,
+        "bundle_model": model(a.bundle_model.as_ref()),
     })
 }
 
@@ -108,6 +119,7 @@ pub(crate) fn model_info(m: &pb::ModelInfo) -> Value {
         "model": model(m.model.as_ref()),
         "available": m.available,
         "detail": m.detail,
+        "bundle_model": model(m.bundle_model.as_ref()),
     })
 }
 
@@ -422,6 +434,7 @@ mod tests {
         assert_eq!(enum_name(99, pb::TurnOutcome::as_str_name), Value::from(99));
     }
 
+    /// Issue 12 item 6: whole numbers come back as JSON integers (`512`, not `512.0`).
     #[test]
     fn structs_become_plain_json() {
         let mut fields = BTreeMap::new();
@@ -430,14 +443,16 @@ mod tests {
             prost_types::Value::from("README.md".to_owned()),
         );
         fields.insert("limit".to_owned(), prost_types::Value::from(10.0));
+        fields.insert("temperature".to_owned(), prost_types::Value::from(0.25));
+        fields.insert("huge".to_owned(), prost_types::Value::from(1e300));
         fields.insert(
             "flags".to_owned(),
-            prost_types::Value::from(vec![prost_types::Value::from(true)]),
+            prost_types::Value::from(vec![prost_types::Value::from(-3.0)]),
         );
         let value = struct_to_json(&prost_types::Struct { fields });
         assert_eq!(
-            value,
-            json!({ "path": "README.md", "limit": 10.0, "flags": [true] })
+            value.to_string(),
+            r#"{"flags":[-3],"huge":1e+300,"limit":10,"path":"README.md","temperature":0.25}"#
         );
     }
 

@@ -4,18 +4,33 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::OdysseyRuntime;
-use crate::runtime::bundle::{self, BundleId, BundleStore, InstallOptions, InstalledBundle};
+use crate::runtime::bundle::{
+    self, AgentDefinition, BundleId, BundleStore, InstallOptions, InstalledBundle,
+};
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::model::ModelSpec;
+use crate::runtime::model_override::find_override;
 use crate::runtime::paging::{Page, PageRequest, paginate};
 
 /// Whether the server has what an agent's model needs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelAvailability {
     pub agent_id: String,
+    /// The model the agent's sessions run on when the client names none.
     pub model: ModelSpec,
+    /// The bundle's own model, when an operator's override replaces it.
+    pub bundle_model: Option<ModelSpec>,
     pub available: bool,
     pub detail: String,
+}
+
+/// An agent as this server runs it: its definition with the model its sessions get when
+/// the client names none (the operator's override, else the bundle's), and the bundle's
+/// own model where an override replaces it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServedAgent {
+    pub agent: AgentDefinition,
+    pub bundle_model: Option<ModelSpec>,
 }
 
 impl OdysseyRuntime {
@@ -134,27 +149,58 @@ impl OdysseyRuntime {
         .await
     }
 
-    pub async fn list_agents(&self, reference: &str) -> Result<Vec<bundle::AgentDefinition>> {
-        Ok(self
-            .inspect_bundle(reference)
-            .await?
-            .manifest
-            .agents
-            .clone())
+    /// A bundle's agents, each with the model this server runs it on.
+    pub async fn list_agents(&self, reference: &str) -> Result<Vec<ServedAgent>> {
+        Ok(self.served_agents(&*self.inspect_bundle(reference).await?))
     }
 
-    /// The models a bundle's agents use, and whether this server can serve each. Local
-    /// servers are probed, all at once, so the answer waits at most one probe timeout.
+    /// `bundle`'s agents, each with the model this server runs it on.
+    pub fn served_agents(&self, bundle: &InstalledBundle) -> Vec<ServedAgent> {
+        bundle
+            .manifest
+            .agents
+            .iter()
+            .map(|agent| {
+                let (model, bundle_model) = self.default_model(&bundle.id, agent);
+                ServedAgent {
+                    agent: AgentDefinition {
+                        model,
+                        ..agent.clone()
+                    },
+                    bundle_model,
+                }
+            })
+            .collect()
+    }
+
+    /// The model sessions of `agent` run on when the client names none: the operator's
+    /// override for it, else the agent's own; with the agent's own when it was replaced.
+    pub(super) fn default_model(
+        &self,
+        bundle: &BundleId,
+        agent: &AgentDefinition,
+    ) -> (ModelSpec, Option<ModelSpec>) {
+        match find_override(&self.inner.config.model_overrides, bundle, &agent.id) {
+            Some(model) if *model != agent.model => (model.clone(), Some(agent.model.clone())),
+            _ => (agent.model.clone(), None),
+        }
+    }
+
+    /// The models a bundle's agents run on here, and whether this server can serve each.
+    /// Local servers are probed, all at once, so the answer waits at most one probe
+    /// timeout.
     pub async fn list_models(&self, reference: &str) -> Result<Vec<ModelAvailability>> {
         let bundle = self.inspect_bundle(reference).await?;
         let providers = &self.inner.providers;
-        let checks = bundle.manifest.agents.iter().map(|agent| async {
+        let agents = self.served_agents(&bundle);
+        let checks = agents.into_iter().map(|served| async {
             let (available, detail) = providers
-                .check_availability(&agent.model, &bundle.root)
+                .check_availability(&served.agent.model, &bundle.root)
                 .await;
             ModelAvailability {
-                agent_id: agent.id.clone(),
-                model: agent.model.clone(),
+                agent_id: served.agent.id,
+                model: served.agent.model,
+                bundle_model: served.bundle_model,
                 available,
                 detail,
             }

@@ -244,7 +244,8 @@ impl OdysseyRuntime {
                 // Written but not synced, the start stays in the log: the turn is closed
                 // as failed later (and stays journaled until then).
                 let error = format!("cannot record the turn's start: {}", e.client_message());
-                if !session.abandon_turn(execution_id, TurnOutcome::Failed, error.clone()) {
+                let spent = (Default::default(), 0);
+                if !session.abandon_turn(execution_id, TurnOutcome::Failed, error.clone(), spent) {
                     self.inner.sessions.journal_turn_end(session.id());
                 }
                 self.inner.executions.update(execution_id, |s| {
@@ -306,6 +307,7 @@ impl OdysseyRuntime {
         };
         let response = std::mem::take(&mut progress.response);
         let usage = progress.usage;
+        let model_calls = progress.model_calls;
         let record = completed(outcome, response.clone(), error.clone(), progress);
         let executions = &self.inner.executions;
         let ended = session
@@ -334,7 +336,12 @@ impl OdysseyRuntime {
                 // turn running: it stays open (and journaled), and is closed as failed
                 // before the session's next turn, or at the next start.
                 let error = format!("cannot record the turn's end: {}", e.client_message());
-                let open = session.abandon_turn(execution_id, TurnOutcome::Failed, error.clone());
+                let open = session.abandon_turn(
+                    execution_id,
+                    TurnOutcome::Failed,
+                    error.clone(),
+                    (usage, model_calls),
+                );
                 if !open {
                     self.inner.sessions.journal_turn_end(session.id());
                 }

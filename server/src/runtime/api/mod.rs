@@ -40,7 +40,7 @@ use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
 pub use builder::RuntimeBuilder;
-pub use bundles::ModelAvailability;
+pub use bundles::{ModelAvailability, ServedAgent};
 pub use commands::{CommandLine, CommandResult, SessionCommand};
 pub use hub::{PulledBundle, PushedBundle};
 pub use info::{Activity, SandboxCapabilities, ServerInfo};
@@ -88,7 +88,7 @@ struct Inner {
     /// The operator's skill roots, kept up to date.
     skills: Arc<ServerSkills>,
     queue: Queue,
-    executions: ExecutionTable,
+    executions: Arc<ExecutionTable>,
     slots: Arc<Semaphore>,
     turns: TaskTracker,
     started_at: SystemTime,
@@ -136,8 +136,9 @@ impl OdysseyRuntime {
             EventHooks::start(&config.event_hooks)
                 .map_err(|message| RuntimeError::invalid("event_hooks", message))?,
         );
+        let executions = Arc::new(ExecutionTable::new(config.execution_history));
         let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?
-            .with_observer(operations::observer(&metrics, &event_hooks))
+            .with_observer(operations::observer(&metrics, &event_hooks, &executions))
             .with_open_cache(config.open_session_cache);
         let hub = Hub::new(&config.hub)?;
         let sandbox = Sandbox::new(config.sandbox.clone()).with_metrics(metrics.sandbox.clone());
@@ -169,7 +170,7 @@ impl OdysseyRuntime {
                 metrics,
                 event_hooks,
                 queue: Queue::new(config.queue_capacity),
-                executions: ExecutionTable::new(config.execution_history),
+                executions,
                 slots: Arc::new(Semaphore::new(config.worker_count.max(1))),
                 turns: TaskTracker::new(),
                 started_at: SystemTime::now(),

@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
+use uuid::Uuid;
 
 use super::OdysseyRuntime;
 use crate::runtime::event_hooks::EventHooks;
 use crate::runtime::events::Event;
+use crate::runtime::execution::{ExecutionState, ExecutionStatus, ExecutionTable};
 use crate::runtime::metrics::{self, Metrics};
-use crate::runtime::session::EventObserver;
+use crate::runtime::session::{ClosedTurn, EventObserver};
 
 /// How long event hooks may go on delivering queued events when the runtime stops.
 pub(super) const HOOK_GRACE: Duration = Duration::from_secs(2);
@@ -107,12 +109,18 @@ impl Collector for RuntimeCollector {
 struct RuntimeObserver {
     metrics: Arc<Metrics>,
     hooks: Arc<EventHooks>,
+    executions: Arc<ExecutionTable>,
 }
 
-pub(super) fn observer(metrics: &Arc<Metrics>, hooks: &Arc<EventHooks>) -> Arc<dyn EventObserver> {
+pub(super) fn observer(
+    metrics: &Arc<Metrics>,
+    hooks: &Arc<EventHooks>,
+    executions: &Arc<ExecutionTable>,
+) -> Arc<dyn EventObserver> {
     Arc::new(RuntimeObserver {
         metrics: metrics.clone(),
         hooks: hooks.clone(),
+        executions: executions.clone(),
     })
 }
 
@@ -131,5 +139,20 @@ impl EventObserver for RuntimeObserver {
 
     fn missed(&self, count: u64) {
         self.hooks.missed(count);
+    }
+
+    /// A turn a crash left open (or whose end could not be written) is answerable by
+    /// GetExecutionStatus from now on, as its log records it.
+    fn turn_closed(&self, session_id: Uuid, turn: &ClosedTurn) {
+        self.executions.record_closed(ExecutionStatus {
+            execution_id: turn.turn_id,
+            session_id,
+            state: ExecutionState::from_outcome(turn.outcome),
+            response: String::new(),
+            error: turn.error.clone(),
+            usage: turn.usage,
+            first_sequence: turn.first_sequence,
+            last_sequence: turn.last_sequence,
+        });
     }
 }

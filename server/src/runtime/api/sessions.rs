@@ -11,7 +11,6 @@ use crate::runtime::events::TurnOutcome;
 use crate::runtime::events::now_ms;
 use crate::runtime::execution::ExecutionState;
 use crate::runtime::model::ModelSpec;
-use crate::runtime::model_override::find_override;
 use crate::runtime::paging::{Page, PageRequest, paginate};
 use crate::runtime::policy::{ApprovalPolicy, SandboxMode};
 use crate::runtime::provider::ProviderError;
@@ -144,15 +143,15 @@ impl OdysseyRuntime {
         bundle: &BundleId,
         agent: &AgentDefinition,
     ) -> Result<ModelSpec> {
-        let config = &self.inner.config;
-        let overridden = find_override(&config.model_overrides, bundle, &agent.id);
-        let model = match (&spec.model, overridden) {
-            (Some(model), _) => model.clone(),
-            (None, Some(model)) => {
-                tracing::debug!(bundle = %bundle, agent = %agent.id, model = %model, "model override applies");
-                model.clone()
+        let model = match &spec.model {
+            Some(model) => model.clone(),
+            None => {
+                let (model, replaced) = self.default_model(bundle, agent);
+                if replaced.is_some() {
+                    tracing::debug!(bundle = %bundle, agent = %agent.id, model = %model, "model override applies");
+                }
+                model
             }
-            (None, None) => agent.model.clone(),
         };
         self.inner
             .providers

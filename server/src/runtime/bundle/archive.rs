@@ -25,6 +25,9 @@ pub struct ArchiveLimits {
     pub max_entries: usize,
     /// Total uncompressed size of the files, in bytes; also the limit for one file.
     pub max_total_bytes: u64,
+    /// How many times its own size an archive may inflate to (beyond a first MiB): a gzip
+    /// bomb is stopped after a bounded amount of work, not at the size limit.
+    pub max_expansion: u32,
 }
 
 impl Default for ArchiveLimits {
@@ -32,6 +35,7 @@ impl Default for ArchiveLimits {
         Self {
             max_entries: 10_000,
             max_total_bytes: 256 * 1024 * 1024,
+            max_expansion: 100,
         }
     }
 }

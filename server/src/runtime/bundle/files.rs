@@ -13,10 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::archive::ArchiveLimits;
 use super::error::BundleError;
-use super::paths::is_excluded_component;
-
-/// Deeper trees are refused rather than recursed into.
-const MAX_DEPTH: usize = 64;
+use super::paths::{MAX_DEPTH, is_excluded_component};
 
 /// A file of a bundle: where it is read from and where it goes.
 #[derive(Clone, Debug)]
@@ -204,8 +201,8 @@ pub(crate) fn set_mode(file: &File, executable: bool) -> io::Result<()> {
     }
 }
 
-/// Copies `files` under `dest`, durably (each file is synced), so an install that commits
-/// never points at half-written content.
+/// Copies `files` under `dest`. They are not synced here: the store syncs the staging
+/// directory once before it commits, so an install never points at half-written content.
 pub(crate) fn copy_into(files: &[BundleFile], dest: &Path) -> Result<(), BundleError> {
     for file in files {
         let target = dest.join(&file.rel);
@@ -217,7 +214,6 @@ pub(crate) fn copy_into(files: &[BundleFile], dest: &Path) -> Result<(), BundleE
         let mut reader = file.open()?;
         io::copy(&mut reader, &mut out).map_err(ctx)?;
         set_mode(&out, file.executable).map_err(ctx)?;
-        out.sync_all().map_err(ctx)?;
     }
     Ok(())
 }

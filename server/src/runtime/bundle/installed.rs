@@ -139,13 +139,13 @@ impl InstallRecord {
         Ok(record)
     }
 
-    /// Writes the record durably; called on the staging directory before it is renamed in.
+    /// Writes the record into the staging directory before it is renamed in; the store then
+    /// syncs the directory, record and files together.
     pub fn write(&self, dir: &Path) -> Result<(), BundleError> {
         let path = dir.join(RECORD_FILE);
         let ctx = |e| BundleError::io(format!("writing {}", path.display()), e);
         let json = serde_json::to_vec_pretty(self).map_err(|e| ctx(io::Error::other(e)))?;
         let mut file = File::create_new(&path).map_err(ctx)?;
-        file.write_all(&json).map_err(ctx)?;
-        file.sync_all().map_err(ctx)
+        file.write_all(&json).map_err(ctx)
     }
 }

@@ -6,6 +6,10 @@ use std::path::{Path, PathBuf};
 
 use super::error::BundleError;
 
+/// How deep a bundle's tree may go: a path has at most this many components (so directories
+/// nest at most one less). Deeper trees are refused rather than recursed into.
+pub(crate) const MAX_DEPTH: usize = 64;
+
 /// Directory names that are build output or dependencies, never bundle content.
 const EXCLUDED_NAMES: [&str; 2] = ["target", "node_modules"];
 

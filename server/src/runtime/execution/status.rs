@@ -201,6 +201,28 @@ impl ExecutionTable {
         }
     }
 
+    /// Records how a turn ended that no worker ran to its end (a crash left it open in its
+    /// session's log): replaces what the table knew of it, or adds it as finished.
+    pub fn record_closed(&self, status: ExecutionStatus) {
+        let execution_id = status.execution_id;
+        if self.lock().entries.contains_key(&execution_id) {
+            self.update(execution_id, |s| *s = status);
+            return;
+        }
+        let (sender, _) = watch::channel(ExecutionStatus {
+            state: ExecutionState::Queued,
+            ..status.clone()
+        });
+        self.lock().entries.insert(
+            execution_id,
+            Entry {
+                status: sender,
+                cancel: Arc::new(CancelSignal::default()),
+            },
+        );
+        self.update(execution_id, |s| *s = status);
+    }
+
     /// Live (not finished) executions of a session.
     pub fn live_of_session(&self, session_id: Uuid) -> Vec<Uuid> {
         self.lock()

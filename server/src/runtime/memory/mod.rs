@@ -1,8 +1,9 @@
 //! What a model remembers.
 //!
-//! Within a session: the history of earlier turns, sent through a sliding window sized by
-//! a token [`estimate`] against the model's context window ([`window`]), with older turns
-//! replaced by a model-written summary when they no longer fit ([`compaction`]). The
+//! Within a session: the history of earlier turns (an [`interrupted`] one as far as it
+//! got, with a note), sent through a sliding window sized by a token [`estimate`] against
+//! the model's context window ([`window`]), with older turns replaced by a model-written
+//! summary when they no longer fit ([`compaction`]). The
 //! summary is a session event, so reopening a session rebuilds summary + later turns.
 //!
 //! Across sessions: short records of finished turns, recalled into the system prompt of
@@ -12,6 +13,7 @@
 pub mod compaction;
 pub mod estimate;
 mod file_store;
+pub mod interrupted;
 pub mod long_term;
 pub mod window;
 

@@ -582,8 +582,16 @@ impl ProviderRegistry {
                     .allowed_base_urls
                     .iter()
                     .any(|p| p.matches(url));
+                // The URL this provider calls anyway (the operator's `base_url`, or the
+                // provider's own endpoint) is allowed by definition: the key goes there
+                // already.
+                let own = facts
+                    .base_url
+                    .filter(|own| !own.trim_end().ends_with("/*"))
+                    .and_then(|own| own.parse::<UrlPattern>().ok())
+                    .is_some_and(|own| own.matches(url));
                 let local = facts.keyless && is_loopback(url);
-                if !(listed || local) {
+                if !(listed || own || local) {
                     let why = if facts.keyless {
                         "the model config's base_url is neither on this machine nor allowed by the operator"
                     } else if facts.has_key {

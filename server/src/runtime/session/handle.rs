@@ -16,6 +16,8 @@ use super::observer::EventObserver;
 use super::record::{SessionInfo, SessionRecord, SessionStats};
 use super::subscription::Subscription;
 use super::summary::{SummaryTasks, SummaryWriter};
+use super::unfinished::TurnSoFar;
+use crate::runtime::chat::TokenUsage;
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::{
     ApprovalDecision, ApprovalResolution, Event, EventPayload, TurnCompleted, TurnOutcome, now_ms,
@@ -60,10 +62,19 @@ pub(super) struct LiveState {
     /// found when opening the log after a crash, or left by a turn whose end could not
     /// be written. It is closed before the session's next turn starts.
     open_turn: Option<OpenTurn>,
-    /// The turn the log shows started and not yet completed (whoever runs it), with its
-    /// approval requests the log shows unresolved.
-    log_turn: Option<(Uuid, Vec<String>)>,
+    /// The turn the log shows started and not yet completed (whoever runs it).
+    log_turn: Option<LogTurn>,
     pub(super) deleted: bool,
+}
+
+/// A turn the log shows started and not yet completed.
+#[derive(Clone, Debug, PartialEq)]
+struct LogTurn {
+    id: Uuid,
+    /// The sequence of its `turn_started`.
+    first_sequence: u64,
+    /// Its approval requests the log shows unresolved.
+    pending_approvals: Vec<String>,
 }
 
 /// A turn left open in the log, and how its end is to be recorded.
@@ -74,6 +85,19 @@ pub(crate) struct OpenTurn {
     pub pending_approvals: Vec<String>,
     pub outcome: TurnOutcome,
     pub error: String,
+    /// What it did and spent, as far as the log (or its runner) knows: its end records it.
+    pub so_far: TurnSoFar,
+}
+
+/// The end recorded for a turn left open: what its execution status is from now on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClosedTurn {
+    pub turn_id: Uuid,
+    pub outcome: TurnOutcome,
+    pub error: String,
+    pub usage: TokenUsage,
+    pub first_sequence: u64,
+    pub last_sequence: u64,
 }
 
 /// Why a turn found open when its log was read is closed as interrupted.
@@ -93,12 +117,13 @@ impl ReplayState {
     pub fn observe(&mut self, event: Event) {
         self.stats.observe(&event);
         match &event.payload {
-            EventPayload::TurnStarted(_) => {
+            EventPayload::TurnStarted(started) => {
                 self.open_turn = event.turn_id.map(|turn_id| OpenTurn {
                     turn_id,
                     pending_approvals: Vec::new(),
                     outcome: TurnOutcome::Interrupted,
                     error: CRASHED_TURN.into(),
+                    so_far: TurnSoFar::new(&started.prompt, event.sequence),
                 });
             }
             EventPayload::PermissionRequested { request_id, .. } => {
@@ -113,6 +138,9 @@ impl ReplayState {
             }
             EventPayload::TurnCompleted(_) => self.open_turn = None,
             _ => {}
+        }
+        if let Some(open) = &mut self.open_turn {
+            open.so_far.observe(&event);
         }
         self.history.observe(&event);
         if self.recent.len() == RECENT_EVENTS {
@@ -158,10 +186,11 @@ impl SessionHandle {
                 stats: replay.stats,
                 recent: replay.recent,
                 history: replay.history,
-                log_turn: replay
-                    .open_turn
-                    .as_ref()
-                    .map(|open| (open.turn_id, open.pending_approvals.clone())),
+                log_turn: replay.open_turn.as_ref().map(|open| LogTurn {
+                    id: open.turn_id,
+                    first_sequence: open.so_far.first_sequence,
+                    pending_approvals: open.pending_approvals.clone(),
+                }),
                 open_turn: replay.open_turn,
                 deleted: false,
             }),
@@ -294,14 +323,18 @@ impl SessionHandle {
         state.log.append(&event).map_err(RuntimeError::from)?;
         match (&event.payload, &mut state.log_turn) {
             (EventPayload::TurnStarted(_), _) => {
-                state.log_turn = event.turn_id.map(|id| (id, Vec::new()));
+                state.log_turn = event.turn_id.map(|id| LogTurn {
+                    id,
+                    first_sequence: event.sequence,
+                    pending_approvals: Vec::new(),
+                });
             }
             (EventPayload::TurnCompleted(_), _) => state.log_turn = None,
-            (EventPayload::PermissionRequested { request_id, .. }, Some((_, pending))) => {
-                pending.push(request_id.clone());
+            (EventPayload::PermissionRequested { request_id, .. }, Some(turn)) => {
+                turn.pending_approvals.push(request_id.clone());
             }
-            (EventPayload::ApprovalResolved { request_id, .. }, Some((_, pending))) => {
-                pending.retain(|r| r != request_id);
+            (EventPayload::ApprovalResolved { request_id, .. }, Some(turn)) => {
+                turn.pending_approvals.retain(|r| r != request_id);
             }
             _ => {}
         }
@@ -455,10 +488,10 @@ impl SessionHandle {
 
     /// Records the end of the turn left open in the log, if any: its pending approvals
     /// are resolved (denied) and the turn completed with the outcome its
-    /// [`OpenTurn`] says. All of it is written under one lock, so no other event slips
-    /// in between; what could not be written stays open for the next attempt. Returns the
-    /// turn closed.
-    pub(crate) async fn close_open_turn(&self) -> Result<Option<Uuid>> {
+    /// [`OpenTurn`] says, with the tokens, model calls and completed steps it shows. All of
+    /// it is written under one lock, so no other event slips in between; what could not be
+    /// written stays open for the next attempt. Returns the turn closed.
+    pub(crate) async fn close_open_turn(&self) -> Result<Option<ClosedTurn>> {
         let mut wrote = false;
         let closed = self.write_open_turn_end(&mut wrote);
         if wrote {
@@ -472,7 +505,7 @@ impl SessionHandle {
 
     /// Writes what [`close_open_turn`](Self::close_open_turn) records; `wrote` tells
     /// whether any of it reached the log, even when the rest failed.
-    fn write_open_turn_end(&self, wrote: &mut bool) -> Result<Option<Uuid>> {
+    fn write_open_turn_end(&self, wrote: &mut bool) -> Result<Option<ClosedTurn>> {
         let mut state = self.lock();
         let Some(open) = state.open_turn.clone() else {
             return Ok(None);
@@ -504,24 +537,39 @@ impl SessionHandle {
             outcome: open.outcome,
             response: String::new(),
             error: open.error.clone(),
-            usage: Default::default(),
-            messages: Vec::new(),
-            model_calls: 0,
+            usage: open.so_far.usage,
+            messages: open.so_far.messages(),
+            model_calls: open.so_far.model_calls,
         });
-        self.write_locked(&mut state, Some(open.turn_id), completed, false)?;
+        let end = self.write_locked(&mut state, Some(open.turn_id), completed, false)?;
         *wrote = true;
         state.open_turn = None;
-        Ok(Some(open.turn_id))
+        Ok(Some(ClosedTurn {
+            turn_id: open.turn_id,
+            outcome: open.outcome,
+            error: open.error,
+            usage: open.so_far.usage,
+            first_sequence: open.so_far.first_sequence,
+            last_sequence: end.sequence,
+        }))
     }
 
     /// Gives up on a turn whose end could not be written (a full or read-only disk): if
-    /// the log shows it open, it is closed with `outcome` and `error` (and its approval
-    /// requests the log shows unresolved, denied) before the session's next turn. Returns
-    /// whether the log shows it open.
-    pub(crate) fn abandon_turn(&self, turn_id: Uuid, outcome: TurnOutcome, error: String) -> bool {
+    /// the log shows it open, it is closed with `outcome`, `error` and what it `spent` (and
+    /// its approval requests the log shows unresolved, denied) before the session's next
+    /// turn. Returns whether the log shows it open.
+    pub(crate) fn abandon_turn(
+        &self,
+        turn_id: Uuid,
+        outcome: TurnOutcome,
+        error: String,
+        spent: (TokenUsage, u32),
+    ) -> bool {
         let mut state = self.lock();
-        let pending_approvals = match &state.log_turn {
-            Some((open, pending)) if *open == turn_id => pending.clone(),
+        let (pending_approvals, first_sequence) = match &state.log_turn {
+            Some(open) if open.id == turn_id => {
+                (open.pending_approvals.clone(), open.first_sequence)
+            }
             _ => return false,
         };
         state.open_turn = Some(OpenTurn {
@@ -529,6 +577,7 @@ impl SessionHandle {
             pending_approvals,
             outcome,
             error,
+            so_far: TurnSoFar::spent(first_sequence, spent.0, spent.1),
         });
         true
     }

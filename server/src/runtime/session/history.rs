@@ -1,6 +1,6 @@
 //! A session's conversation memory, held while the session is open and rebuilt from its
-//! log when it is opened: the latest compaction summary, the completed turns after it,
-//! and the long-term memory section recalled at its first turn.
+//! log when it is opened: the latest compaction summary, the completed (and interrupted)
+//! turns after it, and the long-term memory section recalled at its first turn.
 //!
 //! Each turn's token estimate is computed once, when the turn is added, so sizing a
 //! turn's window costs one addition per remembered turn.
@@ -14,13 +14,14 @@ use crate::runtime::chat::ChatMessage;
 use crate::runtime::events::{Event, EventPayload, TurnOutcome};
 use crate::runtime::memory::compaction::summary_message;
 use crate::runtime::memory::estimate::{message_tokens, messages_tokens};
+use crate::runtime::memory::interrupted;
 
 /// How many completed turns after the summary are kept. Reaching it makes the next turn
 /// compact the older half (see `memory::window::plan`), so a turn leaves the history only
 /// through a summary unless that compaction fails.
 pub const MEMORY_TURNS: usize = 64;
 
-/// One completed turn's messages.
+/// One completed turn's messages (an interrupted turn's as far as it got, with a note).
 #[derive(Clone, Debug)]
 pub struct HistoryTurn {
     pub turn_id: Uuid,
@@ -63,20 +64,36 @@ pub(crate) struct History {
     summary: Option<HistorySummary>,
     turns: VecDeque<HistoryTurn>,
     memory_section: Option<Arc<str>>,
+    /// The prompt of the turn running, for an interrupted turn whose record holds no
+    /// messages (it stopped before its first step, or a crash closed it before they were
+    /// recorded).
+    prompt: Option<String>,
 }
 
 impl History {
     /// Folds one event of the log in; live appends and replay both come through here.
     pub fn observe(&mut self, event: &Event) {
         match &event.payload {
-            EventPayload::TurnCompleted(done) if done.outcome == TurnOutcome::Completed => {
+            EventPayload::TurnStarted(started) => self.prompt = Some(started.prompt.clone()),
+            EventPayload::TurnCompleted(done) => {
+                let prompt = self.prompt.take();
+                let messages = match done.outcome {
+                    TurnOutcome::Completed => done.messages.clone(),
+                    TurnOutcome::Interrupted => {
+                        interrupted::remembered(&done.messages, prompt.as_deref(), &done.error)
+                    }
+                    TurnOutcome::Failed | TurnOutcome::Cancelled => return,
+                };
+                if messages.is_empty() {
+                    return;
+                }
                 if self.turns.len() == MEMORY_TURNS {
                     self.turns.pop_front();
                 }
                 self.turns.push_back(HistoryTurn {
                     turn_id: event.turn_id.unwrap_or_default(),
-                    tokens: messages_tokens(&done.messages),
-                    messages: Arc::new(done.messages.clone()),
+                    tokens: messages_tokens(&messages),
+                    messages: Arc::new(messages),
                 });
             }
             EventPayload::HistoryCompacted(compacted) => {

@@ -11,8 +11,9 @@ mod sink;
 mod store;
 mod subscription;
 mod summary;
+mod unfinished;
 
-pub use handle::SessionHandle;
+pub use handle::{ClosedTurn, SessionHandle};
 pub use history::{HistorySnapshot, HistorySummary, HistoryTurn, MEMORY_TURNS};
 pub use observer::EventObserver;
 pub use record::{BundlePin, SessionInfo, SessionRecord, SessionStats};

@@ -3,6 +3,9 @@
 
 use std::sync::Arc;
 
+use uuid::Uuid;
+
+use super::handle::ClosedTurn;
 use crate::runtime::events::Event;
 
 /// Sees the events of every session of a store.
@@ -22,4 +25,8 @@ pub trait EventObserver: Send + Sync {
     /// `count` events of a session were published too far behind to be handed over
     /// (they left the in-memory ring first).
     fn missed(&self, count: u64);
+
+    /// The end of a turn the log left open was recorded (a crash's, or one whose end could
+    /// not be written): nothing runs it any more, and this is how it ended.
+    fn turn_closed(&self, _session_id: Uuid, _turn: &ClosedTurn) {}
 }

@@ -231,10 +231,13 @@ impl SessionStore {
     /// end could not be written, as it ended), so that the session's next turn starts
     /// after it. Fails while the log cannot be written; the turn then stays open.
     pub async fn close_open_turn(&self, handle: &Arc<SessionHandle>) -> Result<()> {
-        if let Some(turn_id) = handle.close_open_turn().await? {
+        if let Some(closed) = handle.close_open_turn().await? {
             handle.write_summary();
             self.journal_turn_end(handle.id());
-            tracing::info!(session = %handle.id(), turn = %turn_id, "recorded the end of an open turn");
+            if let Some(observer) = &self.observer {
+                observer.turn_closed(handle.id(), &closed);
+            }
+            tracing::info!(session = %handle.id(), turn = %closed.turn_id, "recorded the end of an open turn");
         }
         Ok(())
     }

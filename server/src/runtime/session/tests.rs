@@ -331,10 +331,20 @@ async fn a_turn_whose_end_cannot_be_written_is_closed_once_before_the_next() {
         .unwrap_or_else(|e| panic!("{e}"));
 
     // Only the turn the log shows open can be left open.
-    assert!(!handle.abandon_turn(Uuid::now_v7(), TurnOutcome::Failed, "x".into()));
+    assert!(!handle.abandon_turn(
+        Uuid::now_v7(),
+        TurnOutcome::Failed,
+        "x".into(),
+        Default::default()
+    ));
     assert!(!handle.has_open_turn());
     // The turn's end could not be written (say the disk was full).
-    assert!(handle.abandon_turn(turn, TurnOutcome::Failed, "the disk is full".into()));
+    assert!(handle.abandon_turn(
+        turn,
+        TurnOutcome::Failed,
+        "the disk is full".into(),
+        Default::default()
+    ));
     assert!(handle.has_open_turn());
 
     for _ in 0..2 {
@@ -677,4 +687,129 @@ async fn credentials_in_model_configs_are_masked_before_anything_is_written() {
         let text = std::fs::read_to_string(session_dir.join(file)).unwrap_or_default();
         assert!(!text.is_empty() && !text.contains(CANARY), "{file}: {text}");
     }
+}
+
+/// Records every turn end the store records for a turn left open.
+#[derive(Default)]
+struct Closings(std::sync::Mutex<Vec<super::ClosedTurn>>);
+
+impl super::EventObserver for Closings {
+    fn appended(&self, _event: &Event) {}
+    fn follows_published(&self) -> bool {
+        false
+    }
+    fn published(&self, _event: &Arc<Event>) {}
+    fn missed(&self, _count: u64) {}
+    fn turn_closed(&self, _session_id: Uuid, turn: &super::ClosedTurn) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(turn.clone());
+    }
+}
+
+/// Issue 12 items 7 and 8: a turn a crash left open is closed with what its log shows:
+/// the tokens its calls reported (in the session's totals too), its completed steps (in
+/// the next turn's history, with a note), and an end the runtime can answer
+/// GetExecutionStatus from.
+#[tokio::test]
+async fn a_crashed_turn_is_closed_with_its_usage_and_completed_steps() {
+    use crate::runtime::chat::{Role, TokenUsage};
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let turn = Uuid::now_v7();
+    let id;
+    {
+        let store = store(&dir);
+        let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
+        id = handle.id();
+        store
+            .journal_turn_start(id)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let call = TokenUsage {
+            input_tokens: 40,
+            output_tokens: 12,
+            total_tokens: 52,
+            ..TokenUsage::default()
+        };
+        let usage = EventPayload::TokenUsageReported {
+            call,
+            turn_total: call,
+        };
+        let bash = |id: &str| EventPayload::ToolCallStarted {
+            call_id: id.into(),
+            tool: "Bash".into(),
+            arguments: serde_json::json!({ "command": "ls" }),
+        };
+        let events = [
+            turn_started(),
+            delta("Let me look."),
+            usage.clone(),
+            bash("a"),
+            EventPayload::ToolCallFinished {
+                call_id: "a".into(),
+                tool: "Bash".into(),
+                success: true,
+                result: "README.md".into(),
+            },
+            usage,
+            bash("b"),
+        ];
+        for payload in events {
+            handle
+                .append(Some(turn), payload)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        // The process dies here, with `b` running.
+    }
+    let closings = Arc::new(Closings::default());
+    let store = store(&dir).with_observer(closings.clone());
+    let handle = store.get(id).await.unwrap_or_else(|e| panic!("{e}"));
+
+    let closed = closings.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    assert_eq!(closed.len(), 1);
+    assert_eq!(closed[0].turn_id, turn);
+    assert_eq!(closed[0].outcome, TurnOutcome::Interrupted);
+    assert_eq!((closed[0].first_sequence, closed[0].last_sequence), (1, 8));
+    assert_eq!(closed[0].usage.input_tokens, 80);
+    assert_eq!(closed[0].usage.output_tokens, 24);
+
+    let stats = handle.stats();
+    assert_eq!(
+        stats.usage.input_tokens, 80,
+        "the totals count the crashed turn"
+    );
+    assert_eq!(stats.model_calls, 2);
+
+    let history = handle.history();
+    assert_eq!(history.turns.len(), 1, "the interrupted turn is remembered");
+    let messages = &history.turns[0].messages;
+    let roles: Vec<Role> = messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant],
+        "{messages:?}"
+    );
+    assert_eq!(messages[0].content, "hi");
+    assert_eq!(messages[1].content, "Let me look.");
+    assert_eq!(messages[1].tool_calls[0].id, "a");
+    assert_eq!(messages[2].content, "README.md");
+    assert!(
+        messages[3]
+            .content
+            .starts_with("[This turn was interrupted")
+            && messages[3]
+                .content
+                .contains("the server stopped while this turn was running"),
+        "{}",
+        messages[3].content
+    );
+
+    // Reopened again, the recorded end gives the same totals and history.
+    drop(handle);
+    drop(store);
+    let store = self::store(&dir);
+    let handle = store.get(id).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(handle.stats().usage.input_tokens, 80);
+    assert_eq!(handle.history().turns[0].messages.len(), 4);
 }

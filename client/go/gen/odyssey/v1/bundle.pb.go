@@ -116,16 +116,20 @@ func (x *Bundle) GetFileCount() uint32 {
 }
 
 type AgentInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Version       string                 `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
-	Description   string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
-	Model         *ModelSpec             `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
-	IsDefault     bool                   `protobuf:"varint,6,opt,name=is_default,json=isDefault,proto3" json:"is_default,omitempty"`
-	ToolsAllow    []string               `protobuf:"bytes,7,rep,name=tools_allow,json=toolsAllow,proto3" json:"tools_allow,omitempty"`
-	ToolsAsk      []string               `protobuf:"bytes,8,rep,name=tools_ask,json=toolsAsk,proto3" json:"tools_ask,omitempty"`
-	ToolsDeny     []string               `protobuf:"bytes,9,rep,name=tools_deny,json=toolsDeny,proto3" json:"tools_deny,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name        string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Version     string                 `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	Description string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// The model this server runs the agent's sessions on when the client names none: the
+	// operator's `[[models.override]]` for it when one applies, else the bundle's.
+	Model      *ModelSpec `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	IsDefault  bool       `protobuf:"varint,6,opt,name=is_default,json=isDefault,proto3" json:"is_default,omitempty"`
+	ToolsAllow []string   `protobuf:"bytes,7,rep,name=tools_allow,json=toolsAllow,proto3" json:"tools_allow,omitempty"`
+	ToolsAsk   []string   `protobuf:"bytes,8,rep,name=tools_ask,json=toolsAsk,proto3" json:"tools_ask,omitempty"`
+	ToolsDeny  []string   `protobuf:"bytes,9,rep,name=tools_deny,json=toolsDeny,proto3" json:"tools_deny,omitempty"`
+	// The model the bundle names, set only when an override replaces it (`model` differs).
+	BundleModel   *ModelSpec `protobuf:"bytes,10,opt,name=bundle_model,json=bundleModel,proto3" json:"bundle_model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -223,6 +227,13 @@ func (x *AgentInfo) GetToolsDeny() []string {
 	return nil
 }
 
+func (x *AgentInfo) GetBundleModel() *ModelSpec {
+	if x != nil {
+		return x.BundleModel
+	}
+	return nil
+}
+
 type SkillInfo struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -308,11 +319,15 @@ func (x *SkillInfo) GetSource() string {
 type ModelInfo struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	Model   *ModelSpec             `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	// Whether this server has what the model needs (a key, a cassette, a reachable server).
+	// The model this server runs the agent's sessions on when the client names none: the
+	// operator's `[[models.override]]` for it when one applies, else the bundle's.
+	Model *ModelSpec `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// Whether this server has what `model` needs (a key, a cassette, a reachable server).
 	Available bool `protobuf:"varint,3,opt,name=available,proto3" json:"available,omitempty"`
 	// Why it is not available, or what it uses.
-	Detail        string `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"`
+	Detail string `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"`
+	// The model the bundle names, set only when an override replaces it (`model` differs).
+	BundleModel   *ModelSpec `protobuf:"bytes,5,opt,name=bundle_model,json=bundleModel,proto3" json:"bundle_model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -373,6 +388,13 @@ func (x *ModelInfo) GetDetail() string {
 		return x.Detail
 	}
 	return ""
+}
+
+func (x *ModelInfo) GetBundleModel() *ModelSpec {
+	if x != nil {
+		return x.BundleModel
+	}
+	return nil
 }
 
 type ToolInfo struct {
@@ -1937,7 +1959,7 @@ const file_odyssey_v1_bundle_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x06 \x01(\x04R\tsizeBytes\x12\x1d\n" +
 	"\n" +
-	"file_count\x18\a \x01(\rR\tfileCount\"\x94\x02\n" +
+	"file_count\x18\a \x01(\rR\tfileCount\"\xce\x02\n" +
 	"\tAgentInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -1950,18 +1972,21 @@ const file_odyssey_v1_bundle_proto_rawDesc = "" +
 	"toolsAllow\x12\x1b\n" +
 	"\ttools_ask\x18\b \x03(\tR\btoolsAsk\x12\x1d\n" +
 	"\n" +
-	"tools_deny\x18\t \x03(\tR\ttoolsDeny\"\x83\x01\n" +
+	"tools_deny\x18\t \x03(\tR\ttoolsDeny\x128\n" +
+	"\fbundle_model\x18\n" +
+	" \x01(\v2\x15.odyssey.v1.ModelSpecR\vbundleModel\"\x83\x01\n" +
 	"\tSkillInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12\x16\n" +
-	"\x06source\x18\x05 \x01(\tR\x06source\"\x89\x01\n" +
+	"\x06source\x18\x05 \x01(\tR\x06source\"\xc3\x01\n" +
 	"\tModelInfo\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12+\n" +
 	"\x05model\x18\x02 \x01(\v2\x15.odyssey.v1.ModelSpecR\x05model\x12\x1c\n" +
 	"\tavailable\x18\x03 \x01(\bR\tavailable\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail\"6\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\x128\n" +
+	"\fbundle_model\x18\x05 \x01(\v2\x15.odyssey.v1.ModelSpecR\vbundleModel\"6\n" +
 	"\bToolInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\"\xb7\x02\n" +
@@ -2133,55 +2158,57 @@ var file_odyssey_v1_bundle_proto_depIdxs = []int32{
 	33, // 0: odyssey.v1.Bundle.ref:type_name -> odyssey.v1.BundleRef
 	34, // 1: odyssey.v1.Bundle.installed_at:type_name -> google.protobuf.Timestamp
 	35, // 2: odyssey.v1.AgentInfo.model:type_name -> odyssey.v1.ModelSpec
-	35, // 3: odyssey.v1.ModelInfo.model:type_name -> odyssey.v1.ModelSpec
-	36, // 4: odyssey.v1.SandboxPolicy.mode:type_name -> odyssey.v1.SandboxMode
-	32, // 5: odyssey.v1.SandboxPolicy.env:type_name -> odyssey.v1.SandboxPolicy.EnvEntry
-	9,  // 6: odyssey.v1.BuildBundleRequest.options:type_name -> odyssey.v1.BuildOptions
-	0,  // 7: odyssey.v1.BuildBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	0,  // 8: odyssey.v1.InspectBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	1,  // 9: odyssey.v1.InspectBundleResponse.agents:type_name -> odyssey.v1.AgentInfo
-	2,  // 10: odyssey.v1.InspectBundleResponse.skills:type_name -> odyssey.v1.SkillInfo
-	4,  // 11: odyssey.v1.InspectBundleResponse.tools:type_name -> odyssey.v1.ToolInfo
-	5,  // 12: odyssey.v1.InspectBundleResponse.sandbox:type_name -> odyssey.v1.SandboxPolicy
-	0,  // 13: odyssey.v1.ListBundlesResponse.bundles:type_name -> odyssey.v1.Bundle
-	0,  // 14: odyssey.v1.DeleteBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	0,  // 15: odyssey.v1.ExportBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	20, // 16: odyssey.v1.ImportBundleRequest.options:type_name -> odyssey.v1.ImportOptions
-	0,  // 17: odyssey.v1.ImportBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	0,  // 18: odyssey.v1.PushBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	0,  // 19: odyssey.v1.PullBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	1,  // 20: odyssey.v1.ListAgentsResponse.agents:type_name -> odyssey.v1.AgentInfo
-	3,  // 21: odyssey.v1.ListModelsResponse.models:type_name -> odyssey.v1.ModelInfo
-	2,  // 22: odyssey.v1.ListSkillsResponse.skills:type_name -> odyssey.v1.SkillInfo
-	6,  // 23: odyssey.v1.BundleService.InitBundle:input_type -> odyssey.v1.InitBundleRequest
-	8,  // 24: odyssey.v1.BundleService.BuildBundle:input_type -> odyssey.v1.BuildBundleRequest
-	11, // 25: odyssey.v1.BundleService.InspectBundle:input_type -> odyssey.v1.InspectBundleRequest
-	13, // 26: odyssey.v1.BundleService.ListBundles:input_type -> odyssey.v1.ListBundlesRequest
-	15, // 27: odyssey.v1.BundleService.DeleteBundle:input_type -> odyssey.v1.DeleteBundleRequest
-	17, // 28: odyssey.v1.BundleService.ExportBundle:input_type -> odyssey.v1.ExportBundleRequest
-	19, // 29: odyssey.v1.BundleService.ImportBundle:input_type -> odyssey.v1.ImportBundleRequest
-	22, // 30: odyssey.v1.BundleService.PushBundle:input_type -> odyssey.v1.PushBundleRequest
-	24, // 31: odyssey.v1.BundleService.PullBundle:input_type -> odyssey.v1.PullBundleRequest
-	26, // 32: odyssey.v1.BundleService.ListAgents:input_type -> odyssey.v1.ListAgentsRequest
-	28, // 33: odyssey.v1.BundleService.ListModels:input_type -> odyssey.v1.ListModelsRequest
-	30, // 34: odyssey.v1.BundleService.ListSkills:input_type -> odyssey.v1.ListSkillsRequest
-	7,  // 35: odyssey.v1.BundleService.InitBundle:output_type -> odyssey.v1.InitBundleResponse
-	10, // 36: odyssey.v1.BundleService.BuildBundle:output_type -> odyssey.v1.BuildBundleResponse
-	12, // 37: odyssey.v1.BundleService.InspectBundle:output_type -> odyssey.v1.InspectBundleResponse
-	14, // 38: odyssey.v1.BundleService.ListBundles:output_type -> odyssey.v1.ListBundlesResponse
-	16, // 39: odyssey.v1.BundleService.DeleteBundle:output_type -> odyssey.v1.DeleteBundleResponse
-	18, // 40: odyssey.v1.BundleService.ExportBundle:output_type -> odyssey.v1.ExportBundleResponse
-	21, // 41: odyssey.v1.BundleService.ImportBundle:output_type -> odyssey.v1.ImportBundleResponse
-	23, // 42: odyssey.v1.BundleService.PushBundle:output_type -> odyssey.v1.PushBundleResponse
-	25, // 43: odyssey.v1.BundleService.PullBundle:output_type -> odyssey.v1.PullBundleResponse
-	27, // 44: odyssey.v1.BundleService.ListAgents:output_type -> odyssey.v1.ListAgentsResponse
-	29, // 45: odyssey.v1.BundleService.ListModels:output_type -> odyssey.v1.ListModelsResponse
-	31, // 46: odyssey.v1.BundleService.ListSkills:output_type -> odyssey.v1.ListSkillsResponse
-	35, // [35:47] is the sub-list for method output_type
-	23, // [23:35] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	35, // 3: odyssey.v1.AgentInfo.bundle_model:type_name -> odyssey.v1.ModelSpec
+	35, // 4: odyssey.v1.ModelInfo.model:type_name -> odyssey.v1.ModelSpec
+	35, // 5: odyssey.v1.ModelInfo.bundle_model:type_name -> odyssey.v1.ModelSpec
+	36, // 6: odyssey.v1.SandboxPolicy.mode:type_name -> odyssey.v1.SandboxMode
+	32, // 7: odyssey.v1.SandboxPolicy.env:type_name -> odyssey.v1.SandboxPolicy.EnvEntry
+	9,  // 8: odyssey.v1.BuildBundleRequest.options:type_name -> odyssey.v1.BuildOptions
+	0,  // 9: odyssey.v1.BuildBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	0,  // 10: odyssey.v1.InspectBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	1,  // 11: odyssey.v1.InspectBundleResponse.agents:type_name -> odyssey.v1.AgentInfo
+	2,  // 12: odyssey.v1.InspectBundleResponse.skills:type_name -> odyssey.v1.SkillInfo
+	4,  // 13: odyssey.v1.InspectBundleResponse.tools:type_name -> odyssey.v1.ToolInfo
+	5,  // 14: odyssey.v1.InspectBundleResponse.sandbox:type_name -> odyssey.v1.SandboxPolicy
+	0,  // 15: odyssey.v1.ListBundlesResponse.bundles:type_name -> odyssey.v1.Bundle
+	0,  // 16: odyssey.v1.DeleteBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	0,  // 17: odyssey.v1.ExportBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	20, // 18: odyssey.v1.ImportBundleRequest.options:type_name -> odyssey.v1.ImportOptions
+	0,  // 19: odyssey.v1.ImportBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	0,  // 20: odyssey.v1.PushBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	0,  // 21: odyssey.v1.PullBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	1,  // 22: odyssey.v1.ListAgentsResponse.agents:type_name -> odyssey.v1.AgentInfo
+	3,  // 23: odyssey.v1.ListModelsResponse.models:type_name -> odyssey.v1.ModelInfo
+	2,  // 24: odyssey.v1.ListSkillsResponse.skills:type_name -> odyssey.v1.SkillInfo
+	6,  // 25: odyssey.v1.BundleService.InitBundle:input_type -> odyssey.v1.InitBundleRequest
+	8,  // 26: odyssey.v1.BundleService.BuildBundle:input_type -> odyssey.v1.BuildBundleRequest
+	11, // 27: odyssey.v1.BundleService.InspectBundle:input_type -> odyssey.v1.InspectBundleRequest
+	13, // 28: odyssey.v1.BundleService.ListBundles:input_type -> odyssey.v1.ListBundlesRequest
+	15, // 29: odyssey.v1.BundleService.DeleteBundle:input_type -> odyssey.v1.DeleteBundleRequest
+	17, // 30: odyssey.v1.BundleService.ExportBundle:input_type -> odyssey.v1.ExportBundleRequest
+	19, // 31: odyssey.v1.BundleService.ImportBundle:input_type -> odyssey.v1.ImportBundleRequest
+	22, // 32: odyssey.v1.BundleService.PushBundle:input_type -> odyssey.v1.PushBundleRequest
+	24, // 33: odyssey.v1.BundleService.PullBundle:input_type -> odyssey.v1.PullBundleRequest
+	26, // 34: odyssey.v1.BundleService.ListAgents:input_type -> odyssey.v1.ListAgentsRequest
+	28, // 35: odyssey.v1.BundleService.ListModels:input_type -> odyssey.v1.ListModelsRequest
+	30, // 36: odyssey.v1.BundleService.ListSkills:input_type -> odyssey.v1.ListSkillsRequest
+	7,  // 37: odyssey.v1.BundleService.InitBundle:output_type -> odyssey.v1.InitBundleResponse
+	10, // 38: odyssey.v1.BundleService.BuildBundle:output_type -> odyssey.v1.BuildBundleResponse
+	12, // 39: odyssey.v1.BundleService.InspectBundle:output_type -> odyssey.v1.InspectBundleResponse
+	14, // 40: odyssey.v1.BundleService.ListBundles:output_type -> odyssey.v1.ListBundlesResponse
+	16, // 41: odyssey.v1.BundleService.DeleteBundle:output_type -> odyssey.v1.DeleteBundleResponse
+	18, // 42: odyssey.v1.BundleService.ExportBundle:output_type -> odyssey.v1.ExportBundleResponse
+	21, // 43: odyssey.v1.BundleService.ImportBundle:output_type -> odyssey.v1.ImportBundleResponse
+	23, // 44: odyssey.v1.BundleService.PushBundle:output_type -> odyssey.v1.PushBundleResponse
+	25, // 45: odyssey.v1.BundleService.PullBundle:output_type -> odyssey.v1.PullBundleResponse
+	27, // 46: odyssey.v1.BundleService.ListAgents:output_type -> odyssey.v1.ListAgentsResponse
+	29, // 47: odyssey.v1.BundleService.ListModels:output_type -> odyssey.v1.ListModelsResponse
+	31, // 48: odyssey.v1.BundleService.ListSkills:output_type -> odyssey.v1.ListSkillsResponse
+	37, // [37:49] is the sub-list for method output_type
+	25, // [25:37] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_bundle_proto_init() }

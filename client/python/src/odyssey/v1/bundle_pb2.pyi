@@ -29,7 +29,7 @@ class Bundle(_message.Message):
     def __init__(self, ref: _Optional[_Union[_common_pb2.BundleRef, _Mapping]] = ..., description: _Optional[str] = ..., default_agent_id: _Optional[str] = ..., agent_ids: _Optional[_Iterable[str]] = ..., installed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., size_bytes: _Optional[int] = ..., file_count: _Optional[int] = ...) -> None: ...
 
 class AgentInfo(_message.Message):
-    __slots__ = ("id", "name", "version", "description", "model", "is_default", "tools_allow", "tools_ask", "tools_deny")
+    __slots__ = ("id", "name", "version", "description", "model", "is_default", "tools_allow", "tools_ask", "tools_deny", "bundle_model")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -39,6 +39,7 @@ class AgentInfo(_message.Message):
     TOOLS_ALLOW_FIELD_NUMBER: _ClassVar[int]
     TOOLS_ASK_FIELD_NUMBER: _ClassVar[int]
     TOOLS_DENY_FIELD_NUMBER: _ClassVar[int]
+    BUNDLE_MODEL_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     version: str
@@ -48,7 +49,8 @@ class AgentInfo(_message.Message):
     tools_allow: _containers.RepeatedScalarFieldContainer[str]
     tools_ask: _containers.RepeatedScalarFieldContainer[str]
     tools_deny: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., is_default: _Optional[bool] = ..., tools_allow: _Optional[_Iterable[str]] = ..., tools_ask: _Optional[_Iterable[str]] = ..., tools_deny: _Optional[_Iterable[str]] = ...) -> None: ...
+    bundle_model: _common_pb2.ModelSpec
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., is_default: _Optional[bool] = ..., tools_allow: _Optional[_Iterable[str]] = ..., tools_ask: _Optional[_Iterable[str]] = ..., tools_deny: _Optional[_Iterable[str]] = ..., bundle_model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
 
 class SkillInfo(_message.Message):
     __slots__ = ("name", "description", "path", "error", "source")
@@ -65,16 +67,18 @@ class SkillInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., path: _Optional[str] = ..., error: _Optional[str] = ..., source: _Optional[str] = ...) -> None: ...
 
 class ModelInfo(_message.Message):
-    __slots__ = ("agent_id", "model", "available", "detail")
+    __slots__ = ("agent_id", "model", "available", "detail", "bundle_model")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     AVAILABLE_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    BUNDLE_MODEL_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     model: _common_pb2.ModelSpec
     available: bool
     detail: str
-    def __init__(self, agent_id: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., available: _Optional[bool] = ..., detail: _Optional[str] = ...) -> None: ...
+    bundle_model: _common_pb2.ModelSpec
+    def __init__(self, agent_id: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., available: _Optional[bool] = ..., detail: _Optional[str] = ..., bundle_model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
 
 class ToolInfo(_message.Message):
     __slots__ = ("name", "source")

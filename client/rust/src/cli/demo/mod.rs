@@ -189,11 +189,18 @@ async fn tour(
             output.line("")?;
             output.line(&done.response)?;
         }
+        output.line("")?;
         if kept {
-            output.line("")?;
             output.line("Replay this turn from the kept home:")?;
             output.line(format!("  odyssey serve --home {} &", home.display()))?;
             output.line(format!("  odyssey events {}", session.id))?;
+        } else {
+            // The server stops and its temporary home is removed when the demo ends, so
+            // nothing of this session can be replayed afterwards.
+            output.line(
+                "The demo's server and its temporary home go away now; to replay this turn \
+                 afterwards, run `odyssey demo --keep` (or `--home DIR`), which keeps them.",
+            )?;
         }
     } else {
         output.json_line(&json!({

@@ -3,7 +3,10 @@
 use std::fs;
 use std::path::Path;
 
-use super::fixtures::{MANIFEST, PROJECT_FILES, RawEntry, gzip, project, raw_tar};
+use super::fixtures::{
+    AGENT, MANIFEST, PROJECT_FILES, README, RawEntry, SKILL, gzip, project, raw_tar,
+};
+use crate::runtime::bundle::unpack::{ArchiveKind, unpack};
 use crate::runtime::bundle::{ArchiveLimits, BundleError, BundleStore, InstallOptions};
 use crate::runtime::error::ErrorKind;
 
@@ -45,6 +48,22 @@ fn refused(archive: &[u8], limits: ArchiveLimits, entry: &str, part: &str) -> St
     assert!(message.contains(part), "`{message}` lacks `{part}`");
     assert_clean(root.path());
     message
+}
+
+/// A valid bundle (the fixture project's files) with `extra` entries after them.
+fn valid_with(extra: &[RawEntry<'_>]) -> Vec<u8> {
+    let files = [
+        ("odyssey.bundle.yaml", MANIFEST),
+        ("agents/hello/agent.yaml", AGENT),
+        ("skills/greet/SKILL.md", SKILL),
+        ("README.md", README),
+    ];
+    let mut entries: Vec<RawEntry<'_>> = files
+        .iter()
+        .map(|(name, text)| RawEntry::file(name, text.as_bytes()))
+        .collect();
+    entries.extend(extra.iter().map(|e| RawEntry { ..*e }));
+    gzip(&raw_tar(&entries), 6)
 }
 
 fn with_manifest<'a>(mut entries: Vec<RawEntry<'a>>) -> Vec<u8> {
@@ -215,6 +234,7 @@ fn gzip_bomb_is_stopped_while_inflating() {
     let small = ArchiveLimits {
         max_entries: 4,
         max_total_bytes: 1024 * 1024,
+        ..ArchiveLimits::default()
     };
     let huge_name = vec![b'a'; 8 * 1024 * 1024];
     let entries = vec![
@@ -307,4 +327,133 @@ fn project_archives_skip_what_builds_skip() {
         .install_bundle_archive(archive.as_slice(), &InstallOptions::default())
         .unwrap_err();
     assert_eq!(err.reason(), "INVALID_ARCHIVE", "{err}");
+}
+
+/// An entry whose name may be longer than a tar header holds (a GNU long-name record first).
+fn named<'a>(name: &'a str, kind: tar::EntryType, data: &'a [u8]) -> [RawEntry<'a>; 2] {
+    [
+        RawEntry {
+            name: b"././@LongLink",
+            kind: tar::EntryType::GNULongName,
+            data: name.as_bytes(),
+            link: b"",
+        },
+        RawEntry {
+            name: b"placeholder",
+            kind,
+            data,
+            link: b"",
+        },
+    ]
+}
+
+/// Issue 12 item 1: every limit is checked before anything is written. The destination here
+/// cannot be written at all (its parent is a file), so an archive that broke a limit only
+/// after some entries were written would fail on the disk; it must fail on the limit.
+#[test]
+fn limits_are_checked_before_anything_is_written() {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("file"), b"").unwrap();
+    let dest = root.path().join("file/dest");
+    let names: Vec<String> = (0..10).map(|i| format!("data/{i}.txt")).collect();
+    let files = || names.iter().map(|n| RawEntry::file(n, b"x"));
+    let deep = "d/".repeat(64) + "f";
+    let big = vec![b'x'; 64];
+    let cases: [(Vec<RawEntry<'_>>, ArchiveLimits, &str, &str); 4] = [
+        (
+            files().collect(),
+            ArchiveLimits {
+                max_entries: 9,
+                ..ArchiveLimits::default()
+            },
+            "data/9.txt",
+            "more than 9 entries",
+        ),
+        (
+            files().chain([RawEntry::file("big.bin", &big)]).collect(),
+            ArchiveLimits {
+                max_total_bytes: 32,
+                ..ArchiveLimits::default()
+            },
+            "big.bin",
+            "more than 32 bytes",
+        ),
+        (
+            files()
+                .chain(named(&deep, tar::EntryType::Regular, b"x"))
+                .collect(),
+            ArchiveLimits::default(),
+            &deep,
+            "levels deep",
+        ),
+        (
+            files()
+                .chain([RawEntry::file("data/0.txt", b"y")])
+                .collect(),
+            ArchiveLimits::default(),
+            "data/0.txt",
+            "more than once",
+        ),
+    ];
+    for (entries, limits, entry, part) in cases {
+        let archive = gzip(&raw_tar(&entries), 6);
+        let err = unpack(&archive, &dest, ArchiveKind::Bundle, &limits).unwrap_err();
+        assert_eq!(err.reason(), "INVALID_ARCHIVE", "{err}");
+        assert_eq!(err.field(), Some(entry), "{err}");
+        assert!(err.to_string().contains(part), "`{err}` lacks `{part}`");
+    }
+    assert!(!dest.exists());
+}
+
+/// Issue 12 item 1: a tree deeper than a bundle may be is refused as the archive entry it
+/// is, before it is unpacked (it used to be written out and refused by the project walk).
+#[test]
+fn too_deep_a_path_is_refused_by_entry() {
+    let deep = "d/".repeat(64) + "f.txt";
+    refused(
+        &with_manifest(named(&deep, tar::EntryType::Regular, b"x").into()),
+        ArchiveLimits::default(),
+        &deep,
+        "nested more than 64 levels deep",
+    );
+    let deep_dir = "d/".repeat(64);
+    refused(
+        &with_manifest(named(&deep_dir, tar::EntryType::Directory, b"").into()),
+        ArchiveLimits::default(),
+        &deep_dir,
+        "nested more than 64 levels deep",
+    );
+    // As deep as a bundle may go installs.
+    let deepest = "d/".repeat(63) + "f.txt";
+    let root = tempfile::tempdir().unwrap();
+    store(root.path(), ArchiveLimits::default())
+        .install_bundle_archive(
+            &valid_with(&named(&deepest, tar::EntryType::Regular, b"x")),
+            &InstallOptions::default(),
+        )
+        .unwrap();
+}
+
+/// Issue 12 item 1: a gzip bomb within the size limit is stopped after inflating a bounded
+/// multiple of its own size, not at the (much larger) size limit.
+#[test]
+fn an_archive_inflating_far_past_its_size_is_refused() {
+    let zeros = vec![0u8; 16 * 1024 * 1024];
+    let bomb = with_manifest(vec![RawEntry::file("zeros.bin", &zeros)]);
+    assert!(bomb.len() < 64 * 1024, "bomb is {} bytes", bomb.len());
+    refused(
+        &bomb,
+        ArchiveLimits::default(),
+        "zeros.bin",
+        "more than 100 times its",
+    );
+    // Small archives inflate as far as the first MiB whatever their ratio.
+    let root = tempfile::tempdir().unwrap();
+    let small = vec![0u8; 512 * 1024];
+    store(root.path(), ArchiveLimits::default())
+        .install_bundle_archive(
+            &valid_with(&[RawEntry::file("zeros.bin", &small)]),
+            &InstallOptions::default(),
+        )
+        .unwrap();
 }

@@ -501,3 +501,25 @@ fn a_folder_where_a_file_belongs_is_the_bundles_mistake() {
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
     assert!(err.to_string().contains("agents/hello/agent.yaml"), "{err}");
 }
+
+/// Issue 12 item 6: integers in a model config stay integers (`max_tokens: 512` is not
+/// `512.0` in any JSON made from it) when the agent file is read.
+#[test]
+fn integers_in_a_model_config_stay_integers() {
+    let dir = project();
+    write(
+        dir.path(),
+        "agents/hello/agent.yaml",
+        &AGENT.replace(
+            "config: { temperature: 0.2, stop: [\"\\n\\n\"] }",
+            "config: { temperature: 0.2, max_tokens: 512 }",
+        ),
+    );
+    let loaded = load(dir.path()).unwrap();
+    let model = &loaded.manifest.default_agent().model;
+    let config = model.config.as_ref().expect("config");
+    assert_eq!(
+        serde_json::Value::Object(config.clone()).to_string(),
+        r#"{"max_tokens":512,"temperature":0.2}"#
+    );
+}

@@ -326,7 +326,7 @@ fn build_to_output_imports_with_the_same_id() {
     assert_eq!(built.to_string(), "local/hello@0.1.0");
     let store = open(&root);
     let imported = store
-        .install_bundle_archive(fs::File::open(&out).unwrap(), &local())
+        .install_bundle_archive(&fs::read(&out).unwrap(), &local())
         .unwrap();
     assert_eq!(imported.id, built);
     assert!(!imported.root.join("hello.tar.gz").exists());

@@ -623,3 +623,32 @@ fn a_missing_key_is_found_before_the_first_turn_and_messages_say_what_is_true() 
         .to_string();
     assert!(with_key.contains("holds this provider's key"), "{with_key}");
 }
+
+/// Issue 12 item 4: the URL the operator points a provider at (`--provider-base-url`) is
+/// allowed by definition in a model config: the server's key goes there already.
+#[test]
+fn a_model_may_name_the_url_its_provider_already_calls() {
+    let registry = openai_with(ProviderSettings {
+        base_url: Some("https://proxy.example.com/v1".into()),
+        ..ProviderSettings::default()
+    });
+    for url in [
+        "https://proxy.example.com/v1",
+        "https://proxy.example.com/v1/",
+    ] {
+        let spec = spec_with(serde_json::json!({ "base_url": url }));
+        assert!(
+            registry.resolve(&spec, Path::new(".")).is_ok(),
+            "{url} refused"
+        );
+    }
+    // Only that URL: not a path below it, not another host.
+    for url in [
+        "https://proxy.example.com/v1/other",
+        "https://api.openai.com/v2",
+    ] {
+        let spec = spec_with(serde_json::json!({ "base_url": url }));
+        let e = refusal(&registry, &spec);
+        assert_eq!(e.reason(), "BASE_URL_NOT_ALLOWED", "{url}: {e}");
+    }
+}
