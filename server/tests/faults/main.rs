@@ -12,3 +12,4 @@ mod crash;
 mod disk;
 mod interrupted;
 mod load;
+mod orphans;

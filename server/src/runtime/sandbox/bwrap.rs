@@ -276,6 +276,7 @@ mod tests {
                 processes: Some(16),
                 ..RlimitValues::default()
             },
+            lifeline: None,
             command: vec!["true".into()],
         };
         let args = plan

@@ -21,6 +21,7 @@ mod error;
 pub mod helper;
 mod identity;
 mod leftovers;
+mod lifeline;
 pub(crate) mod limits;
 mod output;
 pub mod paths;
@@ -70,6 +71,8 @@ pub struct Sandbox {
     running: Arc<RunningSet>,
     /// Counts every process run, by mode and outcome.
     metrics: Arc<SandboxMetrics>,
+    /// Ends every sandbox when the server ends; `None` if the pipe could not be made.
+    lifeline: Option<lifeline::Lifeline>,
 }
 
 impl Sandbox {
@@ -83,6 +86,11 @@ impl Sandbox {
             layout: SystemLayout::detect(),
             running: Arc::new(RunningSet::default()),
             metrics: Arc::default(),
+            lifeline: lifeline::Lifeline::new()
+                .inspect_err(|e| {
+                    tracing::warn!(error = %e, "no lifeline pipe: a sandboxed command may outlive a killed server");
+                })
+                .ok(),
             settings,
         }
     }

@@ -9,7 +9,7 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -41,10 +41,10 @@ pub(crate) struct Launch {
     /// The whole environment: nothing is inherited.
     pub env: Vec<(OsString, OsString)>,
     pub cwd: PathBuf,
-    /// Drop to this uid/gid (and no supplementary groups) before exec.
-    pub run_as: Option<(u32, u32)>,
     /// rlimits set before exec (when no helper sets them).
     pub rlimits: Option<RlimitValues>,
+    /// A descriptor of the server's the process inherits (the lifeline's read end).
+    pub inherit_fd: Option<RawFd>,
 }
 
 /// How to watch it.
@@ -70,11 +70,12 @@ pub(crate) fn spawn(launch: Launch) -> io::Result<Child> {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let run_as = launch.run_as;
     let limits = launch.rlimits;
+    let inherit_fd = launch.inherit_fd;
+    let server = std::process::id();
     // SAFETY: the closure runs between fork and exec, so it only makes raw system calls
-    // (umask, setrlimit, setgroups, setgid, setuid) on values copied in beforehand, and
-    // neither allocates nor takes locks.
+    // (umask, setrlimit, fcntl, prctl, getppid) on values copied in beforehand, and neither
+    // allocates nor takes locks.
     unsafe {
         command.pre_exec(move || {
             // The server keeps its own files private (umask 077); commands get the usual
@@ -83,12 +84,23 @@ pub(crate) fn spawn(launch: Launch) -> io::Result<Child> {
             if let Some(limits) = &limits {
                 rlimits::set(limits).map_err(|(_, e)| e)?;
             }
-            if let Some((uid, gid)) = run_as
-                && (libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setgid(gid) != 0
-                    || libc::setuid(uid) != 0)
+            if let Some(fd) = inherit_fd
+                && libc::fcntl(fd, libc::F_SETFD, 0) != 0
             {
                 return Err(io::Error::last_os_error());
+            }
+            // Killed with the server, even by SIGKILL, when nothing is left to supervise
+            // it (bubblewrap's --die-with-parent then takes the whole sandbox along). The
+            // signal is tied to the thread that forks: spawns happen on the runtime's
+            // worker threads, which live as long as the server. A server already gone
+            // before this line is caught by the parent check.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if u32::try_from(libc::getppid()).ok() != Some(server) {
+                return Err(io::Error::other(
+                    "the server exited before the command started",
+                ));
             }
             Ok(())
         });

@@ -175,11 +175,11 @@ impl Sandbox {
             args: request.argv[1..].iter().map(OsString::from).collect(),
             env: checked.env.clone(),
             cwd: checked.cwd.clone(),
-            run_as: None,
             rlimits: Some(RlimitValues {
                 processes: None,
                 ..limits
             }),
+            inherit_fd: None,
         }
     }
 
@@ -248,6 +248,7 @@ impl Sandbox {
                 LandlockRequirement::BestEffort
             },
             limits: self.settings.limits.for_request(request),
+            lifeline: self.lifeline.as_ref().map(|l| l.read_fd()),
             command: request.argv.iter().map(OsString::from).collect(),
         };
         let bwrap_args = plan.args(&helper_args);
@@ -272,8 +273,8 @@ impl Sandbox {
             // bubblewrap changes into the command's folder itself; starting it at `/`
             // spares it a working directory the sandbox user may not be able to search.
             cwd: PathBuf::from("/"),
-            run_as: None,
             rlimits: None,
+            inherit_fd: self.lifeline.as_ref().map(|l| l.read_fd()),
         })
     }
 

@@ -25,6 +25,7 @@
 //!                        run even when the kernel cannot enforce Landlock
 //!   --nofile N  --nproc N  --cpu SECONDS  --as BYTES
 //!                        rlimits
+//!   --lifeline FD        kill the sandbox's processes once FD reads end of file
 //! ```
 //!
 //! Paths that do not exist are skipped (they grant nothing). Exit status when the command
@@ -32,6 +33,7 @@
 //! 127 when it is not found, like `env` and `chroot`.
 
 mod landlock;
+mod lifeline;
 pub(crate) mod rlimits;
 pub mod seccomp;
 pub mod stage;
@@ -68,6 +70,9 @@ pub struct HelperArgs {
     pub network: bool,
     pub landlock: LandlockRequirement,
     pub limits: RlimitValues,
+    /// A descriptor of the server's lifeline pipe: when it reads its end, the server is
+    /// gone and the sandbox's processes are killed (see [`lifeline`]).
+    pub lifeline: Option<i32>,
     /// The program and its arguments.
     pub command: Vec<OsString>,
 }
@@ -89,6 +94,8 @@ pub enum HelperError {
     Seccomp(String),
     #[error("staging the sandbox's folders: {0}")]
     Stage(String),
+    #[error("watching the server's lifeline: {0}")]
+    Lifeline(io::Error),
     #[error("cannot run {program}: {source}")]
     Exec {
         program: String,
@@ -139,6 +146,10 @@ impl HelperArgs {
                 args.push(value.to_string().into());
             }
         }
+        if let Some(fd) = self.lifeline {
+            args.push("--lifeline".into());
+            args.push(fd.to_string().into());
+        }
         args.push("--".into());
         args.extend(self.command.iter().cloned());
         args
@@ -153,6 +164,7 @@ impl HelperArgs {
             network: true,
             landlock: LandlockRequirement::Required,
             limits: RlimitValues::default(),
+            lifeline: None,
             command: Vec::new(),
         };
         let mut args = args.into_iter();
@@ -172,6 +184,12 @@ impl HelperArgs {
                 "--nproc" => parsed.limits.processes = Some(number(flag, args.next())?),
                 "--cpu" => parsed.limits.cpu_seconds = Some(number(flag, args.next())?),
                 "--as" => parsed.limits.address_space_bytes = Some(number(flag, args.next())?),
+                "--lifeline" => {
+                    let fd = number(flag, args.next())?;
+                    parsed.lifeline = Some(i32::try_from(fd).map_err(|_| {
+                        HelperError::Usage(format!("`{flag}` needs a descriptor, got {fd}"))
+                    })?);
+                }
                 _ => {
                     return Err(HelperError::Usage(format!(
                         "unknown option `{}`",
@@ -231,6 +249,11 @@ pub fn restrict_and_exec(args: &HelperArgs) -> HelperError {
     if let Err(e) = seccomp::apply(args.network) {
         return e;
     }
+    if let Some(fd) = args.lifeline
+        && let Err(e) = lifeline::watch(fd)
+    {
+        return e;
+    }
     let Some((program, rest)) = args.command.split_first() else {
         return HelperError::Usage("no command".to_owned());
     };
@@ -269,6 +292,7 @@ mod tests {
                 cpu_seconds: None,
                 address_space_bytes: Some(1 << 30),
             },
+            lifeline: Some(9),
             command: os(&["/bin/bash", "-c", "echo --rw"]),
         };
         let rendered = args.to_args();
@@ -291,6 +315,8 @@ mod tests {
                 "32",
                 "--as",
                 "1073741824",
+                "--lifeline",
+                "9",
                 "--",
                 "/bin/bash",
                 "-c",

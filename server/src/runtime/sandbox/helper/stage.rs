@@ -32,7 +32,7 @@ use std::process::Command;
 
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use rustix::mount::{MountFlags, MountPropagationFlags};
-use rustix::process::{Gid, Uid};
+use rustix::process::{Gid, Signal, Uid};
 use rustix::thread::UnshareFlags;
 
 use super::HelperError;
@@ -128,11 +128,20 @@ impl StageArgs {
 
 /// Stages, drops root and execs the command. Only returns on failure.
 pub fn stage_and_exec(args: &StageArgs) -> HelperError {
+    let server = rustix::process::getppid();
     if let Err(e) = stage(&args.sources) {
         return e;
     }
     if let Err(e) = drop_to(args.uid, args.gid) {
         return HelperError::Stage(format!("dropping to uid {}: {e}", args.uid));
+    }
+    // Changing credentials cleared the parent-death signal the server set: set it again,
+    // so bubblewrap (and with it the sandbox) dies with the server, SIGKILL included.
+    if let Err(e) = rustix::process::set_parent_process_death_signal(Some(Signal::KILL)) {
+        return HelperError::Stage(format!("tying its life to the server's: {e}"));
+    }
+    if rustix::process::getppid() != server {
+        return HelperError::Stage("the server exited while the sandbox was staged".to_owned());
     }
     let Some((program, rest)) = args.command.split_first() else {
         return HelperError::Usage("no command".to_owned());
