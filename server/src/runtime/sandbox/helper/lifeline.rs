@@ -5,8 +5,8 @@
 //! closed: when the server is gone. The watcher then kills every process it may signal in
 //! the sandbox's PID namespace (the command and all it started; not the namespace's first
 //! process, which the kernel spares, and which exits when the command does) and exits.
-//! It runs under the same Landlock and seccomp rules as the command. When the command ends
-//! normally, the namespace goes away and the watcher with it.
+//! It runs under the same Landlock and seccomp rules as the command, and dies with it (a
+//! parent-death signal): the namespace's first process waits for every process in it.
 
 use std::io;
 
@@ -14,11 +14,20 @@ use super::HelperError;
 
 /// Forks the watcher; in the helper (the future command) the lifeline is closed.
 pub(super) fn watch(fd: i32) -> Result<(), HelperError> {
+    let command = std::process::id();
     // SAFETY: the helper is single-threaded, so the child may run any code after fork.
     let pid = unsafe { libc::fork() };
     match pid {
         -1 => Err(HelperError::Lifeline(io::Error::last_os_error())),
         0 => {
+            // The watcher goes with the command: the sandbox's first process waits for
+            // every process in it, and would wait for a watcher forever.
+            // SAFETY: prctl and getppid take plain values.
+            let bound = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } == 0;
+            // SAFETY: as above.
+            if !bound || u32::try_from(unsafe { libc::getppid() }).ok() != Some(command) {
+                std::process::exit(0);
+            }
             wait_for_the_end(fd);
             // SAFETY: kill(-1) signals every process this one may signal in its PID
             // namespace (never the namespace's first process, nor itself).
