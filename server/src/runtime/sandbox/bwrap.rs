@@ -9,6 +9,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::egress::EGRESS_MOUNT;
 use super::helper::HelperArgs;
 use super::types::CellPaths;
 use crate::runtime::policy::SandboxMode;
@@ -138,7 +139,10 @@ pub struct BwrapPlan<'a> {
     /// `/tmp`: binding over `/tmp` would hide the cell's own binds, so `/tmp` is then not
     /// writable and only `TMPDIR` (the cell's tmp) is.
     pub bind_tmp: bool,
-    pub network: bool,
+    /// The cell's egress folder (the proxy's socket), bound read-only at
+    /// [`EGRESS_MOUNT`] for a networked process. The network namespace is private either
+    /// way: the socket is a networked process's only way out.
+    pub egress: Option<&'a Path>,
     pub env: &'a [(OsString, OsString)],
     pub cwd: &'a Path,
     pub helper: &'a Path,
@@ -154,10 +158,8 @@ impl BwrapPlan<'_> {
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
+            "--unshare-net",
         ]);
-        if !self.network {
-            args.flags(&["--unshare-net"]);
-        }
         args.flags(&[
             "--hostname",
             "odyssey",
@@ -187,6 +189,9 @@ impl BwrapPlan<'_> {
             args.bind("--bind", self.cell_tmp, Path::new("/tmp"));
         }
         args.bind("--ro-bind", self.helper, Path::new(HELPER_MOUNT));
+        if let Some(egress) = self.egress {
+            args.bind("--ro-bind", egress, Path::new(EGRESS_MOUNT));
+        }
         args.push("--chdir").push(self.cwd);
         args.push("--").push(HELPER_MOUNT);
         args.0.extend(helper_args.to_args());
@@ -230,7 +235,7 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::sandbox::helper::LandlockRequirement;
+    use crate::runtime::sandbox::helper::{LandlockRequirement, Relay};
     use crate::runtime::sandbox::limits::RlimitValues;
 
     fn layout() -> SystemLayout {
@@ -257,12 +262,13 @@ mod tests {
         );
         let layout = layout();
         let env = vec![(OsString::from("HOME"), OsString::from("/h/sandbox/s1/data"))];
+        let egress = cell.root.join("egress");
         let plan = BwrapPlan {
             layout: &layout,
             view: &view,
             cell_tmp: &cell.tmp,
             bind_tmp,
-            network,
+            egress: network.then_some(egress.as_path()),
             env: &env,
             cwd: &cell.data,
             helper: Path::new("/opt/odyssey/odyssey-sandbox"),
@@ -273,6 +279,10 @@ mod tests {
             read_write,
             devices,
             network,
+            relay: network.then(|| Relay {
+                port: 3128,
+                socket: PathBuf::from("/run/odyssey-egress/proxy.sock"),
+            }),
             landlock: LandlockRequirement::Required,
             limits: RlimitValues {
                 processes: Some(16),
@@ -365,6 +375,7 @@ mod tests {
                 .contains(&PathBuf::from("/h/sandbox/s1/app"))
         );
         assert!(!helper.network);
+        assert!(!ro.iter().any(|p| p[1] == EGRESS_MOUNT));
     }
 
     #[test]
@@ -398,11 +409,14 @@ mod tests {
         );
     }
 
+    /// Issue 11 item 3: a networked process still gets a network namespace of its own
+    /// (only loopback); its way out is the proxy socket bound in read-only.
     #[test]
-    fn network_and_tmp_are_optional() {
+    fn network_goes_through_the_proxy_socket_and_tmp_is_optional() {
         let (args, helper) = render(SandboxMode::WorkspaceWrite, true, false);
-        assert!(!args.contains(&"--unshare-net".to_owned()));
-        assert!(helper.network);
+        assert!(args.contains(&"--unshare-net".to_owned()));
+        assert!(after(&args, "--ro-bind", 2).contains(&pair("/h/sandbox/s1/egress", EGRESS_MOUNT)));
+        assert!(helper.network && helper.relay.is_some());
         assert!(!after(&args, "--bind", 2).iter().any(|p| p[1] == "/tmp"));
         assert!(!helper.read_write.contains(&PathBuf::from("/tmp")));
     }

@@ -15,6 +15,7 @@
 mod bwrap;
 mod capabilities;
 mod cell;
+pub mod egress;
 mod env;
 mod error;
 pub mod helper;
@@ -39,6 +40,9 @@ pub use bwrap::{
 };
 pub use capabilities::{SandboxCapabilities, landlock_abi, seccomp_filters_available};
 pub use cell::{APP_DIGEST_FILE, AppSource};
+pub use egress::{
+    ConnectionReporter, DomainList, DomainPattern, DomainPolicy, EgressSettings, NetworkGrant,
+};
 pub use env::SANDBOX_PATH;
 pub use error::{BUBBLEWRAP_INSTALL_HINT, SandboxError};
 pub use leftovers::{LeftoverReport, RUNNING_DIR};
@@ -46,6 +50,7 @@ pub use limits::{ResourceLimits, RlimitValues};
 pub use settings::{HELPER_ENV, HELPER_NAME, SandboxSettings};
 pub use types::{CellPaths, ExecOutcome, ExecRequest};
 
+use egress::EgressProxies;
 use running::RunningSet;
 
 use crate::runtime::metrics::SandboxMetrics;
@@ -65,6 +70,8 @@ pub struct Sandbox {
     running: Arc<RunningSet>,
     /// Counts every process run, by mode and outcome.
     metrics: Arc<SandboxMetrics>,
+    /// The egress proxies of sessions with networked processes.
+    egress: EgressProxies,
 }
 
 impl Sandbox {
@@ -78,6 +85,7 @@ impl Sandbox {
             layout: SystemLayout::detect(),
             running: Arc::new(RunningSet::default()),
             metrics: Arc::default(),
+            egress: EgressProxies::new(&settings.egress),
             settings,
         }
     }
@@ -115,10 +123,26 @@ impl Sandbox {
         cell::prepare(sandbox_root, session_id, app, self.sandbox_owner())
     }
 
-    /// Kills the cell's running processes, waits for them, and removes the cell.
+    /// Kills the cell's running processes, waits for them, stops its egress proxy and
+    /// removes the cell.
     pub async fn remove_cell(&self, cell: &CellPaths) -> Result<(), SandboxError> {
         self.kill_cell_processes(cell).await;
+        let root = cell
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| cell.root.clone());
+        self.egress.close(&root).await;
         cell::remove(cell)
+    }
+
+    /// Stops every session's egress proxy (the server is shutting down).
+    pub async fn shutdown(&self) {
+        self.egress.close_all().await;
+    }
+
+    /// How many egress proxies run, and how many tasks they keep alive in all.
+    pub fn egress_activity(&self) -> (usize, usize) {
+        self.egress.activity()
     }
 
     /// Kills every process running in `cell` and waits (a few seconds at most) until they

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::Sandbox;
 use super::bwrap::{BwrapPlan, CellView};
 use super::cell;
+use super::egress;
 use super::env::sandbox_env;
 use super::error::SandboxError;
 use super::helper::{EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, HelperArgs, LandlockRequirement};
@@ -189,13 +190,22 @@ impl Sandbox {
         if let Some((uid, gid)) = owner {
             check_reachable(uid, gid, helper, &view)?;
         }
+        // A networked process reaches the outside only through the session's proxy.
+        let egress_dir = match &request.network {
+            Some(grant) => Some(self.egress.open(&checked.cell.root, grant, owner)?),
+            None => None,
+        };
+        let env = match egress_dir {
+            Some(_) => egress::proxy_env(&checked.env),
+            None => checked.env.clone(),
+        };
         let plan = BwrapPlan {
             layout: &self.layout,
             view: &view,
             cell_tmp: &checked.cell.tmp,
             bind_tmp: !checked.cell.root.starts_with("/tmp"),
-            network: request.network,
-            env: &checked.env,
+            egress: egress_dir.as_deref(),
+            env: &env,
             cwd: &checked.cwd,
             helper,
         };
@@ -204,7 +214,8 @@ impl Sandbox {
             read_only,
             read_write,
             devices,
-            network: request.network,
+            network: egress_dir.is_some(),
+            relay: egress_dir.as_ref().map(|_| egress::relay()),
             landlock: if self.settings.require_landlock {
                 LandlockRequirement::Required
             } else {

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use super::{Tool, ToolContext, ToolOutput};
 use crate::runtime::events::{EventPayload, OutputStream};
 use crate::runtime::provider::ToolSpec;
-use crate::runtime::sandbox::{ExecOutcome, ExecRequest, Sandbox, paths};
+use crate::runtime::sandbox::{ExecOutcome, ExecRequest, NetworkGrant, Sandbox, paths};
 use crate::runtime::session::EventSink;
 
 /// The tool's name, as the model and the permission rules spell it.
@@ -118,7 +118,10 @@ async fn run(sandbox: &Sandbox, ctx: ToolContext, arguments: Value) -> ToolOutpu
         cwd: cwd.clone(),
         mode: ctx.mode,
         env: ctx.env.clone(),
-        network: ctx.network,
+        network: ctx
+            .network
+            .clone()
+            .map(|domains| NetworkGrant::new(domains, ctx.events.connection_reporter())),
         mounts_read: ctx.mounts_read.clone(),
         mounts_write: ctx.mounts_write.clone(),
         timeout: Duration::from_millis(timeout_ms),

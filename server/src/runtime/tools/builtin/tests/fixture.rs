@@ -108,7 +108,7 @@ impl Fixture {
             mode,
             mounts_read: Vec::new(),
             mounts_write: Vec::new(),
-            network: false,
+            network: None,
             env: Default::default(),
             memory_mb: None,
             events: EventSink::new(session.clone(), Some(turn_id)),
