@@ -10,6 +10,7 @@ mod cli;
 mod commands;
 mod config;
 mod docs;
+mod egress;
 mod gateway;
 mod grpc_web;
 mod grpcurl;
