@@ -2,6 +2,7 @@
 
 mod append;
 mod delivery;
+mod egress;
 mod overhead;
 mod replay;
 mod sandbox;
@@ -30,11 +31,12 @@ pub enum Which {
     Delivery,
     Sandbox,
     Replay,
+    Egress,
 }
 
 impl Which {
     /// Every benchmark, in the order of the report.
-    pub const EACH: [Which; 7] = [
+    pub const EACH: [Which; 8] = [
         Which::Overhead,
         Which::Throughput,
         Which::Append,
@@ -42,6 +44,7 @@ impl Which {
         Which::Delivery,
         Which::Sandbox,
         Which::Replay,
+        Which::Egress,
     ];
 
     pub fn name(self) -> &'static str {
@@ -54,6 +57,7 @@ impl Which {
             Which::Delivery => "delivery",
             Which::Sandbox => "sandbox",
             Which::Replay => "replay",
+            Which::Egress => "egress",
         }
     }
 
@@ -67,6 +71,7 @@ impl Which {
             Which::Delivery => "live event delivery to subscribers",
             Which::Sandbox => "Bash tool calls under workspace_write",
             Which::Replay => "SubscribeSession replay of a long session",
+            Which::Egress => "networked sandboxes through the egress proxy",
         }
     }
 
@@ -80,6 +85,7 @@ impl Which {
             Which::Delivery => delivery::run(env).await,
             Which::Sandbox => sandbox::run(env).await,
             Which::Replay => replay::run(env).await,
+            Which::Egress => egress::run(env).await,
         }
     }
 }
