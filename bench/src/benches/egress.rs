@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::Outcome;
 use super::sandbox::{BashCalls, bash_true_calls, bash_true_figure, bash_true_script};
-use crate::bundle;
+use crate::bundle::{self, Tools};
 use crate::env::{self, Env};
 use crate::error::{BenchError, ClientContext, Result};
 use crate::report::{Bound, Figure, Statistic};
@@ -89,6 +89,11 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     let (plain, tunnel) = (seconds_as_ms(plain)?, seconds_as_ms(tunnel)?);
     let direct = direct_curl(&url, requests).await?;
 
+    // Bash `true` without and with the network, one after the other on the same daemon, so
+    // that the difference is the network's and not the machine's load.
+    let plain_bundle = bundle::install(&client, Tools::Bash).await?;
+    let without =
+        bash_true_calls(&client, &model, &plain_bundle, per_turn, s.sandbox_calls).await?;
     let per_turn_calls =
         bash_true_calls(&client, &model, &bundle, per_turn, s.sandbox_calls).await?;
     daemon.stop().await?;
@@ -135,17 +140,29 @@ pub async fn run(env: &Env) -> Result<Outcome> {
         process,
         skipped,
     } = per_turn_calls;
+    outcome.figures.push(
+        Figure::new(
+            "Bash `true` tool call, end to end, without network",
+            "ms",
+            "as below, in a session whose bundle asks for no network, just before (the \
+             sandbox benchmark's figure, for comparison)",
+        )
+        .samples(Summary::of_millis(&without.calls)),
+    );
     outcome.figures.push(bash_true_figure(
         &calls,
         per_turn,
         "workspace_write, networked",
     ));
     outcome.notes.push(format!(
-        "A networked Bash call differs from the sandbox benchmark's by the relay the \
-         helper starts (a bound port and two forks) and the bind of the proxy's socket; \
-         its sandboxed process took {:.0} ms at the p50.",
-        p50(&process)
+        "A networked Bash call differs from one without network by the relay the helper \
+         starts (a bound port and two forks) and the proxy's socket bound into the \
+         sandbox; its sandboxed process took {:.0} ms at the p50, against {:.0} ms \
+         without network.",
+        p50(&process),
+        p50(&without.process)
     ));
+    let skipped = skipped + without.skipped;
     if skipped > 0 {
         outcome.notes.push(format!(
             "{skipped} turns made more model calls than their tool calls need and were not \

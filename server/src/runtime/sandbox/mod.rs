@@ -8,8 +8,9 @@
 //!
 //! Restricted modes (`read_only`, `workspace_write`) layer three mechanisms, each of which
 //! would stop an escape on its own: bubblewrap (namespaces, an empty root with read-only
-//! system folders, no network), Landlock (path rules inside that view), seccomp (kernel
-//! interfaces). `danger_full_access` runs on the host with only the process group, the
+//! system folders, a network namespace of its own), Landlock (path rules inside that
+//! view), seccomp (kernel interfaces). A networked process reaches the outside only
+//! through its session's egress proxy ([`egress`]). `danger_full_access` runs on the host with only the process group, the
 //! wall clock, the output cap and the rlimits.
 
 mod bwrap;

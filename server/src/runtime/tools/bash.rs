@@ -59,7 +59,9 @@ impl Tool for Bash {
                 "Runs a bash command line in the session's sandbox and returns its exit code \
                  and output. The working directory defaults to the turn's directory inside \
                  the workspace; HOME is the workspace, TMPDIR a private temporary folder. \
-                 Network access depends on the bundle's sandbox settings. Commands are \
+                 Network access depends on the bundle's sandbox settings; when there is \
+                 some, it goes through the HTTP proxy in HTTP_PROXY and HTTPS_PROXY (curl, \
+                 pip, npm and git use it), to the hosts the bundle lists. Commands are \
                  killed after timeout_ms (default {DEFAULT_TIMEOUT_MS}, at most \
                  {MAX_TIMEOUT_MS})."
             ),

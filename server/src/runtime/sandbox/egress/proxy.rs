@@ -10,12 +10,17 @@
 //!
 //! Every task the proxy starts (connections, tunnels, forwarded requests) is tracked and
 //! watches one cancellation token, so stopping the proxy ends them all and waits for them.
+//!
+//! Every attempt is an event in the session's log, so attempts draw on a budget (a burst,
+//! then a steady rate, see [`AttemptBudget`]): a process looping on connections cannot
+//! grow the log without bound. Past it, attempts are refused with `429` and not recorded
+//! one by one; the server's log says when that starts.
 
 use std::convert::Infallible;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -40,6 +45,9 @@ const MAX_CONNECTIONS: usize = 256;
 const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long stopping waits for the proxy's tasks.
 const STOP_WAIT: Duration = Duration::from_secs(5);
+/// Connection attempts a session may make at once, and per second after that.
+const ATTEMPT_BURST: f64 = 500.0;
+const ATTEMPTS_PER_SECOND: f64 = 50.0;
 
 type Body = BoxBody<Bytes, hyper::Error>;
 
@@ -55,8 +63,44 @@ struct Shared {
     /// The latest grant of the session: its domain lists and where attempts are reported.
     grant: RwLock<NetworkGrant>,
     addresses: Arc<AddressPolicy>,
+    budget: Mutex<AttemptBudget>,
     tasks: TaskTracker,
     stop: CancellationToken,
+}
+
+/// A token bucket of connection attempts: [`ATTEMPT_BURST`] at once, refilled at
+/// [`ATTEMPTS_PER_SECOND`].
+#[derive(Debug)]
+struct AttemptBudget {
+    tokens: f64,
+    refilled: Instant,
+    /// Attempts are being refused (logged once when it starts).
+    exhausted: bool,
+}
+
+impl AttemptBudget {
+    fn new(now: Instant) -> Self {
+        Self {
+            tokens: ATTEMPT_BURST,
+            refilled: now,
+            exhausted: false,
+        }
+    }
+
+    /// Takes one attempt; `Err(true)` for the first refusal of a run of them.
+    fn take(&mut self, now: Instant) -> Result<(), bool> {
+        let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * ATTEMPTS_PER_SECOND).min(ATTEMPT_BURST);
+        self.refilled = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            self.exhausted = false;
+            return Ok(());
+        }
+        let first = !self.exhausted;
+        self.exhausted = true;
+        Err(first)
+    }
 }
 
 impl SessionProxy {
@@ -77,6 +121,7 @@ impl SessionProxy {
         let shared = Arc::new(Shared {
             grant: RwLock::new(grant),
             addresses,
+            budget: Mutex::new(AttemptBudget::new(Instant::now())),
             tasks: TaskTracker::new(),
             stop: CancellationToken::new(),
         });
@@ -323,6 +368,22 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
 
 /// Decides and connects, reporting the attempt; a refusal comes back as the response.
 async fn open(shared: &Shared, target: Target<'_>) -> Result<TcpStream, Response<Body>> {
+    let budget = shared
+        .budget
+        .lock()
+        .map_or(Ok(()), |mut b| b.take(Instant::now()));
+    if let Err(first) = budget {
+        if first {
+            tracing::warn!(
+                "a sandbox makes connection attempts faster than {ATTEMPTS_PER_SECOND}/s; \
+                 refusing them unrecorded until it slows down"
+            );
+        }
+        return Err(text(
+            StatusCode::TOO_MANY_REQUESTS,
+            "odyssey egress proxy: too many connection attempts; try again in a moment",
+        ));
+    }
     let Ok(grant) = shared.grant.read().map(|g| g.clone()) else {
         return Err(text(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -362,6 +423,34 @@ fn empty() -> Body {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attempts_past_the_burst_are_refused_until_the_budget_refills() {
+        let start = Instant::now();
+        let mut budget = AttemptBudget::new(start);
+        for _ in 0..ATTEMPT_BURST as usize {
+            assert_eq!(budget.take(start), Ok(()));
+        }
+        assert_eq!(
+            budget.take(start),
+            Err(true),
+            "the first refusal is reported"
+        );
+        assert_eq!(budget.take(start), Err(false), "the next ones are not");
+        let later = start + Duration::from_millis(100);
+        for _ in 0..(ATTEMPTS_PER_SECOND / 10.0) as usize {
+            assert_eq!(budget.take(later), Ok(()));
+        }
+        assert_eq!(budget.take(later), Err(true));
+        let much_later = later + Duration::from_secs(3600);
+        for _ in 0..ATTEMPT_BURST as usize {
+            assert_eq!(budget.take(much_later), Ok(()));
+        }
+        assert!(
+            budget.take(much_later).is_err(),
+            "the burst does not grow past its size"
+        );
+    }
 
     #[test]
     fn proxy_and_hop_by_hop_headers_are_removed() {
