@@ -381,7 +381,7 @@ mod tests {
                 ),
             ]),
             [
-                "     1  network_connection_attempted allowed files.pypi.org:443 (151.101.0.223): the name matches `*.pypi.org` and 151.101.0.223 is a public …",
+                "     1  network_connection_attempted allowed files.pypi.org:443 (151.101.0.223): the name matches `*.pypi.org` and 151.101.0.223 is a pu…",
                 "     2  network_connection_attempted denied pypi.org:443: `pypi.org` is not in the bundle's network list",
             ]
         );
