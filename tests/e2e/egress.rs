@@ -105,7 +105,15 @@ async fn a_networked_sandbox_cannot_reach_the_servers_gateway_or_grpc_web() {
                 "{attempt:?}"
             );
         }
+        // The session's proxy runs until the server stops, and leaves no socket behind.
+        let socket = server
+            .home()
+            .join("sandbox")
+            .join(&attacker.id)
+            .join("egress/proxy.sock");
+        assert!(socket.exists(), "{}", socket.display());
         server.stop().await;
+        assert!(!socket.exists(), "{}", socket.display());
     }
 }
 

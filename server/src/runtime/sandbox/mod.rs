@@ -10,8 +10,8 @@
 //! would stop an escape on its own: bubblewrap (namespaces, an empty root with read-only
 //! system folders, a network namespace of its own), Landlock (path rules inside that
 //! view), seccomp (kernel interfaces). A networked process reaches the outside only
-//! through its session's egress proxy ([`egress`]). `danger_full_access` runs on the host with only the process group, the
-//! wall clock, the output cap and the rlimits.
+//! through its session's egress proxy ([`egress`]). `danger_full_access` runs on the
+//! host with only the process group, the wall clock, the output cap and the rlimits.
 
 mod bwrap;
 mod capabilities;
