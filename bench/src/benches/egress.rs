@@ -150,9 +150,10 @@ pub async fn run(env: &Env) -> Result<Outcome> {
         .samples(Summary::of_millis(&without.calls)),
     );
     outcome.figures.push(bash_true_figure(
+        "Bash `true` tool call, end to end, networked",
         &calls,
         per_turn,
-        "workspace_write, networked",
+        "`workspace_write` with the network (to `localhost`)",
     ));
     outcome.notes.push(format!(
         "A networked Bash call differs from one without network by the relay the helper \

@@ -73,9 +73,12 @@ pub async fn run(env: &Env) -> Result<Outcome> {
              measured."
         ));
     }
-    outcome
-        .figures
-        .push(bash_true_figure(&calls, per_turn, "workspace_write"));
+    outcome.figures.push(bash_true_figure(
+        "Bash `true` tool call, end to end",
+        &calls,
+        per_turn,
+        "`workspace_write`",
+    ));
     outcome.figures.push(
         Figure::new(
             "sandboxed process",
@@ -178,9 +181,14 @@ pub(super) async fn bash_true_calls(
 }
 
 /// The end-to-end figure of Bash `true` calls, with its target (p50 ≤ 10 ms).
-pub(super) fn bash_true_figure(calls: &[Duration], per_turn: usize, sandbox: &str) -> Figure {
+pub(super) fn bash_true_figure(
+    name: &str,
+    calls: &[Duration],
+    per_turn: usize,
+    sandbox: &str,
+) -> Figure {
     Figure::new(
-        "Bash `true` tool call, end to end",
+        name,
         "ms",
         format!(
             "at the model server: from the last byte of an answer calling Bash with `true` \

@@ -7,14 +7,14 @@
 //! `127.0.0.1:`[`RELAY_PORT`] before it restricts and execs the command; `HTTP_PROXY` and
 //! `HTTPS_PROXY` (and their lower-case forms) point at it, so curl, pip, npm and git use
 //! it. The relay forwards each connection, as it is, over a Unix socket bind-mounted at
-//! [`EGRESS_MOUNT`] to the session's proxy in the server ([`proxy`]), which decides:
+//! [`EGRESS_MOUNT`] to the session's proxy in the server (`proxy`), which decides:
 //!
 //! 1. the host name must match the bundle's network list and the operator's
-//!    (`sandbox.network_domains`, empty for any host) ([`domains`]);
+//!    (`sandbox.network_domains`, empty for any host) (`domains`);
 //! 2. it is resolved once, and each address must be public, or inside a range the
 //!    operator allows (`sandbox.network_cidrs`), and never one of the server's own
-//!    listeners ([`addresses`]);
-//! 3. the proxy connects to the checked address itself ([`connect`]).
+//!    listeners (`addresses`);
+//! 3. the proxy connects to the checked address itself (`connect`).
 //!
 //! Every attempt, allowed or not, is reported to the session (an event). The relay makes
 //! no decision, so a process that talks to the socket directly gains nothing.

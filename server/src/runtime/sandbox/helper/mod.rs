@@ -4,7 +4,7 @@
 //! it, then narrows the process itself, in this order:
 //!
 //! 1. rlimits (open files, processes, CPU seconds, address space), hard and soft;
-//! 2. with `--relay`, the egress relay is started (see [`relay`]);
+//! 2. with `--relay`, the egress relay is started (see `relay`);
 //! 3. Landlock: read (and execute) beneath the `--ro` paths, everything beneath `--rw`,
 //!    read/write of existing files beneath `--dev`, nothing anywhere else; TCP bind and
 //!    connect denied when the network is off, and with a relay every TCP bind and every
