@@ -1,5 +1,6 @@
 //! The benchmark bundle: one agent on the `openai` provider (the loopback model server),
-//! sandboxed `workspace_write`, with or without the `Bash` tool (allowed without asking).
+//! sandboxed `workspace_write`, with or without the `Bash` tool (allowed without asking),
+//! and with or without the network.
 
 use odyssey_client::{OdysseyClient, SessionOptions, pack_files, proto as pb};
 
@@ -21,6 +22,20 @@ pub async fn install(client: &OdysseyClient, tools: Tools) -> Result<String> {
         Tools::None => "bench",
         Tools::Bash => "bench-bash",
     };
+    install_as(client, name, tools, &[]).await
+}
+
+/// The bundle with Bash, asking for the network to `hosts` (host patterns).
+pub async fn install_networked(client: &OdysseyClient, hosts: &[&str]) -> Result<String> {
+    install_as(client, "bench-bash-net", Tools::Bash, hosts).await
+}
+
+async fn install_as(
+    client: &OdysseyClient,
+    name: &str,
+    tools: Tools,
+    hosts: &[&str],
+) -> Result<String> {
     let (declared, rules) = match tools {
         Tools::None => ("", ""),
         Tools::Bash => (
@@ -28,10 +43,16 @@ pub async fn install(client: &OdysseyClient, tools: Tools) -> Result<String> {
             "  tools:\n    allow: [Bash]\n",
         ),
     };
+    let network = if hosts.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = hosts.iter().map(|h| format!("\"{h}\"")).collect();
+        format!("    permissions:\n      network: [{}]\n", list.join(", "))
+    };
     let manifest = format!(
         "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: {name}\n  \
          version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      \
-         default: true\n{declared}  sandbox:\n    mode: workspace_write\n"
+         default: true\n{declared}  sandbox:\n    mode: workspace_write\n{network}"
     );
     let agent = format!(
         "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\n  version: 0.1.0\n  \

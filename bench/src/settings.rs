@@ -52,6 +52,10 @@ pub struct Settings {
     /// sandbox: tool calls per turn.
     #[arg(long, default_value_t = 10)]
     pub sandbox_calls_per_turn: usize,
+    /// egress: requests measured each way (through the proxy, plain and CONNECT, and
+    /// direct); the networked Bash calls take `--sandbox-calls`.
+    #[arg(long, default_value_t = 200)]
+    pub egress_requests: usize,
     /// replay: events in the replayed session.
     #[arg(long, default_value_t = 100_000)]
     pub replay_events: usize,

@@ -43,7 +43,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 cwd: cell.data.clone(),
                 mode,
                 env: BTreeMap::new(),
-                network: false,
+                network: None,
                 mounts_read: Vec::new(),
                 mounts_write: Vec::new(),
                 timeout: Duration::from_secs(10),

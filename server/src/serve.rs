@@ -138,9 +138,18 @@ pub struct ServeArgs {
     /// Let sessions run without a sandbox (danger_full_access).
     #[arg(long)]
     pub allow_danger_full_access: bool,
-    /// Let bundles that ask for it (`network: ["*"]`) open network connections.
+    /// Let bundles that ask for it (`network: [...]`) reach the hosts they list, through
+    /// the session's egress proxy.
     #[arg(long)]
     pub allow_network: bool,
+    /// A host pattern networked sandboxes may reach at most (`api.github.com`,
+    /// `*.pypi.org`); repeatable. None: any host the bundle lists.
+    #[arg(long = "allow-network-domain", value_name = "PATTERN")]
+    pub network_domains: Vec<String>,
+    /// An address range networked sandboxes may reach although it is loopback, private or
+    /// link-local (`127.0.0.0/8`); repeatable. The server's own listeners stay refused.
+    #[arg(long = "allow-network-cidr", value_name = "CIDR")]
+    pub network_cidrs: Vec<String>,
     /// A host folder bundles may mount (with what lies below it); repeatable.
     #[arg(long = "mount-root", value_name = "DIR")]
     pub mount_roots: Vec<PathBuf>,
@@ -431,7 +440,13 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         ..config.grpc
     };
     let tls = grpc.tls.is_some();
-    let runtime = OdysseyRuntime::start(config.runtime).await?;
+    let mut runtime_config = config.runtime;
+    // Networked sandboxes may never reach these, whatever ranges the operator opens.
+    runtime_config.sandbox.egress.server_listeners = std::iter::once(addr)
+        .chain(gateway_listener.as_ref().map(|(_, addr)| *addr))
+        .chain(metrics_listener.as_ref().map(|(_, addr)| *addr))
+        .collect();
+    let runtime = OdysseyRuntime::start(runtime_config).await?;
     let stop = CancellationToken::new();
     let task = tokio::spawn(grpc::serve(
         runtime.clone(),

@@ -11,6 +11,7 @@ mod cli;
 mod commands;
 mod config;
 mod docs;
+mod egress;
 mod event_size;
 mod gateway;
 mod grpc_web;

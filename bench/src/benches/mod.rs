@@ -3,6 +3,7 @@
 mod append;
 mod archives;
 mod delivery;
+mod egress;
 mod overhead;
 mod replay;
 mod sandbox;
@@ -32,11 +33,12 @@ pub enum Which {
     Sandbox,
     Replay,
     Archives,
+    Egress,
 }
 
 impl Which {
     /// Every benchmark, in the order of the report.
-    pub const EACH: [Which; 8] = [
+    pub const EACH: [Which; 9] = [
         Which::Overhead,
         Which::Throughput,
         Which::Append,
@@ -45,6 +47,7 @@ impl Which {
         Which::Sandbox,
         Which::Replay,
         Which::Archives,
+        Which::Egress,
     ];
 
     pub fn name(self) -> &'static str {
@@ -58,6 +61,7 @@ impl Which {
             Which::Sandbox => "sandbox",
             Which::Replay => "replay",
             Which::Archives => "archives",
+            Which::Egress => "egress",
         }
     }
 
@@ -72,6 +76,7 @@ impl Which {
             Which::Sandbox => "Bash tool calls under workspace_write",
             Which::Replay => "SubscribeSession replay of a long session",
             Which::Archives => "hostile bundle archives refused",
+            Which::Egress => "networked sandboxes through the egress proxy",
         }
     }
 
@@ -86,6 +91,7 @@ impl Which {
             Which::Sandbox => sandbox::run(env).await,
             Which::Replay => replay::run(env).await,
             Which::Archives => archives::run(env).await,
+            Which::Egress => egress::run(env).await,
         }
     }
 }

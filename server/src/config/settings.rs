@@ -22,6 +22,8 @@ use crate::runtime::permissions::HookConfig;
 use crate::runtime::provider::{
     CredentialSettings, ProviderSettings, UrlPattern, known_provider_names, read_key_file,
 };
+use crate::runtime::sandbox::DomainList;
+use crate::runtime::sandbox::egress::IpNet;
 use crate::runtime::secrets;
 use crate::runtime::{RuntimeConfig, SandboxMode};
 
@@ -112,6 +114,23 @@ fn patterns(texts: Vec<String>) -> Result<Vec<UrlPattern>, ValueError> {
         .iter()
         .map(|text| text.parse().map_err(ValueError::from))
         .collect()
+}
+
+/// An address range (`127.0.0.0/8`, `fd00::/8`), or one address (`10.0.0.5`).
+fn cidr(text: &str) -> Result<IpNet, ValueError> {
+    let net = match text.parse::<IpNet>() {
+        Ok(net) => net,
+        Err(_) => match text.parse::<std::net::IpAddr>() {
+            Ok(ip) => IpNet::from(ip),
+            Err(_) => {
+                return Err(format!(
+                    "`{text}` is not an address range: write it as 127.0.0.0/8 or fd00::/8"
+                )
+                .into());
+            }
+        },
+    };
+    Ok(net.trunc())
 }
 
 fn texts(patterns: &[UrlPattern]) -> Vec<String> {
@@ -459,6 +478,36 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
             },
         )
         .flag("--allow-network", |a| a.allow_network.then_some(true)),
+        server(
+            "sandbox.network_domains",
+            |d| {
+                let patterns = d.server.runtime.access.network_domains.patterns();
+                Some(patterns.iter().map(ToString::to_string).collect::<Vec<_>>())
+            },
+            |d, v: Vec<String>| {
+                d.server.runtime.access.network_domains =
+                    DomainList::parse(&v).map_err(|e| e.to_string())?;
+                Ok(())
+            },
+        )
+        .flag("--allow-network-domain", |a| {
+            (!a.network_domains.is_empty()).then(|| a.network_domains.clone())
+        }),
+        server(
+            "sandbox.network_cidrs",
+            |d| {
+                let cidrs = &d.server.runtime.sandbox.egress.allowed_cidrs;
+                Some(cidrs.iter().map(ToString::to_string).collect::<Vec<_>>())
+            },
+            |d, v: Vec<String>| {
+                d.server.runtime.sandbox.egress.allowed_cidrs =
+                    v.iter().map(|text| cidr(text)).collect::<Result<_, _>>()?;
+                Ok(())
+            },
+        )
+        .flag("--allow-network-cidr", |a| {
+            (!a.network_cidrs.is_empty()).then(|| a.network_cidrs.clone())
+        }),
         server(
             "sandbox.mount_roots",
             |d| Some(d.server.runtime.access.mount_roots.clone()),

@@ -348,6 +348,82 @@ fn bad_values_and_bad_toml_name_where_they_are() {
     assert!(error(machine.load(&[])).contains("must be a table"));
 }
 
+/// Issue 11 item 3: the egress proxy's domains and ranges, from files, flags and the
+/// environment, checked as they are read.
+#[test]
+fn network_domains_and_ranges_are_read_and_checked() {
+    let mut machine = Machine::new();
+    let path = machine.write(
+        "etc/odyssey/config.toml",
+        "[sandbox]\nallow_network = true\nnetwork_domains = [\"api.github.com\", \"*.PyPI.org\"]\nnetwork_cidrs = [\"10.20.0.7/16\", \"fd00::1\"]\n",
+    );
+    let loaded = machine.load(&[]).unwrap();
+    let runtime = &loaded.config.runtime;
+    let domains: Vec<String> = runtime
+        .access
+        .network_domains
+        .patterns()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(domains, ["api.github.com", "*.pypi.org"]);
+    let cidrs: Vec<String> = runtime
+        .sandbox
+        .egress
+        .allowed_cidrs
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(cidrs, ["10.20.0.0/16", "fd00::1/128"]);
+
+    let loaded = machine
+        .load(&[
+            "--allow-network-domain",
+            "localhost",
+            "--allow-network-cidr",
+            "127.0.0.0/8",
+        ])
+        .unwrap();
+    assert_eq!(
+        source_of(&loaded, "sandbox.network_cidrs"),
+        "flag --allow-network-cidr"
+    );
+    assert_eq!(
+        loaded.config.runtime.sandbox.egress.allowed_cidrs,
+        ["127.0.0.0/8".parse().unwrap()]
+    );
+    machine.set_env("ODYSSEY_ALLOW_NETWORK_DOMAIN", "a.example, *.b.example");
+    let loaded = machine.load(&[]).unwrap();
+    assert_eq!(
+        loaded
+            .config
+            .runtime
+            .access
+            .network_domains
+            .patterns()
+            .len(),
+        2
+    );
+
+    machine.write(
+        "etc/odyssey/config.toml",
+        "[sandbox]\nnetwork_domains = [\"files.*.org\"]\n",
+    );
+    machine.set_env("ODYSSEY_ALLOW_NETWORK_DOMAIN", "");
+    let e = error(machine.load(&[]));
+    assert!(
+        e.starts_with(&format!("{}:2: `sandbox.network_domains`", path.display()))
+            && e.contains("is not a host pattern"),
+        "{e}"
+    );
+    machine.write(
+        "etc/odyssey/config.toml",
+        "[sandbox]\nnetwork_cidrs = [\"localhost\"]\n",
+    );
+    let e = error(machine.load(&[]));
+    assert!(e.contains("`localhost` is not an address range"), "{e}");
+}
+
 #[test]
 fn a_named_config_file_must_exist() {
     let machine = Machine::new();

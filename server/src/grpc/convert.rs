@@ -554,5 +554,14 @@ fn payload(p: &EventPayload) -> pb::session_event::Payload {
                 section: section.clone(),
             })
         }
+        EventPayload::NetworkConnectionAttempted(a) => {
+            P::NetworkConnectionAttempted(pb::NetworkConnectionAttempted {
+                host: a.host.clone(),
+                port: a.port,
+                address: a.address.clone(),
+                allowed: a.allowed,
+                reason: a.reason.clone(),
+            })
+        }
     }
 }

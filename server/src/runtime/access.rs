@@ -7,12 +7,16 @@ use std::path::{Path, PathBuf};
 
 use crate::runtime::bundle::SandboxSpec;
 use crate::runtime::error::{Result, RuntimeError};
+use crate::runtime::sandbox::{DomainList, DomainPolicy};
 
 /// The operator's ceilings.
 #[derive(Clone, Debug)]
 pub struct AccessLimits {
-    /// Whether any session may open network connections (`network: ["*"]`).
+    /// Whether any session may open network connections (through its egress proxy).
     pub allow_network: bool,
+    /// The host names networked sessions may reach at most (`sandbox.network_domains`);
+    /// empty: whatever the bundle lists.
+    pub network_domains: DomainList,
     /// Host folders (and what lies below them) that bundles may mount.
     pub mount_roots: Vec<PathBuf>,
     /// Host environment variables bundles may map into the sandbox. Provider keys are
@@ -28,6 +32,7 @@ impl Default for AccessLimits {
     fn default() -> Self {
         Self {
             allow_network: false,
+            network_domains: DomainList::default(),
             mount_roots: Vec::new(),
             env_allowlist: Vec::new(),
             max_memory_mb: 8 * 1024,
@@ -39,7 +44,8 @@ impl Default for AccessLimits {
 /// What one session's processes get, after the checks.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SessionAccess {
-    pub network: bool,
+    /// The hosts its processes may reach through the egress proxy; `None`: no network.
+    pub network: Option<DomainPolicy>,
     pub mounts_read: Vec<PathBuf>,
     pub mounts_write: Vec<PathBuf>,
     /// Variables inside the sandbox with their values from the server's environment.
@@ -51,25 +57,7 @@ impl AccessLimits {
     /// Checks a manifest's sandbox section against the ceilings; the error names the
     /// operator setting (its configuration key) that would have to change.
     pub fn grant(&self, spec: &SandboxSpec) -> Result<SessionAccess> {
-        let network = match spec.network.as_slice() {
-            [] => false,
-            [all] if all == "*" => true,
-            hosts => {
-                return Err(RuntimeError::PermissionDenied {
-                    setting: "network".into(),
-                    message: format!(
-                        "the bundle asks for network access to {}; per-host rules are not supported: use [] (off) or [\"*\"] (on)",
-                        hosts.join(", ")
-                    ),
-                });
-            }
-        };
-        if network && !self.allow_network {
-            return Err(denied(
-                "sandbox.allow_network",
-                "the bundle asks for network access (network: [\"*\"]), which this server does not allow",
-            ));
-        }
+        let network = self.network(&spec.network)?;
         let mounts_read = self.mounts(&spec.mounts_read)?;
         let mounts_write = self.mounts(&spec.mounts_write)?;
         let mut env = BTreeMap::new();
@@ -111,6 +99,30 @@ impl AccessLimits {
             env,
             memory_mb: spec.memory_mb,
         })
+    }
+
+    /// The bundle's host list narrowed by the operator's; `None` when it asks for none.
+    fn network(&self, requested: &[String]) -> Result<Option<DomainPolicy>> {
+        if requested.is_empty() {
+            return Ok(None);
+        }
+        if !self.allow_network {
+            return Err(denied(
+                "sandbox.allow_network",
+                &format!(
+                    "the bundle asks for network access (to {}), which this server does not allow",
+                    requested.join(", ")
+                ),
+            ));
+        }
+        // Checked when the bundle was built; a bundle installed before then is told here.
+        let bundle = DomainList::parse(requested).map_err(|e| {
+            RuntimeError::invalid("spec.sandbox.permissions.network", e.to_string())
+        })?;
+        Ok(Some(DomainPolicy {
+            bundle,
+            operator: self.network_domains.clone(),
+        }))
     }
 
     fn mounts(&self, requested: &[String]) -> Result<Vec<PathBuf>> {
@@ -167,18 +179,25 @@ mod tests {
         assert!(err.contains("allow_network"), "{err}");
         let open = AccessLimits {
             allow_network: true,
+            network_domains: DomainList::parse(&["*.pypi.org"]).unwrap_or_default(),
             ..AccessLimits::default()
         };
-        assert!(open.grant(&network).is_ok_and(|a| a.network));
+        let granted = open.grant(&network).ok().and_then(|a| a.network);
+        let granted = granted.unwrap_or_else(|| panic!("network granted"));
+        assert!(granted.bundle.matching("example.com").is_some());
+        assert_eq!(granted.operator, open.network_domains);
 
         let mut hosts = spec();
-        hosts.network = vec!["example.com".into()];
-        let err = open
-            .grant(&hosts)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(err.contains("per-host rules are not supported"), "{err}");
+        hosts.network = vec!["api.github.com".into(), "*.pypi.org".into()];
+        let granted = open.grant(&hosts).ok().and_then(|a| a.network);
+        assert!(granted.is_some_and(
+            |p| p.check("api.github.com").is_err() && p.check("files.pypi.org").is_ok()
+        ));
+        hosts.network = vec!["a*b.com".into()];
+        assert!(
+            open.grant(&hosts)
+                .is_err_and(|e| e.to_string().contains("is not a host pattern"))
+        );
 
         let mut env = spec();
         env.env.insert("KEY".into(), "OPENAI_API_KEY".into());

@@ -136,13 +136,15 @@ pub enum EventPayload {
         records: u32,
         section: String,
     },
+    /// A sandboxed process asked the session's egress proxy for a connection.
+    NetworkConnectionAttempted(NetworkConnectionAttempted),
 }
 
 impl EventPayload {
     /// Every event type as it is named in the log's `type` field, in the order of
     /// [`EventPayload::type_index`]: metrics count events by it, and event hooks filter
     /// on it.
-    pub const TYPE_NAMES: [&'static str; 18] = [
+    pub const TYPE_NAMES: [&'static str; 19] = [
         "turn_started",
         "turn_completed",
         "agent_message_delta",
@@ -161,6 +163,7 @@ impl EventPayload {
         "error_occurred",
         "history_compacted",
         "memory_recalled",
+        "network_connection_attempted",
     ];
 
     /// This event's position in [`EventPayload::TYPE_NAMES`].
@@ -184,6 +187,7 @@ impl EventPayload {
             Self::ErrorOccurred { .. } => 15,
             Self::HistoryCompacted(_) => 16,
             Self::MemoryRecalled { .. } => 17,
+            Self::NetworkConnectionAttempted(_) => 18,
         }
     }
 
@@ -268,6 +272,22 @@ pub struct HistoryCompacted {
     /// The summarizing model call.
     #[serde(default)]
     pub usage: TokenUsage,
+}
+
+/// One connection a sandboxed process asked the egress proxy for, and the proxy's answer.
+/// Everything in it that the sandbox chose (the host) is bounded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkConnectionAttempted {
+    /// The host name (lower case) or IP address asked for; an invalid name is cut to 253
+    /// characters.
+    pub host: String,
+    pub port: u32,
+    /// The resolved address the decision was about; empty when none was reached.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub address: String,
+    pub allowed: bool,
+    /// Why, in words: the rule that allowed it, or what refused it.
+    pub reason: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -409,6 +429,13 @@ mod tests {
                 records: 1,
                 section: text(),
             },
+            EventPayload::NetworkConnectionAttempted(NetworkConnectionAttempted {
+                host: text(),
+                port: 443,
+                address: String::new(),
+                allowed: false,
+                reason: text(),
+            }),
         ]
     }
 

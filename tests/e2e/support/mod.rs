@@ -447,6 +447,7 @@ pub fn payload_kind(event: &pb::SessionEvent) -> &'static str {
         Some(P::ErrorOccurred(_)) => "error_occurred",
         Some(P::HistoryCompacted(_)) => "history_compacted",
         Some(P::MemoryRecalled(_)) => "memory_recalled",
+        Some(P::NetworkConnectionAttempted(_)) => "network_connection_attempted",
         None => "none",
     }
 }

@@ -212,6 +212,7 @@ pub(crate) fn event_kind(event: &pb::SessionEvent) -> &'static str {
         Some(Payload::ErrorOccurred(_)) => "error_occurred",
         Some(Payload::HistoryCompacted(_)) => "history_compacted",
         Some(Payload::MemoryRecalled(_)) => "memory_recalled",
+        Some(Payload::NetworkConnectionAttempted(_)) => "network_connection_attempted",
     }
 }
 
@@ -308,6 +309,13 @@ fn payload_json(payload: &Payload) -> Value {
             "usage": usage(p.usage.as_ref()),
         }),
         Payload::MemoryRecalled(p) => json!({ "records": p.records, "section": p.section }),
+        Payload::NetworkConnectionAttempted(p) => json!({
+            "host": p.host,
+            "port": p.port,
+            "address": p.address,
+            "allowed": p.allowed,
+            "reason": p.reason,
+        }),
     }
 }
 

@@ -107,7 +107,9 @@ impl TurnPrinter {
                     p.request_id
                 ))?;
             }
-            Payload::HistoryCompacted(_) | Payload::MemoryRecalled(_) => {
+            Payload::HistoryCompacted(_)
+            | Payload::MemoryRecalled(_)
+            | Payload::NetworkConnectionAttempted(_) => {
                 self.close_text(output)?;
                 let line = format!("{}: {}", event_kind(event), detail(event));
                 output.dim_note(&line)?;

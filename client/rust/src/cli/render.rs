@@ -161,7 +161,22 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
         }
         Payload::HistoryCompacted(p) => history_compacted(p),
         Payload::MemoryRecalled(p) => format!("{} record(s) from earlier sessions", p.records),
+        Payload::NetworkConnectionAttempted(p) => network_attempt(p),
     }
+}
+
+/// `allowed example.com:443 (93.184.215.14): the name matches …`, or `denied …`.
+pub(crate) fn network_attempt(p: &pb::NetworkConnectionAttempted) -> String {
+    let verdict = if p.allowed { "allowed" } else { "denied" };
+    let address = if p.address.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", p.address)
+    };
+    shorten(
+        &format!("{verdict} {}:{}{address}: {}", p.host, p.port, p.reason),
+        DETAIL_WIDTH,
+    )
 }
 
 /// `3 turns summarized · ~2400 → ~600 tokens: "The user …"`.
@@ -357,6 +372,39 @@ mod tests {
                 "     1  memory_recalled            2 record(s) from earlier sessions",
                 "     2  history_compacted          3 turn(s) summarized · ~2400 → ~600 tokens: \"The user picked teal.\"",
                 "     3  error_occurred             history_compaction_failed: no summary",
+            ]
+        );
+    }
+
+    #[test]
+    fn network_connection_attempts_say_allowed_or_denied_and_why() {
+        let attempt = |host: &str, address: &str, allowed: bool, reason: &str| {
+            Payload::NetworkConnectionAttempted(pb::NetworkConnectionAttempted {
+                host: host.into(),
+                port: 443,
+                address: address.into(),
+                allowed,
+                reason: reason.into(),
+            })
+        };
+        assert_eq!(
+            lines(vec![
+                attempt(
+                    "files.pypi.org",
+                    "151.101.0.223",
+                    true,
+                    "the name matches `*.pypi.org` and 151.101.0.223 is a public address"
+                ),
+                attempt(
+                    "pypi.org",
+                    "",
+                    false,
+                    "`pypi.org` is not in the bundle's network list"
+                ),
+            ]),
+            [
+                "     1  network_connection_attempted allowed files.pypi.org:443 (151.101.0.223): the name matches `*.pypi.org` and 151.101.0.223 is a pu…",
+                "     2  network_connection_attempted denied pypi.org:443: `pypi.org` is not in the bundle's network list",
             ]
         );
     }

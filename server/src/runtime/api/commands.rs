@@ -12,7 +12,7 @@ use super::OdysseyRuntime;
 use crate::runtime::error::{Result, RuntimeError};
 use crate::runtime::events::{EventPayload, OutputStream};
 use crate::runtime::permissions::split_command;
-use crate::runtime::sandbox::{ExecOutcome, ExecRequest, ProcessView};
+use crate::runtime::sandbox::{ExecOutcome, ExecRequest, NetworkGrant, ProcessView};
 use crate::runtime::session::EventSink;
 
 /// Longest argument, and longest argument list, a command may have: the kernel refuses
@@ -88,7 +88,9 @@ impl OdysseyRuntime {
             cwd: work_dir,
             mode: record.sandbox_mode,
             env: access.env,
-            network: access.network,
+            network: access
+                .network
+                .map(|domains| NetworkGrant::new(domains, events.connection_reporter())),
             mounts_read: access.mounts_read,
             mounts_write: access.mounts_write,
             timeout: command

@@ -224,6 +224,7 @@ impl OdysseyRuntime {
             return;
         }
         self.stop_turns(grace).await;
+        self.inner.sandbox.shutdown().await;
         // The interrupted turns' last events reach the hooks before they stop.
         self.inner.event_hooks.close(operations::HOOK_GRACE).await;
     }

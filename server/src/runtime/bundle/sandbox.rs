@@ -7,6 +7,7 @@ use super::error::BundleError;
 use super::manifest::{MANIFEST_FILE, Sandbox};
 use super::types::SandboxSpec;
 use crate::runtime::policy::SandboxMode;
+use crate::runtime::sandbox::DomainPattern;
 
 /// Converts the section; `None` (no section) gives the defaults.
 pub(crate) fn sandbox_spec(raw: Option<Sandbox>) -> Result<SandboxSpec, BundleError> {
@@ -36,6 +37,14 @@ pub(crate) fn sandbox_spec(raw: Option<Sandbox>) -> Result<SandboxSpec, BundleEr
             return Err(err(
                 field,
                 format!("`{host}` is not a valid host variable name"),
+            ));
+        }
+    }
+    for (index, pattern) in raw.permissions.network.iter().enumerate() {
+        if let Err(e) = pattern.parse::<DomainPattern>() {
+            return Err(err(
+                format!("spec.sandbox.permissions.network[{index}]"),
+                e.to_string(),
             ));
         }
     }

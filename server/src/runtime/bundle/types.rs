@@ -103,7 +103,8 @@ pub struct SandboxSpec {
     pub mode: SandboxMode,
     /// Variable inside the sandbox -> name of the host variable its value comes from.
     pub env: BTreeMap<String, String>,
-    /// `[]` = no network, `["*"]` = network; kept as written so later code can refuse hosts.
+    /// The hosts processes may reach through the egress proxy, as written (checked host
+    /// patterns: `api.github.com`, `*.pypi.org`, `*`); `[]` = no network.
     pub network: Vec<String>,
     pub mounts_read: Vec<String>,
     pub mounts_write: Vec<String>,

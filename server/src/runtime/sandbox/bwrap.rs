@@ -96,7 +96,7 @@ pub struct Bind {
 }
 
 impl Bind {
-    fn new(source: &Path, dest: impl Into<PathBuf>, writable: bool) -> Self {
+    pub(crate) fn new(source: &Path, dest: impl Into<PathBuf>, writable: bool) -> Self {
         Self {
             source: source.to_path_buf(),
             dest: dest.into(),
@@ -135,7 +135,6 @@ pub fn cell_binds(
 pub struct BwrapPlan<'a> {
     pub layout: &'a SystemLayout,
     pub binds: &'a [Bind],
-    pub network: bool,
     pub env: &'a [(OsString, OsString)],
     /// The working directory, as the process sees it.
     pub cwd: &'a Path,
@@ -153,10 +152,8 @@ impl BwrapPlan<'_> {
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
+            "--unshare-net",
         ]);
-        if !self.network {
-            args.flags(&["--unshare-net"]);
-        }
         args.flags(&[
             "--hostname",
             "odyssey",
@@ -230,7 +227,8 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::sandbox::helper::LandlockRequirement;
+    use crate::runtime::sandbox::egress::EGRESS_MOUNT;
+    use crate::runtime::sandbox::helper::{LandlockRequirement, Relay};
     use crate::runtime::sandbox::limits::RlimitValues;
 
     fn layout() -> SystemLayout {
@@ -248,19 +246,21 @@ mod tests {
     fn render(mode: SandboxMode, network: bool) -> (Vec<String>, HelperArgs) {
         let cell = CellPaths::under(PathBuf::from("/h/sandbox/s1"));
         let run_dir = cell.runs.join("e1");
-        let binds = cell_binds(
+        let mut binds = cell_binds(
             &cell,
             &run_dir,
             mode,
             &[PathBuf::from("/srv/ref")],
             &[PathBuf::from("/srv/out")],
         );
+        if network {
+            binds.push(Bind::new(&cell.root.join("egress"), EGRESS_MOUNT, false));
+        }
         let layout = layout();
         let env = vec![(OsString::from("HOME"), OsString::from("/workspace"))];
         let plan = BwrapPlan {
             layout: &layout,
             binds: &binds,
-            network,
             env: &env,
             cwd: Path::new("/workspace"),
             helper: Path::new("/opt/odyssey/odyssey-sandbox"),
@@ -271,6 +271,10 @@ mod tests {
             read_write,
             devices,
             network,
+            relay: network.then(|| Relay {
+                port: 3128,
+                socket: PathBuf::from("/run/odyssey-egress/proxy.sock"),
+            }),
             landlock: LandlockRequirement::Required,
             limits: RlimitValues {
                 processes: Some(16),
@@ -360,6 +364,7 @@ mod tests {
         }
         assert!(helper.read_only.contains(&PathBuf::from("/app")));
         assert!(!helper.network);
+        assert!(!ro.iter().any(|p| p[1] == EGRESS_MOUNT));
     }
 
     #[test]
@@ -382,11 +387,15 @@ mod tests {
         assert!(helper.read_only.contains(&PathBuf::from("/workspace")));
     }
 
+    /// Issue 11 item 3: a networked process still gets a network namespace of its own
+    /// (only loopback); its way out is the proxy socket bound in read-only.
     #[test]
-    fn network_is_optional() {
+    fn network_goes_through_the_proxy_socket() {
         let (args, helper) = render(SandboxMode::WorkspaceWrite, true);
-        assert!(!args.contains(&"--unshare-net".to_owned()));
-        assert!(helper.network);
+        assert!(args.contains(&"--unshare-net".to_owned()));
+        let ro = after(&args, "--ro-bind", 2);
+        assert!(ro.contains(&pair("/h/sandbox/s1/egress", EGRESS_MOUNT)));
+        assert!(helper.network && helper.relay.is_some());
     }
 
     #[test]

@@ -8,14 +8,16 @@
 //!
 //! Restricted modes (`read_only`, `workspace_write`) layer three mechanisms, each of which
 //! would stop an escape on its own: bubblewrap (namespaces, an empty root with read-only
-//! system folders, no network), Landlock (path rules inside that view), seccomp (kernel
-//! interfaces). `danger_full_access` runs on the host with only the process group, the
-//! wall clock, the output cap and the rlimits.
+//! system folders, a network namespace of its own), Landlock (path rules inside that
+//! view), seccomp (kernel interfaces). A networked process reaches the outside only
+//! through its session's egress proxy ([`egress`]). `danger_full_access` runs on the
+//! host with only the process group, the wall clock, the output cap and the rlimits.
 
 pub mod beneath;
 mod bwrap;
 mod capabilities;
 mod cell;
+pub mod egress;
 mod env;
 mod error;
 pub mod helper;
@@ -43,6 +45,9 @@ pub use bwrap::{
 };
 pub use capabilities::{SandboxCapabilities, landlock_abi, seccomp_filters_available};
 pub use cell::{APP_DIGEST_FILE, AppSource};
+pub use egress::{
+    ConnectionReporter, DomainList, DomainPattern, DomainPolicy, EgressSettings, NetworkGrant,
+};
 pub use env::SANDBOX_PATH;
 pub use error::{BUBBLEWRAP_INSTALL_HINT, SandboxError};
 pub use identity::{Handoff, IdentityError, SandboxUser};
@@ -52,6 +57,7 @@ pub use settings::{HELPER_ENV, HELPER_NAME, SandboxSettings};
 pub use types::{CellPaths, ExecOutcome, ExecRequest};
 pub use view::{APP, CACHE, ProcessView, RUN, TMP, WORKSPACE};
 
+use egress::EgressProxies;
 use running::RunningSet;
 
 use crate::runtime::metrics::SandboxMetrics;
@@ -73,6 +79,8 @@ pub struct Sandbox {
     metrics: Arc<SandboxMetrics>,
     /// Ends every sandbox when the server ends; `None` if the pipe could not be made.
     lifeline: Option<lifeline::Lifeline>,
+    /// The egress proxies of sessions with networked processes.
+    egress: EgressProxies,
 }
 
 impl Sandbox {
@@ -91,6 +99,7 @@ impl Sandbox {
                     tracing::warn!(error = %e, "no lifeline pipe: a sandboxed command may outlive a killed server");
                 })
                 .ok(),
+            egress: EgressProxies::new(&settings.egress),
             settings,
         }
     }
@@ -133,10 +142,26 @@ impl Sandbox {
         cell::prepare(sandbox_root, session_id, app, self.sandbox_owner())
     }
 
-    /// Kills the cell's running processes, waits for them, and removes the cell.
+    /// Kills the cell's running processes, waits for them, stops its egress proxy and
+    /// removes the cell.
     pub async fn remove_cell(&self, cell: &CellPaths) -> Result<(), SandboxError> {
         self.kill_cell_processes(cell).await;
+        let root = cell
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| cell.root.clone());
+        self.egress.close(&root).await;
         cell::remove(cell)
+    }
+
+    /// Stops every session's egress proxy (the server is shutting down).
+    pub async fn shutdown(&self) {
+        self.egress.close_all().await;
+    }
+
+    /// How many egress proxies run, and how many tasks they keep alive in all.
+    pub fn egress_activity(&self) -> (usize, usize) {
+        self.egress.activity()
     }
 
     /// Kills every process running in `cell` and waits (a few seconds at most) until they

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::Sandbox;
 use super::bwrap::{Bind, BwrapPlan, cell_binds};
 use super::cell;
+use super::egress::{self, EGRESS_MOUNT};
 use super::env::sandbox_env;
 use super::error::SandboxError;
 use super::helper::stage::{self, StageArgs};
@@ -210,6 +211,20 @@ impl Sandbox {
         );
         let helper = paths::canonical("helper", helper)?;
         let owner = self.sandbox_owner();
+        // A networked process reaches the outside only through the session's proxy, whose
+        // socket folder it sees read-only.
+        let egress_dir = match &request.network {
+            Some(grant) => Some(self.egress.open(&checked.cell.root, grant, owner)?),
+            None => None,
+        };
+        let mut binds = binds;
+        if let Some(dir) = &egress_dir {
+            binds.push(Bind::new(dir, EGRESS_MOUNT, false));
+        }
+        let env = match egress_dir {
+            Some(_) => egress::proxy_env(&checked.env),
+            None => checked.env.clone(),
+        };
         // As root, bubblewrap (run as the sandbox user) gets the sources staged where it
         // can reach them; otherwise it reaches them itself.
         let mut sources = Vec::new();
@@ -231,8 +246,7 @@ impl Sandbox {
         let plan = BwrapPlan {
             layout: &self.layout,
             binds: &binds,
-            network: request.network,
-            env: &checked.env,
+            env: &env,
             cwd: &checked.cwd,
             helper: &helper,
         };
@@ -241,7 +255,8 @@ impl Sandbox {
             read_only,
             read_write,
             devices,
-            network: request.network,
+            network: egress_dir.is_some(),
+            relay: egress_dir.as_ref().map(|_| egress::relay()),
             landlock: if self.settings.require_landlock {
                 LandlockRequirement::Required
             } else {

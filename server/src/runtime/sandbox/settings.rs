@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::egress::EgressSettings;
 use super::limits::ResourceLimits;
 
 /// The environment variable naming the helper binary when the configuration does not.
@@ -35,6 +36,8 @@ pub struct SandboxSettings {
     /// Refuse to run restricted commands when the kernel cannot enforce Landlock. Turning it
     /// off is the documented weaker fallback: bubblewrap and seccomp still apply.
     pub require_landlock: bool,
+    /// The address rules of networked sandboxes' egress proxies.
+    pub egress: EgressSettings,
 }
 
 impl Default for SandboxSettings {
@@ -48,6 +51,7 @@ impl Default for SandboxSettings {
             max_output_bytes: 1024 * 1024,
             limits: ResourceLimits::default(),
             require_landlock: true,
+            egress: EgressSettings::default(),
         }
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::egress::NetworkGrant;
 use crate::runtime::policy::SandboxMode;
 
 /// The folders of one session's sandbox cell (`<home>/sandbox/<session>/`).
@@ -51,7 +52,9 @@ pub struct ExecRequest {
     pub mode: SandboxMode,
     /// The environment inside the sandbox (resolved values), besides HOME/TMPDIR/XDG_*.
     pub env: BTreeMap<String, String>,
-    pub network: bool,
+    /// `Some`: the process may reach the hosts of the grant, through the session's
+    /// egress proxy. `None`: no network at all.
+    pub network: Option<NetworkGrant>,
     pub mounts_read: Vec<PathBuf>,
     pub mounts_write: Vec<PathBuf>,
     /// The wall clock; zero takes the operator's default.

@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::SessionHandle;
 use crate::runtime::error::Result;
 use crate::runtime::events::EventPayload;
+use crate::runtime::sandbox::ConnectionReporter;
 
 /// Appends events to one session's log on behalf of one turn (or of no turn, for
 /// operator commands).
@@ -37,6 +38,19 @@ impl EventSink {
 
     pub fn turn_id(&self) -> Option<Uuid> {
         self.turn_id
+    }
+
+    /// Records the connection attempts of the session's networked processes. They belong
+    /// to the session, not to this sink's turn: the proxy serves every process of the
+    /// session, and a process may outlive the turn that started it.
+    pub fn connection_reporter(&self) -> ConnectionReporter {
+        let session = self.session.clone();
+        Arc::new(move |attempt| {
+            let payload = EventPayload::NetworkConnectionAttempted(attempt);
+            if let Err(e) = session.append_now(None, payload) {
+                tracing::warn!(session = %session.id(), error = %e, "cannot record a connection attempt");
+            }
+        })
     }
 }
 

@@ -19,7 +19,7 @@ use super::{Tool, ToolContext, ToolOutput};
 use crate::runtime::events::{EventPayload, OutputStream};
 use crate::runtime::provider::ToolSpec;
 use crate::runtime::sandbox::beneath::{self, BeneathDir};
-use crate::runtime::sandbox::{ExecOutcome, ExecRequest, Sandbox, paths};
+use crate::runtime::sandbox::{ExecOutcome, ExecRequest, NetworkGrant, Sandbox, paths};
 use crate::runtime::session::EventSink;
 
 /// The tool's name, as the model and the permission rules spell it.
@@ -61,7 +61,9 @@ impl Tool for Bash {
                 "Runs a bash command line in the session's sandbox and returns its exit code \
                  and output. The working directory defaults to the turn's directory inside \
                  the workspace; HOME is the workspace, TMPDIR a private temporary folder. \
-                 Network access depends on the bundle's sandbox settings. Commands are \
+                 Network access depends on the bundle's sandbox settings; when there is \
+                 some, it goes through the HTTP proxy in HTTP_PROXY and HTTPS_PROXY (curl, \
+                 pip, npm and git use it), to the hosts the bundle lists. Commands are \
                  killed after timeout_ms (default {DEFAULT_TIMEOUT_MS}, at most \
                  {MAX_TIMEOUT_MS})."
             ),
@@ -120,7 +122,10 @@ async fn run(sandbox: &Sandbox, ctx: ToolContext, arguments: Value) -> ToolOutpu
         cwd: cwd.clone(),
         mode: ctx.mode,
         env: ctx.env.clone(),
-        network: ctx.network,
+        network: ctx
+            .network
+            .clone()
+            .map(|domains| NetworkGrant::new(domains, ctx.events.connection_reporter())),
         mounts_read: ctx.mounts_read.clone(),
         mounts_write: ctx.mounts_write.clone(),
         timeout: Duration::from_millis(timeout_ms),

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::runtime::bundle::{InstalledBundle, ToolEntry};
 use crate::runtime::policy::SandboxMode;
 use crate::runtime::provider::ToolSpec;
-use crate::runtime::sandbox::{CellPaths, ProcessView, Sandbox, SandboxUser};
+use crate::runtime::sandbox::{CellPaths, DomainPolicy, ProcessView, Sandbox, SandboxUser};
 use crate::runtime::session::EventSink;
 use crate::runtime::skills::SkillCatalog;
 
@@ -47,9 +47,9 @@ pub struct ToolContext {
     /// against the operator's allowlist).
     pub mounts_read: Vec<PathBuf>,
     pub mounts_write: Vec<PathBuf>,
-    /// Whether processes may open network connections (the operator allowed it and the
-    /// bundle asked for it).
-    pub network: bool,
+    /// The hosts processes may reach through the session's egress proxy (the bundle's
+    /// list narrowed by the operator's); `None`: no network.
+    pub network: Option<DomainPolicy>,
     /// Environment of sandboxed processes, mapped from the server's by the manifest.
     pub env: BTreeMap<String, String>,
     pub memory_mb: Option<u64>,

@@ -374,6 +374,7 @@ type SessionEvent struct {
 	//	*SessionEvent_ErrorOccurred
 	//	*SessionEvent_HistoryCompacted
 	//	*SessionEvent_MemoryRecalled
+	//	*SessionEvent_NetworkConnectionAttempted
 	Payload       isSessionEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -613,6 +614,15 @@ func (x *SessionEvent) GetMemoryRecalled() *MemoryRecalled {
 	return nil
 }
 
+func (x *SessionEvent) GetNetworkConnectionAttempted() *NetworkConnectionAttempted {
+	if x != nil {
+		if x, ok := x.Payload.(*SessionEvent_NetworkConnectionAttempted); ok {
+			return x.NetworkConnectionAttempted
+		}
+	}
+	return nil
+}
+
 type isSessionEvent_Payload interface {
 	isSessionEvent_Payload()
 }
@@ -689,6 +699,10 @@ type SessionEvent_MemoryRecalled struct {
 	MemoryRecalled *MemoryRecalled `protobuf:"bytes,27,opt,name=memory_recalled,json=memoryRecalled,proto3,oneof"`
 }
 
+type SessionEvent_NetworkConnectionAttempted struct {
+	NetworkConnectionAttempted *NetworkConnectionAttempted `protobuf:"bytes,28,opt,name=network_connection_attempted,json=networkConnectionAttempted,proto3,oneof"`
+}
+
 func (*SessionEvent_TurnStarted) isSessionEvent_Payload() {}
 
 func (*SessionEvent_TurnCompleted) isSessionEvent_Payload() {}
@@ -724,6 +738,8 @@ func (*SessionEvent_ErrorOccurred) isSessionEvent_Payload() {}
 func (*SessionEvent_HistoryCompacted) isSessionEvent_Payload() {}
 
 func (*SessionEvent_MemoryRecalled) isSessionEvent_Payload() {}
+
+func (*SessionEvent_NetworkConnectionAttempted) isSessionEvent_Payload() {}
 
 // The effective values a turn runs with.
 type TurnContext struct {
@@ -2129,12 +2145,98 @@ func (x *MemoryRecalled) GetSection() string {
 	return ""
 }
 
+// A sandboxed process asked the session's egress proxy for a connection (networked
+// sandboxes reach the outside only through it), and what the proxy answered. Reported
+// for every attempt, allowed or denied; outside any turn (a process may outlive one).
+type NetworkConnectionAttempted struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The host name (lower case) or IP address asked for. What the sandbox sent is
+	// bounded: an invalid name is cut to 253 characters.
+	Host string `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	Port uint32 `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	// The resolved address the decision was about; empty when the name was refused before
+	// resolution or did not resolve.
+	Address string `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	Allowed bool   `protobuf:"varint,4,opt,name=allowed,proto3" json:"allowed,omitempty"`
+	// Why, in words: the rule that allowed it (`the name matches `*.pypi.org` and
+	// 151.101.0.223 is a public address`), or what denied it (`127.0.0.1 is a loopback
+	// address`, `127.0.0.1:50051 is a listener of this server`).
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkConnectionAttempted) Reset() {
+	*x = NetworkConnectionAttempted{}
+	mi := &file_odyssey_v1_events_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkConnectionAttempted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkConnectionAttempted) ProtoMessage() {}
+
+func (x *NetworkConnectionAttempted) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_events_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkConnectionAttempted.ProtoReflect.Descriptor instead.
+func (*NetworkConnectionAttempted) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_events_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *NetworkConnectionAttempted) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *NetworkConnectionAttempted) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *NetworkConnectionAttempted) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *NetworkConnectionAttempted) GetAllowed() bool {
+	if x != nil {
+		return x.Allowed
+	}
+	return false
+}
+
+func (x *NetworkConnectionAttempted) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_odyssey_v1_events_proto protoreflect.FileDescriptor
 
 const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"\x17odyssey/v1/events.proto\x12\n" +
-	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\x91\f\n" +
+	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\xfd\f\n" +
 	"\fSessionEvent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2161,7 +2263,8 @@ const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\x14token_usage_reported\x18\x18 \x01(\v2\x1e.odyssey.v1.TokenUsageReportedH\x00R\x12tokenUsageReported\x12B\n" +
 	"\x0eerror_occurred\x18\x19 \x01(\v2\x19.odyssey.v1.ErrorOccurredH\x00R\rerrorOccurred\x12K\n" +
 	"\x11history_compacted\x18\x1a \x01(\v2\x1c.odyssey.v1.HistoryCompactedH\x00R\x10historyCompacted\x12E\n" +
-	"\x0fmemory_recalled\x18\x1b \x01(\v2\x1a.odyssey.v1.MemoryRecalledH\x00R\x0ememoryRecalledB\t\n" +
+	"\x0fmemory_recalled\x18\x1b \x01(\v2\x1a.odyssey.v1.MemoryRecalledH\x00R\x0ememoryRecalled\x12j\n" +
+	"\x1cnetwork_connection_attempted\x18\x1c \x01(\v2&.odyssey.v1.NetworkConnectionAttemptedH\x00R\x1anetworkConnectionAttemptedB\t\n" +
 	"\apayload\"\xcd\x02\n" +
 	"\vTurnContext\x12\x10\n" +
 	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x12+\n" +
@@ -2268,7 +2371,13 @@ const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\x05usage\x18\x06 \x01(\v2\x16.odyssey.v1.TokenUsageR\x05usage\"D\n" +
 	"\x0eMemoryRecalled\x12\x18\n" +
 	"\arecords\x18\x01 \x01(\rR\arecords\x12\x18\n" +
-	"\asection\x18\x02 \x01(\tR\asection*\x9a\x01\n" +
+	"\asection\x18\x02 \x01(\tR\asection\"\x90\x01\n" +
+	"\x1aNetworkConnectionAttempted\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\rR\x04port\x12\x18\n" +
+	"\aaddress\x18\x03 \x01(\tR\aaddress\x12\x18\n" +
+	"\aallowed\x18\x04 \x01(\bR\aallowed\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason*\x9a\x01\n" +
 	"\vTurnOutcome\x12\x1c\n" +
 	"\x18TURN_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TURN_OUTCOME_COMPLETED\x10\x01\x12\x17\n" +
@@ -2318,47 +2427,48 @@ func file_odyssey_v1_events_proto_rawDescGZIP() []byte {
 }
 
 var file_odyssey_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_odyssey_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_odyssey_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_odyssey_v1_events_proto_goTypes = []any{
-	(TurnOutcome)(0),               // 0: odyssey.v1.TurnOutcome
-	(ChatRole)(0),                  // 1: odyssey.v1.ChatRole
-	(OutputStream)(0),              // 2: odyssey.v1.OutputStream
-	(ApprovalDecision)(0),          // 3: odyssey.v1.ApprovalDecision
-	(ApprovalResolution)(0),        // 4: odyssey.v1.ApprovalResolution
-	(PlanStepStatus)(0),            // 5: odyssey.v1.PlanStepStatus
-	(*SessionEvent)(nil),           // 6: odyssey.v1.SessionEvent
-	(*TurnContext)(nil),            // 7: odyssey.v1.TurnContext
-	(*TurnStarted)(nil),            // 8: odyssey.v1.TurnStarted
-	(*TurnCompleted)(nil),          // 9: odyssey.v1.TurnCompleted
-	(*ChatMessage)(nil),            // 10: odyssey.v1.ChatMessage
-	(*ToolCall)(nil),               // 11: odyssey.v1.ToolCall
-	(*AgentMessageDelta)(nil),      // 12: odyssey.v1.AgentMessageDelta
-	(*ReasoningDelta)(nil),         // 13: odyssey.v1.ReasoningDelta
-	(*ReasoningSectionBreak)(nil),  // 14: odyssey.v1.ReasoningSectionBreak
-	(*ToolCallStarted)(nil),        // 15: odyssey.v1.ToolCallStarted
-	(*ToolCallDelta)(nil),          // 16: odyssey.v1.ToolCallDelta
-	(*ToolCallFinished)(nil),       // 17: odyssey.v1.ToolCallFinished
-	(*ExecCommandBegin)(nil),       // 18: odyssey.v1.ExecCommandBegin
-	(*ExecCommandOutputDelta)(nil), // 19: odyssey.v1.ExecCommandOutputDelta
-	(*ExecCommandEnd)(nil),         // 20: odyssey.v1.ExecCommandEnd
-	(*PermissionRequested)(nil),    // 21: odyssey.v1.PermissionRequested
-	(*ApprovalResolved)(nil),       // 22: odyssey.v1.ApprovalResolved
-	(*PlanStep)(nil),               // 23: odyssey.v1.PlanStep
-	(*PlanUpdated)(nil),            // 24: odyssey.v1.PlanUpdated
-	(*TokenUsageReported)(nil),     // 25: odyssey.v1.TokenUsageReported
-	(*ErrorOccurred)(nil),          // 26: odyssey.v1.ErrorOccurred
-	(*HistoryCompacted)(nil),       // 27: odyssey.v1.HistoryCompacted
-	(*MemoryRecalled)(nil),         // 28: odyssey.v1.MemoryRecalled
-	nil,                            // 29: odyssey.v1.TurnContext.MetadataEntry
-	(*timestamppb.Timestamp)(nil),  // 30: google.protobuf.Timestamp
-	(*ModelSpec)(nil),              // 31: odyssey.v1.ModelSpec
-	(SandboxMode)(0),               // 32: odyssey.v1.SandboxMode
-	(ApprovalPolicy)(0),            // 33: odyssey.v1.ApprovalPolicy
-	(*TokenUsage)(nil),             // 34: odyssey.v1.TokenUsage
-	(*structpb.Struct)(nil),        // 35: google.protobuf.Struct
+	(TurnOutcome)(0),                   // 0: odyssey.v1.TurnOutcome
+	(ChatRole)(0),                      // 1: odyssey.v1.ChatRole
+	(OutputStream)(0),                  // 2: odyssey.v1.OutputStream
+	(ApprovalDecision)(0),              // 3: odyssey.v1.ApprovalDecision
+	(ApprovalResolution)(0),            // 4: odyssey.v1.ApprovalResolution
+	(PlanStepStatus)(0),                // 5: odyssey.v1.PlanStepStatus
+	(*SessionEvent)(nil),               // 6: odyssey.v1.SessionEvent
+	(*TurnContext)(nil),                // 7: odyssey.v1.TurnContext
+	(*TurnStarted)(nil),                // 8: odyssey.v1.TurnStarted
+	(*TurnCompleted)(nil),              // 9: odyssey.v1.TurnCompleted
+	(*ChatMessage)(nil),                // 10: odyssey.v1.ChatMessage
+	(*ToolCall)(nil),                   // 11: odyssey.v1.ToolCall
+	(*AgentMessageDelta)(nil),          // 12: odyssey.v1.AgentMessageDelta
+	(*ReasoningDelta)(nil),             // 13: odyssey.v1.ReasoningDelta
+	(*ReasoningSectionBreak)(nil),      // 14: odyssey.v1.ReasoningSectionBreak
+	(*ToolCallStarted)(nil),            // 15: odyssey.v1.ToolCallStarted
+	(*ToolCallDelta)(nil),              // 16: odyssey.v1.ToolCallDelta
+	(*ToolCallFinished)(nil),           // 17: odyssey.v1.ToolCallFinished
+	(*ExecCommandBegin)(nil),           // 18: odyssey.v1.ExecCommandBegin
+	(*ExecCommandOutputDelta)(nil),     // 19: odyssey.v1.ExecCommandOutputDelta
+	(*ExecCommandEnd)(nil),             // 20: odyssey.v1.ExecCommandEnd
+	(*PermissionRequested)(nil),        // 21: odyssey.v1.PermissionRequested
+	(*ApprovalResolved)(nil),           // 22: odyssey.v1.ApprovalResolved
+	(*PlanStep)(nil),                   // 23: odyssey.v1.PlanStep
+	(*PlanUpdated)(nil),                // 24: odyssey.v1.PlanUpdated
+	(*TokenUsageReported)(nil),         // 25: odyssey.v1.TokenUsageReported
+	(*ErrorOccurred)(nil),              // 26: odyssey.v1.ErrorOccurred
+	(*HistoryCompacted)(nil),           // 27: odyssey.v1.HistoryCompacted
+	(*MemoryRecalled)(nil),             // 28: odyssey.v1.MemoryRecalled
+	(*NetworkConnectionAttempted)(nil), // 29: odyssey.v1.NetworkConnectionAttempted
+	nil,                                // 30: odyssey.v1.TurnContext.MetadataEntry
+	(*timestamppb.Timestamp)(nil),      // 31: google.protobuf.Timestamp
+	(*ModelSpec)(nil),                  // 32: odyssey.v1.ModelSpec
+	(SandboxMode)(0),                   // 33: odyssey.v1.SandboxMode
+	(ApprovalPolicy)(0),                // 34: odyssey.v1.ApprovalPolicy
+	(*TokenUsage)(nil),                 // 35: odyssey.v1.TokenUsage
+	(*structpb.Struct)(nil),            // 36: google.protobuf.Struct
 }
 var file_odyssey_v1_events_proto_depIdxs = []int32{
-	30, // 0: odyssey.v1.SessionEvent.created_at:type_name -> google.protobuf.Timestamp
+	31, // 0: odyssey.v1.SessionEvent.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 1: odyssey.v1.SessionEvent.turn_started:type_name -> odyssey.v1.TurnStarted
 	9,  // 2: odyssey.v1.SessionEvent.turn_completed:type_name -> odyssey.v1.TurnCompleted
 	12, // 3: odyssey.v1.SessionEvent.agent_message_delta:type_name -> odyssey.v1.AgentMessageDelta
@@ -2377,31 +2487,32 @@ var file_odyssey_v1_events_proto_depIdxs = []int32{
 	26, // 16: odyssey.v1.SessionEvent.error_occurred:type_name -> odyssey.v1.ErrorOccurred
 	27, // 17: odyssey.v1.SessionEvent.history_compacted:type_name -> odyssey.v1.HistoryCompacted
 	28, // 18: odyssey.v1.SessionEvent.memory_recalled:type_name -> odyssey.v1.MemoryRecalled
-	31, // 19: odyssey.v1.TurnContext.model:type_name -> odyssey.v1.ModelSpec
-	32, // 20: odyssey.v1.TurnContext.sandbox_mode:type_name -> odyssey.v1.SandboxMode
-	33, // 21: odyssey.v1.TurnContext.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
-	29, // 22: odyssey.v1.TurnContext.metadata:type_name -> odyssey.v1.TurnContext.MetadataEntry
-	7,  // 23: odyssey.v1.TurnStarted.context:type_name -> odyssey.v1.TurnContext
-	0,  // 24: odyssey.v1.TurnCompleted.outcome:type_name -> odyssey.v1.TurnOutcome
-	34, // 25: odyssey.v1.TurnCompleted.usage:type_name -> odyssey.v1.TokenUsage
-	10, // 26: odyssey.v1.TurnCompleted.messages:type_name -> odyssey.v1.ChatMessage
-	1,  // 27: odyssey.v1.ChatMessage.role:type_name -> odyssey.v1.ChatRole
-	11, // 28: odyssey.v1.ChatMessage.tool_calls:type_name -> odyssey.v1.ToolCall
-	35, // 29: odyssey.v1.ToolCallStarted.arguments:type_name -> google.protobuf.Struct
-	2,  // 30: odyssey.v1.ExecCommandOutputDelta.stream:type_name -> odyssey.v1.OutputStream
-	35, // 31: odyssey.v1.PermissionRequested.arguments:type_name -> google.protobuf.Struct
-	3,  // 32: odyssey.v1.ApprovalResolved.decision:type_name -> odyssey.v1.ApprovalDecision
-	4,  // 33: odyssey.v1.ApprovalResolved.resolution:type_name -> odyssey.v1.ApprovalResolution
-	5,  // 34: odyssey.v1.PlanStep.status:type_name -> odyssey.v1.PlanStepStatus
-	23, // 35: odyssey.v1.PlanUpdated.steps:type_name -> odyssey.v1.PlanStep
-	34, // 36: odyssey.v1.TokenUsageReported.call:type_name -> odyssey.v1.TokenUsage
-	34, // 37: odyssey.v1.TokenUsageReported.turn_total:type_name -> odyssey.v1.TokenUsage
-	34, // 38: odyssey.v1.HistoryCompacted.usage:type_name -> odyssey.v1.TokenUsage
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	29, // 19: odyssey.v1.SessionEvent.network_connection_attempted:type_name -> odyssey.v1.NetworkConnectionAttempted
+	32, // 20: odyssey.v1.TurnContext.model:type_name -> odyssey.v1.ModelSpec
+	33, // 21: odyssey.v1.TurnContext.sandbox_mode:type_name -> odyssey.v1.SandboxMode
+	34, // 22: odyssey.v1.TurnContext.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
+	30, // 23: odyssey.v1.TurnContext.metadata:type_name -> odyssey.v1.TurnContext.MetadataEntry
+	7,  // 24: odyssey.v1.TurnStarted.context:type_name -> odyssey.v1.TurnContext
+	0,  // 25: odyssey.v1.TurnCompleted.outcome:type_name -> odyssey.v1.TurnOutcome
+	35, // 26: odyssey.v1.TurnCompleted.usage:type_name -> odyssey.v1.TokenUsage
+	10, // 27: odyssey.v1.TurnCompleted.messages:type_name -> odyssey.v1.ChatMessage
+	1,  // 28: odyssey.v1.ChatMessage.role:type_name -> odyssey.v1.ChatRole
+	11, // 29: odyssey.v1.ChatMessage.tool_calls:type_name -> odyssey.v1.ToolCall
+	36, // 30: odyssey.v1.ToolCallStarted.arguments:type_name -> google.protobuf.Struct
+	2,  // 31: odyssey.v1.ExecCommandOutputDelta.stream:type_name -> odyssey.v1.OutputStream
+	36, // 32: odyssey.v1.PermissionRequested.arguments:type_name -> google.protobuf.Struct
+	3,  // 33: odyssey.v1.ApprovalResolved.decision:type_name -> odyssey.v1.ApprovalDecision
+	4,  // 34: odyssey.v1.ApprovalResolved.resolution:type_name -> odyssey.v1.ApprovalResolution
+	5,  // 35: odyssey.v1.PlanStep.status:type_name -> odyssey.v1.PlanStepStatus
+	23, // 36: odyssey.v1.PlanUpdated.steps:type_name -> odyssey.v1.PlanStep
+	35, // 37: odyssey.v1.TokenUsageReported.call:type_name -> odyssey.v1.TokenUsage
+	35, // 38: odyssey.v1.TokenUsageReported.turn_total:type_name -> odyssey.v1.TokenUsage
+	35, // 39: odyssey.v1.HistoryCompacted.usage:type_name -> odyssey.v1.TokenUsage
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_events_proto_init() }
@@ -2429,6 +2540,7 @@ func file_odyssey_v1_events_proto_init() {
 		(*SessionEvent_ErrorOccurred)(nil),
 		(*SessionEvent_HistoryCompacted)(nil),
 		(*SessionEvent_MemoryRecalled)(nil),
+		(*SessionEvent_NetworkConnectionAttempted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2436,7 +2548,7 @@ func file_odyssey_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_events_proto_rawDesc), len(file_odyssey_v1_events_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

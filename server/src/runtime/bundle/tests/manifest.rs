@@ -303,6 +303,20 @@ fn skill_and_tool_list_errors() {
             "spec.sandbox.env.FOO",
             "host variable",
         ),
+        // Issue 11 item 3: network lists are host patterns, checked at build.
+        (
+            MANIFEST.replace(
+                "      network: []",
+                "      network: [\"api.github.com\", \"files.*.org\"]",
+            ),
+            "spec.sandbox.permissions.network[1]",
+            "`files.*.org` is not a host pattern",
+        ),
+        (
+            MANIFEST.replace("      network: []", "      network: [\"https://pypi.org\"]"),
+            "spec.sandbox.permissions.network[0]",
+            "is not a host pattern",
+        ),
     ];
     for (manifest, field, part) in cases {
         let dir = project_with(|_| manifest.clone());

@@ -8,8 +8,8 @@
 use std::path::Path;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+    PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 use super::{HelperArgs, HelperError, LandlockRequirement};
@@ -26,13 +26,18 @@ pub(super) fn apply(args: &HelperArgs) -> Result<(), HelperError> {
         .map_err(|e| err(&e))?
         .scope(Scope::from_all(ABI_VERSION))
         .map_err(|e| err(&e))?;
-    if !args.network {
-        // Handled with no rule: every TCP bind and connect is denied.
+    if !args.network || args.relay.is_some() {
+        // Handled: every TCP bind and connect is denied but for the relay rule below.
         ruleset = ruleset
             .handle_access(AccessNet::from_all(ABI_VERSION))
             .map_err(|e| err(&e))?;
     }
     let mut created = ruleset.create().map_err(|e| err(&e))?;
+    if let Some(relay) = &args.relay {
+        created = created
+            .add_rule(NetPort::new(relay.port, AccessNet::ConnectTcp))
+            .map_err(|e| err(&e))?;
+    }
     let groups: [(&[std::path::PathBuf], BitFlags<AccessFs>); 3] = [
         (&args.read_only, AccessFs::from_read(ABI_VERSION)),
         (&args.read_write, AccessFs::from_all(ABI_VERSION)),
@@ -48,10 +53,33 @@ pub(super) fn apply(args: &HelperArgs) -> Result<(), HelperError> {
                 .map_err(|e| HelperError::Landlock(format!("{}: {e}", path.display())))?;
         }
     }
-    let status = created.restrict_self().map_err(|e| err(&e))?;
-    if status.ruleset == RulesetStatus::NotEnforced
-        && args.landlock == LandlockRequirement::Required
-    {
+    enforced(
+        created.restrict_self().map_err(|e| err(&e))?.ruleset,
+        args.landlock,
+    )
+}
+
+/// The egress relay's domain: no file access, no TCP bind or connect (it has its
+/// listening socket already, and reaches the proxy over a Unix socket).
+pub(super) fn apply_relay(requirement: LandlockRequirement) -> Result<(), HelperError> {
+    let err = |e: &dyn std::fmt::Display| HelperError::Landlock(e.to_string());
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(ABI_VERSION))
+        .map_err(|e| err(&e))?
+        .handle_access(AccessNet::from_all(ABI_VERSION))
+        .map_err(|e| err(&e))?
+        .scope(Scope::from_all(ABI_VERSION))
+        .map_err(|e| err(&e))?
+        .create()
+        .map_err(|e| err(&e))?
+        .restrict_self()
+        .map_err(|e| err(&e))?;
+    enforced(status.ruleset, requirement)
+}
+
+fn enforced(status: RulesetStatus, requirement: LandlockRequirement) -> Result<(), HelperError> {
+    if status == RulesetStatus::NotEnforced && requirement == LandlockRequirement::Required {
         return Err(HelperError::Landlock(
             "the kernel cannot enforce Landlock and the server requires it".to_owned(),
         ));

@@ -4,11 +4,14 @@
 //! it, then narrows the process itself, in this order:
 //!
 //! 1. rlimits (open files, processes, CPU seconds, address space), hard and soft;
-//! 2. Landlock: read (and execute) beneath the `--ro` paths, everything beneath `--rw`,
+//! 2. with `--relay`, the egress relay is started (see `relay`);
+//! 3. Landlock: read (and execute) beneath the `--ro` paths, everything beneath `--rw`,
 //!    read/write of existing files beneath `--dev`, nothing anywhere else; TCP bind and
-//!    connect denied when the network is off; signals and abstract sockets scoped;
-//! 3. seccomp: `EPERM` for the kernel interfaces a command has no business with (see
-//!    [`seccomp`]), and for `socket(AF_INET/AF_INET6)` when the network is off;
+//!    connect denied when the network is off, and with a relay every TCP bind and every
+//!    connect but to the relay's port; signals and abstract sockets scoped;
+//! 4. seccomp: `EPERM` for the kernel interfaces a command has no business with (see
+//!    [`seccomp`]), and for `socket(AF_INET/AF_INET6)` when the network is off (with a
+//!    relay, for every such socket but an IPv4 stream);
 //!
 //! then it `execvp`s the command. Landlock has to come after bubblewrap, not before:
 //! bubblewrap cannot set up its user namespace from inside a Landlock domain.
@@ -21,6 +24,8 @@
 //!   --rw PATH            full access beneath PATH (repeatable)
 //!   --dev PATH           read/write existing files and device ioctls beneath PATH
 //!   --no-network         deny TCP (Landlock) and AF_INET/AF_INET6 sockets (seccomp)
+//!   --relay PORT SOCKET  start the egress relay on 127.0.0.1:PORT, forwarding to SOCKET;
+//!                        TCP only to PORT, AF_INET stream sockets only
 //!   --landlock-best-effort
 //!                        run even when the kernel cannot enforce Landlock
 //!   --nofile N  --nproc N  --cpu SECONDS  --as BYTES
@@ -34,9 +39,12 @@
 
 mod landlock;
 mod lifeline;
+mod relay;
 pub(crate) mod rlimits;
 pub mod seccomp;
 pub mod stage;
+
+pub use relay::Relay;
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -68,6 +76,8 @@ pub struct HelperArgs {
     pub read_write: Vec<PathBuf>,
     pub devices: Vec<PathBuf>,
     pub network: bool,
+    /// The egress relay a networked command reaches the outside through.
+    pub relay: Option<Relay>,
     pub landlock: LandlockRequirement,
     pub limits: RlimitValues,
     /// A descriptor of the server's lifeline pipe: when it reads its end, the server is
@@ -96,6 +106,8 @@ pub enum HelperError {
     Stage(String),
     #[error("watching the server's lifeline: {0}")]
     Lifeline(io::Error),
+    #[error("egress relay: {0}")]
+    Relay(String),
     #[error("cannot run {program}: {source}")]
     Exec {
         program: String,
@@ -131,6 +143,11 @@ impl HelperArgs {
         if !self.network {
             args.push("--no-network".into());
         }
+        if let Some(relay) = &self.relay {
+            args.push("--relay".into());
+            args.push(relay.port.to_string().into());
+            args.push(relay.socket.clone().into_os_string());
+        }
         if self.landlock == LandlockRequirement::BestEffort {
             args.push("--landlock-best-effort".into());
         }
@@ -162,6 +179,7 @@ impl HelperArgs {
             read_write: Vec::new(),
             devices: Vec::new(),
             network: true,
+            relay: None,
             landlock: LandlockRequirement::Required,
             limits: RlimitValues::default(),
             lifeline: None,
@@ -179,6 +197,14 @@ impl HelperArgs {
                 "--rw" => parsed.read_write.push(value(flag, args.next())?.into()),
                 "--dev" => parsed.devices.push(value(flag, args.next())?.into()),
                 "--no-network" => parsed.network = false,
+                "--relay" => {
+                    let port = number(flag, args.next())?;
+                    let port = u16::try_from(port).map_err(|_| {
+                        HelperError::Usage(format!("`--relay` needs a port, got {port}"))
+                    })?;
+                    let socket = value(flag, args.next())?.into();
+                    parsed.relay = Some(Relay { port, socket });
+                }
                 "--landlock-best-effort" => parsed.landlock = LandlockRequirement::BestEffort,
                 "--nofile" => parsed.limits.open_files = Some(number(flag, args.next())?),
                 "--nproc" => parsed.limits.processes = Some(number(flag, args.next())?),
@@ -243,10 +269,15 @@ pub fn restrict_and_exec(args: &HelperArgs) -> HelperError {
     if let Err(e) = rlimits::apply(&args.limits) {
         return e;
     }
+    if let Some(relay) = &args.relay
+        && let Err(e) = relay::start(relay, args.landlock)
+    {
+        return e;
+    }
     if let Err(e) = landlock::apply(args) {
         return e;
     }
-    if let Err(e) = seccomp::apply(args.network) {
+    if let Err(e) = seccomp::apply(seccomp::Sockets::of(args)) {
         return e;
     }
     if let Some(fd) = args.lifeline
@@ -285,6 +316,10 @@ mod tests {
             read_write: vec!["/cell/data".into()],
             devices: vec!["/dev".into()],
             network: false,
+            relay: Some(Relay {
+                port: 3128,
+                socket: "/run/odyssey-egress/proxy.sock".into(),
+            }),
             landlock: LandlockRequirement::BestEffort,
             limits: RlimitValues {
                 open_files: Some(64),
@@ -308,6 +343,9 @@ mod tests {
                 "--dev",
                 "/dev",
                 "--no-network",
+                "--relay",
+                "3128",
+                "/run/odyssey-egress/proxy.sock",
                 "--landlock-best-effort",
                 "--nofile",
                 "64",
@@ -342,6 +380,8 @@ mod tests {
             os(&["--nproc", "many", "--", "true"]),
             os(&["--frobnicate", "--", "true"]),
             os(&["--ro", "/usr", "--"]),
+            os(&["--relay", "70000", "/s", "--", "true"]),
+            os(&["--relay", "3128", "--", "true"]),
         ] {
             let err = HelperArgs::parse(bad.clone()).expect_err("refused");
             assert!(matches!(err, HelperError::Usage(_)), "{bad:?}: {err}");

@@ -10,7 +10,9 @@
 //! - `clone` with any namespace flag (the flag form of `unshare`), and `clone3` with
 //!   `ENOSYS`, since its flags sit in memory a filter cannot read; libc then falls back to
 //!   `clone`;
-//! - with the network off, `socket(AF_INET)` and `socket(AF_INET6)`;
+//! - with the network off, `socket(AF_INET)` and `socket(AF_INET6)`; with the network
+//!   through the egress relay, every such socket but an IPv4 stream (what reaching the
+//!   relay takes);
 //! - on x86_64, every x32-ABI call (the same numbers with bit 30 set would slip past).
 //!
 //! A foreign architecture (32-bit calls through `int 0x80`) kills the process.
@@ -22,7 +24,31 @@ use seccompiler::{
     SeccompRule, TargetArch, sock_filter,
 };
 
-use super::HelperError;
+use super::{HelperArgs, HelperError};
+
+/// Which internet sockets a process may create.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sockets {
+    /// Any (the helper run without a relay and with the network on).
+    Any,
+    /// IPv4 stream sockets only: a networked command reaching its relay.
+    InetStream,
+    /// None (`AF_INET` and `AF_INET6` refused).
+    NoInet,
+}
+
+impl Sockets {
+    pub fn of(args: &HelperArgs) -> Self {
+        match (args.network, &args.relay) {
+            (false, _) => Self::NoInet,
+            (true, Some(_)) => Self::InetStream,
+            (true, None) => Self::Any,
+        }
+    }
+}
+
+/// `SOCK_TYPE_MASK`: the socket type without `SOCK_NONBLOCK`/`SOCK_CLOEXEC`.
+const SOCK_TYPE_MASK: u64 = 0xf;
 
 /// Calls answered with `EPERM` whatever their arguments. (Syscall numbers are `c_long`,
 /// which is `i64` on every architecture seccompiler targets.)
@@ -75,19 +101,19 @@ const NAMESPACE_FLAGS: &[u64] = &[
 ];
 
 /// Builds and installs the filters. Needs `no_new_privs`, which Landlock already set.
-pub(super) fn apply(network: bool) -> Result<(), HelperError> {
-    for program in build(network)? {
+pub(super) fn apply(sockets: Sockets) -> Result<(), HelperError> {
+    for program in build(sockets)? {
         seccompiler::apply_filter(&program).map_err(|e| HelperError::Seccomp(e.to_string()))?;
     }
     Ok(())
 }
 
 /// The BPF programs for this architecture, in installation order.
-pub fn build(network: bool) -> Result<Vec<BpfProgram>, HelperError> {
+pub fn build(sockets: Sockets) -> Result<Vec<BpfProgram>, HelperError> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|e| HelperError::Seccomp(e.to_string()))?;
     let mut programs = vec![
-        compile(deny_rules(network)?, libc::EPERM, arch)?,
+        compile(deny_rules(sockets)?, libc::EPERM, arch)?,
         compile(
             BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
             libc::ENOSYS,
@@ -100,7 +126,7 @@ pub fn build(network: bool) -> Result<Vec<BpfProgram>, HelperError> {
     Ok(programs)
 }
 
-fn deny_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, HelperError> {
+fn deny_rules(sockets: Sockets) -> Result<BTreeMap<i64, Vec<SeccompRule>>, HelperError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED_SYSCALLS
         .iter()
         .map(|&(_, nr)| (nr, Vec::new()))
@@ -117,21 +143,45 @@ fn deny_rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, HelperEr
         })
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
-    if !network {
-        let socket_rules = [libc::AF_INET, libc::AF_INET6]
-            .iter()
-            .map(|&family| {
-                rule(
-                    0,
+    let family = |family: i32| {
+        SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            u64::from(family.unsigned_abs()),
+        )
+        .map_err(|e| HelperError::Seccomp(e.to_string()))
+    };
+    let socket_rules = match sockets {
+        Sockets::Any => Vec::new(),
+        Sockets::NoInet => vec![
+            conditions(vec![family(libc::AF_INET)?])?,
+            conditions(vec![family(libc::AF_INET6)?])?,
+        ],
+        Sockets::InetStream => {
+            let mut list = vec![conditions(vec![family(libc::AF_INET6)?])?];
+            let stream = u64::from(libc::SOCK_STREAM.unsigned_abs());
+            for kind in (0..=SOCK_TYPE_MASK).filter(|&k| k != stream) {
+                let kind = SeccompCondition::new(
+                    1,
                     SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::Eq,
-                    u64::from(family.unsigned_abs()),
+                    SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                    kind,
                 )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+                .map_err(|e| HelperError::Seccomp(e.to_string()))?;
+                list.push(conditions(vec![family(libc::AF_INET)?, kind])?);
+            }
+            list
+        }
+    };
+    if !socket_rules.is_empty() {
         rules.insert(libc::SYS_socket, socket_rules);
     }
     Ok(rules)
+}
+
+fn conditions(list: Vec<SeccompCondition>) -> Result<SeccompRule, HelperError> {
+    SeccompRule::new(list).map_err(|e| HelperError::Seccomp(e.to_string()))
 }
 
 fn rule(
@@ -190,12 +240,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn filters_compile_with_and_without_network() {
-        let without = build(false).expect("filters without network");
-        let with = build(true).expect("filters with network");
+    fn filters_compile_for_every_socket_policy() {
+        let without = build(Sockets::NoInet).expect("filters without network");
+        let relayed = build(Sockets::InetStream).expect("filters through the relay");
+        let with = build(Sockets::Any).expect("filters with network");
         assert_eq!(without.len(), with.len());
-        // The socket rules make the no-network filter longer.
+        assert_eq!(relayed.len(), with.len());
+        // The socket rules make the restricted filters longer.
         assert!(without[0].len() > with[0].len());
+        assert!(relayed[0].len() > without[0].len());
     }
 
     #[test]

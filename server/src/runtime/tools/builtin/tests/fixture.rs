@@ -111,7 +111,7 @@ impl Fixture {
             sandbox_user: SandboxUser::default(),
             mounts_read: Vec::new(),
             mounts_write: Vec::new(),
-            network: false,
+            network: None,
             env: Default::default(),
             memory_mb: None,
             events: EventSink::new(session.clone(), Some(turn_id)),
