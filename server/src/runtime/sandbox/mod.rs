@@ -16,6 +16,7 @@ pub mod beneath;
 mod bwrap;
 mod capabilities;
 mod cell;
+mod cgroup;
 mod env;
 mod error;
 pub mod helper;
@@ -40,8 +41,11 @@ use uuid::Uuid;
 pub use bwrap::{
     Bind, BwrapPlan, ETC_ENTRIES, HELPER_MOUNT, SYSTEM_DIRS, SystemEntry, SystemLayout,
 };
-pub use capabilities::{SandboxCapabilities, landlock_abi, seccomp_filters_available};
+pub use capabilities::{
+    SandboxCapabilities, SessionLimitsInfo, landlock_abi, seccomp_filters_available,
+};
 pub use cell::{APP_DIGEST_FILE, AppSource};
+pub use cgroup::CgroupVersion;
 pub use env::SANDBOX_PATH;
 pub use error::{BUBBLEWRAP_INSTALL_HINT, SandboxError};
 pub use identity::{Handoff, IdentityError, SandboxUser};
@@ -51,6 +55,8 @@ pub use settings::{HELPER_ENV, HELPER_NAME, SandboxSettings};
 pub use types::{CellPaths, ExecOutcome, ExecRequest};
 pub use view::{APP, CACHE, ProcessView, RUN, TMP, WORKSPACE};
 
+use cgroup::{Controller, SessionCgroups};
+use limits::Enforcement;
 use running::RunningSet;
 
 use crate::runtime::metrics::SandboxMetrics;
@@ -68,6 +74,8 @@ pub struct Sandbox {
     helper: Result<std::path::PathBuf, String>,
     layout: SystemLayout,
     running: Arc<RunningSet>,
+    /// The sessions' cgroups, where the host offers them.
+    cgroups: SessionCgroups,
     /// Counts every process run, by mode and outcome.
     metrics: Arc<SandboxMetrics>,
 }
@@ -82,6 +90,7 @@ impl Sandbox {
             helper: settings.resolve_helper(),
             layout: SystemLayout::detect(),
             running: Arc::new(RunningSet::default()),
+            cgroups: SessionCgroups::new(settings.cgroups),
             metrics: Arc::default(),
             settings,
         }
@@ -100,7 +109,15 @@ impl Sandbox {
     /// What this host offers, for the startup log and `GetServerInfo` (the operator's
     /// forced mode and danger setting are the caller's to fill in).
     pub fn capabilities(&self) -> SandboxCapabilities {
-        SandboxCapabilities::probe(&self.settings)
+        SandboxCapabilities::probe(&self.settings, &self.cgroups)
+    }
+
+    /// Which session limits a cgroup enforces here.
+    fn enforcement(&self) -> Enforcement {
+        Enforcement {
+            memory_cgroup: self.cgroups.version_of(Controller::Memory).is_some(),
+            pids_cgroup: self.cgroups.version_of(Controller::Pids).is_some(),
+        }
     }
 
     /// The uid/gid sandboxed processes run as when the server is root (`None` otherwise).
@@ -125,9 +142,32 @@ impl Sandbox {
         cell::prepare(sandbox_root, session_id, app, self.sandbox_owner())
     }
 
-    /// Kills the cell's running processes, waits for them, and removes the cell.
+    /// The cgroup folders of the cell's session that exist now (one per hierarchy; none
+    /// before it ran a process, or where no cgroup is used).
+    pub fn session_cgroups(&self, cell: &CellPaths) -> Vec<std::path::PathBuf> {
+        let root = cell
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| cell.root.clone());
+        match (root.parent(), root.file_name().and_then(|n| n.to_str())) {
+            (Some(sandbox_root), Some(session)) => self.cgroups.dirs(sandbox_root, session),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Kills the cell's running processes, waits for them, and removes the cell and its
+    /// session's cgroup.
     pub async fn remove_cell(&self, cell: &CellPaths) -> Result<(), SandboxError> {
         self.kill_cell_processes(cell).await;
+        let root = cell
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| cell.root.clone());
+        if let (Some(sandbox_root), Some(session)) =
+            (root.parent(), root.file_name().and_then(|n| n.to_str()))
+        {
+            self.cgroups.remove(sandbox_root, session).await?;
+        }
         cell::remove(cell)
     }
 
@@ -149,5 +189,15 @@ impl Sandbox {
     /// `sandbox_root`, and clears their records. Call once at startup.
     pub async fn kill_leftovers(sandbox_root: &Path) -> Result<LeftoverReport, SandboxError> {
         leftovers::kill_leftovers(sandbox_root).await
+    }
+
+    /// Removes the session cgroups a previous server with this `sandbox_root` left, killing
+    /// what still runs in them. Call once at startup, after [`Sandbox::kill_leftovers`].
+    /// Answers how many there were.
+    pub async fn remove_stale_cgroups(&self, sandbox_root: &Path) -> Result<usize, SandboxError> {
+        let root = sandbox_root
+            .canonicalize()
+            .unwrap_or_else(|_| sandbox_root.to_path_buf());
+        self.cgroups.remove_stale(&root).await
     }
 }

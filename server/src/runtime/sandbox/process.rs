@@ -9,7 +9,7 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -45,6 +45,9 @@ pub(crate) struct Launch {
     pub run_as: Option<(u32, u32)>,
     /// rlimits set before exec (when no helper sets them).
     pub rlimits: Option<RlimitValues>,
+    /// The `cgroup.procs` files of the session's groups, which the process writes itself
+    /// into before anything else (so before it can fork).
+    pub cgroup_procs: Vec<OwnedFd>,
 }
 
 /// How to watch it.
@@ -72,11 +75,24 @@ pub(crate) fn spawn(launch: Launch) -> io::Result<Child> {
         .kill_on_drop(true);
     let run_as = launch.run_as;
     let limits = launch.rlimits;
+    // The descriptors stay open (owned by `launch`) until `spawn` below has forked.
+    let cgroup_procs: Vec<RawFd> = launch
+        .cgroup_procs
+        .iter()
+        .map(|fd| fd.as_raw_fd())
+        .collect();
     // SAFETY: the closure runs between fork and exec, so it only makes raw system calls
-    // (umask, setrlimit, setgroups, setgid, setuid) on values copied in beforehand, and
-    // neither allocates nor takes locks.
+    // (write, umask, setrlimit, setgroups, setgid, setuid) on values copied in beforehand
+    // (reading the vector does not allocate), and neither allocates nor takes locks.
     unsafe {
         command.pre_exec(move || {
+            // "0" is the writing process: it joins its session's groups while it is
+            // still the only process of its tree, and with the server's rights.
+            for &fd in &cgroup_procs {
+                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
             // The server keeps its own files private (umask 077); commands get the usual
             // mask, so what they create is readable as on any system.
             libc::umask(0o022);

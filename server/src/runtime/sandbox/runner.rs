@@ -61,15 +61,24 @@ impl Sandbox {
         cancel: CancellationToken,
     ) -> Result<ExecOutcome, SandboxError> {
         let checked = self.check(cell, &request)?;
-        let launch = match request.mode {
+        let mut launch = match request.mode {
             SandboxMode::DangerFullAccess => self.direct_launch(&request, &checked),
             SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite => {
                 self.bwrap_launch(&request, &checked)?
             }
         };
-        let guard = self
-            .running
-            .register(&request.exec_id, &checked.cell.root, &cancel)?;
+        // Without a pids cgroup, the session's processes are bounded by its commands'
+        // shares, so the commands themselves are counted.
+        let max_in_cell =
+            (!self.enforcement().pids_cgroup).then_some(self.settings.limits.commands_per_session);
+        let guard =
+            self.running
+                .register(&request.exec_id, &checked.cell.root, &cancel, max_in_cell)?;
+        launch.cgroup_procs = self.cgroups.enter(
+            &checked.sandbox_root,
+            &session_name(&checked.cell)?,
+            self.settings.limits.group(&request),
+        )?;
         let timeout = if request.timeout.is_zero() {
             self.settings.default_timeout
         } else {
@@ -169,7 +178,10 @@ impl Sandbox {
     /// `RLIMIT_NPROC` is left out: on the host it would count every process of the
     /// server's user, not just this command's.
     fn direct_launch(&self, request: &ExecRequest, checked: &Checked) -> Launch {
-        let limits = self.settings.limits.for_request(request);
+        let limits = self
+            .settings
+            .limits
+            .for_request(request, self.enforcement());
         Launch {
             program: PathBuf::from(&request.argv[0]),
             args: request.argv[1..].iter().map(OsString::from).collect(),
@@ -180,6 +192,7 @@ impl Sandbox {
                 processes: None,
                 ..limits
             }),
+            cgroup_procs: Vec::new(),
         }
     }
 
@@ -247,7 +260,10 @@ impl Sandbox {
             } else {
                 LandlockRequirement::BestEffort
             },
-            limits: self.settings.limits.for_request(request),
+            limits: self
+                .settings
+                .limits
+                .for_request(request, self.enforcement()),
             command: request.argv.iter().map(OsString::from).collect(),
         };
         let bwrap_args = plan.args(&helper_args);
@@ -274,6 +290,7 @@ impl Sandbox {
             cwd: PathBuf::from("/"),
             run_as: None,
             rlimits: None,
+            cgroup_procs: Vec::new(),
         })
     }
 
@@ -282,6 +299,15 @@ impl Sandbox {
             .clone()
             .map_err(|looked_for| SandboxError::HelperMissing { looked_for })
     }
+}
+
+/// The session a cell belongs to: its folder's name.
+fn session_name(cell: &CellPaths) -> Result<String, SandboxError> {
+    cell.root
+        .file_name()
+        .and_then(|name| name.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| SandboxError::invalid("cell", "the cell has no name"))
 }
 
 /// Exec ids name a folder and a record file: a safe, short file name.

@@ -35,6 +35,10 @@ pub struct SandboxSettings {
     /// Refuse to run restricted commands when the kernel cannot enforce Landlock. Turning it
     /// off is the documented weaker fallback: bubblewrap and seccomp still apply.
     pub require_landlock: bool,
+    /// Limit each session's memory and processes with a cgroup of its own when the host
+    /// delegates one to the server (see `cgroup`); off, or where none is available, the
+    /// rlimit fallback of [`ResourceLimits`] applies.
+    pub cgroups: bool,
 }
 
 impl Default for SandboxSettings {
@@ -48,6 +52,7 @@ impl Default for SandboxSettings {
             max_output_bytes: 1024 * 1024,
             limits: ResourceLimits::default(),
             require_landlock: true,
+            cgroups: true,
         }
     }
 }
