@@ -10,7 +10,11 @@
 //! would stop an escape on its own: bubblewrap (namespaces, an empty root with read-only
 //! system folders, no network), Landlock (path rules inside that view), seccomp (kernel
 //! interfaces). `danger_full_access` runs on the host with only the process group, the
-//! wall clock, the output cap and the rlimits.
+//! wall clock, the output cap, the rlimits and the session's cgroup.
+//!
+//! Every mode's processes enter their session's cgroup where the host offers one
+//! ([`cgroup`]), which limits memory and processes for the session as a whole; elsewhere
+//! the rlimit fallback of [`limits`] applies.
 
 pub mod beneath;
 mod bwrap;
@@ -145,13 +149,9 @@ impl Sandbox {
     /// The cgroup folders of the cell's session that exist now (one per hierarchy; none
     /// before it ran a process, or where no cgroup is used).
     pub fn session_cgroups(&self, cell: &CellPaths) -> Vec<std::path::PathBuf> {
-        let root = cell
-            .root
-            .canonicalize()
-            .unwrap_or_else(|_| cell.root.clone());
-        match (root.parent(), root.file_name().and_then(|n| n.to_str())) {
-            (Some(sandbox_root), Some(session)) => self.cgroups.dirs(sandbox_root, session),
-            _ => Vec::new(),
+        match session_of(cell) {
+            Some((sandbox_root, session)) => self.cgroups.dirs(&sandbox_root, &session),
+            None => Vec::new(),
         }
     }
 
@@ -159,14 +159,8 @@ impl Sandbox {
     /// session's cgroup.
     pub async fn remove_cell(&self, cell: &CellPaths) -> Result<(), SandboxError> {
         self.kill_cell_processes(cell).await;
-        let root = cell
-            .root
-            .canonicalize()
-            .unwrap_or_else(|_| cell.root.clone());
-        if let (Some(sandbox_root), Some(session)) =
-            (root.parent(), root.file_name().and_then(|n| n.to_str()))
-        {
-            self.cgroups.remove(sandbox_root, session).await?;
+        if let Some((sandbox_root, session)) = session_of(cell) {
+            self.cgroups.remove(&sandbox_root, &session).await?;
         }
         cell::remove(cell)
     }
@@ -200,4 +194,15 @@ impl Sandbox {
             .unwrap_or_else(|_| sandbox_root.to_path_buf());
         self.cgroups.remove_stale(&root).await
     }
+}
+
+/// The real sandbox folder a cell lies in, and its session (the cell's folder name), as
+/// [`Sandbox::run`] names its cgroup.
+fn session_of(cell: &CellPaths) -> Option<(std::path::PathBuf, String)> {
+    let root = cell
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| cell.root.clone());
+    let session = root.file_name()?.to_str()?.to_owned();
+    Some((root.parent()?.to_path_buf(), session))
 }

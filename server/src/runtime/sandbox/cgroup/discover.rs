@@ -22,7 +22,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::{CgroupVersion, Controller, write_file};
+use super::{CgroupVersion, Controller, controller_names, write_file};
 
 /// The leaf a v2 server moves itself into before enabling controllers for its children.
 pub(crate) const V2_SERVER_LEAF: &str = "odysseyd";
@@ -163,17 +163,14 @@ fn own_dir(mount: &Mount, path: &Path) -> Option<PathBuf> {
 /// Moves this process into `own/odysseyd` and enables the controllers for `own`'s
 /// children (see the module documentation).
 fn delegate_v2(own: &Path, memory: bool, pids: bool) -> io::Result<()> {
-    let wanted: Vec<&str> = [(memory, "memory"), (pids, "pids")]
-        .into_iter()
-        .filter_map(|(has, name)| has.then_some(name))
-        .collect();
+    let wanted = controller_names(memory, pids);
     let enabled = fs::read_to_string(own.join("cgroup.subtree_control"))?;
     let enabled: Vec<&str> = enabled.split_whitespace().collect();
     if wanted.iter().all(|c| enabled.contains(c)) {
         return Ok(());
     }
     for file in ["cgroup.procs", "cgroup.subtree_control"] {
-        rustix::fs::access(&own.join(file), rustix::fs::Access::WRITE_OK)
+        rustix::fs::access(own.join(file), rustix::fs::Access::WRITE_OK)
             .map_err(|_| io::Error::other(format!("{file} is not writable by the server")))?;
     }
     let leaf = own.join(V2_SERVER_LEAF);

@@ -67,6 +67,15 @@ impl Controller {
     }
 }
 
+/// The names of the controllers that are there.
+pub(crate) fn controller_names(memory: bool, pids: bool) -> Vec<&'static str> {
+    [(memory, Controller::Memory), (pids, Controller::Pids)]
+        .into_iter()
+        .filter(|(has, _)| *has)
+        .map(|(_, c)| c.name())
+        .collect()
+}
+
 /// What one session's group is held to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct GroupLimits {
@@ -249,9 +258,9 @@ fn enter_one(
     for attempt in 0..2 {
         make_dir(parent)?;
         if h.version == CgroupVersion::V2 {
-            let enable: Vec<String> = [(h.memory, "+memory"), (h.pids, "+pids")]
+            let enable: Vec<String> = controller_names(h.memory, h.pids)
                 .iter()
-                .filter_map(|(has, c)| has.then(|| (*c).to_owned()))
+                .map(|c| format!("+{c}"))
                 .collect();
             let control = parent.join("cgroup.subtree_control");
             write_file(&control, &enable.join(" "))
@@ -394,4 +403,55 @@ fn cgroup_path_in_proc(dir: &Path) -> Option<String> {
 
 fn io_error(action: &str, path: &Path, source: io::Error) -> SandboxError {
     SandboxError::io(format!("{action} cgroup {}", path.display()), source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A v2 hierarchy with `memory` and `pids` cannot be had on a v1 host, where the tests
+    /// run against real groups: here the files a v2 group consists of are laid out in a
+    /// plain folder, and the group is entered as it would be on cgroupfs.
+    #[test]
+    fn a_v2_group_gets_its_limits_and_its_parent_the_controllers() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let h = Hierarchy {
+            version: CgroupVersion::V2,
+            base: base.path().to_path_buf(),
+            memory: true,
+            pids: true,
+        };
+        let parent = group_dir(&h, Path::new("/srv/odyssey/sandbox"));
+        let dir = parent.join("0190a7b2-aaaa-7bbb-8ccc-0123456789ab");
+        fs::create_dir_all(&dir).expect("mkdir");
+        fs::write(parent.join("cgroup.subtree_control"), "").expect("write");
+        for file in ["memory.max", "memory.swap.max", "pids.max", "cgroup.procs"] {
+            fs::write(dir.join(file), "").expect("write");
+        }
+        let limits = GroupLimits {
+            memory_bytes: Some(128 << 20),
+            processes: 64,
+        };
+        let session = dir.file_name().and_then(|n| n.to_str()).expect("name");
+        enter_one(&h, &parent, session, limits).expect("enter");
+        let read = |path: PathBuf| fs::read_to_string(path).expect("read");
+        assert_eq!(read(parent.join("cgroup.subtree_control")), "+memory +pids");
+        assert_eq!(read(dir.join("memory.max")), "134217728");
+        assert_eq!(read(dir.join("memory.swap.max")), "0");
+        assert_eq!(read(dir.join("pids.max")), "64");
+        assert!(
+            parent
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("odyssey-") && n.len() == 24)
+        );
+    }
+
+    #[test]
+    fn only_plain_session_names_make_groups() {
+        assert!(check_name("0190a7b2-aaaa-7bbb-8ccc-0123456789ab").is_ok());
+        for bad in ["", "..", "a/b", "a b", &"x".repeat(65)] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
 }
