@@ -45,9 +45,10 @@ pub(crate) struct Launch {
     pub run_as: Option<(u32, u32)>,
     /// rlimits set before exec (when no helper sets them).
     pub rlimits: Option<RlimitValues>,
-    /// The `cgroup.procs` files of the session's groups, which the process writes itself
-    /// into before anything else (so before it can fork).
-    pub cgroup_procs: Vec<OwnedFd>,
+    /// The membership files of the session's groups (`tasks` on cgroup v1, `cgroup.procs`
+    /// on v2), which the process writes itself into before anything else (so before it
+    /// can fork).
+    pub cgroup_files: Vec<OwnedFd>,
 }
 
 /// How to watch it.
@@ -76,8 +77,8 @@ pub(crate) fn spawn(launch: Launch) -> io::Result<Child> {
     let run_as = launch.run_as;
     let limits = launch.rlimits;
     // The descriptors stay open (owned by `launch`) until `spawn` below has forked.
-    let cgroup_procs: Vec<RawFd> = launch
-        .cgroup_procs
+    let cgroup_files: Vec<RawFd> = launch
+        .cgroup_files
         .iter()
         .map(|fd| fd.as_raw_fd())
         .collect();
@@ -86,9 +87,10 @@ pub(crate) fn spawn(launch: Launch) -> io::Result<Child> {
     // (reading the vector does not allocate), and neither allocates nor takes locks.
     unsafe {
         command.pre_exec(move || {
-            // "0" is the writing process: it joins its session's groups while it is
-            // still the only process of its tree, and with the server's rights.
-            for &fd in &cgroup_procs {
+            // "0" is the writer itself (its only thread, for v1's `tasks`): it joins its
+            // session's groups while it is still the only process of its tree, and with
+            // the server's rights.
+            for &fd in &cgroup_files {
                 if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
                     return Err(io::Error::last_os_error());
                 }

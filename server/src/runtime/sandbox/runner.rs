@@ -74,7 +74,7 @@ impl Sandbox {
         let guard =
             self.running
                 .register(&request.exec_id, &checked.cell.root, &cancel, max_in_cell)?;
-        launch.cgroup_procs = self.cgroups.enter(
+        launch.cgroup_files = self.cgroups.enter(
             &checked.sandbox_root,
             &session_name(&checked.cell)?,
             self.settings.limits.group(&request),
@@ -192,7 +192,7 @@ impl Sandbox {
                 processes: None,
                 ..limits
             }),
-            cgroup_procs: Vec::new(),
+            cgroup_files: Vec::new(),
         }
     }
 
@@ -290,7 +290,7 @@ impl Sandbox {
             cwd: PathBuf::from("/"),
             run_as: None,
             rlimits: None,
-            cgroup_procs: Vec::new(),
+            cgroup_files: Vec::new(),
         })
     }
 
