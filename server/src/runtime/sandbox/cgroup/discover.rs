@@ -14,8 +14,8 @@
 //! its unit's cgroup, so it first moves itself into a leaf child, [`V2_SERVER_LEAF`], then
 //! enables `memory` and `pids` in its cgroup's `cgroup.subtree_control`; session groups are
 //! then siblings of that leaf. Only the server's own process is moved: if anything else
-//! shares its cgroup (a login shell's scope), enabling fails and v2 is not used, rather
-//! than moving processes that are not the server's.
+//! shares its cgroup (a login shell's scope), v2 is not used, rather than moving processes
+//! that are not the server's, and a failed attempt is undone.
 
 use std::fs;
 use std::io;
@@ -173,6 +173,13 @@ fn delegate_v2(own: &Path, memory: bool, pids: bool) -> io::Result<()> {
         rustix::fs::access(own.join(file), rustix::fs::Access::WRITE_OK)
             .map_err(|_| io::Error::other(format!("{file} is not writable by the server")))?;
     }
+    // Checked first, so that a cgroup shared with others (a login shell's scope) is left
+    // exactly as it was.
+    let ours = std::process::id().to_string();
+    let members = fs::read_to_string(own.join("cgroup.procs"))?;
+    if members.lines().any(|pid| pid.trim() != ours) {
+        return Err(io::Error::other("other processes share it"));
+    }
     let leaf = own.join(V2_SERVER_LEAF);
     match fs::create_dir(&leaf) {
         Ok(()) => {}
@@ -183,6 +190,9 @@ fn delegate_v2(own: &Path, memory: bool, pids: bool) -> io::Result<()> {
     write_file(&leaf.join("cgroup.procs"), "0")?;
     let request: Vec<String> = wanted.iter().map(|c| format!("+{c}")).collect();
     write_file(&own.join("cgroup.subtree_control"), &request.join(" ")).map_err(|e| {
+        // Back to where it was: nothing of the attempt stays.
+        let _ = write_file(&own.join("cgroup.procs"), "0");
+        let _ = fs::remove_dir(&leaf);
         io::Error::new(
             e.kind(),
             format!("enabling {} for its children: {e}", wanted.join(", ")),
@@ -311,6 +321,48 @@ mod tests {
             ..mount
         };
         assert_eq!(own_dir(&elsewhere, Path::new("/b")), None);
+    }
+
+    /// v2 delegation, on the files of a cgroup laid out in a plain folder (a v1 host has
+    /// no v2 hierarchy with these controllers to try it on).
+    #[test]
+    fn a_v2_cgroup_is_delegated_only_when_the_server_is_alone_in_it() {
+        let own = tempfile::tempdir().expect("tempdir");
+        let own = own.path();
+        fs::write(own.join("cgroup.subtree_control"), "").expect("write");
+        fs::write(
+            own.join("cgroup.procs"),
+            format!("1\n{}\n", std::process::id()),
+        )
+        .expect("write");
+        let err = delegate_v2(own, true, true).expect_err("shared");
+        assert!(err.to_string().contains("other processes"), "{err}");
+        assert!(
+            !own.join(V2_SERVER_LEAF).exists(),
+            "the attempt left a leaf"
+        );
+        assert_eq!(
+            fs::read_to_string(own.join("cgroup.subtree_control")).expect("read"),
+            ""
+        );
+
+        fs::write(
+            own.join("cgroup.procs"),
+            format!("{}\n", std::process::id()),
+        )
+        .expect("write");
+        let leaf = own.join(V2_SERVER_LEAF);
+        fs::create_dir(&leaf).expect("mkdir");
+        fs::write(leaf.join("cgroup.procs"), "").expect("write");
+        delegate_v2(own, true, true).expect("alone");
+        assert_eq!(
+            fs::read_to_string(leaf.join("cgroup.procs")).expect("read"),
+            "0"
+        );
+        assert_eq!(
+            fs::read_to_string(own.join("cgroup.subtree_control")).expect("read"),
+            "+memory +pids"
+        );
     }
 
     #[test]
