@@ -588,6 +588,8 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         bubblewrap = info.sandbox.bubblewrap,
         landlock = info.sandbox.landlock,
         seccomp = info.sandbox.seccomp,
+        memory_cgroup = info.sandbox.session_limits.memory_cgroup.map_or(0, |v| v.number()),
+        pids_cgroup = info.sandbox.session_limits.pids_cgroup.map_or(0, |v| v.number()),
         "odysseyd serving"
     );
     for note in &info.sandbox.notes {

@@ -139,6 +139,27 @@ impl Fixture {
     async fn sh(&self, mode: SandboxMode, script: &str) -> ExecOutcome {
         self.run(self.request(mode, script)).await
     }
+
+    /// A second session's cell beside the first, served by the same sandbox.
+    fn another_cell(&self) -> CellPaths {
+        self.sandbox
+            .prepare_cell(
+                self.cell.root.parent().expect("sandbox root"),
+                Uuid::new_v4(),
+                AppSource {
+                    root: &self.outside.path().join("bundle"),
+                    digest: "sha256:test",
+                },
+            )
+            .expect("prepare another cell")
+    }
+
+    async fn run_in(&self, cell: &CellPaths, request: ExecRequest) -> ExecOutcome {
+        self.sandbox
+            .run(cell, request, |_, _| {}, CancellationToken::new())
+            .await
+            .unwrap_or_else(|e| panic!("run failed: {e}"))
+    }
 }
 
 fn shows(outcome: &ExecOutcome) -> String {
@@ -1057,4 +1078,282 @@ async fn collect_events(
         events.extend(batch);
     }
     events
+}
+
+// ---------------------------------------------------------------------------------------
+// Limits per session (issue 11, "also fix": memory and processes per session)
+// ---------------------------------------------------------------------------------------
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// As root on Linux the server makes cgroups; the tests below must not quietly test the
+/// fallback instead.
+fn expect_cgroups(fx: &Fixture) {
+    let limits = fx.sandbox.capabilities().session_limits;
+    if is_root() {
+        assert!(
+            limits.pids_cgroup.is_some() && limits.memory_cgroup.is_some(),
+            "{limits:?}"
+        );
+    }
+}
+
+/// Forks children that wait, until fork fails; prints how many it made.
+const FORK_COUNTER: &str = "python3 -c '
+import os, time
+n = 0
+try:
+    while n < 10000:
+        if os.fork() == 0:
+            time.sleep(8)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print(n, e.errno)
+time.sleep(8)
+'";
+
+/// Issue 11 (also fix): a fork bomb spread over commands of session A stays within A's
+/// process limit, and session B runs Bash meanwhile. Before, each command had the whole
+/// limit to itself (`RLIMIT_NPROC`), so two commands made twice as many processes.
+#[tokio::test]
+async fn a_fork_bomb_in_one_session_leaves_another_able_to_run_bash() {
+    for cgroups in [true, false] {
+        let fx = Arc::new(Fixture::with(|s| s.cgroups = cgroups));
+        if cgroups {
+            expect_cgroups(&fx);
+        }
+        let bombs: Vec<_> = (0..2)
+            .map(|_| {
+                let fx = fx.clone();
+                tokio::spawn(async move {
+                    let mut request = fx.request(SandboxMode::WorkspaceWrite, FORK_COUNTER);
+                    request.timeout = Duration::from_secs(15);
+                    fx.run(request).await
+                })
+            })
+            .collect();
+        let classic = {
+            let fx = fx.clone();
+            tokio::spawn(async move {
+                let mut request = fx.request(SandboxMode::WorkspaceWrite, ":(){ :|:& };:");
+                request.timeout = Duration::from_secs(4);
+                fx.run(request).await
+            })
+        };
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let other = fx.another_cell();
+        let out = fx
+            .run_in(
+                &other,
+                fx.request(SandboxMode::WorkspaceWrite, "echo alive"),
+            )
+            .await;
+        assert_eq!(out.stdout, "alive\n", "cgroups {cgroups}: {}", shows(&out));
+
+        let mut forked = 0;
+        for bomb in bombs {
+            let out = bomb.await.expect("joins");
+            // A command that could not even start its shell made nothing.
+            forked += out
+                .stdout
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        assert!(
+            forked < TEST_NPROC,
+            "cgroups {cgroups}: session A made {forked} processes over a limit of {TEST_NPROC}"
+        );
+        classic.await.expect("joins");
+        let out = fx.sh(SandboxMode::WorkspaceWrite, "echo alive").await;
+        assert_eq!(out.stdout, "alive\n", "cgroups {cgroups}: {}", shows(&out));
+    }
+}
+
+/// Issue 11 (also fix): `memory_mb` holds for the session, not for each process. Four
+/// processes of 60 MiB each, every one under a 128 MiB limit, together over it: before,
+/// all four held their memory; now the kernel kills what goes over, and session B runs
+/// Bash meanwhile.
+#[tokio::test]
+async fn a_memory_hog_in_one_session_is_held_to_the_session_limit() {
+    let fx = Arc::new(Fixture::new());
+    expect_cgroups(&fx);
+    if fx
+        .sandbox
+        .capabilities()
+        .session_limits
+        .memory_cgroup
+        .is_none()
+    {
+        return;
+    }
+    let hog = "python3 -c 'import time; b = b\"x\" * (60 << 20); print(\"held\", flush=True); time.sleep(6)'";
+    let script = format!(
+        "pids=(); for i in 1 2 3 4; do {hog} & pids+=($!); sleep 0.3; done; \
+         for p in \"${{pids[@]}}\"; do wait $p; echo \"exit $?\"; done"
+    );
+    let hogs = {
+        let fx = fx.clone();
+        tokio::spawn(async move {
+            let mut request = fx.request(SandboxMode::WorkspaceWrite, &script);
+            request.memory_mb = Some(128);
+            request.timeout = Duration::from_secs(30);
+            fx.run(request).await
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let other = fx.another_cell();
+    let out = fx
+        .run_in(
+            &other,
+            fx.request(SandboxMode::WorkspaceWrite, "echo alive"),
+        )
+        .await;
+    assert_eq!(out.stdout, "alive\n", "{}", shows(&out));
+
+    let out = hogs.await.expect("joins");
+    let survived = out.stdout.matches("exit 0").count();
+    let killed = out.stdout.matches("exit 137").count();
+    assert!(
+        survived < 4 && (killed > 0 || out.exit_code == 128 + libc::SIGKILL),
+        "all four hogs held their memory: {}",
+        shows(&out)
+    );
+}
+
+/// Issue 11 (also fix): a session's group exists while it runs and goes with its cell.
+#[tokio::test]
+async fn a_sessions_cgroup_holds_its_processes_and_goes_with_its_cell() {
+    let fx = Arc::new(Fixture::new());
+    expect_cgroups(&fx);
+    let session = fx
+        .cell
+        .root
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("session")
+        .to_owned();
+    let out = fx
+        .sh(SandboxMode::WorkspaceWrite, "cat /proc/self/cgroup")
+        .await;
+    let groups = fx.sandbox.session_cgroups(&fx.cell);
+    if is_root() {
+        // One group per controller's hierarchy (here v1 memory and pids), each holding
+        // the command.
+        assert!(!groups.is_empty());
+        let joined = out
+            .stdout
+            .lines()
+            .filter(|l| l.ends_with(&format!("/{session}")))
+            .count();
+        assert!(joined >= groups.len(), "{}", shows(&out));
+    }
+    let runner = {
+        let fx = fx.clone();
+        tokio::spawn(async move { fx.sh(SandboxMode::WorkspaceWrite, "sleep 100").await })
+    };
+    wait_for_record(&fx.cell).await;
+    fx.sandbox.remove_cell(&fx.cell).await.expect("remove");
+    assert!(runner.await.expect("joins").cancelled);
+    for group in &groups {
+        assert!(!group.exists(), "{} was left", group.display());
+        // The server's folder of groups went with its last session.
+        assert!(!group.parent().expect("parent").exists());
+    }
+    assert!(fx.sandbox.session_cgroups(&fx.cell).is_empty());
+}
+
+/// Issue 11 (also fix): the groups a previous server left are removed at startup, with
+/// whatever still ran in them.
+#[tokio::test]
+async fn a_previous_servers_cgroups_are_removed_at_startup() {
+    let fx = Arc::new(Fixture::new());
+    expect_cgroups(&fx);
+    let runner = {
+        let fx = fx.clone();
+        tokio::spawn(async move { fx.sh(SandboxMode::WorkspaceWrite, "sleep 100").await })
+    };
+    wait_for_record(&fx.cell).await;
+    let groups = fx.sandbox.session_cgroups(&fx.cell);
+    let restarted = Sandbox::new(fx.sandbox.settings().clone());
+    let sandbox_root = fx.cell.root.parent().expect("sandbox root");
+    let removed = restarted
+        .remove_stale_cgroups(sandbox_root)
+        .await
+        .expect("remove stale");
+    assert_eq!(removed, usize::from(!groups.is_empty()));
+    for group in &groups {
+        assert!(!group.exists(), "{} was left", group.display());
+    }
+    if !groups.is_empty() {
+        let out = tokio::time::timeout(Duration::from_secs(5), runner)
+            .await
+            .expect("the run ended")
+            .expect("joins");
+        assert_eq!(out.exit_code, 128 + libc::SIGKILL, "{}", shows(&out));
+    }
+}
+
+/// Issue 11 (also fix): without a cgroup, a session runs at most
+/// `commands_per_session` commands at once, each with its share of the processes, and
+/// `GetServerInfo`'s capabilities say so.
+#[tokio::test]
+async fn without_cgroups_a_session_runs_a_bounded_number_of_commands() {
+    let fx = Arc::new(Fixture::with(|s| {
+        s.cgroups = false;
+        s.limits.commands_per_session = 2;
+    }));
+    let limits = fx.sandbox.capabilities().session_limits;
+    assert_eq!(limits.pids_cgroup, None);
+    assert_eq!(limits.memory_cgroup, None);
+    assert_eq!(limits.max_concurrent_commands, Some(2));
+    let notes = fx.sandbox.capabilities().notes.join("\n");
+    assert!(
+        notes.contains("2 commands at once, each with 24 processes"),
+        "{notes}"
+    );
+    assert!(notes.contains("RLIMIT_AS"), "{notes}");
+
+    let running: Vec<_> = (0..2)
+        .map(|_| {
+            let fx = fx.clone();
+            tokio::spawn(async move { fx.sh(SandboxMode::WorkspaceWrite, "sleep 3").await })
+        })
+        .collect();
+    let records = fx.cell.root.parent().expect("root").join(RUNNING_DIR);
+    for _ in 0..500 {
+        if fs::read_dir(&records).map(|d| d.count()).unwrap_or(0) >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let err = fx
+        .sandbox
+        .run(
+            &fx.cell,
+            fx.request(SandboxMode::WorkspaceWrite, "true"),
+            |_, _| {},
+            CancellationToken::new(),
+        )
+        .await
+        .expect_err("a third command is refused");
+    assert_eq!(err.kind(), ErrorKind::ResourceExhausted);
+    assert_eq!(err.reason(), "SESSION_COMMAND_LIMIT");
+    // Another session is not affected.
+    let other = fx.another_cell();
+    let out = fx
+        .run_in(
+            &other,
+            fx.request(SandboxMode::WorkspaceWrite, "echo alive"),
+        )
+        .await;
+    assert_eq!(out.stdout, "alive\n", "{}", shows(&out));
+    for run in running {
+        assert_eq!(run.await.expect("joins").exit_code, 0);
+    }
 }

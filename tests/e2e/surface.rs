@@ -191,3 +191,63 @@ fn which_bwrap() -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("bwrap").is_file()))
 }
+
+/// Issue 11 (also fix): `GetServerInfo` says how each session's memory and processes are
+/// limited: by the session's cgroup, or by the fallback and its numbers.
+#[tokio::test]
+async fn server_info_says_how_sessions_are_limited() {
+    let (server, _dir) = crate::config::configured(
+        "[sandbox]\ncgroups = false\nmemory_mb = 1024\nmax_processes = 300\n\
+         max_commands_per_session = 3\n",
+    )
+    .await;
+    let sandbox = sandbox_info(&server).await;
+    let limits = sandbox.session_limits.expect("session limits");
+    assert_eq!(
+        (limits.memory_cgroup_version, limits.pids_cgroup_version),
+        (0, 0)
+    );
+    assert_eq!(limits.default_memory_mb, 1024);
+    assert_eq!(limits.max_processes, 300);
+    assert_eq!(limits.max_concurrent_commands, 3);
+    let notes = sandbox.notes.join("\n");
+    assert!(
+        notes.contains("3 commands at once, each with 100 processes"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("not the session's processes together"),
+        "{notes}"
+    );
+
+    // By default, as root on a host with cgroups (as here), sessions get theirs.
+    let server = TestServer::start().await;
+    let limits = sandbox_info(&server)
+        .await
+        .session_limits
+        .expect("session limits");
+    assert_eq!(
+        limits.max_concurrent_commands == 0,
+        limits.pids_cgroup_version > 0,
+        "{limits:?}"
+    );
+    let root =
+        std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").expect("proc")) == 0;
+    if root && std::path::Path::new("/sys/fs/cgroup").is_dir() {
+        assert!(
+            limits.memory_cgroup_version > 0 && limits.pids_cgroup_version > 0,
+            "{limits:?}"
+        );
+    }
+}
+
+async fn sandbox_info(server: &TestServer) -> pb::SandboxCapabilities {
+    server
+        .server()
+        .get_server_info(pb::GetServerInfoRequest {})
+        .await
+        .expect("info")
+        .into_inner()
+        .sandbox
+        .expect("sandbox capabilities")
+}

@@ -103,6 +103,14 @@ def test_bad_session_id_is_invalid_argument(client: OdysseyClient) -> None:
     assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_server_info_says_how_sessions_are_limited(client: OdysseyClient) -> None:
+    """Issue 11: each session's memory and processes, by a cgroup or by the fallback."""
+    limits = client.server_info().sandbox.session_limits
+    assert limits.max_processes > 0
+    # Without a pids cgroup, the number of commands a session runs at once is capped.
+    assert (limits.max_concurrent_commands == 0) == (limits.pids_cgroup_version > 0)
+
+
 def test_calls_without_the_token_are_refused(server: Server) -> None:
     with OdysseyClient(server.address) as anonymous:
         assert anonymous.health() == "SERVING"  # health needs no token

@@ -547,6 +547,42 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
             },
         ),
         server(
+            "sandbox.memory_mb",
+            |d| {
+                let bytes = d.server.runtime.sandbox.limits.session_memory_bytes;
+                Some(bytes.map_or(0, |b| b / (1024 * 1024)))
+            },
+            |d, v: u64| {
+                d.server.runtime.sandbox.limits.session_memory_bytes =
+                    (v > 0).then(|| v.saturating_mul(1024 * 1024));
+                Ok(())
+            },
+        ),
+        server(
+            "sandbox.max_processes",
+            |d| Some(d.server.runtime.sandbox.limits.processes),
+            |d, v| {
+                d.server.runtime.sandbox.limits.processes = at_least(v, 8)?;
+                Ok(())
+            },
+        ),
+        server(
+            "sandbox.max_commands_per_session",
+            |d| Some(d.server.runtime.sandbox.limits.commands_per_session),
+            |d, v| {
+                d.server.runtime.sandbox.limits.commands_per_session = at_least(v, 1)?;
+                Ok(())
+            },
+        ),
+        server(
+            "sandbox.cgroups",
+            |d| Some(d.server.runtime.sandbox.cgroups),
+            |d, v| {
+                d.server.runtime.sandbox.cgroups = v;
+                Ok(())
+            },
+        ),
+        server(
             "sandbox.helper",
             |d| d.server.runtime.sandbox.helper.clone(),
             |d, v| {

@@ -6,6 +6,7 @@ use tonic::{Request, Response, Status};
 
 use super::convert;
 use crate::runtime::OdysseyRuntime;
+use crate::runtime::sandbox::SessionLimitsInfo;
 
 pub struct ServerInfo {
     runtime: OdysseyRuntime,
@@ -49,6 +50,7 @@ impl ServerService for ServerInfo {
                 forced_mode: sandbox.forced_mode.map_or(0, convert::sandbox_mode),
                 danger_full_access_allowed: sandbox.danger_full_access_allowed,
                 notes: sandbox.notes.clone(),
+                session_limits: Some(session_limits(&sandbox.session_limits)),
             }),
             quarantined_sessions: info
                 .quarantined
@@ -66,5 +68,16 @@ impl ServerService for ServerInfo {
                 subscriptions: info.activity.subscriptions as u32,
             }),
         }))
+    }
+}
+
+fn session_limits(limits: &SessionLimitsInfo) -> pb::SessionLimits {
+    pb::SessionLimits {
+        memory_cgroup_version: limits.memory_cgroup.map_or(0, |v| v.number()),
+        pids_cgroup_version: limits.pids_cgroup.map_or(0, |v| v.number()),
+        default_memory_mb: limits.default_memory_mb.unwrap_or(0),
+        max_processes: limits.max_processes,
+        max_concurrent_commands: limits.max_concurrent_commands.unwrap_or(0),
+        processes_counted_per_command: limits.processes_counted_per_command,
     }
 }

@@ -155,6 +155,11 @@ impl OdysseyRuntime {
             Ok(report) => tracing::debug!(?report, "sandbox leftovers checked"),
             Err(e) => tracing::warn!(error = %e, "cannot clean up sandbox leftovers"),
         }
+        match sandbox.remove_stale_cgroups(&config.sandbox_dir()).await {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, "removed the cgroups of a previous server"),
+            Err(e) => tracing::warn!(error = %e, "cannot remove a previous server's cgroups"),
+        }
         let memory = config.memory.provider.clone().unwrap_or_else(|| {
             Arc::new(FileMemory::new(
                 config.memory_dir(),

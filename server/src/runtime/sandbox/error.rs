@@ -45,6 +45,13 @@ pub enum SandboxError {
         allowed: String,
     },
 
+    /// Without a pids cgroup, a session may run only so many commands at once.
+    #[error(
+        "the session already runs {limit} commands, as many as it may at once on this host \
+         (no per-session cgroup; sandbox.max_commands_per_session); retry when one ends"
+    )]
+    TooManyCommands { limit: u64 },
+
     /// Another process with the same exec id is still running.
     #[error("exec id `{exec_id}` is already running")]
     AlreadyRunning { exec_id: String },
@@ -86,6 +93,7 @@ impl SandboxError {
             | Self::HelperMissing { .. }
             | Self::AlreadyRunning { .. } => ErrorKind::FailedPrecondition,
             Self::InvalidRequest { .. } => ErrorKind::InvalidArgument,
+            Self::TooManyCommands { .. } => ErrorKind::ResourceExhausted,
             Self::PathEscape { .. } => ErrorKind::PermissionDenied,
             Self::Spawn { .. } => ErrorKind::Internal,
             Self::Io { source, .. } => storage_kind(source),
@@ -100,6 +108,7 @@ impl SandboxError {
             Self::InvalidRequest { .. } => "INVALID_SANDBOX_REQUEST",
             Self::PathEscape { .. } => "SANDBOX_PATH_ESCAPE",
             Self::AlreadyRunning { .. } => "EXEC_ALREADY_RUNNING",
+            Self::TooManyCommands { .. } => "SESSION_COMMAND_LIMIT",
             Self::Spawn { .. } => "SANDBOX_SPAWN_FAILED",
             Self::Io { source, .. } => storage_reason(source),
         }

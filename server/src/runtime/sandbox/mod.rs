@@ -11,12 +11,18 @@
 //! system folders, a network namespace of its own), Landlock (path rules inside that
 //! view), seccomp (kernel interfaces). A networked process reaches the outside only
 //! through its session's egress proxy ([`egress`]). `danger_full_access` runs on the
-//! host with only the process group, the wall clock, the output cap and the rlimits.
+//! host with only the process group, the wall clock, the output cap, the rlimits and the
+//! session's cgroup.
+//!
+//! Every mode's processes enter their session's cgroup where the host offers one
+//! ([`cgroup`]), which limits memory and processes for the session as a whole; elsewhere
+//! the rlimit fallback of [`limits`] applies.
 
 pub mod beneath;
 mod bwrap;
 mod capabilities;
 mod cell;
+mod cgroup;
 pub mod egress;
 mod env;
 mod error;
@@ -43,8 +49,11 @@ use uuid::Uuid;
 pub use bwrap::{
     Bind, BwrapPlan, ETC_ENTRIES, HELPER_MOUNT, SYSTEM_DIRS, SystemEntry, SystemLayout,
 };
-pub use capabilities::{SandboxCapabilities, landlock_abi, seccomp_filters_available};
+pub use capabilities::{
+    SandboxCapabilities, SessionLimitsInfo, landlock_abi, seccomp_filters_available,
+};
 pub use cell::{APP_DIGEST_FILE, AppSource};
+pub use cgroup::CgroupVersion;
 pub use egress::{
     ConnectionReporter, DomainList, DomainPattern, DomainPolicy, EgressSettings, NetworkGrant,
 };
@@ -57,7 +66,9 @@ pub use settings::{HELPER_ENV, HELPER_NAME, SandboxSettings};
 pub use types::{CellPaths, ExecOutcome, ExecRequest};
 pub use view::{APP, CACHE, ProcessView, RUN, TMP, WORKSPACE};
 
+use cgroup::{Controller, SessionCgroups};
 use egress::EgressProxies;
+use limits::Enforcement;
 use running::RunningSet;
 
 use crate::runtime::metrics::SandboxMetrics;
@@ -75,6 +86,8 @@ pub struct Sandbox {
     helper: Result<std::path::PathBuf, String>,
     layout: SystemLayout,
     running: Arc<RunningSet>,
+    /// The sessions' cgroups, where the host offers them.
+    cgroups: SessionCgroups,
     /// Counts every process run, by mode and outcome.
     metrics: Arc<SandboxMetrics>,
     /// Ends every sandbox when the server ends; `None` if the pipe could not be made.
@@ -93,6 +106,7 @@ impl Sandbox {
             helper: settings.resolve_helper(),
             layout: SystemLayout::detect(),
             running: Arc::new(RunningSet::default()),
+            cgroups: SessionCgroups::new(settings.cgroups),
             metrics: Arc::default(),
             lifeline: lifeline::Lifeline::new()
                 .inspect_err(|e| {
@@ -117,7 +131,15 @@ impl Sandbox {
     /// What this host offers, for the startup log and `GetServerInfo` (the operator's
     /// forced mode and danger setting are the caller's to fill in).
     pub fn capabilities(&self) -> SandboxCapabilities {
-        SandboxCapabilities::probe(&self.settings)
+        SandboxCapabilities::probe(&self.settings, &self.cgroups)
+    }
+
+    /// Which session limits a cgroup enforces here.
+    fn enforcement(&self) -> Enforcement {
+        Enforcement {
+            memory_cgroup: self.cgroups.version_of(Controller::Memory).is_some(),
+            pids_cgroup: self.cgroups.version_of(Controller::Pids).is_some(),
+        }
     }
 
     /// The uid/gid sandboxed processes run as when the server is root (`None` otherwise).
@@ -142,8 +164,17 @@ impl Sandbox {
         cell::prepare(sandbox_root, session_id, app, self.sandbox_owner())
     }
 
+    /// The cgroup folders of the cell's session that exist now (one per hierarchy; none
+    /// before it ran a process, or where no cgroup is used).
+    pub fn session_cgroups(&self, cell: &CellPaths) -> Vec<std::path::PathBuf> {
+        match session_of(cell) {
+            Some((sandbox_root, session)) => self.cgroups.dirs(&sandbox_root, &session),
+            None => Vec::new(),
+        }
+    }
+
     /// Kills the cell's running processes, waits for them, stops its egress proxy and
-    /// removes the cell.
+    /// removes the cell and its session's cgroup.
     pub async fn remove_cell(&self, cell: &CellPaths) -> Result<(), SandboxError> {
         self.kill_cell_processes(cell).await;
         let root = cell
@@ -151,6 +182,9 @@ impl Sandbox {
             .canonicalize()
             .unwrap_or_else(|_| cell.root.clone());
         self.egress.close(&root).await;
+        if let Some((sandbox_root, session)) = session_of(cell) {
+            self.cgroups.remove(&sandbox_root, &session).await?;
+        }
         cell::remove(cell)
     }
 
@@ -183,4 +217,25 @@ impl Sandbox {
     pub async fn kill_leftovers(sandbox_root: &Path) -> Result<LeftoverReport, SandboxError> {
         leftovers::kill_leftovers(sandbox_root).await
     }
+
+    /// Removes the session cgroups a previous server with this `sandbox_root` left, killing
+    /// what still runs in them. Call once at startup, after [`Sandbox::kill_leftovers`].
+    /// Answers how many there were.
+    pub async fn remove_stale_cgroups(&self, sandbox_root: &Path) -> Result<usize, SandboxError> {
+        let root = sandbox_root
+            .canonicalize()
+            .unwrap_or_else(|_| sandbox_root.to_path_buf());
+        self.cgroups.remove_stale(&root).await
+    }
+}
+
+/// The real sandbox folder a cell lies in, and its session (the cell's folder name), as
+/// [`Sandbox::run`] names its cgroup.
+fn session_of(cell: &CellPaths) -> Option<(std::path::PathBuf, String)> {
+    let root = cell
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| cell.root.clone());
+    let session = root.file_name()?.to_str()?.to_owned();
+    Some((root.parent()?.to_path_buf(), session))
 }

@@ -9,7 +9,7 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -45,6 +45,10 @@ pub(crate) struct Launch {
     pub rlimits: Option<RlimitValues>,
     /// A descriptor of the server's the process inherits (the lifeline's read end).
     pub inherit_fd: Option<RawFd>,
+    /// The membership files of the session's groups (`tasks` on cgroup v1, `cgroup.procs`
+    /// on v2), which the process writes itself into before anything else (so before it
+    /// can fork).
+    pub cgroup_files: Vec<OwnedFd>,
 }
 
 /// How to watch it.
@@ -73,11 +77,25 @@ pub(crate) fn spawn(launch: Launch) -> io::Result<Child> {
     let limits = launch.rlimits;
     let inherit_fd = launch.inherit_fd;
     let server = std::process::id();
+    // The descriptors stay open (owned by `launch`) until `spawn` below has forked.
+    let cgroup_files: Vec<RawFd> = launch
+        .cgroup_files
+        .iter()
+        .map(|fd| fd.as_raw_fd())
+        .collect();
     // SAFETY: the closure runs between fork and exec, so it only makes raw system calls
-    // (umask, setrlimit, fcntl, prctl, getppid) on values copied in beforehand, and neither
-    // allocates nor takes locks.
+    // (write, umask, setrlimit, fcntl, prctl, getppid) on values copied in beforehand
+    // (reading the vector does not allocate), and neither allocates nor takes locks.
     unsafe {
         command.pre_exec(move || {
+            // "0" is the writer itself (its only thread, for v1's `tasks`): it joins its
+            // session's groups while it is still the only process of its tree, and with
+            // the server's rights.
+            for &fd in &cgroup_files {
+                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
             // The server keeps its own files private (umask 077); commands get the usual
             // mask, so what they create is readable as on any system.
             libc::umask(0o022);

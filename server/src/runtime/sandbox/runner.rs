@@ -62,15 +62,24 @@ impl Sandbox {
         cancel: CancellationToken,
     ) -> Result<ExecOutcome, SandboxError> {
         let checked = self.check(cell, &request)?;
-        let launch = match request.mode {
+        let mut launch = match request.mode {
             SandboxMode::DangerFullAccess => self.direct_launch(&request, &checked),
             SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite => {
                 self.bwrap_launch(&request, &checked)?
             }
         };
-        let guard = self
-            .running
-            .register(&request.exec_id, &checked.cell.root, &cancel)?;
+        // Without a pids cgroup, the session's processes are bounded by its commands'
+        // shares, so the commands themselves are counted.
+        let max_in_cell =
+            (!self.enforcement().pids_cgroup).then_some(self.settings.limits.commands_per_session);
+        let guard =
+            self.running
+                .register(&request.exec_id, &checked.cell.root, &cancel, max_in_cell)?;
+        launch.cgroup_files = self.cgroups.enter(
+            &checked.sandbox_root,
+            &session_name(&checked.cell)?,
+            self.settings.limits.group(&request),
+        )?;
         let timeout = if request.timeout.is_zero() {
             self.settings.default_timeout
         } else {
@@ -170,7 +179,10 @@ impl Sandbox {
     /// `RLIMIT_NPROC` is left out: on the host it would count every process of the
     /// server's user, not just this command's.
     fn direct_launch(&self, request: &ExecRequest, checked: &Checked) -> Launch {
-        let limits = self.settings.limits.for_request(request);
+        let limits = self
+            .settings
+            .limits
+            .for_request(request, self.enforcement());
         Launch {
             program: PathBuf::from(&request.argv[0]),
             args: request.argv[1..].iter().map(OsString::from).collect(),
@@ -181,6 +193,7 @@ impl Sandbox {
                 ..limits
             }),
             inherit_fd: None,
+            cgroup_files: Vec::new(),
         }
     }
 
@@ -262,7 +275,10 @@ impl Sandbox {
             } else {
                 LandlockRequirement::BestEffort
             },
-            limits: self.settings.limits.for_request(request),
+            limits: self
+                .settings
+                .limits
+                .for_request(request, self.enforcement()),
             lifeline: self.lifeline.as_ref().map(|l| l.read_fd()),
             command: request.argv.iter().map(OsString::from).collect(),
         };
@@ -290,6 +306,7 @@ impl Sandbox {
             cwd: PathBuf::from("/"),
             rlimits: None,
             inherit_fd: self.lifeline.as_ref().map(|l| l.read_fd()),
+            cgroup_files: Vec::new(),
         })
     }
 
@@ -298,6 +315,15 @@ impl Sandbox {
             .clone()
             .map_err(|looked_for| SandboxError::HelperMissing { looked_for })
     }
+}
+
+/// The session a cell belongs to: its folder's name.
+fn session_name(cell: &CellPaths) -> Result<String, SandboxError> {
+    cell.root
+        .file_name()
+        .and_then(|name| name.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| SandboxError::invalid("cell", "the cell has no name"))
 }
 
 /// Exec ids name a folder and a record file: a safe, short file name.

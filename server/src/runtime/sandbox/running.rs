@@ -55,17 +55,25 @@ impl RunningSet {
     }
 
     /// Registers `exec_id` in `cell_root`; its token is a child of the caller's `cancel`.
+    /// With `max_in_cell`, refuses a command beyond that many running in the cell.
     pub(crate) fn register(
         self: &Arc<Self>,
         exec_id: &str,
         cell_root: &Path,
         cancel: &CancellationToken,
+        max_in_cell: Option<u64>,
     ) -> Result<RunningGuard, SandboxError> {
         let mut execs = self.lock();
         if execs.contains_key(exec_id) {
             return Err(SandboxError::AlreadyRunning {
                 exec_id: exec_id.to_owned(),
             });
+        }
+        if let Some(limit) = max_in_cell {
+            let running = execs.values().filter(|r| r.cell_root == cell_root).count();
+            if u64::try_from(running).unwrap_or(u64::MAX) >= limit {
+                return Err(SandboxError::TooManyCommands { limit });
+            }
         }
         let token = cancel.child_token();
         execs.insert(
@@ -123,15 +131,28 @@ mod tests {
         let set = Arc::new(RunningSet::default());
         let parent = CancellationToken::new();
         let a = set
-            .register("a", Path::new("/cells/a"), &parent)
+            .register("a", Path::new("/cells/a"), &parent, None)
             .expect("a");
         let b = set
-            .register("b", Path::new("/cells/b"), &parent)
+            .register("b", Path::new("/cells/b"), &parent, Some(1))
             .expect("b");
         assert!(matches!(
-            set.register("a", Path::new("/cells/a"), &parent),
+            set.register("a", Path::new("/cells/a"), &parent, None),
             Err(SandboxError::AlreadyRunning { .. })
         ));
+        // One command per cell: a second in cell b is refused, cell a is apart.
+        assert!(matches!(
+            set.register("b2", Path::new("/cells/b"), &parent, Some(1)),
+            Err(SandboxError::TooManyCommands { limit: 1 })
+        ));
+        assert!(
+            set.register("a2", Path::new("/cells/a"), &parent, Some(1))
+                .is_err()
+        );
+        drop(
+            set.register("c", Path::new("/cells/c"), &parent, Some(1))
+                .expect("c"),
+        );
         assert_eq!(set.cancel_cell(Path::new("/cells/a")), 1);
         assert!(a.cancel_token().is_cancelled());
         assert!(!b.cancel_token().is_cancelled());

@@ -38,6 +38,10 @@ pub struct SandboxSettings {
     pub require_landlock: bool,
     /// The address rules of networked sandboxes' egress proxies.
     pub egress: EgressSettings,
+    /// Limit each session's memory and processes with a cgroup of its own when the host
+    /// delegates one to the server (see `cgroup`); off, or where none is available, the
+    /// rlimit fallback of [`ResourceLimits`] applies.
+    pub cgroups: bool,
 }
 
 impl Default for SandboxSettings {
@@ -52,6 +56,7 @@ impl Default for SandboxSettings {
             limits: ResourceLimits::default(),
             require_landlock: true,
             egress: EgressSettings::default(),
+            cgroups: true,
         }
     }
 }

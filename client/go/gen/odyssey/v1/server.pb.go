@@ -325,8 +325,10 @@ type SandboxCapabilities struct {
 	// The mode forced on every session, if the operator set one.
 	ForcedMode              SandboxMode `protobuf:"varint,4,opt,name=forced_mode,json=forcedMode,proto3,enum=odyssey.v1.SandboxMode" json:"forced_mode,omitempty"`
 	DangerFullAccessAllowed bool        `protobuf:"varint,5,opt,name=danger_full_access_allowed,json=dangerFullAccessAllowed,proto3" json:"danger_full_access_allowed,omitempty"`
-	// Human-readable notes (missing packages, fallbacks).
-	Notes         []string `protobuf:"bytes,6,rep,name=notes,proto3" json:"notes,omitempty"`
+	// Human-readable notes (missing packages, fallbacks, what is not enforced).
+	Notes []string `protobuf:"bytes,6,rep,name=notes,proto3" json:"notes,omitempty"`
+	// How one session's memory and processes are held to their limits on this host.
+	SessionLimits *SessionLimits `protobuf:"bytes,7,opt,name=session_limits,json=sessionLimits,proto3" json:"session_limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -403,6 +405,115 @@ func (x *SandboxCapabilities) GetNotes() []string {
 	return nil
 }
 
+func (x *SandboxCapabilities) GetSessionLimits() *SessionLimits {
+	if x != nil {
+		return x.SessionLimits
+	}
+	return nil
+}
+
+// How one session's memory and processes are limited. Where the server has a cgroup per
+// session (root, or a subtree delegated to it), the limits hold for all of the session's
+// processes together. Otherwise memory is limited per process, and processes per command
+// with a cap on the commands a session may run at once.
+type SessionLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cgroup version (1 or 2) whose memory controller limits each session's memory as a
+	// whole. 0: none does, and `resources.memory_mb` limits each process's address space
+	// (RLIMIT_AS) only, so a session's processes together may use more.
+	MemoryCgroupVersion uint32 `protobuf:"varint,1,opt,name=memory_cgroup_version,json=memoryCgroupVersion,proto3" json:"memory_cgroup_version,omitempty"`
+	// The cgroup version (1 or 2) whose pids controller limits each session's processes as
+	// a whole. 0: none does, and each command gets `max_processes` /
+	// `max_concurrent_commands` processes (RLIMIT_NPROC).
+	PidsCgroupVersion uint32 `protobuf:"varint,2,opt,name=pids_cgroup_version,json=pidsCgroupVersion,proto3" json:"pids_cgroup_version,omitempty"`
+	// The memory of a session whose bundle sets no `resources.memory_mb`, in MiB; 0:
+	// unlimited. Enforced only with a memory cgroup.
+	DefaultMemoryMb uint64 `protobuf:"varint,3,opt,name=default_memory_mb,json=defaultMemoryMb,proto3" json:"default_memory_mb,omitempty"`
+	// The processes (and threads) of one session.
+	MaxProcesses uint64 `protobuf:"varint,4,opt,name=max_processes,json=maxProcesses,proto3" json:"max_processes,omitempty"`
+	// Without a pids cgroup, the commands one session may run at once (one more is refused
+	// with RESOURCE_EXHAUSTED); 0 with a pids cgroup, which needs no such cap.
+	MaxConcurrentCommands uint64 `protobuf:"varint,5,opt,name=max_concurrent_commands,json=maxConcurrentCommands,proto3" json:"max_concurrent_commands,omitempty"`
+	// Without a pids cgroup: whether the kernel counts RLIMIT_NPROC per user namespace
+	// (Linux 5.14 and later), hence per restricted command. When false, the sandbox user's
+	// processes of every session count against each command's limit.
+	ProcessesCountedPerCommand bool `protobuf:"varint,6,opt,name=processes_counted_per_command,json=processesCountedPerCommand,proto3" json:"processes_counted_per_command,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
+}
+
+func (x *SessionLimits) Reset() {
+	*x = SessionLimits{}
+	mi := &file_odyssey_v1_server_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionLimits) ProtoMessage() {}
+
+func (x *SessionLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_server_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionLimits.ProtoReflect.Descriptor instead.
+func (*SessionLimits) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SessionLimits) GetMemoryCgroupVersion() uint32 {
+	if x != nil {
+		return x.MemoryCgroupVersion
+	}
+	return 0
+}
+
+func (x *SessionLimits) GetPidsCgroupVersion() uint32 {
+	if x != nil {
+		return x.PidsCgroupVersion
+	}
+	return 0
+}
+
+func (x *SessionLimits) GetDefaultMemoryMb() uint64 {
+	if x != nil {
+		return x.DefaultMemoryMb
+	}
+	return 0
+}
+
+func (x *SessionLimits) GetMaxProcesses() uint64 {
+	if x != nil {
+		return x.MaxProcesses
+	}
+	return 0
+}
+
+func (x *SessionLimits) GetMaxConcurrentCommands() uint64 {
+	if x != nil {
+		return x.MaxConcurrentCommands
+	}
+	return 0
+}
+
+func (x *SessionLimits) GetProcessesCountedPerCommand() bool {
+	if x != nil {
+		return x.ProcessesCountedPerCommand
+	}
+	return false
+}
+
 type QuarantinedSession struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -414,7 +525,7 @@ type QuarantinedSession struct {
 
 func (x *QuarantinedSession) Reset() {
 	*x = QuarantinedSession{}
-	mi := &file_odyssey_v1_server_proto_msgTypes[5]
+	mi := &file_odyssey_v1_server_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -426,7 +537,7 @@ func (x *QuarantinedSession) String() string {
 func (*QuarantinedSession) ProtoMessage() {}
 
 func (x *QuarantinedSession) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_server_proto_msgTypes[5]
+	mi := &file_odyssey_v1_server_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -439,7 +550,7 @@ func (x *QuarantinedSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuarantinedSession.ProtoReflect.Descriptor instead.
 func (*QuarantinedSession) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{5}
+	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *QuarantinedSession) GetSessionId() string {
@@ -491,7 +602,7 @@ const file_odyssey_v1_server_proto_rawDesc = "" +
 	"\x0emax_turn_steps\x18\x05 \x01(\rR\fmaxTurnSteps\x12/\n" +
 	"\x14max_turn_duration_ms\x18\x06 \x01(\x04R\x11maxTurnDurationMs\x12\x16\n" +
 	"\x06queued\x18\a \x01(\rR\x06queued\x12\x18\n" +
-	"\arunning\x18\b \x01(\rR\arunning\"\xf8\x01\n" +
+	"\arunning\x18\b \x01(\rR\arunning\"\xba\x02\n" +
 	"\x13SandboxCapabilities\x12\x1e\n" +
 	"\n" +
 	"bubblewrap\x18\x01 \x01(\bR\n" +
@@ -501,7 +612,15 @@ const file_odyssey_v1_server_proto_rawDesc = "" +
 	"\vforced_mode\x18\x04 \x01(\x0e2\x17.odyssey.v1.SandboxModeR\n" +
 	"forcedMode\x12;\n" +
 	"\x1adanger_full_access_allowed\x18\x05 \x01(\bR\x17dangerFullAccessAllowed\x12\x14\n" +
-	"\x05notes\x18\x06 \x03(\tR\x05notes\"\x8e\x01\n" +
+	"\x05notes\x18\x06 \x03(\tR\x05notes\x12@\n" +
+	"\x0esession_limits\x18\a \x01(\v2\x19.odyssey.v1.SessionLimitsR\rsessionLimits\"\xbf\x02\n" +
+	"\rSessionLimits\x122\n" +
+	"\x15memory_cgroup_version\x18\x01 \x01(\rR\x13memoryCgroupVersion\x12.\n" +
+	"\x13pids_cgroup_version\x18\x02 \x01(\rR\x11pidsCgroupVersion\x12*\n" +
+	"\x11default_memory_mb\x18\x03 \x01(\x04R\x0fdefaultMemoryMb\x12#\n" +
+	"\rmax_processes\x18\x04 \x01(\x04R\fmaxProcesses\x126\n" +
+	"\x17max_concurrent_commands\x18\x05 \x01(\x04R\x15maxConcurrentCommands\x12A\n" +
+	"\x1dprocesses_counted_per_command\x18\x06 \x01(\bR\x1aprocessesCountedPerCommand\"\x8e\x01\n" +
 	"\x12QuarantinedSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
@@ -525,32 +644,34 @@ func file_odyssey_v1_server_proto_rawDescGZIP() []byte {
 	return file_odyssey_v1_server_proto_rawDescData
 }
 
-var file_odyssey_v1_server_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_odyssey_v1_server_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_odyssey_v1_server_proto_goTypes = []any{
 	(*GetServerInfoRequest)(nil),  // 0: odyssey.v1.GetServerInfoRequest
 	(*GetServerInfoResponse)(nil), // 1: odyssey.v1.GetServerInfoResponse
 	(*ServerActivity)(nil),        // 2: odyssey.v1.ServerActivity
 	(*ServerLimits)(nil),          // 3: odyssey.v1.ServerLimits
 	(*SandboxCapabilities)(nil),   // 4: odyssey.v1.SandboxCapabilities
-	(*QuarantinedSession)(nil),    // 5: odyssey.v1.QuarantinedSession
-	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
-	(SandboxMode)(0),              // 7: odyssey.v1.SandboxMode
+	(*SessionLimits)(nil),         // 5: odyssey.v1.SessionLimits
+	(*QuarantinedSession)(nil),    // 6: odyssey.v1.QuarantinedSession
+	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
+	(SandboxMode)(0),              // 8: odyssey.v1.SandboxMode
 }
 var file_odyssey_v1_server_proto_depIdxs = []int32{
-	6, // 0: odyssey.v1.GetServerInfoResponse.started_at:type_name -> google.protobuf.Timestamp
+	7, // 0: odyssey.v1.GetServerInfoResponse.started_at:type_name -> google.protobuf.Timestamp
 	3, // 1: odyssey.v1.GetServerInfoResponse.limits:type_name -> odyssey.v1.ServerLimits
 	4, // 2: odyssey.v1.GetServerInfoResponse.sandbox:type_name -> odyssey.v1.SandboxCapabilities
-	5, // 3: odyssey.v1.GetServerInfoResponse.quarantined_sessions:type_name -> odyssey.v1.QuarantinedSession
+	6, // 3: odyssey.v1.GetServerInfoResponse.quarantined_sessions:type_name -> odyssey.v1.QuarantinedSession
 	2, // 4: odyssey.v1.GetServerInfoResponse.activity:type_name -> odyssey.v1.ServerActivity
-	7, // 5: odyssey.v1.SandboxCapabilities.forced_mode:type_name -> odyssey.v1.SandboxMode
-	6, // 6: odyssey.v1.QuarantinedSession.quarantined_at:type_name -> google.protobuf.Timestamp
-	0, // 7: odyssey.v1.ServerService.GetServerInfo:input_type -> odyssey.v1.GetServerInfoRequest
-	1, // 8: odyssey.v1.ServerService.GetServerInfo:output_type -> odyssey.v1.GetServerInfoResponse
-	8, // [8:9] is the sub-list for method output_type
-	7, // [7:8] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	8, // 5: odyssey.v1.SandboxCapabilities.forced_mode:type_name -> odyssey.v1.SandboxMode
+	5, // 6: odyssey.v1.SandboxCapabilities.session_limits:type_name -> odyssey.v1.SessionLimits
+	7, // 7: odyssey.v1.QuarantinedSession.quarantined_at:type_name -> google.protobuf.Timestamp
+	0, // 8: odyssey.v1.ServerService.GetServerInfo:input_type -> odyssey.v1.GetServerInfoRequest
+	1, // 9: odyssey.v1.ServerService.GetServerInfo:output_type -> odyssey.v1.GetServerInfoResponse
+	9, // [9:10] is the sub-list for method output_type
+	8, // [8:9] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_server_proto_init() }
@@ -565,7 +686,7 @@ func file_odyssey_v1_server_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_server_proto_rawDesc), len(file_odyssey_v1_server_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -63,20 +63,38 @@ class ServerLimits(_message.Message):
     def __init__(self, worker_count: _Optional[int] = ..., queue_capacity: _Optional[int] = ..., max_request_bytes: _Optional[int] = ..., max_archive_bytes: _Optional[int] = ..., max_turn_steps: _Optional[int] = ..., max_turn_duration_ms: _Optional[int] = ..., queued: _Optional[int] = ..., running: _Optional[int] = ...) -> None: ...
 
 class SandboxCapabilities(_message.Message):
-    __slots__ = ("bubblewrap", "landlock", "seccomp", "forced_mode", "danger_full_access_allowed", "notes")
+    __slots__ = ("bubblewrap", "landlock", "seccomp", "forced_mode", "danger_full_access_allowed", "notes", "session_limits")
     BUBBLEWRAP_FIELD_NUMBER: _ClassVar[int]
     LANDLOCK_FIELD_NUMBER: _ClassVar[int]
     SECCOMP_FIELD_NUMBER: _ClassVar[int]
     FORCED_MODE_FIELD_NUMBER: _ClassVar[int]
     DANGER_FULL_ACCESS_ALLOWED_FIELD_NUMBER: _ClassVar[int]
     NOTES_FIELD_NUMBER: _ClassVar[int]
+    SESSION_LIMITS_FIELD_NUMBER: _ClassVar[int]
     bubblewrap: bool
     landlock: bool
     seccomp: bool
     forced_mode: _common_pb2.SandboxMode
     danger_full_access_allowed: bool
     notes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, bubblewrap: _Optional[bool] = ..., landlock: _Optional[bool] = ..., seccomp: _Optional[bool] = ..., forced_mode: _Optional[_Union[_common_pb2.SandboxMode, str]] = ..., danger_full_access_allowed: _Optional[bool] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+    session_limits: SessionLimits
+    def __init__(self, bubblewrap: _Optional[bool] = ..., landlock: _Optional[bool] = ..., seccomp: _Optional[bool] = ..., forced_mode: _Optional[_Union[_common_pb2.SandboxMode, str]] = ..., danger_full_access_allowed: _Optional[bool] = ..., notes: _Optional[_Iterable[str]] = ..., session_limits: _Optional[_Union[SessionLimits, _Mapping]] = ...) -> None: ...
+
+class SessionLimits(_message.Message):
+    __slots__ = ("memory_cgroup_version", "pids_cgroup_version", "default_memory_mb", "max_processes", "max_concurrent_commands", "processes_counted_per_command")
+    MEMORY_CGROUP_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PIDS_CGROUP_VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_MEMORY_MB_FIELD_NUMBER: _ClassVar[int]
+    MAX_PROCESSES_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENT_COMMANDS_FIELD_NUMBER: _ClassVar[int]
+    PROCESSES_COUNTED_PER_COMMAND_FIELD_NUMBER: _ClassVar[int]
+    memory_cgroup_version: int
+    pids_cgroup_version: int
+    default_memory_mb: int
+    max_processes: int
+    max_concurrent_commands: int
+    processes_counted_per_command: bool
+    def __init__(self, memory_cgroup_version: _Optional[int] = ..., pids_cgroup_version: _Optional[int] = ..., default_memory_mb: _Optional[int] = ..., max_processes: _Optional[int] = ..., max_concurrent_commands: _Optional[int] = ..., processes_counted_per_command: _Optional[bool] = ...) -> None: ...
 
 class QuarantinedSession(_message.Message):
     __slots__ = ("session_id", "reason", "quarantined_at")

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file odyssey/v1/server.proto.
  */
 export const file_odyssey_v1_server: GenFile = /*@__PURE__*/
-  fileDesc("ChdvZHlzc2V5L3YxL3NlcnZlci5wcm90bxIKb2R5c3NleS52MSIWChRHZXRTZXJ2ZXJJbmZvUmVxdWVzdCKzAgoVR2V0U2VydmVySW5mb1Jlc3BvbnNlEg8KB3ZlcnNpb24YASABKAkSLgoKc3RhcnRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoGbGltaXRzGAMgASgLMhgub2R5c3NleS52MS5TZXJ2ZXJMaW1pdHMSMAoHc2FuZGJveBgEIAEoCzIfLm9keXNzZXkudjEuU2FuZGJveENhcGFiaWxpdGllcxI8ChRxdWFyYW50aW5lZF9zZXNzaW9ucxgFIAMoCzIeLm9keXNzZXkudjEuUXVhcmFudGluZWRTZXNzaW9uEhEKCXByb3ZpZGVycxgGIAMoCRIsCghhY3Rpdml0eRgHIAEoCzIaLm9keXNzZXkudjEuU2VydmVyQWN0aXZpdHkiTQoOU2VydmVyQWN0aXZpdHkSDQoFdGFza3MYASABKAQSFQoNb3Blbl9zZXNzaW9ucxgCIAEoDRIVCg1zdWJzY3JpcHRpb25zGAMgASgNIskBCgxTZXJ2ZXJMaW1pdHMSFAoMd29ya2VyX2NvdW50GAEgASgNEhYKDnF1ZXVlX2NhcGFjaXR5GAIgASgNEhkKEW1heF9yZXF1ZXN0X2J5dGVzGAMgASgEEhkKEW1heF9hcmNoaXZlX2J5dGVzGAQgASgEEhYKDm1heF90dXJuX3N0ZXBzGAUgASgNEhwKFG1heF90dXJuX2R1cmF0aW9uX21zGAYgASgEEg4KBnF1ZXVlZBgHIAEoDRIPCgdydW5uaW5nGAggASgNIq0BChNTYW5kYm94Q2FwYWJpbGl0aWVzEhIKCmJ1YmJsZXdyYXAYASABKAgSEAoIbGFuZGxvY2sYAiABKAgSDwoHc2VjY29tcBgDIAEoCBIsCgtmb3JjZWRfbW9kZRgEIAEoDjIXLm9keXNzZXkudjEuU2FuZGJveE1vZGUSIgoaZGFuZ2VyX2Z1bGxfYWNjZXNzX2FsbG93ZWQYBSABKAgSDQoFbm90ZXMYBiADKAkibAoSUXVhcmFudGluZWRTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJEjIKDnF1YXJhbnRpbmVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcDJlCg1TZXJ2ZXJTZXJ2aWNlElQKDUdldFNlcnZlckluZm8SIC5vZHlzc2V5LnYxLkdldFNlcnZlckluZm9SZXF1ZXN0GiEub2R5c3NleS52MS5HZXRTZXJ2ZXJJbmZvUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_odyssey_v1_common]);
+  fileDesc("ChdvZHlzc2V5L3YxL3NlcnZlci5wcm90bxIKb2R5c3NleS52MSIWChRHZXRTZXJ2ZXJJbmZvUmVxdWVzdCKzAgoVR2V0U2VydmVySW5mb1Jlc3BvbnNlEg8KB3ZlcnNpb24YASABKAkSLgoKc3RhcnRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoGbGltaXRzGAMgASgLMhgub2R5c3NleS52MS5TZXJ2ZXJMaW1pdHMSMAoHc2FuZGJveBgEIAEoCzIfLm9keXNzZXkudjEuU2FuZGJveENhcGFiaWxpdGllcxI8ChRxdWFyYW50aW5lZF9zZXNzaW9ucxgFIAMoCzIeLm9keXNzZXkudjEuUXVhcmFudGluZWRTZXNzaW9uEhEKCXByb3ZpZGVycxgGIAMoCRIsCghhY3Rpdml0eRgHIAEoCzIaLm9keXNzZXkudjEuU2VydmVyQWN0aXZpdHkiTQoOU2VydmVyQWN0aXZpdHkSDQoFdGFza3MYASABKAQSFQoNb3Blbl9zZXNzaW9ucxgCIAEoDRIVCg1zdWJzY3JpcHRpb25zGAMgASgNIskBCgxTZXJ2ZXJMaW1pdHMSFAoMd29ya2VyX2NvdW50GAEgASgNEhYKDnF1ZXVlX2NhcGFjaXR5GAIgASgNEhkKEW1heF9yZXF1ZXN0X2J5dGVzGAMgASgEEhkKEW1heF9hcmNoaXZlX2J5dGVzGAQgASgEEhYKDm1heF90dXJuX3N0ZXBzGAUgASgNEhwKFG1heF90dXJuX2R1cmF0aW9uX21zGAYgASgEEg4KBnF1ZXVlZBgHIAEoDRIPCgdydW5uaW5nGAggASgNIuABChNTYW5kYm94Q2FwYWJpbGl0aWVzEhIKCmJ1YmJsZXdyYXAYASABKAgSEAoIbGFuZGxvY2sYAiABKAgSDwoHc2VjY29tcBgDIAEoCBIsCgtmb3JjZWRfbW9kZRgEIAEoDjIXLm9keXNzZXkudjEuU2FuZGJveE1vZGUSIgoaZGFuZ2VyX2Z1bGxfYWNjZXNzX2FsbG93ZWQYBSABKAgSDQoFbm90ZXMYBiADKAkSMQoOc2Vzc2lvbl9saW1pdHMYByABKAsyGS5vZHlzc2V5LnYxLlNlc3Npb25MaW1pdHMixQEKDVNlc3Npb25MaW1pdHMSHQoVbWVtb3J5X2Nncm91cF92ZXJzaW9uGAEgASgNEhsKE3BpZHNfY2dyb3VwX3ZlcnNpb24YAiABKA0SGQoRZGVmYXVsdF9tZW1vcnlfbWIYAyABKAQSFQoNbWF4X3Byb2Nlc3NlcxgEIAEoBBIfChdtYXhfY29uY3VycmVudF9jb21tYW5kcxgFIAEoBBIlCh1wcm9jZXNzZXNfY291bnRlZF9wZXJfY29tbWFuZBgGIAEoCCJsChJRdWFyYW50aW5lZFNlc3Npb24SEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSMgoOcXVhcmFudGluZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wMmUKDVNlcnZlclNlcnZpY2USVAoNR2V0U2VydmVySW5mbxIgLm9keXNzZXkudjEuR2V0U2VydmVySW5mb1JlcXVlc3QaIS5vZHlzc2V5LnYxLkdldFNlcnZlckluZm9SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_odyssey_v1_common]);
 
 /**
  * @generated from message odyssey.v1.GetServerInfoRequest
@@ -200,11 +200,18 @@ export type SandboxCapabilities = Message<"odyssey.v1.SandboxCapabilities"> & {
   dangerFullAccessAllowed: boolean;
 
   /**
-   * Human-readable notes (missing packages, fallbacks).
+   * Human-readable notes (missing packages, fallbacks, what is not enforced).
    *
    * @generated from field: repeated string notes = 6;
    */
   notes: string[];
+
+  /**
+   * How one session's memory and processes are held to their limits on this host.
+   *
+   * @generated from field: odyssey.v1.SessionLimits session_limits = 7;
+   */
+  sessionLimits?: SessionLimits | undefined;
 };
 
 /**
@@ -213,6 +220,73 @@ export type SandboxCapabilities = Message<"odyssey.v1.SandboxCapabilities"> & {
  */
 export const SandboxCapabilitiesSchema: GenMessage<SandboxCapabilities> = /*@__PURE__*/
   messageDesc(file_odyssey_v1_server, 4);
+
+/**
+ * How one session's memory and processes are limited. Where the server has a cgroup per
+ * session (root, or a subtree delegated to it), the limits hold for all of the session's
+ * processes together. Otherwise memory is limited per process, and processes per command
+ * with a cap on the commands a session may run at once.
+ *
+ * @generated from message odyssey.v1.SessionLimits
+ */
+export type SessionLimits = Message<"odyssey.v1.SessionLimits"> & {
+  /**
+   * The cgroup version (1 or 2) whose memory controller limits each session's memory as a
+   * whole. 0: none does, and `resources.memory_mb` limits each process's address space
+   * (RLIMIT_AS) only, so a session's processes together may use more.
+   *
+   * @generated from field: uint32 memory_cgroup_version = 1;
+   */
+  memoryCgroupVersion: number;
+
+  /**
+   * The cgroup version (1 or 2) whose pids controller limits each session's processes as
+   * a whole. 0: none does, and each command gets `max_processes` /
+   * `max_concurrent_commands` processes (RLIMIT_NPROC).
+   *
+   * @generated from field: uint32 pids_cgroup_version = 2;
+   */
+  pidsCgroupVersion: number;
+
+  /**
+   * The memory of a session whose bundle sets no `resources.memory_mb`, in MiB; 0:
+   * unlimited. Enforced only with a memory cgroup.
+   *
+   * @generated from field: uint64 default_memory_mb = 3;
+   */
+  defaultMemoryMb: bigint;
+
+  /**
+   * The processes (and threads) of one session.
+   *
+   * @generated from field: uint64 max_processes = 4;
+   */
+  maxProcesses: bigint;
+
+  /**
+   * Without a pids cgroup, the commands one session may run at once (one more is refused
+   * with RESOURCE_EXHAUSTED); 0 with a pids cgroup, which needs no such cap.
+   *
+   * @generated from field: uint64 max_concurrent_commands = 5;
+   */
+  maxConcurrentCommands: bigint;
+
+  /**
+   * Without a pids cgroup: whether the kernel counts RLIMIT_NPROC per user namespace
+   * (Linux 5.14 and later), hence per restricted command. When false, the sandbox user's
+   * processes of every session count against each command's limit.
+   *
+   * @generated from field: bool processes_counted_per_command = 6;
+   */
+  processesCountedPerCommand: boolean;
+};
+
+/**
+ * Describes the message odyssey.v1.SessionLimits.
+ * Use `create(SessionLimitsSchema)` to create a new message.
+ */
+export const SessionLimitsSchema: GenMessage<SessionLimits> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_server, 5);
 
 /**
  * @generated from message odyssey.v1.QuarantinedSession
@@ -239,7 +313,7 @@ export type QuarantinedSession = Message<"odyssey.v1.QuarantinedSession"> & {
  * Use `create(QuarantinedSessionSchema)` to create a new message.
  */
 export const QuarantinedSessionSchema: GenMessage<QuarantinedSession> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_server, 5);
+  messageDesc(file_odyssey_v1_server, 6);
 
 /**
  * Facts about the running server.
