@@ -479,13 +479,29 @@ async fn wait_until_gone(marker: &str, limit: Duration) -> bool {
 async fn a_working_directory_outside_the_cell_is_refused() {
     let fx = Fixture::new();
     std::os::unix::fs::symlink(fx.outside.path(), fx.cell.data.join("elsewhere")).expect("link");
+    // Paths are the sandbox's own: these lead out of everything it sees.
+    for cwd in ["/workspace/../etc", "/etc", "/", "/proc/self", "relative"] {
+        let mut request = fx.request(SandboxMode::WorkspaceWrite, "pwd");
+        request.cwd = PathBuf::from(cwd);
+        let err = fx
+            .sandbox
+            .run(&fx.cell, request, |_, _| {}, CancellationToken::new())
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(err, SandboxError::PathEscape { .. }),
+            "{cwd}: {err}"
+        );
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+    }
+    // Places it sees, but no folder there: a link out of the workspace leads nowhere, and
+    // the host's paths (the cell's own, the home) mean nothing inside.
     for cwd in [
+        PathBuf::from("/workspace/elsewhere"),
+        PathBuf::from("/tmp/nowhere"),
+        fx.cell.data.clone(),
         fx.cell.data.join("../.."),
-        fx.cell.data.join("elsewhere"),
-        PathBuf::from("/workspace/../etc"),
         fx.home.path().to_path_buf(),
-        PathBuf::from("/etc"),
-        PathBuf::from("relative"),
     ] {
         let mut request = fx.request(SandboxMode::WorkspaceWrite, "pwd");
         request.cwd = cwd.clone();
@@ -495,12 +511,26 @@ async fn a_working_directory_outside_the_cell_is_refused() {
             .await
             .expect_err("refused");
         assert!(
-            matches!(err, SandboxError::PathEscape { .. }),
+            matches!(
+                err,
+                SandboxError::PathEscape { .. } | SandboxError::InvalidRequest { .. }
+            ),
             "{}: {err}",
             cwd.display()
         );
-        assert_eq!(err.kind(), ErrorKind::PermissionDenied);
     }
+    let mut request = fx.request(SandboxMode::WorkspaceWrite, "pwd");
+    request.cwd = PathBuf::from("/tmp/nowhere");
+    let err = fx
+        .sandbox
+        .run(&fx.cell, request, |_, _| {}, CancellationToken::new())
+        .await
+        .expect_err("refused");
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        err.to_string().contains("not a folder in the sandbox"),
+        "{err}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------

@@ -5,9 +5,11 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use rustix::fs::OFlags;
 use tokio_util::sync::CancellationToken;
 
 use super::Sandbox;
+use super::beneath::BeneathDir;
 use super::bwrap::{Bind, BwrapPlan, cell_binds};
 use super::cell;
 use super::egress::{self, EGRESS_MOUNT};
@@ -146,22 +148,26 @@ impl Sandbox {
                 "the cell's workspace, app, cache, tmp, run folder and mounts",
             )?
         } else {
-            // Resolved by the kernel inside the sandbox, where only the binds exist.
-            let mut visible: Vec<&Path> = vec![
-                &view.workspace,
-                &view.app,
-                &view.cache,
-                &view.tmp,
-                &seen_run_dir,
+            // Resolved by the kernel inside the sandbox, where only the binds exist; checked
+            // here beneath the host folder it is bound from, for a clear error up front.
+            let mut places: Vec<(&Path, &Path)> = vec![
+                (&view.workspace, &cell.data),
+                (&view.app, &cell.app),
+                (&view.cache, &cell.cache),
+                (&view.tmp, &cell.tmp),
+                (&seen_run_dir, &run_dir),
             ];
-            visible.extend(mounts_read.iter().map(PathBuf::as_path));
-            visible.extend(mounts_write.iter().map(PathBuf::as_path));
-            paths::lexically_inside(
+            places.extend(mounts_read.iter().map(|m| (m.as_path(), m.as_path())));
+            places.extend(mounts_write.iter().map(|m| (m.as_path(), m.as_path())));
+            let visible: Vec<&Path> = places.iter().map(|(seen, _)| *seen).collect();
+            let cwd = paths::lexically_inside(
                 "cwd",
                 &request.cwd,
                 &visible,
                 "the workspace, app, cache, tmp, run folder and mounts",
-            )?
+            )?;
+            check_folder_in_sandbox(&cwd, &places)?;
+            cwd
         };
         let env = sandbox_env(&view, &seen_run_dir, &request.env)?;
         Ok(Checked {
@@ -324,6 +330,29 @@ fn session_name(cell: &CellPaths) -> Result<String, SandboxError> {
         .and_then(|name| name.to_str())
         .map(str::to_owned)
         .ok_or_else(|| SandboxError::invalid("cell", "the cell has no name"))
+}
+
+/// Checks that `cwd` (a path inside the sandbox, already known to lie in one of `places`)
+/// is a folder there, looking beneath the host folder its place is bound from.
+fn check_folder_in_sandbox(cwd: &Path, places: &[(&Path, &Path)]) -> Result<(), SandboxError> {
+    let place = places
+        .iter()
+        .filter(|(seen, _)| cwd.starts_with(seen))
+        .max_by_key(|(seen, _)| seen.components().count());
+    let found = place.is_some_and(|(seen, host)| {
+        let rel = cwd.strip_prefix(seen).unwrap_or(Path::new(""));
+        BeneathDir::open(host)
+            .and_then(|dir| dir.open_at(rel, OFlags::PATH | OFlags::DIRECTORY))
+            .is_ok()
+    });
+    if found {
+        Ok(())
+    } else {
+        Err(SandboxError::invalid(
+            "cwd",
+            format!("`{}` is not a folder in the sandbox", cwd.display()),
+        ))
+    }
 }
 
 /// Exec ids name a folder and a record file: a safe, short file name.
