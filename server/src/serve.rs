@@ -413,6 +413,11 @@ pub async fn start_with_config(
 
 /// Binds, opens the runtime and serves `config` in the background.
 pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeError> {
+    // Everything the server writes (its home, sessions, bundles, logs) is its own: folders
+    // 0700, files 0600. Set here, where every server starts (odysseyd, `odyssey serve` and
+    // `demo`, the tests' servers), so what needs another mode says so. Sandboxed commands
+    // get the usual 022 back.
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     let identity = config.tls.as_ref().map(read_identity).transpose()?;
     let api_protected = config.grpc.auth_token.is_some() || config.insecure;
     let (listener, addr) = bind(config.listen, api_protected, ServeError::InsecureBind).await?;
@@ -564,9 +569,6 @@ fn read_identity(files: &TlsFiles) -> Result<TlsIdentity, ServeError> {
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully. The
 /// configuration is layered from the machine's files, the environment and `args`.
 pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
-    // Everything the server writes (its home, sessions, bundles, logs) is its own: folders
-    // 0700, files 0600. Sandboxed commands get the usual 022 back.
-    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     let loaded = config::load(&args, &Sources::process())?;
     init_logging(loaded.config.log_format);
     for file in &loaded.files {

@@ -193,10 +193,10 @@ fn start(
     owner: Option<(u32, u32)>,
 ) -> Result<SessionProxy, SandboxError> {
     let io = |what: &str, e| SandboxError::io(format!("{what} {}", folder.display()), e);
-    match std::fs::DirBuilder::new()
-        .mode(if owner.is_some() { 0o711 } else { 0o700 })
-        .create(folder)
-    {
+    // The sandbox user must pass through the folder to reach the socket: set on the open
+    // folder, since the server's umask (077) strips the mode given at creation.
+    let mode = if owner.is_some() { 0o711 } else { 0o700 };
+    match std::fs::DirBuilder::new().mode(mode).create(folder) {
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
             return Err(io("creating", e));
         }
@@ -205,6 +205,8 @@ fn start(
     // A socket address holds at most 107 bytes of path; the folder is reached through its
     // descriptor so a deep server home still fits.
     let dir = std::fs::File::open(folder).map_err(|e| io("opening", e))?;
+    dir.set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(|e| io("opening up", e))?;
     let short = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())).join(SOCKET_NAME);
     let socket = folder.join(SOCKET_NAME);
     let proxy = SessionProxy::start(socket.clone(), &short, grant.clone(), addresses)
