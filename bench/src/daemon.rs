@@ -115,17 +115,14 @@ impl Daemon {
         // Logs at the default level, as an operator runs it.
         command.env_remove("RUST_LOG");
         command.env("OPENAI_API_KEY", MODEL_KEY);
-        // SAFETY: the closure runs in the forked child before exec and only makes one
-        // async-signal-safe system call.
-        unsafe {
-            command.pre_exec(|| {
-                // The daemon dies with the harness, even if the harness is killed.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        // The daemon dies with the harness, even if the harness is killed.
+        odyssey_sandbox::host::prepare_child(
+            command.as_std_mut(),
+            odyssey_sandbox::host::ChildSetup {
+                server_pid: std::process::id(),
+                ..Default::default()
+            },
+        );
         let child = command
             .spawn()
             .map_err(|e| BenchError::io("start", &spec.binary, e))?;
@@ -224,9 +221,12 @@ impl Daemon {
 
     /// Stops gracefully (SIGTERM), killing it if it takes too long.
     pub async fn stop(mut self) -> Result<()> {
-        // SAFETY: a plain kill(2) of our own child, which has not been reaped yet.
-        let sent = unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGTERM) };
-        if sent != 0 {
+        // Our own child, not reaped yet: the pid is still its.
+        let pid = i32::try_from(self.pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .ok_or_else(|| self.failed(format!("pid {} out of range", self.pid)))?;
+        if rustix::process::kill_process(pid, rustix::process::Signal::TERM).is_err() {
             return Err(self.failed("cannot send SIGTERM".into()));
         }
         match tokio::time::timeout(STOP_TIMEOUT, self.child.wait()).await {

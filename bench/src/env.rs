@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use odyssey_server::testing::openai_wire::{OpenAiWireServer, Script};
+use odyssey_testing::openai_wire::{OpenAiWireServer, Script};
 
 use crate::daemon::{Daemon, DaemonSpec};
 use crate::error::{BenchError, Result};

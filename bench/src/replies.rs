@@ -1,6 +1,6 @@
 //! What the loopback model answers in the benchmarks.
 
-use odyssey_server::testing::openai_wire::{Reply, StreamBuilder, WireUsage};
+use odyssey_testing::openai_wire::{Reply, StreamBuilder, WireUsage};
 
 /// A short answer in four deltas, as a quick model call returns.
 pub fn short() -> Reply {

@@ -51,7 +51,7 @@ pub fn completed(status: &pb::ExecutionStatus) -> Result<()> {
 /// the loopback network) added.
 pub fn overhead(
     wall: Duration,
-    model_calls: &[odyssey_server::testing::openai_wire::CallTiming],
+    model_calls: &[odyssey_testing::openai_wire::CallTiming],
 ) -> Duration {
     let model: Duration = model_calls.iter().map(|c| c.duration()).sum();
     wall.saturating_sub(model)

@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| odyssey_server::fuzzing::bundle_archive(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| odyssey_runtime::fuzzing::bundle_archive(data));

@@ -10,10 +10,10 @@ use odyssey_api::v1 as pb;
 use odyssey_api::v1::approval_service_client::ApprovalServiceClient;
 use serde_json::{Value, json};
 
-use odyssey_server::runtime::events::{ApprovalDecision, EventPayload};
-use odyssey_server::runtime::provider::ToolSpec;
-use odyssey_server::runtime::tools::{Tool, ToolContext, ToolOutput};
-use odyssey_server::runtime::{
+use odyssey_runtime::events::{ApprovalDecision, EventPayload};
+use odyssey_runtime::provider::ToolSpec;
+use odyssey_runtime::tools::{Tool, ToolContext, ToolOutput};
+use odyssey_runtime::{
     ExecutionRequest, ExecutionState, InstallOptions, OdysseyRuntime, PageRequest, RuntimeConfig,
     SessionSpec,
 };

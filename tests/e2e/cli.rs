@@ -25,7 +25,7 @@ async fn odyssey(args: &[&str]) -> (i32, String, String) {
     let mut out = Vec::new();
     let mut err = Vec::new();
     let args = args.iter().map(|a| a.to_string()).collect();
-    let code = tokio::time::timeout(BOUND, odyssey_client::run_cli(args, &mut out, &mut err))
+    let code = tokio::time::timeout(BOUND, odyssey_cli::run_cli(args, &mut out, &mut err))
         .await
         .unwrap_or_else(|_| panic!("the command did not finish within {BOUND:?}"));
     (
@@ -668,7 +668,7 @@ async fn run_off_a_terminal_prints_the_exact_command_that_answers_and_keeps_wait
         let args = ["--server", &url, "run", &session.id, "write it"]
             .map(String::from)
             .to_vec();
-        let code = odyssey_client::run_cli(args, &mut out, &mut err).await;
+        let code = odyssey_cli::run_cli(args, &mut out, &mut err).await;
         (code, String::from_utf8_lossy(&out).into_owned())
     };
     let answer = async {

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use odyssey_server::runtime::events::Event;
+use odyssey_runtime::events::Event;
 use prost::Message;
 use prost_types::FileDescriptorSet;
 use serde_json::Value;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use eventsource_stream::{Event as SseEvent, Eventsource};
 use futures::StreamExt;
-use odyssey_server::runtime::{ExecutionRequest, SessionSpec};
+use odyssey_runtime::{ExecutionRequest, SessionSpec};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -310,7 +310,7 @@ async fn the_gateway_needs_the_token_and_reports_errors_as_json() {
 #[tokio::test]
 async fn the_gateway_refuses_a_public_address_without_a_token() {
     let home = tempfile::tempdir().expect("home");
-    let mut args = odyssey_server::serve::ServeArgs::new(loopback(), home.path().to_path_buf());
+    let mut args = odyssey_server::config::ServeArgs::new(loopback(), home.path().to_path_buf());
     args.http_listen = Some("0.0.0.0:0".parse().expect("addr"));
     let error = odyssey_server::serve::start(&args)
         .await

@@ -20,7 +20,7 @@ fn grpcurl_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("GRPCURL") {
         return PathBuf::from(path);
     }
-    let installed = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/tools/venv/bin/grpcurl");
+    let installed = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.ci/tools/venv/bin/grpcurl");
     assert!(
         installed.is_file(),
         "grpcurl not found at {}: run scripts/install-tools (or set GRPCURL)",

@@ -9,7 +9,8 @@ use std::net::SocketAddr;
 
 use odyssey_api::v1 as pb;
 use odyssey_api::v1::server_service_client::ServerServiceClient;
-use odyssey_server::serve::{self, ServeArgs};
+use odyssey_server::config::ServeArgs;
+use odyssey_server::serve::{self};
 use prost::Message;
 use reqwest::StatusCode;
 use tonic::transport::Endpoint;

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use odyssey_api::v1 as pb;
-use odyssey_server::testing::auth_probe::AuthProbe;
-use odyssey_server::testing::registry::TestRegistry;
+use odyssey_testing::auth_probe::AuthProbe;
+use odyssey_testing::registry::TestRegistry;
 use tonic::Code;
 
 use crate::support::{self, Project, TestServer, bad_fields, bundle_digest, error_reason};
@@ -567,7 +567,7 @@ async fn odyssey(args: &[&str]) -> (i32, String, String) {
     let args = args.iter().map(|a| a.to_string()).collect();
     let code = tokio::time::timeout(
         std::time::Duration::from_secs(60),
-        odyssey_client::run_cli(args, &mut out, &mut err),
+        odyssey_cli::run_cli(args, &mut out, &mut err),
     )
     .await
     .expect("the command finishes");
@@ -581,7 +581,7 @@ async fn odyssey(args: &[&str]) -> (i32, String, String) {
 #[tokio::test]
 async fn bad_registry_settings_stop_the_server_from_starting() {
     let home = tempfile::tempdir().expect("home");
-    let mut args = odyssey_server::serve::ServeArgs::new(support::loopback(), home.path().into());
+    let mut args = odyssey_server::config::ServeArgs::new(support::loopback(), home.path().into());
 
     args.hub = Some("https://user:hunter2@hub.example.com/v2".into());
     let message = args

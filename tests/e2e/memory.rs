@@ -8,13 +8,11 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use odyssey_api::v1 as pb;
-use odyssey_server::runtime::memory::compaction::{SUMMARY_INSTRUCTION, SUMMARY_PREFACE};
-use odyssey_server::runtime::memory::{MemoryError, MemoryProvider, MemoryRecord, MemoryScope};
-use odyssey_server::runtime::provider::ProviderSettings;
-use odyssey_server::serve::ServeArgs;
-use odyssey_server::testing::openai_wire::{
-    OpenAiWireServer, Reply, Script, StreamBuilder, WireUsage,
-};
+use odyssey_runtime::memory::compaction::{SUMMARY_INSTRUCTION, SUMMARY_PREFACE};
+use odyssey_runtime::memory::{MemoryError, MemoryProvider, MemoryRecord, MemoryScope};
+use odyssey_runtime::provider::ProviderSettings;
+use odyssey_server::config::ServeArgs;
+use odyssey_testing::openai_wire::{OpenAiWireServer, Reply, Script, StreamBuilder, WireUsage};
 use pb::session_event::Payload;
 use serde_json::Value;
 use tonic::Code;

@@ -5,9 +5,9 @@
 use std::time::SystemTime;
 
 use odyssey_api::v1 as pb;
-use odyssey_server::runtime::prompt::utc_date;
-use odyssey_server::runtime::provider::ProviderSettings;
-use odyssey_server::testing::openai_wire::{OpenAiWireServer, Reply, Script};
+use odyssey_runtime::prompt::utc_date;
+use odyssey_runtime::provider::ProviderSettings;
+use odyssey_testing::openai_wire::{OpenAiWireServer, Reply, Script};
 
 use crate::support::{Project, TestServer};
 
@@ -248,7 +248,7 @@ async fn list_skills_reports_server_skills_and_their_problems() {
 async fn a_skill_root_that_is_not_a_folder_stops_the_start() {
     let file = tempfile::NamedTempFile::new().expect("file");
     let home = tempfile::tempdir().expect("home");
-    let mut args = odyssey_server::serve::ServeArgs::new(
+    let mut args = odyssey_server::config::ServeArgs::new(
         crate::support::loopback(),
         home.path().to_path_buf(),
     );

@@ -3,10 +3,8 @@
 //! back, usage summed, and the key kept out of every record.
 
 use odyssey_api::v1 as pb;
-use odyssey_server::runtime::provider::ProviderSettings;
-use odyssey_server::testing::openai_wire::{
-    OpenAiWireServer, Reply, Script, StreamBuilder, WireUsage,
-};
+use odyssey_runtime::provider::ProviderSettings;
+use odyssey_testing::openai_wire::{OpenAiWireServer, Reply, Script, StreamBuilder, WireUsage};
 use pb::session_event::Payload;
 
 use crate::support::{Project, TestServer, first_payload, payload_kind};

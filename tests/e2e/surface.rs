@@ -128,7 +128,7 @@ async fn the_auth_token_is_enforced_on_everything_but_health() {
 #[tokio::test]
 async fn a_public_bind_without_a_token_is_refused() {
     let home = tempfile::tempdir().expect("home");
-    let args = odyssey_server::serve::ServeArgs::new(
+    let args = odyssey_server::config::ServeArgs::new(
         "0.0.0.0:0".parse().expect("addr"),
         home.path().into(),
     );

@@ -8,8 +8,9 @@ use std::time::Duration;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use odyssey_api::v1 as pb;
-use odyssey_server::runtime::{ExecutionRequest, SessionSpec};
-use odyssey_server::serve::{self, ServeArgs, ServerHandle};
+use odyssey_runtime::{ExecutionRequest, SessionSpec};
+use odyssey_server::config::ServeArgs;
+use odyssey_server::serve::{self, ServerHandle};
 use prost::Message;
 use reqwest::StatusCode;
 

@@ -2,7 +2,7 @@
 //! the log, the history window, compaction and the session's state must not grow with the
 //! session's length, so turn 10,000 should cost about what turn 10 does.
 
-use odyssey_server::testing::openai_wire::Script;
+use odyssey_testing::openai_wire::Script;
 
 use super::Outcome;
 use crate::bundle::{self, Tools};

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use odyssey_server::testing::openai_wire::{OpenAiWireServer, Script};
+use odyssey_testing::openai_wire::{OpenAiWireServer, Script};
 
 use super::Outcome;
 use crate::bundle::{self, Tools};

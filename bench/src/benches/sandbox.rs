@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use odyssey_client::OdysseyClient;
 use odyssey_client::proto::session_event::Payload;
-use odyssey_server::testing::openai_wire::{OpenAiWireServer, Script};
+use odyssey_testing::openai_wire::{OpenAiWireServer, Script};
 
 use super::Outcome;
 use crate::bundle::{self, Tools};

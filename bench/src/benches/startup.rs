@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use odyssey_client::SessionFilter;
-use odyssey_server::testing::openai_wire::Script;
+use odyssey_testing::openai_wire::Script;
 
 use super::Outcome;
 use crate::bundle::{self, Tools};

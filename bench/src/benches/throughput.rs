@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use odyssey_server::testing::openai_wire::Script;
+use odyssey_testing::openai_wire::Script;
 
 use super::Outcome;
 use crate::bundle::{self, Tools};

@@ -84,11 +84,7 @@ impl ClientError {
         }
     }
 
-    pub(crate) fn io(
-        context: &'static str,
-        path: impl Into<PathBuf>,
-        source: std::io::Error,
-    ) -> Self {
+    pub fn io(context: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io {
             context,
             path: path.into(),

@@ -1,5 +1,5 @@
-//! Rust SDK for Odyssey, the agent runtime served over gRPC (`package odyssey.v1`), and
-//! the `odyssey` command-line client built on it.
+//! Rust SDK for Odyssey, the agent runtime served over gRPC (`package odyssey.v1`). The
+//! `odyssey` command line (crate `odyssey-cli`) is built on it.
 //!
 //! [`OdysseyClient`] dials a server and hands out the generated clients of every service;
 //! its typed helpers cover what needs more than one call or more than one message:
@@ -28,7 +28,6 @@ mod approvals;
 mod archive;
 mod auth;
 mod bundles;
-mod cli;
 mod client;
 mod commands;
 mod error;
@@ -38,10 +37,9 @@ mod model;
 mod sessions;
 mod turn;
 
-pub use archive::{pack_files, pack_project, unpack_archive};
+pub use archive::{is_excluded_component, pack_files, pack_project, unpack_archive};
 pub use auth::BearerAuth;
 pub use bundles::CHUNK_BYTES;
-pub use cli::{Style, run_cli, run_cli_with};
 pub use client::{AuthChannel, ConnectOptions, OdysseyClient};
 pub use commands::{CommandStream, OperatorCommand};
 pub use error::{ClientError, code_name};

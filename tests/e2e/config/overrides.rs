@@ -3,7 +3,7 @@
 //! a model keeps it; other bundles keep their own.
 
 use odyssey_api::v1 as pb;
-use odyssey_server::testing::openai_wire::{OpenAiWireServer, Reply, Script};
+use odyssey_testing::openai_wire::{OpenAiWireServer, Reply, Script};
 
 use super::{configured, create, model, model_of};
 use crate::support::{Project, bundle_name};
@@ -211,7 +211,7 @@ config = {{ max_tokens = 512, temperature = 0.25 }}
 async fn cli(args: &[&str]) -> (i32, String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let args = args.iter().map(|a| a.to_string()).collect();
-    let code = odyssey_client::run_cli(args, &mut out, &mut err).await;
+    let code = odyssey_cli::run_cli(args, &mut out, &mut err).await;
     (
         code,
         String::from_utf8_lossy(&out).into_owned(),

@@ -2,7 +2,7 @@
 //! them is refused with PERMISSION_DENIED naming the setting, and nothing is created.
 
 use odyssey_api::v1 as pb;
-use odyssey_server::testing::openai_wire::{OpenAiWireServer, Reply, Script};
+use odyssey_testing::openai_wire::{OpenAiWireServer, Reply, Script};
 use tonic::Code;
 
 use super::{configured, create, model};

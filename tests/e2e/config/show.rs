@@ -53,7 +53,7 @@ async fn child(report: &str) {
         serde_json::from_str(&std::env::var(ARGS).expect("args")).expect("JSON args");
     let mut out = Vec::new();
     let mut err = Vec::new();
-    let code = odyssey_client::run_cli(args, &mut out, &mut err).await;
+    let code = odyssey_cli::run_cli(args, &mut out, &mut err).await;
     let report_json = json!({
         "code": code,
         "out": String::from_utf8_lossy(&out),

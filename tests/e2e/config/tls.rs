@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use odyssey_api::v1 as pb;
 use odyssey_client::{ConnectOptions, OdysseyClient};
-use odyssey_server::serve::{self, ServeArgs, ServerHandle};
+use odyssey_server::config::ServeArgs;
+use odyssey_server::serve::{self, ServerHandle};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 
 use crate::support::loopback;
@@ -163,7 +164,7 @@ async fn cli(args: &[&str]) -> (i32, String, String) {
     let args = args.iter().map(|a| a.to_string()).collect();
     let code = tokio::time::timeout(
         Duration::from_secs(60),
-        odyssey_client::run_cli(args, &mut out, &mut err),
+        odyssey_cli::run_cli(args, &mut out, &mut err),
     )
     .await
     .expect("the command finishes");

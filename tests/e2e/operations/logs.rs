@@ -18,8 +18,8 @@ use odyssey_api::v1::{
     bundle_service_client::BundleServiceClient, execution_service_client::ExecutionServiceClient,
     session_service_client::SessionServiceClient,
 };
-use odyssey_server::serve::ServeArgs;
-use odyssey_server::testing::openai_wire::{OpenAiWireServer, Reply, Script, StreamBuilder};
+use odyssey_server::config::ServeArgs;
+use odyssey_testing::openai_wire::{OpenAiWireServer, Reply, Script, StreamBuilder};
 use serde_json::Value;
 use tonic::transport::Channel;
 

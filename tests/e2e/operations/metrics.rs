@@ -3,7 +3,8 @@
 //! end, labels that never name a session, and the endpoint's tokens and bind rules.
 
 use odyssey_api::v1 as pb;
-use odyssey_server::serve::{ServeArgs, ServeError};
+use odyssey_server::config::ServeArgs;
+use odyssey_server::serve::ServeError;
 use tonic::metadata::MetadataValue;
 
 use super::{sample, scrape, scrape_until};

@@ -14,13 +14,11 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde_json::{Value, json};
 
-use odyssey_server::runtime::chat::{Role, TokenUsage};
-use odyssey_server::runtime::events::{ApprovalDecision, Event, EventPayload};
-use odyssey_server::runtime::provider::{
-    ModelDelta, ModelProvider, ModelRequest, ProviderError, ToolSpec,
-};
-use odyssey_server::runtime::tools::{Tool, ToolContext, ToolOutput};
-use odyssey_server::runtime::{
+use odyssey_runtime::chat::{Role, TokenUsage};
+use odyssey_runtime::events::{ApprovalDecision, Event, EventPayload};
+use odyssey_runtime::provider::{ModelDelta, ModelProvider, ModelRequest, ProviderError, ToolSpec};
+use odyssey_runtime::tools::{Tool, ToolContext, ToolOutput};
+use odyssey_runtime::{
     ErrorKind, ExecutionRequest, ExecutionState, InstallOptions, ModelSpec, OdysseyRuntime,
     PageRequest, RuntimeConfig, SessionSpec,
 };
@@ -302,7 +300,7 @@ async fn a_bundle_needing_a_host_tool_this_runtime_lacks_is_refused_at_session_c
 #[tokio::test]
 async fn registrations_that_would_shadow_or_collide_are_refused() {
     let home = tempfile::tempdir().expect("home");
-    let start = |builder: odyssey_server::runtime::RuntimeBuilder| async move {
+    let start = |builder: odyssey_runtime::RuntimeBuilder| async move {
         builder.start().await.err().expect("refused")
     };
     let config = || RuntimeConfig::with_home(home.path());

@@ -2,7 +2,7 @@
 //! TCP probe of a listening and of a closed loopback port.
 
 use odyssey_api::v1 as pb;
-use odyssey_server::runtime::provider::ProviderSettings;
+use odyssey_runtime::provider::ProviderSettings;
 
 use crate::support::{Project, TestServer, bundle_name};
 

@@ -5,8 +5,8 @@
 //! shipping that cassette with provider `replay`: same events, same answers.
 
 use odyssey_api::v1 as pb;
-use odyssey_server::runtime::provider::ProviderSettings;
-use odyssey_server::testing::openai_wire::{OpenAiWireServer, Script, StreamBuilder, WireUsage};
+use odyssey_runtime::provider::ProviderSettings;
+use odyssey_testing::openai_wire::{OpenAiWireServer, Script, StreamBuilder, WireUsage};
 use pb::session_event::Payload;
 
 use super::project;
@@ -174,7 +174,7 @@ async fn a_recorded_session_replays_offline_with_the_same_events_and_answers() {
     .map(|a| a.to_string())
     .collect();
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = odyssey_client::run_cli(args, &mut out, &mut err).await;
+    let code = odyssey_cli::run_cli(args, &mut out, &mut err).await;
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
     assert_eq!(out, cassette);
     drop(model);

@@ -3,8 +3,8 @@
 //! on the request that carries the tool's result.
 
 use odyssey_api::v1 as pb;
-use odyssey_server::runtime::provider::ProviderSettings;
-use odyssey_server::testing::anthropic_wire::{AnthropicWireServer, MessageBuilder};
+use odyssey_runtime::provider::ProviderSettings;
+use odyssey_testing::anthropic_wire::{AnthropicWireServer, MessageBuilder};
 use serde_json::json;
 
 use super::project;

@@ -15,8 +15,9 @@ use odyssey_api::v1::{
     bundle_service_client::BundleServiceClient, execution_service_client::ExecutionServiceClient,
     server_service_client::ServerServiceClient, session_service_client::SessionServiceClient,
 };
-use odyssey_server::runtime::RuntimeConfig;
-use odyssey_server::serve::{ServeArgs, ServerHandle};
+use odyssey_runtime::RuntimeConfig;
+use odyssey_server::config::ServeArgs;
+use odyssey_server::serve::ServerHandle;
 use tonic::transport::Channel;
 
 pub use project::Project;

@@ -8,8 +8,8 @@ mod paths;
 mod unpack;
 
 pub use pack::{pack_files, pack_project};
-#[cfg(all(test, feature = "server"))]
-pub(crate) use paths::is_excluded_component;
+/// Whether a path component is left out of packed archives (hidden, `target`, `node_modules`).
+pub use paths::is_excluded_component;
 pub use unpack::unpack_archive;
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ const EXCLUDED_NAMES: [&str; 2] = ["target", "node_modules"];
 
 /// Whether one path component is left out: hidden entries (`.git`, `.env`) and build or
 /// dependency folders.
-pub(crate) fn is_excluded_component(name: &str) -> bool {
+pub fn is_excluded_component(name: &str) -> bool {
     name.starts_with('.') || EXCLUDED_NAMES.contains(&name)
 }
 

@@ -1,0 +1,338 @@
+//! `odyssey approvals|approve|deny`: the tool calls waiting for a human, from any shell.
+//! The counterpart of `run`'s prompt for turns started elsewhere (`submit`, scripts, other
+//! clients), or when `run` is not attached to a terminal.
+//!
+//! Calls are shown as the server's display form ([`CallView`]): control characters as
+//! visible escapes, flagged; a call cut to fit the table says so, and `--full` shows every
+//! call whole.
+
+use std::time::SystemTime;
+
+use odyssey_api::v1 as pb;
+
+use super::call_view::{CallView, SEE_ALL};
+use super::error::CliError;
+use super::output::Output;
+use super::time::age;
+use super::{Global, json};
+
+/// Longest call in the approvals table.
+const CALL_WIDTH: usize = 60;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ApprovalsArgs {
+    /// Only requests of this session.
+    #[arg(long, value_name = "SESSION")]
+    session: Option<String>,
+    /// Show each call whole, one request after the other, instead of a table (where
+    /// long calls are cut).
+    #[arg(long)]
+    full: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ApproveArgs {
+    /// The request id (shown by `approvals` and in `permission_requested` events).
+    request: String,
+    /// Also allow this exact call (for Bash, this exact command) for the rest of the
+    /// session, until the server restarts.
+    #[arg(long)]
+    always: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DenyArgs {
+    /// The request id (shown by `approvals` and in `permission_requested` events).
+    request: String,
+    /// Why, for the model: it sees this with the refusal.
+    #[arg(long, value_name = "TEXT")]
+    reason: Option<String>,
+}
+
+pub(crate) async fn list(
+    args: ApprovalsArgs,
+    global: &Global,
+    output: &mut Output<'_>,
+) -> Result<(), CliError> {
+    let approvals = global
+        .connect()
+        .await?
+        .list_approvals(args.session.as_deref())
+        .await?;
+    show_list(&approvals, SystemTime::now(), args.full, output)
+}
+
+fn show_list(
+    approvals: &[pb::Approval],
+    now: SystemTime,
+    full: bool,
+    output: &mut Output<'_>,
+) -> Result<(), CliError> {
+    if output.json {
+        for approval in approvals {
+            output.json_line(&json::approval(approval))?;
+        }
+        return Ok(());
+    }
+    if approvals.is_empty() {
+        output.note("No pending approvals.")?;
+        return Ok(());
+    }
+    if full {
+        for (i, a) in approvals.iter().enumerate() {
+            if i > 0 {
+                output.line("")?;
+            }
+            output.line(format!(
+                "request {} · session {} · {} · waiting {}",
+                a.request_id,
+                a.session_id,
+                a.tool,
+                age(a.requested_at.as_ref(), now)
+            ))?;
+            let view = CallView::of_approval(a);
+            output.line(view.full("    "))?;
+            if view.control_characters() {
+                output.line(format!("    ! {}", super::call_view::CONTROL_NOTE))?;
+            }
+        }
+        return Ok(());
+    }
+    let mut cut = false;
+    let rows: Vec<Vec<String>> = approvals
+        .iter()
+        .map(|a| {
+            let view = CallView::of_approval(a);
+            cut |= view.cut_at(CALL_WIDTH);
+            vec![
+                a.request_id.clone(),
+                a.session_id.clone(),
+                a.tool.clone(),
+                view.one_line(CALL_WIDTH),
+                age(a.requested_at.as_ref(), now),
+            ]
+        })
+        .collect();
+    output.table(&["REQUEST", "SESSION", "TOOL", "CALL", "AGE"], &rows)?;
+    if cut {
+        output.note(format!(
+            "Some calls are cut to fit: {SEE_ALL} shows each whole."
+        ))?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn approve(
+    args: ApproveArgs,
+    global: &Global,
+    output: &mut Output<'_>,
+) -> Result<(), CliError> {
+    let decision = if args.always {
+        pb::ApprovalDecision::AllowAlways
+    } else {
+        pb::ApprovalDecision::AllowOnce
+    };
+    let resolved = global
+        .connect()
+        .await?
+        .resolve_approval(&args.request, decision, None)
+        .await?;
+    show_resolved(&args.request, &resolved, output)
+}
+
+pub(crate) async fn deny(
+    args: DenyArgs,
+    global: &Global,
+    output: &mut Output<'_>,
+) -> Result<(), CliError> {
+    let resolved = global
+        .connect()
+        .await?
+        .resolve_approval(
+            &args.request,
+            pb::ApprovalDecision::Deny,
+            args.reason.as_deref(),
+        )
+        .await?;
+    show_resolved(&args.request, &resolved, output)
+}
+
+fn show_resolved(
+    request_id: &str,
+    resolved: &pb::ResolveApprovalResponse,
+    output: &mut Output<'_>,
+) -> Result<(), CliError> {
+    if output.json {
+        output.json_line(&json::resolved_approval(resolved))?;
+        return Ok(());
+    }
+    output.line(resolved_text(request_id, resolved))?;
+    Ok(())
+}
+
+/// `Allowed once: Bash (request r1, session s1)`, then the call it allowed, whole or with
+/// what was cut, and whether it holds control characters.
+fn resolved_text(request_id: &str, resolved: &pb::ResolveApprovalResponse) -> String {
+    let verb = match pb::ApprovalDecision::try_from(resolved.decision) {
+        Ok(pb::ApprovalDecision::AllowOnce) => "Allowed once",
+        Ok(pb::ApprovalDecision::AllowAlways) => "Allowed for the rest of the session",
+        Ok(pb::ApprovalDecision::Deny) => "Denied",
+        Ok(pb::ApprovalDecision::Unspecified) | Err(_) => "Resolved",
+    };
+    match &resolved.approval {
+        Some(a) => format!(
+            "{verb}: {} (request {}, session {})\n{}",
+            a.tool,
+            a.request_id,
+            a.session_id,
+            CallView::of_approval(a).block(
+                "    ",
+                &format!(
+                    "the session's events hold it whole (odyssey events --json {})",
+                    a.session_id
+                )
+            )
+        ),
+        None => format!("{verb}: request {request_id}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::output::Style;
+
+    /// A pending Bash request as a server sends it: the display form is the escaped
+    /// command.
+    fn pending(id: &str, command: &str, seconds: i64) -> pb::Approval {
+        pb::Approval {
+            request_id: id.into(),
+            session_id: "s1".into(),
+            tool: "Bash".into(),
+            summary: command.into(),
+            display: odyssey_visible::escape(command).into_owned(),
+            control_characters: odyssey_visible::has_controls(command),
+            requested_at: Some(prost_types::Timestamp { seconds, nanos: 0 }),
+            ..Default::default()
+        }
+    }
+
+    fn render(approvals: &[pb::Approval], json: bool, full: bool) -> (String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut output = Output {
+            out: &mut out,
+            err: &mut err,
+            json,
+            style: Style::plain(),
+        };
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        show_list(approvals, now, full, &mut output).unwrap();
+        (
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    #[test]
+    fn pending_requests_are_a_table() {
+        let (out, err) = render(
+            &[
+                pending("r1", "git push", 990),
+                pending("r22", "cat <<EOF > a.md\nhi\nEOF", 700),
+            ],
+            false,
+            false,
+        );
+        assert_eq!(
+            out,
+            "REQUEST  SESSION  TOOL  CALL                       AGE\n\
+             r1       s1       Bash  git push                   10s\n\
+             r22      s1       Bash  cat <<EOF > a.md\\nhi\\nEOF  5m\n"
+        );
+        assert_eq!(err, "");
+    }
+
+    /// Issue 23: a command that would erase itself on a terminal is listed as it is,
+    /// flagged; a long one says how long it is, and `--full` shows every call whole.
+    #[test]
+    fn hidden_and_long_calls_are_shown_and_never_cut_silently() {
+        let hidden = "rm -rf ~/important \r\x1b[2Kls -la";
+        let long = format!("echo {}", "x".repeat(200));
+        let approvals = [pending("r1", hidden, 990), pending("r2", &long, 990)];
+        let (out, err) = render(&approvals, false, false);
+        assert!(
+            out.contains("rm -rf ~/important \\r\\x1b[2Kls -la [contains control characters]"),
+            "{out}"
+        );
+        assert!(out.contains("… (205 characters)"), "{out}");
+        assert!(!odyssey_visible::has_controls(&out), "{out:?}");
+        assert_eq!(
+            err,
+            "Some calls are cut to fit: odyssey approvals --full shows each whole.\n"
+        );
+        let (out, _) = render(&approvals, false, true);
+        assert_eq!(
+            out,
+            format!(
+                "request r1 · session s1 · Bash · waiting 10s\n    \
+                 rm -rf ~/important \\r\\x1b[2Kls -la\n    ! {}\n\n\
+                 request r2 · session s1 · Bash · waiting 10s\n    {long}\n",
+                crate::call_view::CONTROL_NOTE
+            )
+        );
+    }
+
+    #[test]
+    fn no_requests_is_a_note_and_json_is_one_line_each() {
+        let (out, err) = render(&[], false, false);
+        assert_eq!(
+            (out.as_str(), err.as_str()),
+            ("", "No pending approvals.\n")
+        );
+        let (out, _) = render(
+            &[pending("r1", "x", 0), pending("r2", "y\u{202e}", 0)],
+            true,
+            false,
+        );
+        let lines: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["request_id"], "r1");
+        assert_eq!(lines[1]["request_id"], "r2");
+        assert_eq!(lines[1]["summary"], "y\u{202e}");
+        assert_eq!(lines[1]["display"], "y\\u202e");
+        assert_eq!(lines[1]["control_characters"], true);
+        assert!(!odyssey_visible::has_controls(&out), "{out:?}");
+    }
+
+    #[test]
+    fn resolutions_say_what_was_decided() {
+        let response = pb::ResolveApprovalResponse {
+            approval: Some(pending("r1", "ls", 0)),
+            decision: pb::ApprovalDecision::AllowOnce.into(),
+        };
+        assert_eq!(
+            resolved_text("r1", &response),
+            "Allowed once: Bash (request r1, session s1)\n    ls"
+        );
+        let hidden = pb::ResolveApprovalResponse {
+            approval: Some(pending("r1", "ls \x1b]0;title\x07", 0)),
+            decision: pb::ApprovalDecision::Deny.into(),
+        };
+        assert_eq!(
+            resolved_text("r1", &hidden),
+            format!(
+                "Denied: Bash (request r1, session s1)\n    ls \\x1b]0;title\\x07\n    ! {}",
+                crate::call_view::CONTROL_NOTE
+            )
+        );
+        let bare = pb::ResolveApprovalResponse {
+            approval: None,
+            decision: pb::ApprovalDecision::Deny.into(),
+        };
+        assert_eq!(resolved_text("r9", &bare), "Denied: request r9");
+    }
+}

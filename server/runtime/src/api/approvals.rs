@@ -1,0 +1,55 @@
+//! Human decisions on tool calls waiting for approval.
+
+use uuid::Uuid;
+
+use super::OdysseyRuntime;
+use crate::error::{Result, RuntimeError};
+use crate::events::ApprovalDecision;
+use crate::paging::{Page, PageRequest};
+use crate::permissions::Approval;
+
+/// Longest reason a decision may carry: it is shown to the model and kept in the log.
+const MAX_REASON_BYTES: usize = 4096;
+
+impl OdysseyRuntime {
+    /// Pending requests, oldest first, optionally of one session.
+    pub fn list_approvals(
+        &self,
+        session: Option<Uuid>,
+        page: PageRequest,
+    ) -> Result<Page<Approval>> {
+        if let Some(id) = session
+            && self.inner.sessions.peek(id).is_none()
+        {
+            return Err(RuntimeError::not_found("session", id.to_string()));
+        }
+        Ok(self.inner.approvals.list(session, &page)?)
+    }
+
+    /// Resolves a pending request. The waiting turn takes the next free worker slot.
+    pub fn resolve_approval(
+        &self,
+        request_id: &str,
+        decision: ApprovalDecision,
+        reason: String,
+    ) -> Result<Approval> {
+        if request_id.trim().is_empty() {
+            return Err(RuntimeError::invalid("request_id", "is required"));
+        }
+        if reason.len() > MAX_REASON_BYTES {
+            return Err(RuntimeError::invalid(
+                "reason",
+                format!("must be at most {MAX_REASON_BYTES} bytes"),
+            ));
+        }
+        let approval = self.inner.approvals.resolve(request_id, decision, reason)?;
+        tracing::info!(
+            request = %request_id,
+            session = %approval.request.session_id,
+            tool = %approval.request.tool,
+            ?decision,
+            "approval resolved"
+        );
+        Ok(approval)
+    }
+}

@@ -1,0 +1,220 @@
+//! Bundle operations. The store's work is file I/O, so it runs on blocking threads.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::OdysseyRuntime;
+use crate::bundle::{
+    self, AgentDefinition, BundleId, BundleStore, InstallOptions, InstalledBundle,
+};
+use crate::error::{Result, RuntimeError};
+use crate::model::ModelSpec;
+use crate::model_override::find_override;
+use crate::paging::{Page, PageRequest, paginate};
+
+/// Whether the server has what an agent's model needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelAvailability {
+    pub agent_id: String,
+    /// The model the agent's sessions run on when the client names none.
+    pub model: ModelSpec,
+    /// The bundle's own model, when an operator's override replaces it.
+    pub bundle_model: Option<ModelSpec>,
+    pub available: bool,
+    pub detail: String,
+}
+
+/// An agent as this server runs it: its definition with the model its sessions get when
+/// the client names none (the operator's override, else the bundle's), and the bundle's
+/// own model where an override replaces it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServedAgent {
+    pub agent: AgentDefinition,
+    pub bundle_model: Option<ModelSpec>,
+}
+
+impl OdysseyRuntime {
+    pub(super) async fn with_store<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&BundleStore) -> std::result::Result<T, bundle::BundleError> + Send + 'static,
+    ) -> Result<T> {
+        let store = self.inner.bundles.clone();
+        tokio::task::spawn_blocking(move || work(&store))
+            .await
+            .map_err(|e| RuntimeError::storage("bundle store", std::io::Error::other(e)))?
+            .map_err(RuntimeError::from)
+    }
+
+    pub(super) async fn resolve_bundle(&self, reference: String) -> Result<Arc<InstalledBundle>> {
+        self.with_store(move |store| store.resolve(&reference))
+            .await
+    }
+
+    /// Writes a ready-to-edit scaffold project (a working hello agent) into `dir`.
+    pub async fn init(&self, dir: PathBuf, name: String) -> Result<()> {
+        tokio::task::spawn_blocking(move || bundle::write_scaffold(&dir, &name))
+            .await
+            .map_err(|e| RuntimeError::storage("init bundle", std::io::Error::other(e)))?
+            .map_err(RuntimeError::from)
+    }
+
+    /// The scaffold project as a tar + gzip archive.
+    pub fn init_archive(&self, name: &str) -> Result<Vec<u8>> {
+        Ok(bundle::scaffold_archive(name)?)
+    }
+
+    /// Validates and installs a project folder on this machine.
+    pub async fn build_and_install(
+        &self,
+        project: &Path,
+        options: InstallOptions,
+    ) -> Result<Arc<InstalledBundle>> {
+        let project = project.to_path_buf();
+        self.with_store(move |store| store.build_and_install(&project, &options))
+            .await
+    }
+
+    /// Validates a project and writes its bundle archive to `output`, installing nothing.
+    pub async fn build_to(project: &Path, output: &Path) -> Result<BundleId> {
+        let (project, output) = (project.to_path_buf(), output.to_path_buf());
+        tokio::task::spawn_blocking(move || bundle::build_to(&project, &output))
+            .await
+            .map_err(|e| RuntimeError::storage("build bundle", std::io::Error::other(e)))?
+            .map_err(RuntimeError::from)
+    }
+
+    /// Installs a project sent as an archive (BuildBundle).
+    pub async fn install_project_archive(
+        &self,
+        archive: Vec<u8>,
+        options: InstallOptions,
+    ) -> Result<Arc<InstalledBundle>> {
+        self.with_store(move |store| store.install_project_archive(archive.as_slice(), &options))
+            .await
+    }
+
+    /// Installs a bundle archive made by export or `build_to` (ImportBundle).
+    pub async fn import_bundle(
+        &self,
+        archive: Vec<u8>,
+        options: InstallOptions,
+    ) -> Result<Arc<InstalledBundle>> {
+        self.with_store(move |store| store.install_bundle_archive(archive.as_slice(), &options))
+            .await
+    }
+
+    pub async fn inspect_bundle(&self, reference: &str) -> Result<Arc<InstalledBundle>> {
+        self.resolve_bundle(reference.to_string()).await
+    }
+
+    /// Installed bundles sorted by namespace, name and version.
+    pub async fn list_bundles(
+        &self,
+        namespace: Option<String>,
+        page: PageRequest,
+    ) -> Result<Page<Arc<InstalledBundle>>> {
+        let bundles = self
+            .with_store(move |store| store.list(namespace.as_deref()))
+            .await?;
+        let position = |b: &Arc<InstalledBundle>| {
+            (
+                b.id.namespace.clone(),
+                b.id.name.clone(),
+                b.id.version.clone(),
+            )
+        };
+        paginate(
+            bundles,
+            &page,
+            |b| format!("{}/{}@{}", b.id.namespace, b.id.name, b.id.version),
+            parse_bundle_key,
+            |b, key| position(b) > *key,
+            |_| true,
+        )
+    }
+
+    pub async fn delete_bundle(&self, reference: &str) -> Result<Arc<InstalledBundle>> {
+        let reference = reference.to_string();
+        self.with_store(move |store| store.delete(&reference)).await
+    }
+
+    /// The installed bundle as a tar + gzip archive.
+    pub async fn export_bundle(&self, reference: &str) -> Result<(Arc<InstalledBundle>, Vec<u8>)> {
+        let reference = reference.to_string();
+        self.with_store(move |store| {
+            let mut archive = Vec::new();
+            let bundle = store.export(&reference, &mut archive)?;
+            Ok((bundle, archive))
+        })
+        .await
+    }
+
+    /// A bundle's agents, each with the model this server runs it on.
+    pub async fn list_agents(&self, reference: &str) -> Result<Vec<ServedAgent>> {
+        Ok(self.served_agents(&*self.inspect_bundle(reference).await?))
+    }
+
+    /// `bundle`'s agents, each with the model this server runs it on.
+    pub fn served_agents(&self, bundle: &InstalledBundle) -> Vec<ServedAgent> {
+        bundle
+            .manifest
+            .agents
+            .iter()
+            .map(|agent| {
+                let (model, bundle_model) = self.default_model(&bundle.id, agent);
+                ServedAgent {
+                    agent: AgentDefinition {
+                        model,
+                        ..agent.clone()
+                    },
+                    bundle_model,
+                }
+            })
+            .collect()
+    }
+
+    /// The model sessions of `agent` run on when the client names none: the operator's
+    /// override for it, else the agent's own; with the agent's own when it was replaced.
+    pub(super) fn default_model(
+        &self,
+        bundle: &BundleId,
+        agent: &AgentDefinition,
+    ) -> (ModelSpec, Option<ModelSpec>) {
+        match find_override(&self.inner.config.model_overrides, bundle, &agent.id) {
+            Some(model) if *model != agent.model => (model.clone(), Some(agent.model.clone())),
+            _ => (agent.model.clone(), None),
+        }
+    }
+
+    /// The models a bundle's agents run on here, and whether this server can serve each.
+    /// Local servers are probed, all at once, so the answer waits at most one probe
+    /// timeout.
+    pub async fn list_models(&self, reference: &str) -> Result<Vec<ModelAvailability>> {
+        let bundle = self.inspect_bundle(reference).await?;
+        let providers = &self.inner.providers;
+        let agents = self.served_agents(&bundle);
+        let checks = agents.into_iter().map(|served| async {
+            let (available, detail) = providers
+                .check_availability(&served.agent.model, &bundle.root)
+                .await;
+            ModelAvailability {
+                agent_id: served.agent.id,
+                model: served.agent.model,
+                bundle_model: served.bundle_model,
+                available,
+                detail,
+            }
+        });
+        Ok(futures::future::join_all(checks).await)
+    }
+}
+
+fn parse_bundle_key(key: &str) -> Option<(String, String, semver::Version)> {
+    let (path, version) = key.rsplit_once('@')?;
+    let (namespace, name) = path.split_once('/')?;
+    Some((
+        namespace.into(),
+        name.into(),
+        semver::Version::parse(version).ok()?,
+    ))
+}

@@ -1,0 +1,73 @@
+//! What the server can tell about itself: version, limits, sandbox capabilities and the
+//! sessions it had to quarantine.
+
+use std::sync::atomic::Ordering;
+use std::time::SystemTime;
+
+use super::OdysseyRuntime;
+use crate::session::QuarantinedSession;
+
+#[derive(Clone, Debug)]
+pub struct ServerInfo {
+    pub version: &'static str,
+    pub started_at: SystemTime,
+    pub worker_count: usize,
+    pub queue_capacity: usize,
+    pub max_turn_steps: u32,
+    pub max_turn_duration_ms: u64,
+    pub max_archive_bytes: u64,
+    pub queued: usize,
+    pub running: usize,
+    pub sandbox: SandboxCapabilities,
+    pub quarantined: Vec<QuarantinedSession>,
+    pub providers: Vec<String>,
+    pub activity: Activity,
+}
+
+/// What the runtime holds right now. Each figure returns to its idle level once the work
+/// that raised it is over; one that keeps growing is a leak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// Tasks alive on the async runtime the server runs on (0 outside of one).
+    pub tasks: usize,
+    /// Sessions held open in memory.
+    pub open_sessions: usize,
+    /// Live event subscriptions.
+    pub subscriptions: usize,
+}
+
+/// Detected by the sandbox module, which knows what its mechanisms need.
+pub use crate::sandbox::SandboxCapabilities;
+
+impl OdysseyRuntime {
+    pub fn server_info(&self) -> ServerInfo {
+        let config = &self.inner.config;
+        let (_, running) = self.inner.executions.counts();
+        let queued = self.inner.queue.queued();
+        ServerInfo {
+            version: env!("CARGO_PKG_VERSION"),
+            started_at: self.inner.started_at,
+            worker_count: config.worker_count,
+            queue_capacity: config.queue_capacity,
+            max_turn_steps: config.max_turn_steps,
+            max_turn_duration_ms: config.max_turn_duration.as_millis() as u64,
+            max_archive_bytes: config.archive_limits.max_total_bytes,
+            queued,
+            running,
+            sandbox: self.inner.capabilities.clone(),
+            quarantined: self.inner.sessions.quarantined(),
+            providers: self.inner.providers.known_providers(),
+            activity: self.activity(),
+        }
+    }
+
+    /// What the runtime holds right now (see [`Activity`]).
+    pub fn activity(&self) -> Activity {
+        Activity {
+            tasks: tokio::runtime::Handle::try_current()
+                .map_or(0, |runtime| runtime.metrics().num_alive_tasks()),
+            open_sessions: self.inner.sessions.open_count(),
+            subscriptions: self.inner.subscriptions.load(Ordering::Relaxed),
+        }
+    }
+}

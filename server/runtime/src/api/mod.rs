@@ -1,0 +1,264 @@
+//! [`OdysseyRuntime`]: the embeddable core. Everything the server offers over gRPC is a
+//! method here first; a Rust program can use it directly, without any network.
+//!
+//! ```no_run
+//! use odyssey_runtime::{OdysseyRuntime, RuntimeConfig, SessionSpec, ExecutionRequest};
+//!
+//! # async fn demo() -> Result<(), odyssey_runtime::RuntimeError> {
+//! let runtime = OdysseyRuntime::start(RuntimeConfig::with_home("/tmp/odyssey-home")).await?;
+//! let bundle = runtime.build_and_install("bundles/demo".as_ref(), Default::default()).await?;
+//! let session = runtime.create_session(SessionSpec::new(bundle.id.to_string())).await?;
+//! let status = runtime
+//!     .run(ExecutionRequest { session_id: session.record.id, prompt: "hi".into(), ..Default::default() })
+//!     .await?;
+//! println!("{}", status.response);
+//! runtime.shutdown(std::time::Duration::from_secs(5)).await;
+//! # Ok(()) }
+//! ```
+
+mod approvals;
+mod builder;
+mod bundles;
+mod commands;
+mod executions;
+mod hub;
+mod info;
+mod memory;
+mod operations;
+mod overrides;
+mod prompt;
+mod recording;
+mod sessions;
+mod tools;
+
+use std::os::unix::fs::DirBuilderExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::Semaphore;
+use tokio_util::task::TaskTracker;
+
+pub use builder::RuntimeBuilder;
+pub use bundles::{ModelAvailability, ServedAgent};
+pub use commands::{CommandLine, CommandResult, SessionCommand};
+pub use hub::{PulledBundle, PushedBundle};
+pub use info::{Activity, SandboxCapabilities, ServerInfo};
+pub use operations::RuntimeCollector;
+pub use sessions::{SessionFilter, SessionSpec};
+
+use crate::bundle::BundleStore;
+use crate::config::RuntimeConfig;
+use crate::error::{Result, RuntimeError};
+use crate::event_hooks::EventHooks;
+use crate::events::TurnOutcome;
+use crate::execution::{ExecutionTable, Queue};
+use crate::hub::Hub;
+use crate::memory::{FileMemory, FileMemoryLimits, MemoryProvider};
+use crate::metrics::Metrics;
+use crate::permissions::ApprovalStore;
+use crate::policy::SandboxMode;
+use crate::provider::{CassetteRecorder, ProviderRegistry};
+use crate::sandbox::Sandbox;
+use crate::session::SessionStore;
+use crate::skills::ServerSkills;
+use crate::tools::HostTools;
+
+/// The Odyssey runtime. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct OdysseyRuntime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: RuntimeConfig,
+    bundles: Arc<BundleStore>,
+    /// The OCI registries bundles are pushed to and pulled from.
+    hub: Hub,
+    sandbox: Arc<Sandbox>,
+    approvals: ApprovalStore,
+    /// Probed once at startup.
+    capabilities: SandboxCapabilities,
+    sessions: SessionStore,
+    providers: ProviderRegistry,
+    /// Tools the embedding program registered, for bundles that declare `source: host`.
+    host_tools: HostTools,
+    /// Writes sessions' model calls as cassettes (when `config.record_cassettes`).
+    recorder: Arc<CassetteRecorder>,
+    /// The operator's skill roots, kept up to date.
+    skills: Arc<ServerSkills>,
+    queue: Queue,
+    executions: Arc<ExecutionTable>,
+    slots: Arc<Semaphore>,
+    turns: TaskTracker,
+    started_at: SystemTime,
+    shutting_down: AtomicBool,
+    /// Long-term memory: the embedder's provider, else files under `<home>/memory/`.
+    memory: Arc<dyn MemoryProvider>,
+    /// Counters for operators (see [`OdysseyRuntime::metrics_collector`]).
+    metrics: Arc<Metrics>,
+    /// The operator's event hooks; sessions hand them every published event.
+    event_hooks: Arc<EventHooks>,
+    /// Live event subscriptions, for [`ServerInfo::activity`].
+    subscriptions: Arc<AtomicUsize>,
+}
+
+impl OdysseyRuntime {
+    /// Opens the home folder and gets ready to serve. Sessions that were running a turn
+    /// when the server last stopped are repaired now; all others when first used.
+    pub async fn start(config: RuntimeConfig) -> Result<Self> {
+        Self::builder(config).start().await
+    }
+
+    /// A runtime with the program's own model providers and tools besides the built-in
+    /// ones; see [`RuntimeBuilder`].
+    pub fn builder(config: RuntimeConfig) -> RuntimeBuilder {
+        RuntimeBuilder::new(config)
+    }
+
+    /// [`OdysseyRuntime::start`] with the providers and host tools already assembled.
+    async fn open(
+        config: RuntimeConfig,
+        providers: ProviderRegistry,
+        host_tools: HostTools,
+    ) -> Result<Self> {
+        // Private: sessions, bundles and logs are the server's alone.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&config.home)
+            .map_err(|e| {
+                RuntimeError::storage(format!("create home {}", config.home.display()), e)
+            })?;
+        let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
+        let metrics = Arc::new(Metrics::new(providers.known_providers()));
+        let event_hooks = Arc::new(
+            EventHooks::start(&config.event_hooks)
+                .map_err(|message| RuntimeError::invalid("event_hooks", message))?,
+        );
+        let executions = Arc::new(ExecutionTable::new(config.execution_history));
+        let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?
+            .with_observer(operations::observer(&metrics, &event_hooks, &executions))
+            .with_open_cache(config.open_session_cache);
+        let hub = Hub::new(&config.hub)?;
+        let sandbox = Sandbox::new(config.sandbox.clone()).with_metrics(metrics.sandbox.clone());
+        let skills = prompt::server_skills(&config)?;
+        let capabilities = SandboxCapabilities {
+            forced_mode: config.sandbox_mode_override,
+            danger_full_access_allowed: config.allow_danger_full_access
+                && config
+                    .requirements
+                    .allows_mode(SandboxMode::DangerFullAccess),
+            ..sandbox.capabilities()
+        };
+        match Sandbox::kill_leftovers(&config.sandbox_dir()).await {
+            Ok(report) => tracing::debug!(?report, "sandbox leftovers checked"),
+            Err(e) => tracing::warn!(error = %e, "cannot clean up sandbox leftovers"),
+        }
+        match sandbox.remove_stale_cgroups(&config.sandbox_dir()).await {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, "removed the cgroups of a previous server"),
+            Err(e) => tracing::warn!(error = %e, "cannot remove a previous server's cgroups"),
+        }
+        let memory = config.memory.provider.clone().unwrap_or_else(|| {
+            Arc::new(FileMemory::new(
+                config.memory_dir(),
+                FileMemoryLimits {
+                    max_records: config.memory.max_records,
+                    max_bytes: config.memory.max_bytes,
+                },
+            ))
+        });
+        let runtime = Self {
+            inner: Arc::new(Inner {
+                memory,
+                metrics,
+                event_hooks,
+                queue: Queue::new(config.queue_capacity),
+                executions,
+                slots: Arc::new(Semaphore::new(config.worker_count.max(1))),
+                turns: TaskTracker::new(),
+                started_at: SystemTime::now(),
+                shutting_down: AtomicBool::new(false),
+                bundles: Arc::new(bundles),
+                hub,
+                sandbox: Arc::new(sandbox),
+                approvals: ApprovalStore::new(config.approval_timeout),
+                capabilities,
+                sessions,
+                providers,
+                host_tools,
+                recorder: Arc::new(CassetteRecorder::new(config.sessions_dir())),
+                subscriptions: Arc::new(AtomicUsize::new(0)),
+                skills,
+                config,
+            }),
+        };
+        for id in runtime.inner.sessions.journaled_open_sessions() {
+            match runtime.inner.sessions.get(id).await {
+                // Still open (the log cannot be written yet): the marker stays, so the
+                // next start tries again.
+                Ok(session) if session.has_open_turn() => {}
+                Ok(_) => runtime.inner.sessions.journal_turn_end(id),
+                Err(e) => {
+                    tracing::warn!(session = %id, error = %e, "cannot repair session");
+                    runtime.inner.sessions.journal_turn_end(id);
+                }
+            }
+        }
+        Ok(runtime)
+    }
+
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    fn ensure_running(&self) -> Result<()> {
+        if self.inner.shutting_down.load(Ordering::Acquire) {
+            return Err(RuntimeError::ShuttingDown);
+        }
+        Ok(())
+    }
+
+    /// Stops taking turns, lets running ones finish within `grace`, then records what is
+    /// left as interrupted. Queued turns are recorded as interrupted at once. Event hooks
+    /// then get a moment to deliver what they have queued.
+    pub async fn shutdown(&self, grace: Duration) {
+        if self.inner.shutting_down.swap(true, Ordering::AcqRel) {
+            self.inner.turns.wait().await;
+            return;
+        }
+        self.stop_turns(grace).await;
+        self.inner.sandbox.shutdown().await;
+        // The interrupted turns' last events reach the hooks before they stop.
+        self.inner.event_hooks.close(operations::HOOK_GRACE).await;
+    }
+
+    /// The turn part of [`OdysseyRuntime::shutdown`].
+    async fn stop_turns(&self, grace: Duration) {
+        for job in self.inner.queue.close() {
+            self.record_unstarted(
+                job,
+                TurnOutcome::Interrupted,
+                "the server shut down before this turn started",
+            )
+            .await;
+        }
+        self.inner.turns.close();
+        if tokio::time::timeout(grace, self.inner.turns.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("turns still running after the grace period; interrupting them");
+            for (id, signal) in self.inner.executions.live_signals() {
+                tracing::debug!(execution = %id, "interrupting");
+                signal.cancel(
+                    TurnOutcome::Interrupted,
+                    "the server shut down while this turn ran",
+                );
+            }
+            self.inner.turns.wait().await;
+        }
+        self.inner.sessions.flush_summaries().await;
+    }
+}

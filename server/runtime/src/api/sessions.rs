@@ -1,0 +1,337 @@
+//! Creating, reading, listing, deleting and following sessions.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use super::OdysseyRuntime;
+use crate::bundle::{AgentDefinition, BundleId, name_problem};
+use crate::error::{ErrorKind, Result, RuntimeError, shorten};
+use crate::events::TurnOutcome;
+use crate::events::now_ms;
+use crate::execution::ExecutionState;
+use crate::model::ModelSpec;
+use crate::paging::{Page, PageRequest, paginate};
+use crate::policy::{ApprovalPolicy, SandboxMode};
+use crate::provider::ProviderError;
+use crate::requirements;
+use crate::sandbox::CellPaths;
+use crate::session::{BundlePin, SessionInfo, SessionRecord, Subscription};
+
+const MAX_METADATA_ENTRIES: usize = 32;
+const MAX_METADATA_KEY: usize = 128;
+const MAX_METADATA_VALUE: usize = 4096;
+
+/// What a new session is made from.
+#[derive(Clone, Debug, Default)]
+pub struct SessionSpec {
+    /// `name`, `name@version`, `ns/name@version`, `@sha256:…`.
+    pub bundle_reference: String,
+    /// Defaults to the bundle's default agent.
+    pub agent_id: Option<String>,
+    /// Replaces the agent's model.
+    pub model: Option<ModelSpec>,
+    /// Defaults to the manifest's mode.
+    pub sandbox_mode: Option<SandboxMode>,
+    pub approval_policy: Option<ApprovalPolicy>,
+    pub metadata: BTreeMap<String, String>,
+    /// Tokens (input + output) the session may spend; defaults to the server's
+    /// `session_token_budget`.
+    pub token_budget: Option<u64>,
+}
+
+impl SessionSpec {
+    pub fn new(bundle_reference: impl Into<String>) -> Self {
+        Self {
+            bundle_reference: bundle_reference.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A model refused by the provider registry. A client's own malformed model is an error
+/// of its `model` field (of the config's field holding a credential, when that is why);
+/// everything else (refusals by the operator's settings, a missing key, a bundle naming
+/// an unknown provider) keeps its kind.
+pub(super) fn model_error(error: ProviderError, from_request: bool) -> RuntimeError {
+    match error {
+        ProviderError::SecretInConfig { ref field, .. } if from_request => {
+            RuntimeError::invalid(format!("model.config.{field}"), error.to_string())
+        }
+        e if from_request && e.kind() == ErrorKind::InvalidArgument => {
+            RuntimeError::invalid("model", e.to_string())
+        }
+        e => RuntimeError::from(e),
+    }
+}
+
+/// Which sessions to list.
+#[derive(Clone, Debug, Default)]
+pub struct SessionFilter {
+    /// Bundle name, or `namespace/name`.
+    pub bundle: Option<String>,
+    pub agent_id: Option<String>,
+}
+
+impl OdysseyRuntime {
+    /// Resolves the bundle, agent and model, allocates an id and persists the session.
+    pub async fn create_session(&self, spec: SessionSpec) -> Result<SessionInfo> {
+        self.ensure_running()?;
+        if spec.bundle_reference.trim().is_empty() {
+            return Err(RuntimeError::invalid(
+                "bundle_reference",
+                "must not be empty",
+            ));
+        }
+        validate_metadata(&spec.metadata)?;
+        let bundle = self.resolve_bundle(spec.bundle_reference.clone()).await?;
+        let manifest = &bundle.manifest;
+        let agent = match spec.agent_id.as_deref().filter(|a| !a.is_empty()) {
+            None => manifest.default_agent(),
+            Some(id) => manifest.agent(id).ok_or_else(|| {
+                let known: Vec<&str> = manifest.agents.iter().map(|a| a.id.as_str()).collect();
+                RuntimeError::invalid(
+                    "agent_id",
+                    format!(
+                        "bundle {} has no agent `{}`; its agents: {}",
+                        bundle.id,
+                        shorten(id),
+                        known.join(", ")
+                    ),
+                )
+            })?,
+        };
+        let model = self.session_model(&spec, &bundle.id, agent)?;
+        self.inner
+            .host_tools
+            .check_declared(&bundle.id.to_string(), &manifest.tools)?;
+        let sandbox_mode = self.effective_sandbox_mode(spec.sandbox_mode, manifest.sandbox.mode)?;
+        self.inner.config.access.grant(&manifest.sandbox)?;
+        let record = SessionRecord {
+            id: Uuid::now_v7(),
+            bundle_reference: spec.bundle_reference,
+            bundle: BundlePin {
+                namespace: bundle.id.namespace.clone(),
+                name: bundle.id.name.clone(),
+                version: bundle.id.version.to_string(),
+                digest: bundle.id.digest.clone(),
+            },
+            agent_id: agent.id.clone(),
+            model,
+            sandbox_mode,
+            approval_policy: spec.approval_policy.unwrap_or_default(),
+            created_at_ms: now_ms(),
+            metadata: spec.metadata,
+            token_budget: spec
+                .token_budget
+                .filter(|b| *b > 0)
+                .or(self.inner.config.session_token_budget),
+        };
+        let sessions = self.clone();
+        let handle = tokio::task::spawn_blocking(move || sessions.inner.sessions.create(record))
+            .await
+            .map_err(|e| RuntimeError::storage("create session", std::io::Error::other(e)))??;
+        tracing::info!(session = %handle.id(), bundle = %bundle.id, agent = %agent.id, "session created");
+        Ok(handle.info())
+    }
+
+    /// The client's model, else the operator's override for this bundle and agent, else
+    /// the agent's own; checked against the providers' settings and the requirements.
+    fn session_model(
+        &self,
+        spec: &SessionSpec,
+        bundle: &BundleId,
+        agent: &AgentDefinition,
+    ) -> Result<ModelSpec> {
+        let model = match &spec.model {
+            Some(model) => model.clone(),
+            None => {
+                let (model, replaced) = self.default_model(bundle, agent);
+                if replaced.is_some() {
+                    tracing::debug!(bundle = %bundle, agent = %agent.id, model = %model, "model override applies");
+                }
+                model
+            }
+        };
+        self.inner
+            .providers
+            .check_usable(&model)
+            .map_err(|e| model_error(e, spec.model.is_some()))?;
+        Ok(model)
+    }
+
+    /// The operator's forced mode wins; otherwise the session's request, else the
+    /// manifest's mode. Full access needs the operator's consent either way, and no mode
+    /// may exceed `requirements.max_sandbox_mode`.
+    fn effective_sandbox_mode(
+        &self,
+        requested: Option<SandboxMode>,
+        manifest: SandboxMode,
+    ) -> Result<SandboxMode> {
+        let config = &self.inner.config;
+        let (mode, who) = match (config.sandbox_mode_override, requested) {
+            (Some(forced), _) => (forced, "the server's forced mode"),
+            (None, Some(mode)) => (mode, "the request"),
+            (None, None) => (manifest, "the bundle manifest"),
+        };
+        if !config.requirements.allows_mode(mode) {
+            let max = config.requirements.max_sandbox_mode.unwrap_or(mode);
+            return Err(RuntimeError::PermissionDenied {
+                setting: requirements::MAX_SANDBOX_MODE.into(),
+                message: format!(
+                    "{who} asks for sandbox mode {mode}, but this server allows at most {max}; \
+                     create the session with an allowed sandbox mode"
+                ),
+            });
+        }
+        if config.sandbox_mode_override.is_some() {
+            return Ok(mode);
+        }
+        if mode == SandboxMode::DangerFullAccess && !config.allow_danger_full_access {
+            return Err(RuntimeError::PermissionDenied {
+                setting: "sandbox.allow_danger_full_access".into(),
+                message: format!(
+                    "{who} asks for sandbox mode danger_full_access, which this server does not allow"
+                ),
+            });
+        }
+        Ok(mode)
+    }
+
+    pub async fn get_session(&self, id: Uuid) -> Result<SessionInfo> {
+        Ok(self.inner.sessions.get(id).await?.info())
+    }
+
+    /// Sessions, newest first.
+    pub async fn list_sessions(
+        &self,
+        filter: SessionFilter,
+        page: PageRequest,
+    ) -> Result<Page<SessionInfo>> {
+        filter.validate()?;
+        let runtime = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let store = &runtime.inner.sessions;
+            let ids = store.list_ids()?;
+            let infos = ids.into_iter().filter_map(|id| store.peek(id));
+            paginate(
+                infos,
+                &page,
+                |info| info.record.id.to_string(),
+                |key| Uuid::parse_str(key).ok(),
+                |info, key| info.record.id < *key,
+                |info| matches_filter(info, &filter),
+            )
+        })
+        .await
+        .map_err(|e| RuntimeError::storage("list sessions", std::io::Error::other(e)))?
+    }
+
+    /// Cancels the session's queued and running turns, waits for them, then removes it.
+    pub async fn delete_session(&self, id: Uuid) -> Result<()> {
+        let handle = self.inner.sessions.get(id).await?;
+        for job in self.inner.queue.remove_session(id) {
+            self.inner.executions.update(job.execution_id, |s| {
+                s.state = ExecutionState::Cancelled;
+                s.error = "the session was deleted".into();
+            });
+        }
+        for execution_id in self.inner.executions.live_of_session(id) {
+            if let Some(signal) = self.inner.executions.cancel_signal(execution_id) {
+                signal.cancel(TurnOutcome::Cancelled, "the session was deleted");
+            }
+            let _ = self.wait(execution_id).await;
+        }
+        self.inner.approvals.forget_session(id);
+        self.inner.recorder.forget(id);
+        let cell = CellPaths::under(self.inner.config.sandbox_dir().join(id.to_string()));
+        if cell.root.exists() {
+            self.inner.sandbox.remove_cell(&cell).await?;
+        }
+        let runtime = self.clone();
+        tokio::task::spawn_blocking(move || runtime.inner.sessions.remove(&handle))
+            .await
+            .map_err(|e| RuntimeError::storage("delete session", std::io::Error::other(e)))??;
+        tracing::info!(session = %id, "session deleted");
+        Ok(())
+    }
+
+    /// Follows a session's events after `after_sequence` (0 = from the start). A sequence
+    /// the session has not reached is refused: following from there would silently skip
+    /// whatever comes before it (a client holding a sequence from another session, or
+    /// one a crash took back before it was durable).
+    pub async fn subscribe_session(&self, id: Uuid, after_sequence: u64) -> Result<Subscription> {
+        let session = self.inner.sessions.get(id).await?;
+        let last = session.stats().last_sequence;
+        if after_sequence > last {
+            return Err(RuntimeError::invalid(
+                "after_sequence",
+                format!("{after_sequence} is past the session's last sequence, {last}"),
+            ));
+        }
+        Ok(session
+            .subscribe(after_sequence)
+            .counted_in(&self.inner.subscriptions))
+    }
+}
+
+impl SessionFilter {
+    /// Filters are names (`ns/name` for a bundle); anything else could match nothing.
+    fn validate(&self) -> Result<()> {
+        if let Some(bundle) = &self.bundle {
+            let (namespace, name) = bundle.split_once('/').unwrap_or(("local", bundle));
+            for part in [namespace, name] {
+                if let Some(problem) = name_problem(part) {
+                    return Err(RuntimeError::invalid("bundle", problem));
+                }
+            }
+        }
+        if let Some(agent) = &self.agent_id
+            && let Some(problem) = name_problem(agent)
+        {
+            return Err(RuntimeError::invalid("agent_id", problem));
+        }
+        Ok(())
+    }
+}
+
+fn matches_filter(info: &SessionInfo, filter: &SessionFilter) -> bool {
+    let bundle = &info.record.bundle;
+    let bundle_ok = filter
+        .bundle
+        .as_deref()
+        .is_none_or(|wanted| match wanted.split_once('/') {
+            Some((ns, name)) => bundle.namespace == ns && bundle.name == name,
+            None => bundle.name == wanted,
+        });
+    let agent_ok = filter
+        .agent_id
+        .as_deref()
+        .is_none_or(|wanted| info.record.agent_id == wanted);
+    bundle_ok && agent_ok
+}
+
+/// Checks a session's or a turn's metadata against the limits on its size.
+pub(super) fn validate_metadata(metadata: &BTreeMap<String, String>) -> Result<()> {
+    if metadata.len() > MAX_METADATA_ENTRIES {
+        return Err(RuntimeError::invalid(
+            "metadata",
+            format!("at most {MAX_METADATA_ENTRIES} entries"),
+        ));
+    }
+    for (key, value) in metadata {
+        if key.is_empty() || key.len() > MAX_METADATA_KEY {
+            return Err(RuntimeError::invalid(
+                "metadata",
+                format!("keys must be 1 to {MAX_METADATA_KEY} bytes"),
+            ));
+        }
+        if value.len() > MAX_METADATA_VALUE {
+            return Err(RuntimeError::invalid(
+                format!("metadata[{key}]"),
+                format!("values must be at most {MAX_METADATA_VALUE} bytes"),
+            ));
+        }
+    }
+    Ok(())
+}

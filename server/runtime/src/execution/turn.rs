@@ -1,0 +1,272 @@
+//! One turn's ReAct loop: call the model, stream its answer into events, run the tools it
+//! asks for, feed their results back, until it answers without tools or a budget runs out.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use uuid::Uuid;
+
+use crate::chat::{ChatMessage, ReasoningState, TokenUsage, ToolCall};
+use crate::error::{Result, RuntimeError};
+use crate::event_bounds::{DELTA_BYTES, split};
+use crate::events::EventPayload;
+use crate::model::ModelSpec;
+use crate::provider::{ModelDelta, ModelProvider, ModelRequest};
+use crate::session::{HistorySnapshot, SessionHandle};
+use crate::tools::{ToolContext, ToolOutput, ToolSet};
+
+use super::arguments;
+use super::budget::TokenBudgets;
+use super::gate::{Call, Gate, Verdict};
+use super::long_term_memory::TurnMemory;
+use super::slot::WorkerSlot;
+
+/// Everything a turn needs, resolved before it starts.
+pub(crate) struct Turn {
+    pub session: Arc<SessionHandle>,
+    pub turn_id: Uuid,
+    pub model: ModelSpec,
+    pub provider: Arc<dyn ModelProvider>,
+    pub system_prompt: String,
+    /// The session's summary and earlier turns, windowed when the turn starts.
+    pub history: HistorySnapshot,
+    pub tools: ToolSet,
+    pub tool_context: ToolContext,
+    pub max_steps: u32,
+    /// Model calls the session made before this turn.
+    pub prior_model_calls: u64,
+    pub gate: Gate,
+    pub budgets: TokenBudgets,
+    /// Long-term memory, when it is on for this agent.
+    pub memory: Option<TurnMemory>,
+}
+
+/// What a turn produced so far. Kept outside the loop's future so that a cancelled or
+/// timed-out turn still records what it did.
+#[derive(Default)]
+pub(crate) struct Progress {
+    pub messages: Vec<ChatMessage>,
+    pub response: String,
+    pub usage: TokenUsage,
+    pub model_calls: u32,
+    /// The approval request the turn is waiting on, if any: a turn stopped meanwhile
+    /// records how that request ended.
+    pub pending_approval: Option<String>,
+}
+
+/// Why a turn failed, as an event code and message.
+pub(crate) struct TurnFailure {
+    pub code: String,
+    pub message: String,
+}
+
+impl From<RuntimeError> for TurnFailure {
+    fn from(e: RuntimeError) -> Self {
+        Self {
+            code: e.reason().to_ascii_lowercase(),
+            message: e.client_message(),
+        }
+    }
+}
+
+/// Replaces the arguments of calls beyond [`arguments::MAX_DEPTH`] or
+/// [`arguments::MAX_BYTES`] by a placeholder, so they reach no event and no turn record;
+/// returns why each call was refused (`None`: it stands).
+fn bound_arguments(calls: &mut [ToolCall]) -> Vec<Option<String>> {
+    calls
+        .iter_mut()
+        .map(|call| {
+            let refusal = arguments::refusal(&call.arguments);
+            if refusal.is_some() {
+                call.arguments = arguments::REFUSED_PLACEHOLDER.to_owned();
+            }
+            refusal
+        })
+        .collect()
+}
+
+impl Turn {
+    /// Runs the loop, recording into `progress` as it goes.
+    pub async fn run(
+        &self,
+        prompt: &str,
+        progress: &mut Progress,
+        slot: &mut WorkerSlot,
+    ) -> std::result::Result<(), TurnFailure> {
+        progress.messages.push(ChatMessage::user(prompt));
+        let specs = self.tools.specs();
+        let history = self.windowed_history(prompt, &specs, progress).await?;
+        for _ in 0..self.max_steps {
+            self.budgets.check_session(progress)?;
+            let mut messages = history.clone();
+            messages.extend(progress.messages.iter().cloned());
+            let request = ModelRequest {
+                model: self.model.clone(),
+                system_prompt: self.system_prompt.clone(),
+                messages,
+                tools: specs.clone(),
+                call_index: self.prior_model_calls + u64::from(progress.model_calls),
+            };
+            progress.model_calls += 1;
+            let (text, mut calls, reasoning_state) = self.stream_answer(request, progress).await?;
+            let refusals = bound_arguments(&mut calls);
+            progress.messages.push(ChatMessage {
+                reasoning_state,
+                ..ChatMessage::assistant(text.clone(), calls.clone())
+            });
+            self.budgets.check_output(progress)?;
+            if calls.is_empty() {
+                self.remember(prompt, &text).await;
+                progress.response = text;
+                return Ok(());
+            }
+            for (call, refusal) in calls.into_iter().zip(refusals) {
+                let result = match refusal {
+                    Some(why) => self.refuse_tool(&call, &why)?,
+                    None => self.run_tool(&call, progress, slot).await?,
+                };
+                progress.messages.push(result);
+            }
+        }
+        Err(TurnFailure {
+            code: "step_budget_exceeded".into(),
+            message: format!(
+                "the turn used its budget of {} model calls without a final answer",
+                self.max_steps
+            ),
+        })
+    }
+
+    /// Streams one model call into events; returns its text, tool calls and reasoning
+    /// state.
+    async fn stream_answer(
+        &self,
+        request: ModelRequest,
+        progress: &mut Progress,
+    ) -> Result<(String, Vec<ToolCall>, Vec<ReasoningState>)> {
+        let mut stream = self.provider.stream(request);
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        let mut reasoning_state = Vec::new();
+        while let Some(delta) = stream.next().await {
+            match delta? {
+                ModelDelta::Text(delta) => {
+                    text.push_str(&delta);
+                    for piece in split(&delta, DELTA_BYTES) {
+                        self.emit(EventPayload::AgentMessageDelta {
+                            delta: piece.to_owned(),
+                        })?;
+                    }
+                }
+                ModelDelta::Reasoning(delta) => {
+                    for piece in split(&delta, DELTA_BYTES) {
+                        self.emit(EventPayload::ReasoningDelta {
+                            delta: piece.to_owned(),
+                        })?;
+                    }
+                }
+                ModelDelta::ReasoningBreak => {
+                    self.emit(EventPayload::ReasoningSectionBreak)?;
+                }
+                ModelDelta::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => calls.push(ToolCall {
+                    id,
+                    name,
+                    arguments,
+                }),
+                ModelDelta::Usage(call) => {
+                    progress.usage += call;
+                    self.emit(EventPayload::TokenUsageReported {
+                        call,
+                        turn_total: progress.usage,
+                    })?;
+                }
+                ModelDelta::ReasoningState(state) => reasoning_state.push(state),
+            }
+        }
+        Ok((text, calls, reasoning_state))
+    }
+
+    async fn run_tool(
+        &self,
+        call: &ToolCall,
+        progress: &mut Progress,
+        slot: &mut WorkerSlot,
+    ) -> Result<ChatMessage> {
+        let parsed: Option<serde_json::Value> = if call.arguments.trim().is_empty() {
+            Some(serde_json::Value::Object(Default::default()))
+        } else {
+            serde_json::from_str(&call.arguments).ok()
+        };
+        let tool = self.tools.get(&call.name).cloned();
+        let recorded = match (&tool, &parsed) {
+            (Some(tool), Some(arguments)) => tool.sanitize(arguments),
+            (_, Some(arguments)) => arguments.clone(),
+            (_, None) => serde_json::Value::String(call.arguments.clone()),
+        };
+        self.emit(EventPayload::ToolCallStarted {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: recorded.clone(),
+        })?;
+        let ctx = ToolContext {
+            call_id: call.id.clone(),
+            ..self.tool_context.clone()
+        };
+        let verdict = match (&tool, &parsed) {
+            (Some(tool), Some(arguments)) => {
+                let checked = Call {
+                    tool: tool.as_ref(),
+                    name: &call.name,
+                    arguments,
+                    sanitized: &recorded,
+                };
+                self.gate.check(checked, &ctx, progress, slot).await?
+            }
+            // Unknown tools and malformed arguments are answered by the tool set.
+            _ => Verdict::Run,
+        };
+        let output = match verdict {
+            Verdict::Run => self.tools.call(ctx, &call.name, &call.arguments).await,
+            Verdict::Refuse(reason) => ToolOutput::error(reason),
+        };
+        self.emit(EventPayload::ToolCallFinished {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            success: !output.is_error,
+            result: output.content.clone(),
+        })?;
+        Ok(ChatMessage::tool_result(
+            call.id.clone(),
+            output.content,
+            output.is_error,
+        ))
+    }
+
+    /// Answers a call whose arguments are beyond the limits: recorded with a note in their
+    /// place, never run, and the model is told which limit it crossed.
+    fn refuse_tool(&self, call: &ToolCall, why: &str) -> Result<ChatMessage> {
+        self.emit(EventPayload::ToolCallStarted {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: serde_json::json!({ "refused": why }),
+        })?;
+        let message = format!("the call was refused and did not run: {why}");
+        self.emit(EventPayload::ToolCallFinished {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            success: false,
+            result: message.clone(),
+        })?;
+        Ok(ChatMessage::tool_result(call.id.clone(), message, true))
+    }
+
+    pub(super) fn emit(&self, payload: EventPayload) -> Result<()> {
+        self.session
+            .append_now(Some(self.turn_id), payload)
+            .map(|_| ())
+    }
+}

@@ -1,0 +1,299 @@
+//! Tool calls waiting for a human. A turn files a [`PendingApproval`] and awaits the
+//! returned [`ApprovalWaiter`]; a client lists pending requests and resolves them.
+//!
+//! Everything is in memory: a restart interrupts the turns that were waiting, and the turn
+//! log (not this store) records that. Every request ends exactly once, by a human decision,
+//! the timeout (denied, recorded as timed out rather than as a human's deny), cancellation
+//! of its execution or deletion of its session, or the waiter being dropped. Resolved ids
+//! are kept for a bounded while so a second resolve is told "already resolved", not "not
+//! found". `allow_always` is remembered per session for the exact call it approved.
+
+mod key;
+mod state;
+mod waiter;
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use self::key::argument_key;
+use self::state::{Entry, State};
+pub use self::waiter::ApprovalWaiter;
+use super::display::CallDisplay;
+use super::error::ApprovalError;
+use crate::events::{ApprovalDecision, ApprovalResolution, now_ms};
+use crate::paging::{Page, PageRequest, paginate};
+
+/// How long a request waits for a human before it is denied.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// A tool call that needs a human decision.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingApproval {
+    pub session_id: Uuid,
+    pub execution_id: Uuid,
+    /// The model's id for the tool call.
+    pub call_id: String,
+    pub tool: String,
+    /// The call's arguments as recorded in events (sanitized: no secrets, file bodies as
+    /// length and digest).
+    pub arguments: Value,
+    /// What will actually run, in one line (the command, the path written).
+    pub summary: String,
+    /// The call as a person is shown it: control characters as visible escapes.
+    pub display: CallDisplay,
+    /// Why the call needs approval (the rules' reason).
+    pub reason: String,
+}
+
+/// How a request ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolution {
+    pub decision: ApprovalDecision,
+    pub resolution: ApprovalResolution,
+    /// The human's reason (the model sees it on a deny), or what ended the request.
+    pub reason: String,
+}
+
+impl Resolution {
+    fn ended(resolution: ApprovalResolution, reason: impl Into<String>) -> Self {
+        Self {
+            decision: ApprovalDecision::Deny,
+            resolution,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn allows(&self) -> bool {
+        matches!(
+            self.decision,
+            ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways
+        )
+    }
+}
+
+/// A request, pending or resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Approval {
+    pub request_id: String,
+    pub request: PendingApproval,
+    pub created_at_ms: u64,
+    /// When it times out if still pending.
+    pub expires_at_ms: u64,
+    /// None while pending.
+    pub resolution: Option<Resolution>,
+}
+
+/// The shared store of approval requests. Cloning shares it.
+#[derive(Clone)]
+pub struct ApprovalStore {
+    state: Arc<Mutex<State>>,
+    timeout: Duration,
+}
+
+impl Default for ApprovalStore {
+    fn default() -> Self {
+        Self::new(DEFAULT_APPROVAL_TIMEOUT)
+    }
+}
+
+impl ApprovalStore {
+    /// A store whose requests time out after `timeout`.
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            state: Arc::new(Mutex::new(State::default())),
+            timeout,
+        }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // No code under this lock can panic halfway through an update that matters; a
+        // poisoned lock must not make every later approval fail, so it is used as is.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Files a request. The waiter resolves when a human decides, the timeout passes, or
+    /// the request is cancelled.
+    pub fn request(&self, request: PendingApproval) -> (String, ApprovalWaiter) {
+        let request_id = Uuid::now_v7().to_string();
+        let (sender, receiver) = oneshot::channel();
+        let created_at_ms = now_ms();
+        let deadline = waiter::deadline_after(self.timeout);
+        let approval = Approval {
+            request_id: request_id.clone(),
+            request,
+            created_at_ms,
+            expires_at_ms: created_at_ms
+                .saturating_add(u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX)),
+            resolution: None,
+        };
+        {
+            let mut state = self.lock();
+            let seq = state.next_seq;
+            state.next_seq += 1;
+            state.ids.insert(request_id.clone(), seq);
+            state.pending.insert(
+                seq,
+                Entry {
+                    approval,
+                    deadline,
+                    sender,
+                },
+            );
+        }
+        let waiter = waiter::wait(self.clone(), request_id.clone(), receiver, deadline);
+        (request_id, waiter)
+    }
+
+    /// A human's decision. Unknown ids are NotFound; ids already resolved (by a human, the
+    /// timeout or a cancellation) are FailedPrecondition, and nothing changes.
+    pub fn resolve(
+        &self,
+        request_id: &str,
+        decision: ApprovalDecision,
+        reason: impl Into<String>,
+    ) -> Result<Approval, ApprovalError> {
+        let mut state = self.lock();
+        state.expire_overdue();
+        let resolution = Resolution {
+            decision,
+            resolution: ApprovalResolution::Decided,
+            reason: reason.into(),
+        };
+        match state.finish(request_id, resolution) {
+            Ok(approval) => Ok(approval),
+            Err(Some(resolution)) => Err(ApprovalError::AlreadyResolved {
+                request_id: request_id.to_owned(),
+                resolution,
+            }),
+            Err(None) => Err(ApprovalError::NotFound {
+                request_id: request_id.to_owned(),
+            }),
+        }
+    }
+
+    /// How many requests wait for a human now.
+    pub fn pending_count(&self) -> usize {
+        let mut state = self.lock();
+        state.expire_overdue();
+        state.pending.len()
+    }
+
+    /// Pending requests, oldest first, optionally of one session.
+    pub fn list(
+        &self,
+        session: Option<Uuid>,
+        page: &PageRequest,
+    ) -> Result<Page<Approval>, ApprovalError> {
+        let mut state = self.lock();
+        state.expire_overdue();
+        let pending: Vec<(u64, &Approval)> = state
+            .pending
+            .iter()
+            .map(|(seq, entry)| (*seq, &entry.approval))
+            .collect();
+        let page = paginate(
+            pending,
+            page,
+            |(seq, _)| seq.to_string(),
+            |key| key.parse::<u64>().ok(),
+            |(seq, _), after| *seq > *after,
+            |(_, approval)| session.is_none_or(|s| approval.request.session_id == s),
+        )
+        .map_err(|_| ApprovalError::InvalidPageToken)?;
+        Ok(Page {
+            items: page.items.into_iter().map(|(_, a)| a.clone()).collect(),
+            next_token: page.next_token,
+        })
+    }
+
+    /// One request, pending or resolved (resolved ones only while they are remembered).
+    pub fn get(&self, request_id: &str) -> Result<Approval, ApprovalError> {
+        let state = self.lock();
+        if let Some(entry) = state.ids.get(request_id).and_then(|s| state.pending.get(s)) {
+            return Ok(entry.approval.clone());
+        }
+        Err(match state.resolved.get(request_id) {
+            Some(resolution) => ApprovalError::AlreadyResolved {
+                request_id: request_id.to_owned(),
+                resolution: *resolution,
+            },
+            None => ApprovalError::NotFound {
+                request_id: request_id.to_owned(),
+            },
+        })
+    }
+
+    /// Resolves the pending requests of a cancelled execution as cancelled (denied).
+    /// Returns them.
+    pub fn cancel_execution(&self, execution_id: Uuid) -> Vec<Approval> {
+        self.end_where(
+            |a| a.request.execution_id == execution_id,
+            ApprovalResolution::Cancelled,
+            "the execution was cancelled",
+        )
+    }
+
+    /// Drops everything of a deleted session: its pending requests end as cancelled and
+    /// its remembered `allow_always` decisions are forgotten.
+    pub fn forget_session(&self, session_id: Uuid) -> Vec<Approval> {
+        let ended = self.end_where(
+            |a| a.request.session_id == session_id,
+            ApprovalResolution::Cancelled,
+            "the session was deleted",
+        );
+        self.lock().remembered.remove(&session_id);
+        ended
+    }
+
+    /// Ends every pending request as interrupted (the server is shutting down).
+    pub fn interrupt_all(&self) -> Vec<Approval> {
+        self.end_where(
+            |_| true,
+            ApprovalResolution::Interrupted,
+            "the server stopped",
+        )
+    }
+
+    /// Whether a human chose `allow_always` for this exact call in this session.
+    pub fn is_remembered(&self, session_id: Uuid, tool: &str, arguments: &Value) -> bool {
+        let key = (tool.to_owned(), argument_key(tool, arguments));
+        self.lock()
+            .remembered
+            .get(&session_id)
+            .is_some_and(|calls| calls.contains(&key))
+    }
+
+    fn end_where(
+        &self,
+        selected: impl Fn(&Approval) -> bool,
+        resolution: ApprovalResolution,
+        reason: &str,
+    ) -> Vec<Approval> {
+        let mut state = self.lock();
+        let ids: Vec<String> = state
+            .pending
+            .values()
+            .filter(|e| selected(&e.approval))
+            .map(|e| e.approval.request_id.clone())
+            .collect();
+        ids.iter()
+            .filter_map(|id| state.finish(id, Resolution::ended(resolution, reason)).ok())
+            .collect()
+    }
+
+    /// Ends a request if it is still pending; returns the resolution it ended with.
+    fn finish(&self, request_id: &str, resolution: Resolution) -> Option<Resolution> {
+        self.lock()
+            .finish(request_id, resolution)
+            .ok()
+            .and_then(|a| a.resolution)
+    }
+}

@@ -1,0 +1,338 @@
+//! The approval store: decisions, errors, timeouts, cancellation, forgetting, remembering.
+
+use std::time::Duration;
+
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::error::ErrorKind;
+use crate::events::{ApprovalDecision, ApprovalResolution};
+use crate::paging::PageRequest;
+use crate::permissions::{
+    ApprovalError, ApprovalStore, ApprovalWaiter, PendingApproval, Resolution,
+};
+
+fn pending(
+    session: Uuid,
+    execution: Uuid,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> PendingApproval {
+    PendingApproval {
+        session_id: session,
+        execution_id: execution,
+        call_id: "call-1".to_owned(),
+        tool: tool.to_owned(),
+        summary: arguments.to_string(),
+        display: crate::permissions::display_call(None, &arguments),
+        arguments,
+        reason: "no rule allows it".to_owned(),
+    }
+}
+
+fn bash(session: Uuid, execution: Uuid, command: &str) -> PendingApproval {
+    pending(
+        session,
+        execution,
+        "Bash",
+        json!({ "command": command, "timeout_ms": 1000 }),
+    )
+}
+
+/// Awaits a waiter, failing the test instead of hanging if it never resolves.
+async fn outcome(waiter: ApprovalWaiter) -> Resolution {
+    tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .unwrap_or_else(|_| panic!("the waiter never resolved"))
+}
+
+fn pending_ids(store: &ApprovalStore, session: Option<Uuid>) -> Vec<String> {
+    store
+        .list(session, &PageRequest::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .items
+        .into_iter()
+        .map(|a| a.request_id)
+        .collect()
+}
+
+#[test]
+fn the_store_is_shared_across_tasks() {
+    fn shared<T: Send + Sync + Clone + 'static>() {}
+    fn sendable<T: Send + 'static>() {}
+    shared::<ApprovalStore>();
+    sendable::<ApprovalWaiter>();
+}
+
+#[tokio::test]
+async fn each_decision_reaches_the_waiter() {
+    let store = ApprovalStore::default();
+    let (session, execution) = (Uuid::new_v4(), Uuid::new_v4());
+    let cases = [
+        (ApprovalDecision::AllowOnce, "", true),
+        (ApprovalDecision::AllowAlways, "", true),
+        (ApprovalDecision::Deny, "not on main", false),
+    ];
+    for (decision, reason, allows) in cases {
+        let (id, waiter) = store.request(bash(session, execution, "rm x"));
+        assert_eq!(pending_ids(&store, None), std::slice::from_ref(&id));
+        let approval = store
+            .resolve(&id, decision, reason)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let expected = Resolution {
+            decision,
+            resolution: ApprovalResolution::Decided,
+            reason: reason.to_owned(),
+        };
+        assert_eq!(approval.resolution.as_ref(), Some(&expected));
+        assert_eq!(approval.request.tool, "Bash");
+        let resolved = outcome(waiter).await;
+        assert_eq!(resolved, expected);
+        assert_eq!(resolved.allows(), allows);
+        assert!(pending_ids(&store, None).is_empty());
+    }
+}
+
+#[tokio::test]
+async fn unknown_and_repeated_resolves_change_nothing() {
+    let store = ApprovalStore::default();
+    let (session, execution) = (Uuid::new_v4(), Uuid::new_v4());
+
+    let err = store
+        .resolve("no-such-request", ApprovalDecision::AllowOnce, "")
+        .err()
+        .unwrap_or_else(|| panic!("resolved an unknown id"));
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    assert_eq!(err.reason(), "APPROVAL_NOT_FOUND");
+
+    let (id, waiter) = store.request(bash(session, execution, "rm x"));
+    store
+        .resolve(&id, ApprovalDecision::Deny, "no")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let again = store.resolve(&id, ApprovalDecision::AllowAlways, "");
+    let Err(err @ ApprovalError::AlreadyResolved { .. }) = again else {
+        panic!("second resolve: {again:?}");
+    };
+    assert_eq!(err.kind(), ErrorKind::FailedPrecondition);
+    assert_eq!(err.reason(), "APPROVAL_ALREADY_RESOLVED");
+    // The first decision stands and the second was not remembered.
+    assert_eq!(outcome(waiter).await.decision, ApprovalDecision::Deny);
+    let args = json!({ "command": "rm x" });
+    assert!(!store.is_remembered(session, "Bash", &args));
+    assert_eq!(
+        store.get(&id).err().map(|e| e.kind()),
+        Some(ErrorKind::FailedPrecondition)
+    );
+}
+
+#[tokio::test]
+async fn an_unanswered_request_times_out_as_denied() {
+    let store = ApprovalStore::new(Duration::from_millis(50));
+    let (session, execution) = (Uuid::new_v4(), Uuid::new_v4());
+    let (id, waiter) = store.request(bash(session, execution, "rm x"));
+    let resolved = outcome(waiter).await;
+    assert_eq!(resolved.decision, ApprovalDecision::Deny);
+    assert_eq!(resolved.resolution, ApprovalResolution::TimedOut);
+    assert!(
+        resolved.reason.contains("no decision within 50 ms"),
+        "{}",
+        resolved.reason
+    );
+    let late = store.resolve(&id, ApprovalDecision::AllowOnce, "");
+    assert!(
+        matches!(
+            late,
+            Err(ApprovalError::AlreadyResolved {
+                resolution: ApprovalResolution::TimedOut,
+                ..
+            })
+        ),
+        "{late:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_overdue_request_is_not_listed_even_if_nobody_waits() {
+    let store = ApprovalStore::new(Duration::from_millis(30));
+    let (id, waiter) = store.request(bash(Uuid::new_v4(), Uuid::new_v4(), "rm x"));
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    assert!(pending_ids(&store, None).is_empty());
+    assert!(matches!(
+        store.resolve(&id, ApprovalDecision::AllowOnce, ""),
+        Err(ApprovalError::AlreadyResolved {
+            resolution: ApprovalResolution::TimedOut,
+            ..
+        })
+    ));
+    // The waiter, polled late, reports the same ending.
+    assert_eq!(
+        outcome(waiter).await.resolution,
+        ApprovalResolution::TimedOut
+    );
+}
+
+#[tokio::test]
+async fn cancelling_an_execution_ends_only_its_requests() {
+    let store = ApprovalStore::default();
+    let session = Uuid::new_v4();
+    let (cancelled, other) = (Uuid::new_v4(), Uuid::new_v4());
+    let (_, first) = store.request(bash(session, cancelled, "rm a"));
+    let (_, second) = store.request(bash(session, cancelled, "rm b"));
+    let (kept, third) = store.request(bash(session, other, "rm c"));
+
+    let ended = store.cancel_execution(cancelled);
+    assert_eq!(ended.len(), 2);
+    for waiter in [first, second] {
+        let resolved = outcome(waiter).await;
+        assert_eq!(resolved.resolution, ApprovalResolution::Cancelled);
+        assert_eq!(resolved.decision, ApprovalDecision::Deny);
+    }
+    assert_eq!(pending_ids(&store, None), std::slice::from_ref(&kept));
+    store
+        .resolve(&kept, ApprovalDecision::AllowOnce, "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(outcome(third).await.decision, ApprovalDecision::AllowOnce);
+}
+
+#[tokio::test]
+async fn allow_always_is_remembered_for_the_exact_call_in_its_session() {
+    let store = ApprovalStore::default();
+    let (session, other_session, execution) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+
+    let (id, _waiter) = store.request(bash(session, execution, "rm -rf build"));
+    store
+        .resolve(&id, ApprovalDecision::AllowAlways, "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let write = json!({ "path": "data/a.txt", "content_sha256": "ab12", "content_bytes": 4 });
+    let (id, _waiter) = store.request(pending(session, execution, "Write", write.clone()));
+    store
+        .resolve(&id, ApprovalDecision::AllowAlways, "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (id, _waiter) = store.request(bash(session, execution, "rm once"));
+    store
+        .resolve(&id, ApprovalDecision::AllowOnce, "")
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    #[rustfmt::skip]
+    let table: &[(Uuid, &str, serde_json::Value, bool)] = &[
+        // Bash: the exact command, whatever the timeout.
+        (session, "Bash", json!({ "command": "rm -rf build" }), true),
+        (session, "Bash", json!({ "command": "rm -rf build", "timeout_ms": 5 }), true),
+        (session, "Bash", json!({ "command": "rm -rf build " }), false),
+        (session, "Bash", json!({ "command": "rm -rf build; rm -rf /" }), false),
+        (session, "Bash", json!({ "command": "rm -rf" }), false),
+        (session, "Bash", json!({ "command": "rm once" }), false),
+        (other_session, "Bash", json!({ "command": "rm -rf build" }), false),
+        // Other tools: the exact arguments, in any key order.
+        (session, "Write", json!({ "content_bytes": 4, "content_sha256": "ab12", "path": "data/a.txt" }), true),
+        (session, "Write", json!({ "path": "data/a.txt", "content_sha256": "ffff", "content_bytes": 4 }), false),
+        (session, "Edit", write.clone(), false),
+    ];
+    for (session_id, tool, arguments, remembered) in table {
+        assert_eq!(
+            store.is_remembered(*session_id, tool, arguments),
+            *remembered,
+            "{tool} {arguments}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn forgetting_a_session_drops_its_requests_and_memory() {
+    let store = ApprovalStore::default();
+    let (deleted, kept, execution) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    let (id, _waiter) = store.request(bash(deleted, execution, "ls"));
+    store
+        .resolve(&id, ApprovalDecision::AllowAlways, "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, waiting) = store.request(bash(deleted, execution, "rm x"));
+    let (kept_id, _kept_waiter) = store.request(bash(kept, Uuid::new_v4(), "rm y"));
+
+    let ended = store.forget_session(deleted);
+    assert_eq!(ended.len(), 1);
+    assert_eq!(
+        outcome(waiting).await.resolution,
+        ApprovalResolution::Cancelled
+    );
+    assert!(!store.is_remembered(deleted, "Bash", &json!({ "command": "ls" })));
+    assert_eq!(pending_ids(&store, None), [kept_id]);
+}
+
+#[tokio::test]
+async fn dropping_the_waiter_cancels_the_request() {
+    let store = ApprovalStore::default();
+    let (id, waiter) = store.request(bash(Uuid::new_v4(), Uuid::new_v4(), "rm x"));
+    drop(waiter);
+    assert!(pending_ids(&store, None).is_empty());
+    assert!(matches!(
+        store.resolve(&id, ApprovalDecision::AllowOnce, ""),
+        Err(ApprovalError::AlreadyResolved {
+            resolution: ApprovalResolution::Cancelled,
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn shutdown_interrupts_every_pending_request() {
+    let store = ApprovalStore::default();
+    let (_, a) = store.request(bash(Uuid::new_v4(), Uuid::new_v4(), "rm a"));
+    let (_, b) = store.request(bash(Uuid::new_v4(), Uuid::new_v4(), "rm b"));
+    assert_eq!(store.interrupt_all().len(), 2);
+    for waiter in [a, b] {
+        assert_eq!(
+            outcome(waiter).await.resolution,
+            ApprovalResolution::Interrupted
+        );
+    }
+}
+
+#[tokio::test]
+async fn listing_is_oldest_first_filtered_and_paged() {
+    let store = ApprovalStore::default();
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    let mut waiters = Vec::new();
+    let mut of_a = Vec::new();
+    for i in 0..5 {
+        let session = if i % 2 == 0 { a } else { b };
+        let (id, waiter) = store.request(bash(session, Uuid::new_v4(), &format!("rm {i}")));
+        if session == a {
+            of_a.push(id);
+        }
+        waiters.push(waiter);
+    }
+    assert_eq!(pending_ids(&store, None).len(), 5);
+    assert_eq!(pending_ids(&store, Some(a)), of_a);
+
+    let mut paged = Vec::new();
+    let mut token = None;
+    loop {
+        let page = store
+            .list(
+                Some(a),
+                &PageRequest {
+                    size: 2,
+                    token: token.clone(),
+                },
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        paged.extend(page.items.into_iter().map(|x| x.request_id));
+        token = page.next_token;
+        if token.is_none() {
+            break;
+        }
+    }
+    assert_eq!(paged, of_a);
+
+    let bad = store.list(
+        None,
+        &PageRequest {
+            size: 1,
+            token: Some("!!".to_owned()),
+        },
+    );
+    assert_eq!(
+        bad.err().map(|e| e.kind()),
+        Some(ErrorKind::InvalidArgument)
+    );
+}

@@ -1,0 +1,606 @@
+//! An open session: its log writer, running totals, the recent-events ring that serves
+//! live subscribers, and the conversation history that feeds the next turn.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use super::history::{History, HistorySnapshot};
+use super::log::EventLog;
+use super::observer::EventObserver;
+use super::record::{SessionInfo, SessionRecord, SessionStats};
+use super::subscription::Subscription;
+use super::summary::{SummaryTasks, SummaryWriter};
+use super::unfinished::TurnSoFar;
+use crate::chat::TokenUsage;
+use crate::error::{Result, RuntimeError};
+use crate::events::{
+    ApprovalDecision, ApprovalResolution, Event, EventPayload, TurnCompleted, TurnOutcome, now_ms,
+};
+
+/// How many recent events stay in memory for live subscribers. A subscriber further
+/// behind reads the log file instead, so memory stays bounded whatever it does.
+const RECENT_EVENTS: usize = 512;
+
+/// How long a durability point written by [`SessionHandle::append_now`] (a turn's start)
+/// waits for a later sync to share: a turn that ends sooner costs one sync, not two.
+const GROUP_SYNC_DELAY: std::time::Duration = std::time::Duration::from_millis(10);
+
+pub struct SessionHandle {
+    record: SessionRecord,
+    dir: PathBuf,
+    state: Mutex<LiveState>,
+    /// A second descriptor of the log file, so syncing happens outside the state lock.
+    sync_file: File,
+    /// The last sequence subscribers may see; they wait on it.
+    pub(super) published: watch::Sender<u64>,
+    /// The last sequence known to be on stable storage.
+    synced_sequence: AtomicU64,
+    /// The runtime's view of every event (metrics, event hooks), if any.
+    observer: Option<Arc<dyn EventObserver>>,
+    /// The last sequence handed to the observer as published. Its own lock, taken before
+    /// the state's, keeps hand-overs in sequence order when appends race.
+    observed: Mutex<u64>,
+    summary: SummaryWriter,
+}
+
+pub(super) struct LiveState {
+    pub(super) log: EventLog,
+    /// Durability points written and not yet synced, oldest first, and whether their
+    /// writer holds them back until it has acted on the sync. Nothing from the first of
+    /// them on is visible to subscribers.
+    unsynced: VecDeque<(u64, bool)>,
+    stats: SessionStats,
+    pub(super) recent: VecDeque<Arc<Event>>,
+    history: History,
+    /// A turn the log shows as started but never ended, that nothing runs any more:
+    /// found when opening the log after a crash, or left by a turn whose end could not
+    /// be written. It is closed before the session's next turn starts.
+    open_turn: Option<OpenTurn>,
+    /// The turn the log shows started and not yet completed (whoever runs it).
+    log_turn: Option<LogTurn>,
+    pub(super) deleted: bool,
+}
+
+/// A turn the log shows started and not yet completed.
+#[derive(Clone, Debug, PartialEq)]
+struct LogTurn {
+    id: Uuid,
+    /// The sequence of its `turn_started`.
+    first_sequence: u64,
+    /// Its approval requests the log shows unresolved.
+    pending_approvals: Vec<String>,
+}
+
+/// A turn left open in the log, and how its end is to be recorded.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct OpenTurn {
+    pub turn_id: Uuid,
+    /// Approval requests of the turn that have no resolution in the log.
+    pub pending_approvals: Vec<String>,
+    pub outcome: TurnOutcome,
+    pub error: String,
+    /// What it did and spent, as far as the log (or its runner) knows: its end records it.
+    pub so_far: TurnSoFar,
+}
+
+/// The end recorded for a turn left open: what its execution status is from now on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClosedTurn {
+    pub turn_id: Uuid,
+    pub outcome: TurnOutcome,
+    pub error: String,
+    pub usage: TokenUsage,
+    pub first_sequence: u64,
+    pub last_sequence: u64,
+}
+
+/// Why a turn found open when its log was read is closed as interrupted.
+const CRASHED_TURN: &str = "the server stopped while this turn was running";
+
+/// What replaying the log found about the turn that was running, if any.
+#[derive(Default)]
+pub(crate) struct ReplayState {
+    pub stats: SessionStats,
+    pub recent: VecDeque<Arc<Event>>,
+    pub history: History,
+    /// A turn started but never completed, and its approvals still pending.
+    pub open_turn: Option<OpenTurn>,
+}
+
+impl ReplayState {
+    pub fn observe(&mut self, event: Event) {
+        self.stats.observe(&event);
+        match &event.payload {
+            EventPayload::TurnStarted(started) => {
+                self.open_turn = event.turn_id.map(|turn_id| OpenTurn {
+                    turn_id,
+                    pending_approvals: Vec::new(),
+                    outcome: TurnOutcome::Interrupted,
+                    error: CRASHED_TURN.into(),
+                    so_far: TurnSoFar::new(&started.prompt, event.sequence),
+                });
+            }
+            EventPayload::PermissionRequested { request_id, .. } => {
+                if let Some(open) = &mut self.open_turn {
+                    open.pending_approvals.push(request_id.clone());
+                }
+            }
+            EventPayload::ApprovalResolved { request_id, .. } => {
+                if let Some(open) = &mut self.open_turn {
+                    open.pending_approvals.retain(|r| r != request_id);
+                }
+            }
+            EventPayload::TurnCompleted(_) => self.open_turn = None,
+            _ => {}
+        }
+        if let Some(open) = &mut self.open_turn {
+            open.so_far.observe(&event);
+        }
+        self.history.observe(&event);
+        if self.recent.len() == RECENT_EVENTS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(Arc::new(event));
+    }
+}
+
+/// A random (version 4) id for an event, from the thread's generator: `Uuid::new_v4`
+/// makes a system call per id, and a busy turn writes thousands of events a second.
+fn event_id() -> Uuid {
+    uuid::Builder::from_random_bytes(rand::random()).into_uuid()
+}
+
+impl SessionHandle {
+    pub(crate) fn new(
+        record: SessionRecord,
+        dir: PathBuf,
+        log: EventLog,
+        replay: ReplayState,
+        observer: Option<Arc<dyn EventObserver>>,
+        summary_tasks: SummaryTasks,
+    ) -> Result<Self> {
+        let sync_file = File::open(log.path())
+            .map_err(|e| RuntimeError::storage(format!("open {}", log.path().display()), e))?;
+        let (published, _) = watch::channel(log.last_sequence());
+        let synced_sequence = AtomicU64::new(log.last_sequence());
+        let mut replay = replay;
+        replay.stats.log_bytes = log.size();
+        Ok(Self {
+            observed: Mutex::new(log.last_sequence()),
+            observer,
+            synced_sequence,
+            summary: SummaryWriter::new(summary_tasks),
+            record,
+            dir,
+            sync_file,
+            published,
+            state: Mutex::new(LiveState {
+                unsynced: VecDeque::new(),
+                log,
+                stats: replay.stats,
+                recent: replay.recent,
+                history: replay.history,
+                log_turn: replay.open_turn.as_ref().map(|open| LogTurn {
+                    id: open.turn_id,
+                    first_sequence: open.so_far.first_sequence,
+                    pending_approvals: open.pending_approvals.clone(),
+                }),
+                open_turn: replay.open_turn,
+                deleted: false,
+            }),
+        })
+    }
+
+    pub fn id(&self) -> Uuid {
+        self.record.id
+    }
+
+    pub fn record(&self) -> &SessionRecord {
+        &self.record
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn info(&self) -> SessionInfo {
+        SessionInfo {
+            record: self.record.clone(),
+            stats: self.lock().stats.clone(),
+        }
+    }
+
+    pub fn stats(&self) -> SessionStats {
+        self.lock().stats.clone()
+    }
+
+    /// What the next turn starts from: the latest summary, the completed turns after it
+    /// (oldest first) and the recalled memory section.
+    pub fn history(&self) -> HistorySnapshot {
+        self.lock().history.snapshot()
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, LiveState> {
+        // A panic while holding the lock leaves plain data behind; keep serving it.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Appends an event and wakes subscribers. Durability points are synced first, so a
+    /// subscriber never sees a turn end or an approval request that a crash could lose.
+    pub async fn append(&self, turn_id: Option<Uuid>, payload: EventPayload) -> Result<Arc<Event>> {
+        self.append_then(turn_id, payload, |_| {}).await
+    }
+
+    /// Like [`append`](Self::append), running `before_publish` once the event is written
+    /// (and synced, at durability points) but before any subscriber can see it: state
+    /// that callers read after seeing the event (an execution's status) is updated there.
+    pub async fn append_then(
+        &self,
+        turn_id: Option<Uuid>,
+        payload: EventPayload,
+        before_publish: impl FnOnce(&Event),
+    ) -> Result<Arc<Event>> {
+        let durable = payload.is_durability_point();
+        let event = self.write(turn_id, payload, durable)?;
+        if durable {
+            let synced = self.sync().await;
+            if synced.is_ok() {
+                before_publish(&event);
+            }
+            self.release(event.sequence);
+            synced?;
+        } else {
+            before_publish(&event);
+        }
+        self.publish();
+        Ok(event)
+    }
+
+    /// Appends without waiting; subscribers see it at once, except a durability point
+    /// (and what follows it), which they see once it is synced: by the next durable
+    /// append, or within [`GROUP_SYNC_DELAY`]. So a turn that ends sooner than that is
+    /// made durable, its start with its end, by one sync.
+    pub fn append_now(
+        self: &Arc<Self>,
+        turn_id: Option<Uuid>,
+        payload: EventPayload,
+    ) -> Result<Arc<Event>> {
+        let durable = payload.is_durability_point();
+        let event = self.write(turn_id, payload, false)?;
+        if durable {
+            self.sync_soon();
+        }
+        self.publish();
+        Ok(event)
+    }
+
+    /// Writes an event to the log and the ring without telling subscribers. A durability
+    /// point is remembered as unsynced, `held` when its writer releases it itself.
+    fn write(
+        &self,
+        turn_id: Option<Uuid>,
+        payload: EventPayload,
+        held: bool,
+    ) -> Result<Arc<Event>> {
+        let mut state = self.lock();
+        self.write_locked(&mut state, turn_id, payload, held)
+    }
+
+    fn write_locked(
+        &self,
+        state: &mut LiveState,
+        turn_id: Option<Uuid>,
+        mut payload: EventPayload,
+        held: bool,
+    ) -> Result<Arc<Event>> {
+        // The one place every event passes before it is written or streamed.
+        crate::event_bounds::bound(&mut payload);
+        if let EventPayload::TurnStarted(started) = &mut payload
+            && started.context.model.mask_secrets()
+        {
+            tracing::warn!(session = %self.record.id, "masked a credential in the model config before writing the event");
+        }
+        if state.deleted {
+            return Err(RuntimeError::not_found(
+                "session",
+                self.record.id.to_string(),
+            ));
+        }
+        let event = Event {
+            id: event_id(),
+            session_id: self.record.id,
+            sequence: state.log.last_sequence() + 1,
+            created_at_ms: now_ms(),
+            turn_id,
+            payload,
+        };
+        state.log.append(&event).map_err(RuntimeError::from)?;
+        match (&event.payload, &mut state.log_turn) {
+            (EventPayload::TurnStarted(_), _) => {
+                state.log_turn = event.turn_id.map(|id| LogTurn {
+                    id,
+                    first_sequence: event.sequence,
+                    pending_approvals: Vec::new(),
+                });
+            }
+            (EventPayload::TurnCompleted(_), _) => state.log_turn = None,
+            (EventPayload::PermissionRequested { request_id, .. }, Some(turn)) => {
+                turn.pending_approvals.push(request_id.clone());
+            }
+            (EventPayload::ApprovalResolved { request_id, .. }, Some(turn)) => {
+                turn.pending_approvals.retain(|r| r != request_id);
+            }
+            _ => {}
+        }
+        if let Some(observer) = &self.observer {
+            observer.appended(&event);
+        }
+        if event.payload.is_durability_point() {
+            state.unsynced.push_back((event.sequence, held));
+        }
+        state.stats.observe(&event);
+        state.stats.log_bytes = state.log.size();
+        state.history.observe(&event);
+        let event = Arc::new(event);
+        if state.recent.len() == RECENT_EVENTS {
+            state.recent.pop_front();
+        }
+        state.recent.push_back(event.clone());
+        Ok(event)
+    }
+
+    /// Lets subscribers see every event before the first unsynced durability point.
+    /// `send_if_modified` keeps the published sequence monotonic.
+    fn publish(&self) {
+        let visible = {
+            let state = self.lock();
+            state
+                .unsynced
+                .front()
+                .map_or(state.log.last_sequence(), |(first, _)| first - 1)
+        };
+        self.published.send_if_modified(|last| {
+            if visible > *last {
+                *last = visible;
+                true
+            } else {
+                false
+            }
+        });
+        if let Some(observer) = &self.observer
+            && observer.follows_published()
+        {
+            self.hand_over(observer.as_ref(), visible);
+        }
+    }
+
+    /// Hands the observer every event after the last one it got, up to `sequence`, from
+    /// the ring.
+    fn hand_over(&self, observer: &dyn EventObserver, sequence: u64) {
+        let mut observed = self.observed.lock().unwrap_or_else(|p| p.into_inner());
+        if sequence <= *observed {
+            return;
+        }
+        let state = self.lock();
+        let first = state.recent.front().map_or(sequence + 1, |e| e.sequence);
+        if first > *observed + 1 {
+            observer.missed(first.min(sequence + 1) - *observed - 1);
+        }
+        let skip = (*observed + 1).saturating_sub(first) as usize;
+        for event in state
+            .recent
+            .iter()
+            .skip(skip)
+            .take_while(|e| e.sequence <= sequence)
+        {
+            observer.published(event);
+        }
+        *observed = sequence;
+    }
+
+    /// A held durability point is no longer held (its writer has acted on its sync).
+    fn release(&self, sequence: u64) {
+        let mut state = self.lock();
+        let synced = self.synced_sequence.load(Ordering::Acquire);
+        state
+            .unsynced
+            .retain(|(s, held)| *s != sequence && (*held || *s > synced));
+    }
+
+    /// Syncs after [`GROUP_SYNC_DELAY`], unless another sync covered everything by then,
+    /// and publishes what it made durable. Outside a tokio runtime (an embedder's plain
+    /// thread) there is nothing to wait in: it syncs at once.
+    fn sync_soon(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            if let Err(e) = self.sync_blocking() {
+                tracing::warn!(session = %self.id(), error = %e, "cannot sync the event log");
+            }
+            return;
+        };
+        let handle = self.clone();
+        runtime.spawn(async move {
+            tokio::time::sleep(GROUP_SYNC_DELAY).await;
+            if let Err(e) = handle.sync().await {
+                tracing::warn!(session = %handle.id(), error = %e, "cannot sync the event log");
+            }
+            handle.publish();
+        });
+    }
+
+    /// [`sync`](Self::sync) on the calling thread.
+    fn sync_blocking(&self) -> Result<()> {
+        let target = self.lock().log.last_sequence();
+        self.sync_file
+            .sync_data()
+            .map_err(|e| RuntimeError::storage(format!("sync {}", self.dir.display()), e))?;
+        self.synced(target);
+        Ok(())
+    }
+
+    /// Everything up to `target` is on stable storage.
+    fn synced(&self, target: u64) {
+        self.synced_sequence.fetch_max(target, Ordering::AcqRel);
+        let synced = self.synced_sequence.load(Ordering::Acquire);
+        self.lock()
+            .unsynced
+            .retain(|(s, held)| *held || *s > synced);
+    }
+
+    /// Makes everything appended so far durable. Concurrent callers each wait for their
+    /// own sync; a call with nothing new to sync returns at once.
+    pub async fn sync(&self) -> Result<()> {
+        let target = self.lock().log.last_sequence();
+        if self.synced_sequence.load(Ordering::Acquire) < target {
+            let file = self
+                .sync_file
+                .try_clone()
+                .map_err(|e| RuntimeError::storage("duplicate log descriptor", e))?;
+            let path = self.dir.clone();
+            tokio::task::spawn_blocking(move || file.sync_data())
+                .await
+                .map_err(|e| RuntimeError::storage("sync log", std::io::Error::other(e)))?
+                .map_err(|e| RuntimeError::storage(format!("sync {}", path.display()), e))?;
+        }
+        self.synced(target);
+        Ok(())
+    }
+
+    /// The last sequence subscribers can see (events after it wait for a sync).
+    pub fn visible_sequence(&self) -> u64 {
+        *self.published.borrow()
+    }
+
+    pub(super) fn summary(&self) -> &SummaryWriter {
+        &self.summary
+    }
+
+    /// The totals, unless the session was deleted.
+    pub(super) fn live_stats(&self) -> Option<SessionStats> {
+        let state = self.lock();
+        (!state.deleted).then(|| state.stats.clone())
+    }
+
+    /// Records the end of the turn left open in the log, if any: its pending approvals
+    /// are resolved (denied) and the turn completed with the outcome its
+    /// [`OpenTurn`] says, with the tokens, model calls and completed steps it shows. All of
+    /// it is written under one lock, so no other event slips in between; what could not be
+    /// written stays open for the next attempt. Returns the turn closed.
+    pub(crate) async fn close_open_turn(&self) -> Result<Option<ClosedTurn>> {
+        let mut wrote = false;
+        let closed = self.write_open_turn_end(&mut wrote);
+        if wrote {
+            if closed.is_ok() {
+                self.sync().await?;
+            }
+            self.publish();
+        }
+        closed
+    }
+
+    /// Writes what [`close_open_turn`](Self::close_open_turn) records; `wrote` tells
+    /// whether any of it reached the log, even when the rest failed.
+    fn write_open_turn_end(&self, wrote: &mut bool) -> Result<Option<ClosedTurn>> {
+        let mut state = self.lock();
+        let Some(open) = state.open_turn.clone() else {
+            return Ok(None);
+        };
+        for request_id in &open.pending_approvals {
+            let (resolution, reason) = match open.outcome {
+                TurnOutcome::Interrupted => (
+                    ApprovalResolution::Interrupted,
+                    "the server stopped while this approval was pending",
+                ),
+                _ => (
+                    ApprovalResolution::Cancelled,
+                    "the turn ended while this approval was pending",
+                ),
+            };
+            let resolved = EventPayload::ApprovalResolved {
+                request_id: request_id.clone(),
+                decision: ApprovalDecision::Deny,
+                resolution,
+                reason: reason.into(),
+            };
+            self.write_locked(&mut state, Some(open.turn_id), resolved, false)?;
+            *wrote = true;
+            if let Some(left) = &mut state.open_turn {
+                left.pending_approvals.retain(|r| r != request_id);
+            }
+        }
+        let completed = EventPayload::TurnCompleted(TurnCompleted {
+            outcome: open.outcome,
+            response: String::new(),
+            error: open.error.clone(),
+            usage: open.so_far.usage,
+            messages: open.so_far.messages(),
+            model_calls: open.so_far.model_calls,
+        });
+        let end = self.write_locked(&mut state, Some(open.turn_id), completed, false)?;
+        *wrote = true;
+        state.open_turn = None;
+        Ok(Some(ClosedTurn {
+            turn_id: open.turn_id,
+            outcome: open.outcome,
+            error: open.error,
+            usage: open.so_far.usage,
+            first_sequence: open.so_far.first_sequence,
+            last_sequence: end.sequence,
+        }))
+    }
+
+    /// Gives up on a turn whose end could not be written (a full or read-only disk): if
+    /// the log shows it open, it is closed with `outcome`, `error` and what it `spent` (and
+    /// its approval requests the log shows unresolved, denied) before the session's next
+    /// turn. Returns whether the log shows it open.
+    pub(crate) fn abandon_turn(
+        &self,
+        turn_id: Uuid,
+        outcome: TurnOutcome,
+        error: String,
+        spent: (TokenUsage, u32),
+    ) -> bool {
+        let mut state = self.lock();
+        let (pending_approvals, first_sequence) = match &state.log_turn {
+            Some(open) if open.id == turn_id => {
+                (open.pending_approvals.clone(), open.first_sequence)
+            }
+            _ => return false,
+        };
+        state.open_turn = Some(OpenTurn {
+            turn_id,
+            pending_approvals,
+            outcome,
+            error,
+            so_far: TurnSoFar::spent(first_sequence, spent.0, spent.1),
+        });
+        true
+    }
+
+    /// Whether a turn is left open in the log (see [`SessionHandle::close_open_turn`]).
+    pub(crate) fn has_open_turn(&self) -> bool {
+        self.lock().open_turn.is_some()
+    }
+
+    /// Marks the session deleted: appends fail and subscribers end.
+    pub(crate) fn mark_deleted(&self) {
+        self.lock().deleted = true;
+        self.published.send_modify(|_| {});
+    }
+
+    /// Follows the log from after `after_sequence`.
+    pub fn subscribe(self: &Arc<Self>, after_sequence: u64) -> Subscription {
+        Subscription {
+            handle: self.clone(),
+            cursor: after_sequence,
+            wake: self.published.subscribe(),
+            file: None,
+            counted: None,
+        }
+    }
+}

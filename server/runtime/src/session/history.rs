@@ -1,0 +1,227 @@
+//! A session's conversation memory, held while the session is open and rebuilt from its
+//! log when it is opened: the latest compaction summary, the completed (and interrupted)
+//! turns after it, and the long-term memory section recalled at its first turn.
+//!
+//! Each turn's token estimate is computed once, when the turn is added, so sizing a
+//! turn's window costs one addition per remembered turn.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::chat::ChatMessage;
+use crate::events::{Event, EventPayload, TurnOutcome};
+use crate::memory::compaction::summary_message;
+use crate::memory::estimate::{message_tokens, messages_tokens};
+use crate::memory::interrupted;
+
+/// How many completed turns after the summary are kept. Reaching it makes the next turn
+/// compact the older half (see `memory::window::plan`), so a turn leaves the history only
+/// through a summary unless that compaction fails.
+pub const MEMORY_TURNS: usize = 64;
+
+/// One completed turn's messages (an interrupted turn's as far as it got, with a note).
+#[derive(Clone, Debug)]
+pub struct HistoryTurn {
+    pub turn_id: Uuid,
+    pub messages: Arc<Vec<ChatMessage>>,
+    /// Estimated tokens of the messages.
+    pub tokens: u64,
+}
+
+/// The summary standing in for the turns up to `through_turn_id`.
+#[derive(Clone, Debug)]
+pub struct HistorySummary {
+    pub text: Arc<str>,
+    pub through_turn_id: Uuid,
+    /// Estimated tokens of the summary as it is sent.
+    pub tokens: u64,
+}
+
+impl HistorySummary {
+    pub fn new(text: &str, through_turn_id: Uuid) -> Self {
+        Self {
+            tokens: message_tokens(&summary_message(text)),
+            text: Arc::from(text),
+            through_turn_id,
+        }
+    }
+}
+
+/// What a turn starts from.
+#[derive(Clone, Debug, Default)]
+pub struct HistorySnapshot {
+    pub summary: Option<HistorySummary>,
+    /// Oldest first.
+    pub turns: Vec<HistoryTurn>,
+    /// The system prompt's memory section, once recalled.
+    pub memory_section: Option<Arc<str>>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct History {
+    summary: Option<HistorySummary>,
+    turns: VecDeque<HistoryTurn>,
+    memory_section: Option<Arc<str>>,
+    /// The prompt of the turn running, for an interrupted turn whose record holds no
+    /// messages (it stopped before its first step, or a crash closed it before they were
+    /// recorded).
+    prompt: Option<String>,
+}
+
+impl History {
+    /// Folds one event of the log in; live appends and replay both come through here.
+    pub fn observe(&mut self, event: &Event) {
+        match &event.payload {
+            EventPayload::TurnStarted(started) => self.prompt = Some(started.prompt.clone()),
+            EventPayload::TurnCompleted(done) => {
+                let prompt = self.prompt.take();
+                let messages = match done.outcome {
+                    TurnOutcome::Completed => done.messages.clone(),
+                    TurnOutcome::Interrupted => {
+                        interrupted::remembered(&done.messages, prompt.as_deref(), &done.error)
+                    }
+                    TurnOutcome::Failed | TurnOutcome::Cancelled => return,
+                };
+                if messages.is_empty() {
+                    return;
+                }
+                if self.turns.len() == MEMORY_TURNS {
+                    self.turns.pop_front();
+                }
+                self.turns.push_back(HistoryTurn {
+                    turn_id: event.turn_id.unwrap_or_default(),
+                    tokens: messages_tokens(&messages),
+                    messages: Arc::new(messages),
+                });
+            }
+            EventPayload::HistoryCompacted(compacted) => {
+                // The covered turns are gone already if the ring dropped them.
+                if let Some(at) = self
+                    .turns
+                    .iter()
+                    .position(|t| t.turn_id == compacted.through_turn_id)
+                {
+                    self.turns.drain(..=at);
+                }
+                self.summary = Some(HistorySummary::new(
+                    &compacted.summary,
+                    compacted.through_turn_id,
+                ));
+            }
+            EventPayload::MemoryRecalled { section, .. } => {
+                self.memory_section = Some(Arc::from(section.as_str()));
+            }
+            _ => {}
+        }
+    }
+
+    pub fn snapshot(&self) -> HistorySnapshot {
+        HistorySnapshot {
+            summary: self.summary.clone(),
+            turns: self.turns.iter().cloned().collect(),
+            memory_section: self.memory_section.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{HistoryCompacted, TurnCompleted};
+
+    fn event(turn_id: Uuid, payload: EventPayload) -> Event {
+        Event {
+            id: Uuid::new_v4(),
+            session_id: Uuid::nil(),
+            sequence: 1,
+            created_at_ms: 1,
+            turn_id: Some(turn_id),
+            payload,
+        }
+    }
+
+    fn completed(outcome: TurnOutcome, text: &str) -> EventPayload {
+        EventPayload::TurnCompleted(TurnCompleted {
+            outcome,
+            response: text.into(),
+            error: String::new(),
+            usage: Default::default(),
+            messages: vec![
+                ChatMessage::user(text),
+                ChatMessage::assistant(text, vec![]),
+            ],
+            model_calls: 1,
+        })
+    }
+
+    #[test]
+    fn completed_turns_are_kept_and_a_compaction_replaces_the_ones_it_covers() {
+        let mut history = History::default();
+        let ids: Vec<Uuid> = (0..4).map(|_| Uuid::now_v7()).collect();
+        for (i, id) in ids.iter().enumerate() {
+            history.observe(&event(
+                *id,
+                completed(TurnOutcome::Completed, &format!("t{i}")),
+            ));
+        }
+        history.observe(&event(
+            Uuid::now_v7(),
+            completed(TurnOutcome::Failed, "lost"),
+        ));
+        let snapshot = history.snapshot();
+        assert_eq!(snapshot.turns.len(), 4, "failed turns are not remembered");
+        assert_eq!(
+            snapshot.turns[0].tokens,
+            messages_tokens(&snapshot.turns[0].messages)
+        );
+
+        history.observe(&event(
+            ids[3],
+            EventPayload::HistoryCompacted(HistoryCompacted {
+                summary: "t0 and t1 happened".into(),
+                through_turn_id: ids[1],
+                turns_compacted: 2,
+                tokens_before: 100,
+                tokens_after: 50,
+                usage: Default::default(),
+            }),
+        ));
+        let snapshot = history.snapshot();
+        let kept: Vec<Uuid> = snapshot.turns.iter().map(|t| t.turn_id).collect();
+        assert_eq!(kept, [ids[2], ids[3]]);
+        let summary = snapshot.summary.expect("summary");
+        assert_eq!(&*summary.text, "t0 and t1 happened");
+        assert_eq!(
+            summary.tokens,
+            message_tokens(&summary_message("t0 and t1 happened"))
+        );
+
+        history.observe(&event(
+            ids[3],
+            EventPayload::MemoryRecalled {
+                records: 1,
+                section: "## Memory".into(),
+            },
+        ));
+        assert_eq!(
+            history.snapshot().memory_section.as_deref(),
+            Some("## Memory")
+        );
+    }
+
+    #[test]
+    fn the_ring_keeps_the_newest_turns() {
+        let mut history = History::default();
+        for i in 0..MEMORY_TURNS + 3 {
+            history.observe(&event(
+                Uuid::now_v7(),
+                completed(TurnOutcome::Completed, &format!("t{i}")),
+            ));
+        }
+        let snapshot = history.snapshot();
+        assert_eq!(snapshot.turns.len(), MEMORY_TURNS);
+        assert_eq!(snapshot.turns[0].messages[0].content, "t3");
+    }
+}

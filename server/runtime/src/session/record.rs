@@ -1,0 +1,108 @@
+//! What a session is: the creation record (`session.json`, written once) and the running
+//! totals (`summary.json`, a cache rewritten shortly after turns and at shutdown, and
+//! rebuilt from the log whenever the session is opened). The totals say how much of the
+//! log they cover, so a reader folds in the events after that: a stale or missing summary
+//! costs reading more of the log, never a wrong answer.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::chat::TokenUsage;
+use crate::events::{Event, EventPayload};
+use crate::model::ModelSpec;
+use crate::policy::{ApprovalPolicy, SandboxMode};
+
+/// The bundle a session resolved to when it was created.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BundlePin {
+    pub namespace: String,
+    pub name: String,
+    pub version: String,
+    pub digest: String,
+}
+
+impl BundlePin {
+    /// The reference that finds exactly this installed bundle again.
+    pub fn reference(&self) -> String {
+        format!("{}/{}@{}", self.namespace, self.name, self.version)
+    }
+}
+
+/// Written once when the session is created; never holds a secret.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRecord {
+    pub id: Uuid,
+    /// The reference the session was created from, as given.
+    pub bundle_reference: String,
+    pub bundle: BundlePin,
+    pub agent_id: String,
+    pub model: ModelSpec,
+    pub sandbox_mode: SandboxMode,
+    pub approval_policy: ApprovalPolicy,
+    pub created_at_ms: u64,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+    /// Tokens (input + output) the session may spend over its life; `None`: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
+}
+
+/// Running totals of a session, derived from its log.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionStats {
+    pub turn_count: u64,
+    pub last_sequence: u64,
+    pub updated_at_ms: u64,
+    pub usage: TokenUsage,
+    /// Model calls made by every turn so far (the replay provider's position).
+    pub model_calls: u64,
+    /// Bytes of the event log these totals cover.
+    pub log_bytes: u64,
+}
+
+impl SessionStats {
+    /// Folds the next event of the log in (not `log_bytes`, which the reader knows).
+    pub fn observe(&mut self, event: &Event) {
+        self.last_sequence = event.sequence;
+        self.updated_at_ms = event.created_at_ms;
+        if let EventPayload::TurnCompleted(done) = &event.payload {
+            self.turn_count += 1;
+            self.usage += done.usage;
+            self.model_calls += u64::from(done.model_calls);
+        }
+    }
+}
+
+/// A session as callers see it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionInfo {
+    pub record: SessionRecord,
+    pub stats: SessionStats,
+}
+
+pub(crate) const RECORD_FILE: &str = "session.json";
+pub(crate) const SUMMARY_FILE: &str = "summary.json";
+pub(crate) const LOG_FILE: &str = "events.jsonl";
+
+/// Writes `value` as JSON to `path` atomically (temp file + rename), optionally synced.
+pub(crate) fn write_json_atomic<T: Serialize>(
+    path: &Path,
+    value: &T,
+    durable: bool,
+) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    // `io::Error::from` keeps the kind of a failed write (a full disk stays StorageFull,
+    // which callers report as such); `Error::other` would turn it into a bug.
+    serde_json::to_writer_pretty(&mut tmp, value).map_err(std::io::Error::from)?;
+    if durable {
+        tmp.as_file().sync_data()?;
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}

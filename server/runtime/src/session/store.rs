@@ -1,0 +1,473 @@
+//! Sessions on disk: `<home>/sessions/<id>/{session.json, events.jsonl, summary.json}`.
+//!
+//! Startup reads nothing but a small journal (`sessions/.open-turns`, see [`Journal`])
+//! of the sessions with a turn in flight. Those sessions are opened (and so repaired) at startup;
+//! every other session is opened, and repaired if needed, the first time it is used. An
+//! unreadable session is moved to `<home>/quarantine/<id>/` with a `reason.txt`, reported,
+//! and never stops the server.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::OnceCell;
+use uuid::Uuid;
+
+use super::handle::{ReplayState, SessionHandle};
+use super::journal::Journal;
+use super::log::{EventLog, LogError, scan_from};
+use super::observer::EventObserver;
+use super::record::{
+    LOG_FILE, RECORD_FILE, SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats,
+    write_json_atomic,
+};
+use super::summary::SummaryTasks;
+use crate::error::{Result, RuntimeError};
+use crate::events::now_ms;
+
+const STAGING_PREFIX: &str = ".staging-";
+const REASON_FILE: &str = "reason.txt";
+
+/// A session that could not be read and was moved aside.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuarantinedSession {
+    pub session_id: String,
+    pub reason: String,
+    pub quarantined_at_ms: u64,
+}
+
+pub struct SessionStore {
+    root: PathBuf,
+    quarantine_root: PathBuf,
+    open: Arc<OpenSessions>,
+    quarantined: Mutex<Vec<QuarantinedSession>>,
+    /// Handed to every session opened, to see its events.
+    observer: Option<Arc<dyn EventObserver>>,
+    /// Sessions' background summary writes.
+    summary_writes: SummaryTasks,
+    journal: Journal,
+}
+
+impl SessionStore {
+    /// Opens the store: creates its folders, clears half-created sessions, and lists the
+    /// quarantine. Reads no session.
+    pub fn open(root: PathBuf, quarantine_root: PathBuf) -> Result<Self> {
+        for dir in [&root, &quarantine_root] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| RuntimeError::storage(format!("create {}", dir.display()), e))?;
+        }
+        for entry in read_dir(&root)? {
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with(STAGING_PREFIX) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let mut quarantined = Vec::new();
+        for entry in read_dir(&quarantine_root)? {
+            let reason = std::fs::read_to_string(entry.path().join(REASON_FILE))
+                .unwrap_or_else(|_| "unknown (reason file missing)".into());
+            let at = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_millis() as u64);
+            quarantined.push(QuarantinedSession {
+                session_id: entry.file_name().to_string_lossy().into_owned(),
+                reason: reason.trim().to_string(),
+                quarantined_at_ms: at,
+            });
+        }
+        let open = Arc::new(OpenSessions {
+            map: Mutex::new(HashMap::new()),
+            keep: AtomicUsize::new(usize::MAX),
+        });
+        let released = Arc::downgrade(&open);
+        let summary_writes = SummaryTasks {
+            released: Some(Arc::new(move || {
+                if let Some(open) = released.upgrade() {
+                    open.evict_idle(open.keep.load(Ordering::Relaxed));
+                }
+            })),
+            ..SummaryTasks::default()
+        };
+        Ok(Self {
+            journal: Journal::open(&root)?,
+            root,
+            quarantine_root,
+            open,
+            quarantined: Mutex::new(quarantined),
+            observer: None,
+            summary_writes,
+        })
+    }
+
+    /// Keeps at most `sessions` idle sessions open in memory, however they were opened
+    /// (a turn, a read, a subscription).
+    pub fn with_open_cache(self, sessions: usize) -> Self {
+        self.open.keep.store(sessions, Ordering::Relaxed);
+        self
+    }
+
+    /// Lets `observer` see the events of every session this store opens.
+    pub fn with_observer(mut self, observer: Arc<dyn EventObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Sessions the open-turn journal names: they were running a turn when the server
+    /// last stopped.
+    pub fn journaled_open_sessions(&self) -> Vec<Uuid> {
+        self.journal.open_sessions()
+    }
+
+    /// Records that a turn of this session is in flight, before it starts.
+    pub fn journal_turn_start(&self, id: Uuid) -> Result<()> {
+        self.journal.start(id)
+    }
+
+    /// Records that the turn's end is durable.
+    pub fn journal_turn_end(&self, id: Uuid) {
+        if let Err(e) = self.journal.end(id) {
+            tracing::warn!(session = %id, error = %e, "cannot journal turn end");
+        }
+    }
+
+    pub fn quarantined(&self) -> Vec<QuarantinedSession> {
+        self.quarantined
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn dir_of(&self, id: Uuid) -> PathBuf {
+        self.root.join(id.to_string())
+    }
+
+    /// Persists a new session: written in a staging folder, then renamed into place, so
+    /// a crash never leaves half a session.
+    pub fn create(&self, mut record: SessionRecord) -> Result<Arc<SessionHandle>> {
+        if record.model.mask_secrets() {
+            tracing::warn!(session = %record.id, "masked a credential in the model config before writing the session");
+        }
+        let staging = self.root.join(format!("{STAGING_PREFIX}{}", record.id));
+        let io = |what: &str, e| RuntimeError::storage(format!("{what} {}", staging.display()), e);
+        std::fs::create_dir(&staging).map_err(|e| io("create", e))?;
+        let result = (|| {
+            write_json_atomic(&staging.join(RECORD_FILE), &record, true)
+                .map_err(|e| io("write record in", e))?;
+            let log = EventLog::create(&staging.join(LOG_FILE)).map_err(RuntimeError::from)?;
+            log.sync().map_err(RuntimeError::from)?;
+            drop(log);
+            let dir = self.dir_of(record.id);
+            std::fs::rename(&staging, &dir).map_err(|e| io("rename", e))?;
+            sync_dir(&self.root);
+            let replay = ReplayState::default();
+            let log = EventLog::open(&dir.join(LOG_FILE), |_| {})
+                .map_err(RuntimeError::from)?
+                .log;
+            SessionHandle::new(
+                record.clone(),
+                dir,
+                log,
+                replay,
+                self.observer.clone(),
+                self.summary_writes.clone(),
+            )
+        })();
+        let handle = match result {
+            Ok(handle) => Arc::new(handle),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&staging);
+                return Err(e);
+            }
+        };
+        let cell = Arc::new(OnceCell::new_with(Some(handle.clone())));
+        self.lock_open().insert(record.id, cell);
+        Ok(handle)
+    }
+
+    /// Opens a session (reading and repairing its log the first time).
+    pub async fn get(&self, id: Uuid) -> Result<Arc<SessionHandle>> {
+        let cell = self.lock_open().entry(id).or_default().clone();
+        let handle = cell
+            .get_or_try_init(|| async {
+                let dir = self.dir_of(id);
+                let observer = self.observer.clone();
+                let summaries = self.summary_writes.clone();
+                tokio::task::spawn_blocking(move || load(id, &dir, observer, summaries))
+                    .await
+                    .map_err(|e| RuntimeError::storage("load session", std::io::Error::other(e)))?
+            })
+            .await;
+        match handle {
+            Ok(handle) => {
+                let handle = handle.clone();
+                self.repair_open_turn(&handle).await;
+                self.evict_idle(self.open.keep.load(Ordering::Relaxed));
+                Ok(handle)
+            }
+            Err(LoadError::Missing) => {
+                self.lock_open().remove(&id);
+                Err(RuntimeError::not_found("session", id.to_string()))
+            }
+            Err(LoadError::Unreadable(reason)) => {
+                self.lock_open().remove(&id);
+                self.quarantine(id, &reason);
+                Err(RuntimeError::Quarantined {
+                    session_id: id.to_string(),
+                    reason,
+                })
+            }
+            Err(LoadError::Runtime(e)) => {
+                self.lock_open().remove(&id);
+                Err(e)
+            }
+        }
+    }
+
+    /// Records the end of a turn the log leaves open (a crash's, as interrupted; one whose
+    /// end could not be written, as it ended), so that the session's next turn starts
+    /// after it. Fails while the log cannot be written; the turn then stays open.
+    pub async fn close_open_turn(&self, handle: &Arc<SessionHandle>) -> Result<()> {
+        if let Some(closed) = handle.close_open_turn().await? {
+            handle.write_summary();
+            self.journal_turn_end(handle.id());
+            if let Some(observer) = &self.observer {
+                observer.turn_closed(handle.id(), &closed);
+            }
+            tracing::info!(session = %handle.id(), turn = %closed.turn_id, "recorded the end of an open turn");
+        }
+        Ok(())
+    }
+
+    /// [`SessionStore::close_open_turn`] when a session is opened: a log that cannot be
+    /// written yet (a full or read-only disk) still serves reads.
+    async fn repair_open_turn(&self, handle: &Arc<SessionHandle>) {
+        if let Err(e) = self.close_open_turn(handle).await {
+            tracing::warn!(session = %handle.id(), error = %e, "cannot record the end of an open turn yet");
+        }
+    }
+
+    /// The session ids on disk, newest first (ids are UUIDv7, ordered by creation time).
+    pub fn list_ids(&self) -> Result<Vec<Uuid>> {
+        let mut ids: Vec<Uuid> = read_dir(&self.root)?
+            .into_iter()
+            .filter_map(|e| e.file_name().to_str().and_then(|n| Uuid::parse_str(n).ok()))
+            .collect();
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        Ok(ids)
+    }
+
+    /// A session's record and totals without opening its log: from memory when it is
+    /// open, else from its files. `None` when it vanished meanwhile.
+    pub fn peek(&self, id: Uuid) -> Option<SessionInfo> {
+        let open = self.lock_open().get(&id).and_then(|c| c.get().cloned());
+        if let Some(handle) = open {
+            return Some(handle.info());
+        }
+        let dir = self.dir_of(id);
+        let record = read_record(&dir.join(RECORD_FILE)).ok()?;
+        let mut stats: SessionStats = read_json(&dir.join(SUMMARY_FILE)).unwrap_or_default();
+        catch_up(&dir.join(LOG_FILE), &mut stats);
+        Some(SessionInfo { record, stats })
+    }
+
+    /// Removes a session's files. The caller has stopped its turns.
+    pub fn remove(&self, handle: &SessionHandle) -> Result<()> {
+        handle.mark_deleted();
+        self.lock_open().remove(&handle.id());
+        self.journal_turn_end(handle.id());
+        let trash = self
+            .root
+            .join(format!("{STAGING_PREFIX}deleted-{}", handle.id()));
+        std::fs::rename(handle.dir(), &trash)
+            .map_err(|e| RuntimeError::storage(format!("remove {}", handle.dir().display()), e))?;
+        sync_dir(&self.root);
+        if let Err(e) = std::fs::remove_dir_all(&trash) {
+            tracing::warn!(path = %trash.display(), error = %e, "cannot remove deleted session files");
+        }
+        Ok(())
+    }
+
+    /// Sessions held open in memory.
+    pub fn open_count(&self) -> usize {
+        self.lock_open()
+            .values()
+            .filter(|cell| cell.initialized())
+            .count()
+    }
+
+    /// Writes the summaries waiting to be written and waits until they are (at shutdown;
+    /// later ones are written at once).
+    pub async fn flush_summaries(&self) {
+        let tasks = &self.summary_writes;
+        tasks.flush.cancel();
+        tasks.tracker.close();
+        tasks.tracker.wait().await;
+        tasks.tracker.reopen();
+    }
+
+    /// Forgets open sessions nobody uses, so memory follows activity, not history.
+    pub fn evict_idle(&self, keep: usize) {
+        self.open.evict_idle(keep);
+    }
+
+    fn quarantine(&self, id: Uuid, reason: &str) {
+        let from = self.dir_of(id);
+        let to = self.quarantine_root.join(id.to_string());
+        tracing::error!(session = %id, reason, "session is unreadable; moving it to quarantine");
+        let moved = std::fs::rename(&from, &to)
+            .and_then(|()| std::fs::write(to.join(REASON_FILE), format!("{reason}\n")));
+        if let Err(e) = moved {
+            tracing::error!(session = %id, error = %e, "cannot quarantine session");
+        }
+        self.journal_turn_end(id);
+        self.quarantined
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(QuarantinedSession {
+                session_id: id.to_string(),
+                reason: reason.to_string(),
+                quarantined_at_ms: now_ms(),
+            });
+    }
+
+    fn lock_open(&self) -> MutexGuard<'_, OpenMap> {
+        self.open.lock()
+    }
+}
+
+/// Open sessions by id; a cell is filled once the session has been read.
+type OpenMap = HashMap<Uuid, Arc<OnceCell<Arc<SessionHandle>>>>;
+
+/// The sessions held open in memory, shared with the sessions' summary writers, which let
+/// go of a session after the store last looked at it.
+struct OpenSessions {
+    map: Mutex<OpenMap>,
+    /// Open sessions kept while idle; more are dropped once idle.
+    keep: AtomicUsize,
+}
+
+impl OpenSessions {
+    fn lock(&self) -> MutexGuard<'_, OpenMap> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn evict_idle(&self, keep: usize) {
+        let mut open = self.lock();
+        if open.len() <= keep {
+            return;
+        }
+        // A session is in use while anyone holds its handle, or its cell: a `get` that
+        // found the cell has not cloned the handle out of it yet, and dropping the cell
+        // then would let the next `get` open a second writer on the same log.
+        open.retain(|_, cell| match cell.get() {
+            Some(handle) => Arc::strong_count(handle) > 1 || Arc::strong_count(cell) > 1,
+            None => true,
+        });
+    }
+}
+
+enum LoadError {
+    Missing,
+    Unreadable(String),
+    Runtime(RuntimeError),
+}
+
+impl From<RuntimeError> for LoadError {
+    fn from(e: RuntimeError) -> Self {
+        Self::Runtime(e)
+    }
+}
+
+fn load(
+    id: Uuid,
+    dir: &Path,
+    observer: Option<Arc<dyn EventObserver>>,
+    summary_writes: SummaryTasks,
+) -> std::result::Result<Arc<SessionHandle>, LoadError> {
+    let record_path = dir.join(RECORD_FILE);
+    if !record_path.exists() {
+        return Err(LoadError::Missing);
+    }
+    let record = read_record(&record_path)
+        .map_err(|e| LoadError::Unreadable(format!("{RECORD_FILE}: {e}")))?;
+    if record.id != id {
+        return Err(LoadError::Unreadable(format!(
+            "{RECORD_FILE}: id {} does not match folder {id}",
+            record.id
+        )));
+    }
+    let mut replay = ReplayState::default();
+    let recovered = match EventLog::open(&dir.join(LOG_FILE), |event| replay.observe(event)) {
+        Ok(recovered) => recovered,
+        Err(LogError::Corrupt { line, message, .. }) => {
+            return Err(LoadError::Unreadable(format!(
+                "{LOG_FILE}: line {line}: {message}"
+            )));
+        }
+        Err(LogError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Err(LoadError::Unreadable(format!("{LOG_FILE} is missing")));
+        }
+        Err(e) => return Err(RuntimeError::from(e).into()),
+    };
+    if recovered.truncated_bytes > 0 {
+        tracing::warn!(session = %id, bytes = recovered.truncated_bytes, "cut a torn last event off the log");
+    }
+    Ok(Arc::new(SessionHandle::new(
+        record,
+        dir.to_path_buf(),
+        recovered.log,
+        replay,
+        observer,
+        summary_writes,
+    )?))
+}
+
+/// Folds into `stats` the events the log holds beyond what they cover: one `stat` when the
+/// summary is current.
+fn catch_up(log: &Path, stats: &mut SessionStats) {
+    let Ok(len) = std::fs::metadata(log).map(|m| m.len()) else {
+        return;
+    };
+    if len == stats.log_bytes {
+        return;
+    }
+    if len < stats.log_bytes {
+        // The log was cut since (a torn tail repaired): count it all again.
+        *stats = SessionStats::default();
+    }
+    let from = stats.log_bytes;
+    match scan_from(log, from, |event| stats.observe(&event)) {
+        Ok(end) => stats.log_bytes = end,
+        Err(e) => tracing::warn!(log = %log.display(), error = %e, "cannot read a session's log"),
+    }
+}
+
+/// A session's record, with any credential a record written before they were refused
+/// masked, so it is never echoed.
+fn read_record(path: &Path) -> std::result::Result<SessionRecord, String> {
+    let mut record: SessionRecord = read_json(path)?;
+    record.model.mask_secrets();
+    Ok(record)
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> std::result::Result<T, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    serde_json::from_slice(&bytes).map_err(|e| crate::quoted::json_error(&e))
+}
+
+fn read_dir(dir: &Path) -> Result<Vec<std::fs::DirEntry>> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| RuntimeError::storage(format!("list {}", dir.display()), e))?;
+    Ok(entries.filter_map(|e| e.ok()).collect())
+}
+
+/// Makes a rename inside `dir` durable.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}

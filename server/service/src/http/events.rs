@@ -1,0 +1,126 @@
+//! `GET /sessions/{session_id}/events`: a session's event log as server-sent events,
+//! replayed after a sequence, then live. Each event is sent as
+//! `id: <sequence>`, `event: <type>` (`turn_started`, `permission_requested`, ...) and
+//! `data: <the event as JSON>` (the log's own format). A reconnecting `EventSource` sends
+//! `Last-Event-ID` and resumes after it with no gap and no duplicate; `?after_sequence=N`
+//! does the same for a first connection. Idle streams carry keep-alive comments.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures::Stream;
+use http::HeaderMap;
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::Gateway;
+use super::error::HttpError;
+use odyssey_runtime::RuntimeError;
+use odyssey_runtime::events::Event;
+use odyssey_runtime::session::Subscription;
+
+#[derive(Debug, Deserialize)]
+pub struct EventsQuery {
+    after_sequence: Option<u64>,
+}
+
+pub async fn stream(
+    State(gateway): State<Gateway>,
+    Path(session_id): Path<String>,
+    Query(query): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, HttpError> {
+    let id = uuid::Uuid::parse_str(&session_id).map_err(|_| {
+        RuntimeError::invalid(
+            "session_id",
+            format!("`{}` is not a UUID", crate::grpc::shorten(&session_id)),
+        )
+    })?;
+    let after = match last_event_id(&headers)? {
+        Some(sequence) => sequence,
+        None => query.after_sequence.unwrap_or(0),
+    };
+    let subscription = gateway.runtime.subscribe_session(id, after).await?;
+    let events = Events {
+        subscription,
+        pending: VecDeque::new(),
+        shutdown: gateway.shutdown.clone(),
+        done: false,
+    };
+    let stream = futures::stream::unfold(events, |mut events| async move {
+        let next = events.next().await?;
+        Some((Ok(next), events))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(gateway.heartbeat)))
+}
+
+/// `Last-Event-ID`, which an `EventSource` sends when it reconnects.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, RuntimeError> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Some)
+        .ok_or_else(|| RuntimeError::invalid("Last-Event-ID", "must be an event sequence number"))
+}
+
+/// The stream's state: the log cursor, events read but not yet sent, and the end.
+struct Events {
+    subscription: Subscription,
+    pending: VecDeque<Arc<Event>>,
+    shutdown: CancellationToken,
+    done: bool,
+}
+
+impl Events {
+    /// The next SSE message; `None` once the stream is over. A deleted session, a failed
+    /// read or a shutdown ends it with an `error` event saying why.
+    async fn next(&mut self) -> Option<SseEvent> {
+        if self.done {
+            return None;
+        }
+        if let Some(event) = self.pending.pop_front() {
+            return Some(message(&event));
+        }
+        let batch = tokio::select! {
+            () = self.shutdown.cancelled() => Err(RuntimeError::ShuttingDown),
+            batch = self.subscription.next_batch() => batch,
+        };
+        match batch {
+            Ok(Some(events)) => {
+                self.pending.extend(events);
+                self.pending.pop_front().map(|event| message(&event))
+            }
+            Ok(None) => self.end(RuntimeError::not_found(
+                "session",
+                self.subscription.session().id().to_string(),
+            )),
+            Err(error) => self.end(error),
+        }
+    }
+
+    fn end(&mut self, error: RuntimeError) -> Option<SseEvent> {
+        self.done = true;
+        let body = HttpError::from(error).body();
+        Some(SseEvent::default().event("error").data(body.to_string()))
+    }
+}
+
+fn message(event: &Event) -> SseEvent {
+    let json = serde_json::to_value(event).unwrap_or_default();
+    let kind = json
+        .get("type")
+        .and_then(|t| t.as_str())
+        .unwrap_or("event")
+        .to_owned();
+    SseEvent::default()
+        .id(event.sequence.to_string())
+        .event(kind)
+        .data(json.to_string())
+}

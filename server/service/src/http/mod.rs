@@ -1,0 +1,120 @@
+//! The HTTP surfaces beside the gRPC port: the metrics endpoint (`--metrics-listen`, see
+//! [`metrics`]) and the gateway.
+//!
+//! The HTTP gateway (`--http-listen`): a small JSON/SSE surface for browsers and curl,
+//! beside the gRPC port. `GET /sessions/{id}/events` streams a session's events as
+//! server-sent events (each `id:` is the event's sequence; `Last-Event-ID` resumes with no
+//! gap) and `POST /approvals/{request_id}` answers a waiting tool call. Same bearer token,
+//! CORS origins and TLS certificate as the gRPC port. Like `crate::grpc`, an adapter only:
+//! every request is one call on the runtime core.
+
+mod approvals;
+mod auth;
+mod error;
+mod events;
+mod hosts;
+pub mod metrics;
+
+use std::future::Future;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::tls::{GATEWAY_ALPN, TlsIdentity, TlsListener};
+use odyssey_runtime::OdysseyRuntime;
+
+pub use error::HttpError;
+pub use metrics::{MetricsTokens, serve_metrics};
+
+/// Settings of the HTTP gateway.
+#[derive(Clone, Debug, Default)]
+pub struct HttpOptions {
+    /// When set, every route needs `authorization: Bearer <token>`.
+    pub auth_token: Option<String>,
+    /// Interval of keep-alive comments on idle event streams.
+    pub heartbeat: Duration,
+    /// Browser origins allowed to call the gateway cross-origin; none by default.
+    pub cors_origins: Vec<http::HeaderValue>,
+    /// Serve HTTPS with this identity; plain HTTP when `None`.
+    pub tls: Option<TlsIdentity>,
+    /// Host names requests may name besides IP literals, `localhost` and the certificate's
+    /// names (see [`crate::grpc::host`]).
+    pub allowed_hosts: Vec<String>,
+}
+
+/// What every handler reaches: the core, and the signal that ends live streams.
+#[derive(Clone)]
+struct Gateway {
+    runtime: OdysseyRuntime,
+    heartbeat: Duration,
+    shutdown: CancellationToken,
+}
+
+/// The gateway's routes, ready to serve.
+pub fn router(
+    runtime: OdysseyRuntime,
+    options: &HttpOptions,
+    shutdown: CancellationToken,
+) -> Router {
+    let gateway = Gateway {
+        runtime,
+        heartbeat: options.heartbeat,
+        shutdown,
+    };
+    Router::new()
+        .route("/sessions/{session_id}/events", get(events::stream))
+        .route("/approvals/{request_id}", post(approvals::resolve))
+        .fallback(error::no_route)
+        .with_state(gateway)
+        .layer(axum::middleware::from_fn_with_state(
+            auth::Token::new(options.auth_token.clone()),
+            auth::require,
+        ))
+        .layer(crate::grpc::web::cors(&options.cors_origins))
+        .layer(axum::middleware::from_fn_with_state(
+            hosts::allowed(&options.allowed_hosts, options.tls.as_ref()),
+            hosts::require,
+        ))
+}
+
+/// Serves the gateway on `listener` until `stop` fires; live event streams end then.
+pub async fn serve(
+    runtime: OdysseyRuntime,
+    options: HttpOptions,
+    listener: TcpListener,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let streams = CancellationToken::new();
+    let app = router(runtime, &options, streams.clone());
+    let shutdown = async move {
+        stop.await;
+        streams.cancel();
+    };
+    serve_app(app, listener, options.tls.as_ref(), shutdown).await
+}
+
+/// Serves `app` on `listener`, over TLS (HTTP/1.1 in ALPN) when the server has a
+/// certificate, until `shutdown` completes.
+async fn serve_app(
+    app: Router,
+    listener: TcpListener,
+    tls: Option<&TlsIdentity>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    match tls {
+        Some(identity) => {
+            let listener = TlsListener::new(listener, identity.acceptor(GATEWAY_ALPN));
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! odysseyd: the runtime ([`odyssey_runtime`]) served over gRPC ([`grpc`]), an HTTP
+//! gateway ([`http`]), what `odysseyd` runs ([`serve`]), its layered configuration
+//! ([`config`]) and TLS for its ports ([`tls`]). Adapters only: they translate between the
+//! wire and the runtime.
+
+pub mod config;
+pub mod grpc;
+pub mod http;
+pub mod serve;
+pub mod tls;
