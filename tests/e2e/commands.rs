@@ -142,3 +142,53 @@ async fn bad_operator_commands_are_refused_naming_the_field() {
         .expect_err("unknown session");
     assert_eq!(missing.code(), Code::NotFound);
 }
+
+/// A caller that goes away takes its command along: the process group is killed, and the
+/// log still closes the command.
+#[tokio::test]
+async fn a_dropped_command_stream_stops_the_command() {
+    let server = TestServer::start().await;
+    let session = server
+        .session_on(&Project::replay("ops", &[r#"{"text": "hi"}"#]))
+        .await;
+    let script = "echo started; sleep 30; echo late > late.txt";
+    let mut stream = server
+        .executions()
+        .stream_session_command(pb::StreamSessionCommandRequest {
+            session_id: session.id.clone(),
+            argv: vec!["bash".into(), "-c".into(), script.into()],
+            ..Default::default()
+        })
+        .await
+        .expect("stream command")
+        .into_inner();
+    // Running for sure: its first output arrived.
+    loop {
+        match stream.next().await.expect("more").expect("item").item {
+            Some(Item::Output(_)) => break,
+            Some(Item::End(end)) => panic!("ended early: {end:?}"),
+            _ => {}
+        }
+    }
+    drop(stream);
+    let started = std::time::Instant::now();
+    loop {
+        let info = server.get_session(&session.id).await;
+        let events = server.events(&session.id, 0, info.last_sequence).await;
+        if events.iter().any(|e| payload_kind(e) == "exec_command_end") {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the command still runs 20 s after its caller left"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let late = server
+        .home()
+        .join("sandbox")
+        .join(&session.id)
+        .join("data")
+        .join("late.txt");
+    assert!(!late.exists(), "the command ran to its end");
+}

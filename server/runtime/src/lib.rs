@@ -32,9 +32,9 @@ pub mod textfile;
 pub mod tools;
 
 pub use api::{
-    Activity, CommandLine, CommandResult, ModelAvailability, OdysseyRuntime, PulledBundle,
-    PushedBundle, RuntimeBuilder, RuntimeCollector, SandboxCapabilities, ServedAgent, ServerInfo,
-    SessionCommand, SessionFilter, SessionSpec,
+    Activity, CommandEvent, CommandEvents, CommandLine, CommandResult, ModelAvailability,
+    OdysseyRuntime, PulledBundle, PushedBundle, RuntimeBuilder, RuntimeCollector,
+    SandboxCapabilities, ServedAgent, ServerInfo, SessionCommand, SessionFilter, SessionSpec,
 };
 pub use bundle::InstallOptions;
 pub use config::RuntimeConfig;

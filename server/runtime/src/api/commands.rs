@@ -1,11 +1,16 @@
 //! Operator commands: one process run directly in a session's sandbox cell. Not a tool
-//! call and not a turn: it streams exec-command events into the session's log and
-//! returns the exit code and (capped) output.
+//! call and not a turn: it writes exec-command events into the session's log and reports
+//! the same to its caller as a stream ([`CommandEvents`]), ending with the exit code and
+//! the (capped) output.
 
 use std::path::Path;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
+use futures::Stream;
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use uuid::Uuid;
 
 use super::OdysseyRuntime;
@@ -52,14 +57,81 @@ pub struct CommandResult {
     pub outcome: ExecOutcome,
 }
 
+/// What a running operator command reports, in order: [`CommandEvent::Began`] once,
+/// [`CommandEvent::Output`] as output is produced, then [`CommandEvent::Ended`]; or an
+/// error, last, when it could not run.
+#[derive(Clone, Debug)]
+pub enum CommandEvent {
+    Began {
+        exec_id: String,
+        argv: Vec<String>,
+        /// The working directory as the command sees it.
+        cwd: String,
+    },
+    Output {
+        exec_id: String,
+        stream: OutputStream,
+        text: String,
+    },
+    Ended(CommandResult),
+}
+
+/// The events of one running operator command. Dropping it stops the command (its whole
+/// process group), so a caller that goes away leaves nothing running.
+///
+/// The channel is unbounded yet bounded in fact: the sandbox caps what one command may
+/// output (1 MiB per stream by default), so a slow reader holds at most that much, and
+/// output is never dropped.
+pub struct CommandEvents {
+    events: mpsc::UnboundedReceiver<Result<CommandEvent>>,
+    _stop_on_drop: DropGuard,
+}
+
+impl CommandEvents {
+    /// Waits for the command's end, dropping its output events (the result holds the
+    /// captured output).
+    pub async fn finish(mut self) -> Result<CommandResult> {
+        while let Some(event) = self.events.recv().await {
+            if let CommandEvent::Ended(result) = event? {
+                return Ok(result);
+            }
+        }
+        // The task that runs the command always sends a last item, unless the process is
+        // stopping under it.
+        Err(RuntimeError::ShuttingDown)
+    }
+}
+
+impl Stream for CommandEvents {
+    type Item = Result<CommandEvent>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.events.poll_recv(cx)
+    }
+}
+
 impl OdysseyRuntime {
-    /// Runs `command` in the session's cell. `on_output` sees output as it is produced;
-    /// `cancel` stops the process group.
-    pub async fn run_session_command(
+    /// Starts `command` in the session's cell and reports it as it runs (see
+    /// [`CommandEvents`]); what is wrong with the request comes as the stream's only item.
+    pub fn session_command(&self, command: SessionCommand) -> CommandEvents {
+        let (tx, events) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let runtime = self.clone();
+        let stop = cancel.clone();
+        tokio::spawn(async move {
+            let result = runtime.run_command(command, &tx, stop).await;
+            let _ = tx.send(result.map(CommandEvent::Ended));
+        });
+        CommandEvents {
+            events,
+            _stop_on_drop: cancel.drop_guard(),
+        }
+    }
+
+    async fn run_command(
         &self,
         command: SessionCommand,
-        mut on_output: impl FnMut(OutputStream, &str) + Send,
-        on_begin: impl FnOnce(&str, &[String], &str) + Send,
+        report: &mpsc::UnboundedSender<Result<CommandEvent>>,
         cancel: CancellationToken,
     ) -> Result<CommandResult> {
         self.ensure_running()?;
@@ -81,7 +153,11 @@ impl OdysseyRuntime {
             cwd: shown_cwd.clone(),
             call_id: None,
         })?;
-        on_begin(&exec_id, &argv, &shown_cwd);
+        let _ = report.send(Ok(CommandEvent::Began {
+            exec_id: exec_id.clone(),
+            argv: argv.clone(),
+            cwd: shown_cwd.clone(),
+        }));
         let request = ExecRequest {
             exec_id: exec_id.clone(),
             argv: argv.clone(),
@@ -102,6 +178,7 @@ impl OdysseyRuntime {
         };
         let output_events = events.clone();
         let exec = exec_id.clone();
+        let report = report.clone();
         let result = self
             .inner
             .sandbox
@@ -109,7 +186,11 @@ impl OdysseyRuntime {
                 &cell,
                 request,
                 move |stream, text| {
-                    on_output(stream, &text);
+                    let _ = report.send(Ok(CommandEvent::Output {
+                        exec_id: exec.clone(),
+                        stream,
+                        text: text.clone(),
+                    }));
                     let _ = output_events.emit(EventPayload::ExecCommandOutputDelta {
                         exec_id: exec.clone(),
                         stream,

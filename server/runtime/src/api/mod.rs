@@ -41,7 +41,7 @@ use tokio_util::task::TaskTracker;
 
 pub use builder::RuntimeBuilder;
 pub use bundles::{ModelAvailability, ServedAgent};
-pub use commands::{CommandLine, CommandResult, SessionCommand};
+pub use commands::{CommandEvent, CommandEvents, CommandLine, CommandResult, SessionCommand};
 pub use hub::{PulledBundle, PushedBundle};
 pub use info::{Activity, SandboxCapabilities, ServerInfo};
 pub use operations::RuntimeCollector;

@@ -4,16 +4,16 @@ use std::pin::Pin;
 
 use std::time::Duration;
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use odyssey_api::v1 as pb;
 use odyssey_api::v1::execution_service_server::ExecutionService;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use super::convert;
 use super::status::{invalid, parse_uuid, to_status, to_status_at};
-use odyssey_runtime::{CommandLine, ExecutionRequest, OdysseyRuntime, SessionCommand};
+use odyssey_runtime::{
+    CommandEvent, CommandLine, ExecutionRequest, OdysseyRuntime, SessionCommand,
+};
 
 pub struct Executions {
     runtime: OdysseyRuntime,
@@ -142,12 +142,12 @@ impl ExecutionService for Executions {
     ) -> Result<Response<pb::RunSessionCommandResponse>, Status> {
         let r = request.into_inner();
         let command = session_command(&r.session_id, r.argv, r.command_line, r.cwd, r.timeout_ms)?;
-        // The command stops if the caller goes away: tonic drops this future then.
-        let cancel = CancellationToken::new();
-        let _stop_on_drop = cancel.clone().drop_guard();
+        // The command stops if the caller goes away: tonic drops this future, and with it
+        // the command's events.
         let result = self
             .runtime
-            .run_session_command(command, |_, _| {}, |_, _, _| {}, cancel)
+            .session_command(command)
+            .finish()
             .await
             .map_err(to_status)?;
         let outcome = result.outcome;
@@ -171,61 +171,34 @@ impl ExecutionService for Executions {
         use pb::stream_session_command_response::Item;
         let r = request.into_inner();
         let command = session_command(&r.session_id, r.argv, r.command_line, r.cwd, r.timeout_ms)?;
-        // Unbounded, yet bounded in fact: the sandbox caps each output stream (1 MiB by
-        // default), so a slow reader holds at most that much; output is never dropped.
-        let (tx, rx) = mpsc::unbounded_channel();
-        let runtime = self.runtime.clone();
-        tokio::spawn(async move {
-            let cancel = CancellationToken::new();
-            let watcher = {
-                let (tx, cancel) = (tx.clone(), cancel.clone());
-                tokio::spawn(async move {
-                    tx.closed().await;
-                    cancel.cancel();
-                })
-            };
-            let output_tx = tx.clone();
-            let begin_tx = tx.clone();
-            let exec_id = std::sync::Arc::new(std::sync::OnceLock::new());
-            let exec_for_output = exec_id.clone();
-            let result = runtime
-                .run_session_command(
-                    command,
-                    move |stream, text| {
-                        let item = Item::Output(pb::ExecCommandOutputDelta {
-                            exec_id: exec_for_output.get().cloned().unwrap_or_default(),
-                            stream: convert::output_stream(stream),
-                            text: text.to_string(),
-                        });
-                        let _ = output_tx.send(Ok(message(item)));
-                    },
-                    move |id, argv, cwd| {
-                        let _ = exec_id.set(id.to_string());
-                        let _ = begin_tx.send(Ok(message(Item::Begin(pb::ExecCommandBegin {
-                            exec_id: id.to_string(),
-                            argv: argv.to_vec(),
-                            cwd: cwd.to_string(),
-                            call_id: String::new(),
-                        }))));
-                    },
-                    cancel,
-                )
-                .await;
-            let last = match result {
-                Ok(result) => Ok(message(Item::End(pb::ExecCommandEnd {
+        // The command stops when the caller goes away: tonic drops the stream then.
+        let events = self.runtime.session_command(command).map(|event| {
+            let item = match event.map_err(to_status)? {
+                CommandEvent::Began { exec_id, argv, cwd } => Item::Begin(pb::ExecCommandBegin {
+                    exec_id,
+                    argv,
+                    cwd,
+                    call_id: String::new(),
+                }),
+                CommandEvent::Output {
+                    exec_id,
+                    stream,
+                    text,
+                } => Item::Output(pb::ExecCommandOutputDelta {
+                    exec_id,
+                    stream: convert::output_stream(stream),
+                    text,
+                }),
+                CommandEvent::Ended(result) => Item::End(pb::ExecCommandEnd {
                     exec_id: result.exec_id,
                     exit_code: result.outcome.exit_code,
                     duration_ms: result.outcome.duration.as_millis() as u64,
                     timed_out: result.outcome.timed_out,
                     output_truncated: result.outcome.truncated,
-                }))),
-                Err(e) => Err(to_status(e)),
+                }),
             };
-            let _ = tx.send(last);
-            watcher.abort();
+            Ok(message(item))
         });
-        Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::UnboundedReceiverStream::new(rx),
-        )))
+        Ok(Response::new(Box::pin(events)))
     }
 }
