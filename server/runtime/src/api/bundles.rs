@@ -45,7 +45,7 @@ impl OdysseyRuntime {
             .map_err(RuntimeError::from)
     }
 
-    pub(super) async fn resolve_bundle(&self, reference: String) -> Result<Arc<InstalledBundle>> {
+    pub(crate) async fn resolve_bundle(&self, reference: String) -> Result<Arc<InstalledBundle>> {
         self.with_store(move |store| store.resolve(&reference))
             .await
     }

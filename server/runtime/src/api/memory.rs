@@ -16,7 +16,7 @@ use crate::session::{HistorySnapshot, SessionHandle};
 impl OdysseyRuntime {
     /// The long-term memory of the session's agent; `None` when the operator or the agent
     /// switched it off.
-    pub(super) fn turn_memory(
+    pub(crate) fn turn_memory(
         &self,
         session: &SessionHandle,
         agent: &AgentDefinition,
@@ -41,7 +41,7 @@ impl OdysseyRuntime {
     /// most recent records are recalled and recorded as a `memory_recalled` event; later
     /// turns (and the session reopened) read the section back from the history. A store
     /// that cannot be read costs the turn its memory, not its run.
-    pub(super) async fn memory_section(
+    pub(crate) async fn memory_section(
         &self,
         session: &Arc<SessionHandle>,
         memory: Option<&TurnMemory>,

@@ -45,6 +45,7 @@ pub use commands::{CommandEvent, CommandEvents, CommandLine, CommandResult, Sess
 pub use hub::{PulledBundle, PushedBundle};
 pub use info::{Activity, SandboxCapabilities, ServerInfo};
 pub use operations::RuntimeCollector;
+pub(crate) use overrides::{normalized_cwd, workspace_dir};
 pub use sessions::{SessionFilter, SessionSpec};
 
 use crate::bundle::BundleStore;
@@ -67,40 +68,40 @@ use crate::tools::HostTools;
 /// The Odyssey runtime. Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct OdysseyRuntime {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
-    config: RuntimeConfig,
-    bundles: Arc<BundleStore>,
+pub(crate) struct Inner {
+    pub(crate) config: RuntimeConfig,
+    pub(crate) bundles: Arc<BundleStore>,
     /// The OCI registries bundles are pushed to and pulled from.
-    hub: Hub,
-    sandbox: Arc<Sandbox>,
-    approvals: ApprovalStore,
+    pub(crate) hub: Hub,
+    pub(crate) sandbox: Arc<Sandbox>,
+    pub(crate) approvals: ApprovalStore,
     /// Probed once at startup.
-    capabilities: SandboxCapabilities,
-    sessions: SessionStore,
-    providers: ProviderRegistry,
+    pub(crate) capabilities: SandboxCapabilities,
+    pub(crate) sessions: SessionStore,
+    pub(crate) providers: ProviderRegistry,
     /// Tools the embedding program registered, for bundles that declare `source: host`.
-    host_tools: HostTools,
+    pub(crate) host_tools: HostTools,
     /// Writes sessions' model calls as cassettes (when `config.record_cassettes`).
-    recorder: Arc<CassetteRecorder>,
+    pub(crate) recorder: Arc<CassetteRecorder>,
     /// The operator's skill roots, kept up to date.
-    skills: Arc<ServerSkills>,
-    queue: Queue,
-    executions: Arc<ExecutionTable>,
-    slots: Arc<Semaphore>,
-    turns: TaskTracker,
-    started_at: SystemTime,
-    shutting_down: AtomicBool,
+    pub(crate) skills: Arc<ServerSkills>,
+    pub(crate) queue: Queue,
+    pub(crate) executions: Arc<ExecutionTable>,
+    pub(crate) slots: Arc<Semaphore>,
+    pub(crate) turns: TaskTracker,
+    pub(crate) started_at: SystemTime,
+    pub(crate) shutting_down: AtomicBool,
     /// Long-term memory: the embedder's provider, else files under `<home>/memory/`.
-    memory: Arc<dyn MemoryProvider>,
+    pub(crate) memory: Arc<dyn MemoryProvider>,
     /// Counters for operators (see [`OdysseyRuntime::metrics_collector`]).
-    metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
     /// The operator's event hooks; sessions hand them every published event.
-    event_hooks: Arc<EventHooks>,
+    pub(crate) event_hooks: Arc<EventHooks>,
     /// Live event subscriptions, for [`ServerInfo::activity`].
-    subscriptions: Arc<AtomicUsize>,
+    pub(crate) subscriptions: Arc<AtomicUsize>,
 }
 
 impl OdysseyRuntime {

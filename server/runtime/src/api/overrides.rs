@@ -25,7 +25,7 @@ use crate::sandbox::beneath::{self, BeneathDir};
 
 impl OdysseyRuntime {
     /// What submit can check of a turn's overrides before queueing it.
-    pub(super) fn check_overrides(
+    pub(crate) fn check_overrides(
         &self,
         session_id: Uuid,
         request: &ExecutionRequest,
@@ -81,7 +81,7 @@ pub(super) fn check_cwd(cwd: &str) -> Result<()> {
 
 /// The turn's `cwd` as it is recorded: normal components joined by `/`, `.` for the
 /// workspace itself.
-pub(super) fn normalized_cwd(cwd: Option<&str>) -> String {
+pub(crate) fn normalized_cwd(cwd: Option<&str>) -> String {
     let parts: Vec<String> = cwd
         .map(Path::new)
         .into_iter()
@@ -100,7 +100,7 @@ pub(super) fn normalized_cwd(cwd: Option<&str>) -> String {
 
 /// Checks that `cwd` names a folder beneath the workspace `data` (links followed only
 /// while they stay inside).
-pub(super) fn workspace_dir(data: &Path, cwd: &str) -> Result<()> {
+pub(crate) fn workspace_dir(data: &Path, cwd: &str) -> Result<()> {
     let not_a_folder = || {
         RuntimeError::invalid(
             "cwd",

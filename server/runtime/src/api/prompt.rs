@@ -46,7 +46,7 @@ pub(super) fn server_skills(config: &RuntimeConfig) -> Result<Arc<ServerSkills>>
 impl OdysseyRuntime {
     /// Assembles the system prompt of a turn whose user input is `input`.
     #[allow(clippy::too_many_arguments)]
-    pub(super) async fn turn_prompt(
+    pub(crate) async fn turn_prompt(
         &self,
         bundle: &Arc<InstalledBundle>,
         agent_prompt: &str,

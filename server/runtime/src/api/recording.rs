@@ -12,7 +12,7 @@ use crate::provider::ModelProvider;
 
 impl OdysseyRuntime {
     /// The provider a turn of `session` calls: recorded when the server records cassettes.
-    pub(super) fn record_calls(
+    pub(crate) fn record_calls(
         &self,
         session: Uuid,
         provider: Arc<dyn ModelProvider>,

@@ -9,7 +9,7 @@ impl OdysseyRuntime {
     /// The bundle's tools that `offered` accepts. A host tool the bundle declares but this
     /// runtime was not given fails the turn, as it fails session creation: the agent was
     /// written to use it.
-    pub(super) fn turn_tools(
+    pub(crate) fn turn_tools(
         &self,
         bundle: &InstalledBundle,
         offered: impl Fn(&str) -> bool,

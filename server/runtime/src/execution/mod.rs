@@ -1,12 +1,14 @@
-//! Running turns: the bounded queue, the worker slots, execution status, and the ReAct
-//! loop of one turn.
+//! Running turns: the bounded queue, the worker slots, execution status, a turn from its
+//! job to its record (`run`), how it ended (`end`), and the ReAct loop of one turn.
 
 pub mod arguments;
 mod budget;
+mod end;
 mod gate;
 mod history;
 mod long_term_memory;
 mod queue;
+mod run;
 mod slot;
 mod status;
 mod turn;

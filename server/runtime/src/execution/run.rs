@@ -1,0 +1,425 @@
+//! Running one turn end to end: taking jobs off the queue into worker slots, resolving
+//! what a turn runs with, running it under its budgets and cancellation, and recording how
+//! it ended. [`OdysseyRuntime::submit`] and the other facade methods only queue, wait and
+//! cancel.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::sync::OwnedSemaphorePermit;
+use uuid::Uuid;
+
+use super::end::TurnEnd;
+use super::{
+    CancelSignal, ExecutionRequest, ExecutionState, Gate, Job, Progress, TokenBudgets, Turn,
+    TurnFailure, WorkerSlot, ensure_session_budget, tokens_spent,
+};
+use crate::api::OdysseyRuntime;
+use crate::error::{Result, RuntimeError};
+use crate::events::{
+    ApprovalDecision, ApprovalResolution, EventPayload, TurnCompleted, TurnContext, TurnOutcome,
+    TurnStarted,
+};
+use crate::permissions::PermissionRules;
+use crate::sandbox::ProcessView;
+use crate::session::{EventSink, SessionHandle};
+use crate::tools::ToolContext;
+
+impl OdysseyRuntime {
+    /// Starts queued turns while worker slots are free.
+    pub(crate) fn pump(&self) {
+        loop {
+            let Ok(permit) = self.inner.slots.clone().try_acquire_owned() else {
+                return;
+            };
+            let Some(job) = self.inner.queue.pop() else {
+                return;
+            };
+            let runtime = self.clone();
+            self.inner
+                .turns
+                .spawn(async move { runtime.run_job(job, permit).await });
+        }
+    }
+
+    async fn run_job(self, job: Job, permit: OwnedSemaphorePermit) {
+        let session_id = job.request.session_id;
+        let execution_id = job.execution_id;
+        let signal = self.inner.executions.cancel_signal(execution_id);
+        let runtime = self.clone();
+        let mut slot = WorkerSlot::new(permit, self.inner.slots.clone(), move || runtime.pump());
+        match signal {
+            Some(signal) => self.execute(job, &signal, &mut slot).await,
+            None => tracing::error!(execution = %execution_id, "execution vanished before it ran"),
+        }
+        drop(slot);
+        self.inner.queue.finish(session_id);
+        self.inner
+            .sessions
+            .evict_idle(self.inner.config.open_session_cache);
+        self.pump();
+    }
+
+    /// Records a turn that never ran (cancelled in the queue, or the server stopping), so
+    /// that every accepted execution has its turn in the log.
+    pub(crate) async fn record_unstarted(&self, job: Job, outcome: TurnOutcome, why: &str) {
+        self.inner.metrics.turns.ended_unstarted(outcome);
+        let execution_id = job.execution_id;
+        let executions = &self.inner.executions;
+        let finish = |last_sequence: u64| {
+            executions.update(execution_id, |s| {
+                s.state = ExecutionState::from_outcome(outcome);
+                s.error = why.into();
+                s.first_sequence = s.first_sequence.max(last_sequence.saturating_sub(1));
+                s.last_sequence = last_sequence;
+            });
+        };
+        let Ok(session) = self.inner.sessions.get(job.request.session_id).await else {
+            finish(0);
+            return;
+        };
+        if let Err(e) = self.inner.sessions.close_open_turn(&session).await {
+            tracing::warn!(execution = %execution_id, error = %e, "cannot record an unstarted turn");
+            finish(0);
+            return;
+        }
+        let context = self.turn_context(&session, &job.request);
+        let started = TurnStarted {
+            prompt: job.request.prompt.clone(),
+            context,
+        };
+        let record = completed(outcome, String::new(), why.into(), Progress::default());
+        let appended =
+            match session.append_now(Some(execution_id), EventPayload::TurnStarted(started)) {
+                Ok(_) => {
+                    session
+                        .append_then(Some(execution_id), record, |event| finish(event.sequence))
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+        if let Err(e) = appended {
+            tracing::warn!(execution = %execution_id, error = %e, "cannot record an unstarted turn");
+            finish(0);
+        }
+        session.write_summary();
+    }
+
+    fn turn_context(&self, session: &SessionHandle, request: &ExecutionRequest) -> TurnContext {
+        let record = session.record();
+        TurnContext {
+            cwd: crate::api::normalized_cwd(request.cwd.as_deref()),
+            model: request
+                .model
+                .clone()
+                .unwrap_or_else(|| record.model.clone()),
+            sandbox_mode: record.sandbox_mode,
+            approval_policy: record.approval_policy,
+            metadata: request.metadata.clone(),
+        }
+    }
+
+    /// Runs one turn end to end: events, budgets, cancellation, the turn record.
+    async fn execute(&self, job: Job, signal: &Arc<CancelSignal>, slot: &mut WorkerSlot) {
+        let running = self.inner.metrics.turns.begin();
+        let execution_id = job.execution_id;
+        let opened = match self.inner.sessions.get(job.request.session_id).await {
+            Ok(session) => self
+                .inner
+                .sessions
+                .close_open_turn(&session)
+                .await
+                .map(|()| session),
+            Err(e) => Err(e),
+        };
+        let session = match opened {
+            Ok(session) => session,
+            Err(e) => {
+                self.inner.executions.update(execution_id, |s| {
+                    s.state = ExecutionState::Failed;
+                    s.error = e.client_message();
+                });
+                return;
+            }
+        };
+        if let Err(e) = self.inner.sessions.journal_turn_start(session.id()) {
+            tracing::warn!(session = %session.id(), error = %e, "cannot journal turn start");
+        }
+        let context = self.turn_context(&session, &job.request);
+        // Durable with the turn's end, or sooner if the turn runs long (see append_now);
+        // nothing of the turn is visible before.
+        let started = session.append_now(
+            Some(execution_id),
+            EventPayload::TurnStarted(TurnStarted {
+                prompt: job.request.prompt.clone(),
+                context: context.clone(),
+            }),
+        );
+        let first_sequence = match started {
+            Ok(event) => event.sequence,
+            Err(e) => {
+                // Written but not synced, the start stays in the log: the turn is closed
+                // as failed later (and stays journaled until then).
+                let error = format!("cannot record the turn's start: {}", e.client_message());
+                let spent = (Default::default(), 0);
+                if !session.abandon_turn(execution_id, TurnOutcome::Failed, error.clone(), spent) {
+                    self.inner.sessions.journal_turn_end(session.id());
+                }
+                self.inner.executions.update(execution_id, |s| {
+                    s.state = ExecutionState::Failed;
+                    s.error = error;
+                });
+                return;
+            }
+        };
+        self.inner.executions.update(execution_id, |s| {
+            s.state = ExecutionState::Running;
+            s.first_sequence = first_sequence;
+        });
+
+        let mut progress = Progress::default();
+        let prepared = self
+            .prepare_turn(
+                &session,
+                execution_id,
+                &context,
+                &job.request.prompt,
+                signal,
+            )
+            .await;
+        let end = match prepared {
+            Err(e) => TurnEnd::failed(TurnFailure::from(e), signal),
+            Ok(turn) => {
+                let deadline = self.inner.config.max_turn_duration;
+                tokio::select! {
+                    result = turn.run(&job.request.prompt, &mut progress, slot) => match result {
+                        Ok(()) => TurnEnd::Done,
+                        Err(failure) => TurnEnd::failed(failure, signal),
+                    },
+                    () = signal.token().cancelled() => TurnEnd::stopped(signal),
+                    () = tokio::time::sleep(deadline) => TurnEnd::failed(
+                        TurnFailure {
+                            code: "turn_timeout".into(),
+                            message: format!(
+                                "the turn ran past its wall-clock budget of {} s",
+                                deadline.as_secs()
+                            ),
+                        },
+                        signal,
+                    ),
+                }
+            }
+        };
+        self.close_pending_approval(&session, execution_id, &mut progress, end.stopped_by())
+            .await;
+        if let TurnEnd::Failed(failure) = &end {
+            let _ = session.append_now(
+                Some(execution_id),
+                EventPayload::ErrorOccurred {
+                    code: failure.code.clone(),
+                    message: failure.message.clone(),
+                    fatal: true,
+                },
+            );
+        }
+        let (outcome, error) = end.into_outcome();
+        let response = std::mem::take(&mut progress.response);
+        let usage = progress.usage;
+        let model_calls = progress.model_calls;
+        let record = completed(outcome, response.clone(), error.clone(), progress);
+        let executions = &self.inner.executions;
+        let ended = session
+            .append_then(Some(execution_id), record, |event| {
+                executions.update(execution_id, |s| {
+                    s.state = ExecutionState::from_outcome(outcome);
+                    s.response = response;
+                    s.error = error;
+                    s.usage = usage;
+                    s.last_sequence = event.sequence;
+                });
+            })
+            .await;
+        running.finish(if ended.is_ok() {
+            outcome
+        } else {
+            TurnOutcome::Failed
+        });
+        match ended {
+            Ok(_) => {
+                self.inner.sessions.journal_turn_end(session.id());
+                session.write_summary();
+            }
+            Err(e) => {
+                // Unless the end was written and only its sync failed, the log shows the
+                // turn running: it stays open (and journaled), and is closed as failed
+                // before the session's next turn, or at the next start.
+                let error = format!("cannot record the turn's end: {}", e.client_message());
+                let open = session.abandon_turn(
+                    execution_id,
+                    TurnOutcome::Failed,
+                    error.clone(),
+                    (usage, model_calls),
+                );
+                if !open {
+                    self.inner.sessions.journal_turn_end(session.id());
+                }
+                executions.update(execution_id, |s| {
+                    s.state = ExecutionState::Failed;
+                    s.error = error;
+                });
+            }
+        }
+    }
+
+    /// Resolves what the turn runs with: bundle, agent, model provider, tools, history,
+    /// memory, budgets.
+    async fn prepare_turn(
+        &self,
+        session: &Arc<SessionHandle>,
+        turn_id: Uuid,
+        context: &TurnContext,
+        input: &str,
+        signal: &CancelSignal,
+    ) -> Result<Turn> {
+        let record = session.record().clone();
+        let bundle = self.resolve_bundle(record.bundle.reference()).await?;
+        let agent = bundle
+            .manifest
+            .agent(&record.agent_id)
+            .ok_or_else(|| {
+                RuntimeError::FailedPrecondition(format!(
+                    "agent `{}` is no longer in bundle {}",
+                    record.agent_id, bundle.id
+                ))
+            })?
+            .clone();
+        let provider = self.inner.providers.resolve(&context.model, &bundle.root)?;
+        let provider = self.record_calls(record.id, provider);
+        let provider = self
+            .inner
+            .metrics
+            .providers
+            .meter(&context.model.provider, provider);
+        let access = self.inner.config.access.grant(&bundle.manifest.sandbox)?;
+        let cell = self.prepare_cell(record.id, &bundle).await?;
+        let rules = PermissionRules::from_tool_rules(&agent.tools)?;
+        let executions = self.clone();
+        let gate = Gate {
+            rules,
+            policy: record.approval_policy,
+            approvals: self.inner.approvals.clone(),
+            hooks: self.inner.config.hooks.clone(),
+            execution_id: turn_id,
+            on_state: Box::new(move |state| {
+                executions
+                    .inner
+                    .executions
+                    .update(turn_id, |s| s.state = state);
+            }),
+        };
+        let tools = self.turn_tools(&bundle, |name| gate.offered(name))?;
+        crate::api::workspace_dir(&cell.data, &context.cwd)?;
+        let view = ProcessView::new(record.sandbox_mode, &cell);
+        let stats = session.stats();
+        ensure_session_budget(&record, &stats)?;
+        let history = session.history();
+        let memory = self.turn_memory(session, &agent);
+        let memory_section = self
+            .memory_section(session, memory.as_ref(), &history, turn_id)
+            .await;
+        let prompt = self
+            .turn_prompt(
+                &bundle,
+                &agent.prompt,
+                &cell,
+                context,
+                &tools,
+                input,
+                memory_section,
+            )
+            .await?;
+        Ok(Turn {
+            session: session.clone(),
+            turn_id,
+            model: context.model.clone(),
+            provider,
+            system_prompt: prompt.text,
+            history,
+            tools,
+            tool_context: ToolContext {
+                session_id: record.id,
+                turn_id,
+                call_id: String::new(),
+                cwd: view.in_workspace(Path::new(&context.cwd)),
+                view,
+                cell,
+                bundle: bundle.clone(),
+                mode: record.sandbox_mode,
+                sandbox_user: self.inner.sandbox.user(),
+                mounts_read: access.mounts_read,
+                mounts_write: access.mounts_write,
+                network: access.network,
+                env: access.env,
+                memory_mb: access.memory_mb,
+                events: EventSink::new(session.clone(), Some(turn_id)),
+                cancel: signal.token().clone(),
+                skills: prompt.skills,
+            },
+            max_steps: self.inner.config.max_turn_steps,
+            prior_model_calls: stats.model_calls,
+            gate,
+            budgets: TokenBudgets {
+                max_output_tokens: self.inner.config.max_turn_output_tokens,
+                session_budget: record.token_budget,
+                session_spent: tokens_spent(&stats.usage),
+            },
+            memory,
+        })
+    }
+
+    /// A turn stopped while it waited for a human: its request ends, and the log says how.
+    async fn close_pending_approval(
+        &self,
+        session: &SessionHandle,
+        execution_id: Uuid,
+        progress: &mut Progress,
+        stopped_by: Option<TurnOutcome>,
+    ) {
+        let Some(request_id) = progress.pending_approval.take() else {
+            return;
+        };
+        self.inner.approvals.cancel_execution(execution_id);
+        let (resolution, reason) = match stopped_by {
+            Some(TurnOutcome::Interrupted) => {
+                (ApprovalResolution::Interrupted, "the server shut down")
+            }
+            Some(_) => (ApprovalResolution::Cancelled, "the turn was cancelled"),
+            None => (ApprovalResolution::Cancelled, "the turn ended"),
+        };
+        let resolved = EventPayload::ApprovalResolved {
+            request_id,
+            decision: ApprovalDecision::Deny,
+            resolution,
+            reason: reason.into(),
+        };
+        if let Err(e) = session.append(Some(execution_id), resolved).await {
+            tracing::warn!(execution = %execution_id, error = %e, "cannot record the end of an approval");
+        }
+    }
+}
+
+fn completed(
+    outcome: TurnOutcome,
+    response: String,
+    error: String,
+    progress: Progress,
+) -> EventPayload {
+    EventPayload::TurnCompleted(TurnCompleted {
+        outcome,
+        response,
+        error,
+        usage: progress.usage,
+        messages: progress.messages,
+        model_calls: progress.model_calls,
+    })
+}
