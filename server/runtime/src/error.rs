@@ -229,11 +229,28 @@ pub fn shorten(value: &str) -> String {
     if value.len() <= MAX {
         return value.to_string();
     }
-    let mut end = MAX;
-    while !value.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &value[..end])
+    format!(
+        "{}{}",
+        crate::text::byte_prefix(value, MAX),
+        crate::text::CUT_MARK
+    )
 }
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
+
+/// An error and its causes on one line (`error sending request: connection refused`):
+/// reqwest's and hyper's top-level messages hide the useful part in their sources. A cause
+/// already quoted by the message before it is not repeated.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -178,11 +178,7 @@ fn cut(text: &mut String, max: usize) {
 }
 
 fn floor_boundary(text: &str, at: usize) -> usize {
-    let mut end = at.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    end
+    crate::text::byte_prefix(text, at).len()
 }
 
 #[cfg(test)]

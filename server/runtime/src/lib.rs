@@ -28,6 +28,8 @@ pub mod sandbox;
 pub mod secrets;
 pub mod session;
 pub mod skills;
+pub(crate) mod sync;
+pub mod text;
 pub mod textfile;
 pub mod tools;
 

@@ -19,7 +19,7 @@ impl OdysseyRuntime {
         page: PageRequest,
     ) -> Result<Page<Approval>> {
         if let Some(id) = session
-            && self.inner.sessions.peek(id).is_none()
+            && !self.inner.sessions.exists(id)
         {
             return Err(RuntimeError::not_found("session", id.to_string()));
         }

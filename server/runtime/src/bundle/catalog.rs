@@ -139,14 +139,14 @@ impl Catalog {
     /// The bundle installed in `dir`, parsed at most once while it stays installed.
     pub fn load(&self, dir: &Path) -> Result<Arc<InstalledBundle>, BundleError> {
         let epoch = {
-            let cache = self.cache.read().unwrap_or_else(|p| p.into_inner());
+            let cache = crate::sync::read(&self.cache);
             if let Some(bundle) = cache.bundles.get(dir) {
                 return Ok(Arc::clone(bundle));
             }
             cache.epoch
         };
         let bundle = Arc::new(InstalledBundle::load(dir.to_path_buf())?);
-        let mut cache = self.cache.write().unwrap_or_else(|p| p.into_inner());
+        let mut cache = crate::sync::write(&self.cache);
         if cache.epoch == epoch {
             cache.bundles.insert(dir.to_path_buf(), Arc::clone(&bundle));
         }
@@ -155,7 +155,7 @@ impl Catalog {
 
     /// Records a bundle just installed (or replaced) in its directory.
     pub fn remember(&self, bundle: &Arc<InstalledBundle>) {
-        let mut cache = self.cache.write().unwrap_or_else(|p| p.into_inner());
+        let mut cache = crate::sync::write(&self.cache);
         cache.epoch += 1;
         cache
             .bundles
@@ -164,7 +164,7 @@ impl Catalog {
 
     /// Drops a bundle just deleted.
     pub fn forget(&self, dir: &Path) {
-        let mut cache = self.cache.write().unwrap_or_else(|p| p.into_inner());
+        let mut cache = crate::sync::write(&self.cache);
         cache.epoch += 1;
         cache.bundles.remove(dir);
     }

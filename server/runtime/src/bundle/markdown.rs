@@ -74,8 +74,8 @@ pub(crate) fn first_paragraph(text: &str) -> String {
 
 /// Shortens `text` to at most `max` characters, on a character boundary, marking the cut.
 pub(crate) fn truncate(text: String, max: usize) -> String {
-    match text.char_indices().nth(max) {
+    match crate::text::char_prefix(&text, max) {
         None => text,
-        Some((cut, _)) => format!("{}…", text[..cut].trim_end()),
+        Some(kept) => format!("{}{}", kept.trim_end(), crate::text::CUT_MARK),
     }
 }

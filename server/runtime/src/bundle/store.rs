@@ -315,7 +315,7 @@ impl BundleStore {
     /// Serializes writers. A panic in another writer leaves nothing half-done on disk that
     /// the next writer could trip over (staging is separate), so poisoning is ignored.
     fn lock_writer(&self) -> MutexGuard<'_, ()> {
-        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.writer)
     }
 }
 

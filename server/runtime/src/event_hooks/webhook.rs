@@ -94,7 +94,7 @@ impl Webhook {
                 let e = e.without_url();
                 (
                     Failure::Request,
-                    format!("the request failed: {}", chain(&e)),
+                    format!("the request failed: {}", crate::error::chain(&e)),
                 )
             }
             Err(_) => (Failure::Timeout, timed_out(self.timeout)),
@@ -106,16 +106,4 @@ impl Webhook {
 
 fn timed_out(after: Duration) -> String {
     format!("no answer within {} ms", after.as_millis())
-}
-
-/// An error with its causes (`error sending request: connection refused`).
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

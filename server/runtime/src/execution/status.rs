@@ -126,7 +126,7 @@ impl ExecutionTable {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     /// Registers a new queued execution.

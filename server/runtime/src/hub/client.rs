@@ -148,7 +148,7 @@ impl Hub {
         };
         let client = oci_client::Client::try_from(config).map_err(|e| HubError::Unavailable {
             registry: registry.clone(),
-            message: format!("cannot set up an HTTP client: {}", chain(&e)),
+            message: format!("cannot set up an HTTP client: {}", crate::error::chain(&e)),
         })?;
         let credentials = self.settings.credentials_for(&registry);
         Ok(Remote {
@@ -217,7 +217,10 @@ impl Remote {
             },
             _ => HubError::Unavailable {
                 registry: self.registry.clone(),
-                message: format!("the download of {what} broke off: {}", chain(&e)),
+                message: format!(
+                    "the download of {what} broke off: {}",
+                    crate::error::chain(&e)
+                ),
             },
         }
     }
@@ -232,7 +235,7 @@ impl Remote {
                 Some(status) => self.status_error(status.as_u16(), ""),
                 None => HubError::Unavailable {
                     registry: self.registry.clone(),
-                    message: chain(&e),
+                    message: crate::error::chain(&e),
                 },
             },
             E::DigestError(DigestError::VerificationError { expected, actual }) => {
@@ -252,11 +255,11 @@ impl Remote {
             | E::ManifestParsingError(_)
             | E::UnsupportedSchemaVersionError(_)) => HubError::NotABundle {
                 reference: self.display.clone(),
-                message: shorten(&e.to_string()),
+                message: crate::text::shorten(&e.to_string(), MAX_QUOTED),
             },
             other => HubError::Refused {
                 registry: self.registry.clone(),
-                message: shorten(&chain(&other)),
+                message: crate::text::shorten(&crate::error::chain(&other), MAX_QUOTED),
             },
         }
     }
@@ -271,13 +274,14 @@ impl Remote {
     }
 
     fn envelope_error(&self, envelope: &OciEnvelope) -> HubError {
-        let message = shorten(
+        let message = crate::text::shorten(
             &envelope
                 .errors
                 .iter()
                 .map(|e| e.message.clone())
                 .collect::<Vec<_>>()
                 .join("; "),
+            MAX_QUOTED,
         );
         let code = envelope.errors.first().map(|e| &e.code);
         match code {
@@ -308,7 +312,10 @@ impl Remote {
         let detail = if body.trim().is_empty() {
             format!("HTTP {code}")
         } else {
-            format!("HTTP {code}: {}", shorten(body.trim()))
+            format!(
+                "HTTP {code}: {}",
+                crate::text::shorten(body.trim(), MAX_QUOTED)
+            )
         };
         match code {
             401 => self.unauthorized(),
@@ -334,27 +341,5 @@ impl Remote {
             registry: self.registry.clone(),
             reference: self.display.clone(),
         }
-    }
-}
-
-/// An error and its causes on one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-fn shorten(text: &str) -> String {
-    match text.char_indices().nth(MAX_QUOTED) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
     }
 }

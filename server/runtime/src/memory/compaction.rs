@@ -8,6 +8,7 @@
 //! cut in the transcript; if the transcript still overflows the window, its oldest turns
 //! are left out and the transcript says so.
 
+use crate::text::byte_prefix;
 use futures::StreamExt;
 
 use super::estimate::{system_tokens, text_tokens};
@@ -146,21 +147,9 @@ fn excerpt(text: &str) -> String {
     }
     format!(
         "{} […{} bytes cut]",
-        cut(text, TRANSCRIPT_ITEM_BYTES),
+        byte_prefix(text, TRANSCRIPT_ITEM_BYTES),
         text.len() - TRANSCRIPT_ITEM_BYTES
     )
-}
-
-/// The longest prefix of `text` of at most `max` bytes ending on a character boundary.
-pub(crate) fn cut(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// Runs the compaction call: the answer's text (reasoning and stray tool calls ignored),
@@ -182,7 +171,7 @@ pub async fn summarize(
         }
     }
     let max_bytes = usize::try_from(summary_tokens * 6).unwrap_or(usize::MAX);
-    let summary = cut(text.trim(), max_bytes).trim_end().to_owned();
+    let summary = byte_prefix(text.trim(), max_bytes).trim_end().to_owned();
     if summary.is_empty() {
         return (Err(CompactionError::Empty), usage);
     }
@@ -256,8 +245,8 @@ mod tests {
         assert_eq!(summary_limit(0), SUMMARY_TOKENS_MIN);
         assert_eq!(summary_limit(2_000), 500);
         assert_eq!(summary_limit(1_000_000), SUMMARY_TOKENS_MAX);
-        assert_eq!(cut("héllo", 2), "h");
-        assert_eq!(cut("héllo", 3), "hé");
+        assert_eq!(byte_prefix("héllo", 2), "h");
+        assert_eq!(byte_prefix("héllo", 3), "hé");
         assert!(summary_message("S").content.ends_with("\n\nS"));
     }
 

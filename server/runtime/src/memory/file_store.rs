@@ -86,7 +86,7 @@ impl MemoryProvider for FileMemory {
         async move {
             let path = Self::path(&root, &scope)?;
             blocking(move || {
-                let mut files = files.lock().unwrap_or_else(|p| p.into_inner());
+                let mut files = crate::sync::lock(&files);
                 // Unknown until read once: then a file a crash left with a torn last line
                 // is compacted rather than appended to.
                 let size = files.remove(&path);

@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::compaction::cut;
+use crate::text::byte_prefix;
 
 /// Whose memory: one agent of one installed bundle, across the bundle's versions.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -72,7 +72,7 @@ fn shorten(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
-    let mut short = cut(text, max.saturating_sub('…'.len_utf8()))
+    let mut short = byte_prefix(text, max.saturating_sub('…'.len_utf8()))
         .trim_end()
         .to_owned();
     short.push('…');

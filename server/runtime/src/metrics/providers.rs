@@ -51,7 +51,7 @@ impl ProviderMetrics {
     }
 
     fn error(&self, error: &ProviderError) {
-        let mut errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        let mut errors = crate::sync::lock(&self.errors);
         *errors.entry(error.reason()).or_default() += 1;
     }
 }
@@ -130,7 +130,7 @@ impl ProviderCalls {
         let errors: Vec<(&str, String, u64)> = used
             .iter()
             .flat_map(|p| {
-                let errors = p.errors.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let errors = crate::sync::lock(&p.errors).clone();
                 errors
                     .into_iter()
                     .map(|(reason, n)| (p.name.as_str(), reason.to_ascii_lowercase(), n))

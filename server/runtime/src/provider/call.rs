@@ -18,8 +18,9 @@ use reqwest::{RequestBuilder, StatusCode};
 
 use super::error::{redact, redact_and_shorten};
 use super::retry::{RetryDecision, RetryPolicy, retry_after};
-use super::sse::{SseEvents, error_chain};
+use super::sse::SseEvents;
 use super::{ModelDelta, ProviderError};
+use crate::text::shorten;
 
 /// Longest provider error text kept in a message: enough for any real explanation, not
 /// enough for an HTML error page to flood an event.
@@ -40,6 +41,22 @@ pub(super) enum Flow {
 }
 
 /// Turns one wire format's events into [`ModelDelta`]s.
+/// The JSON of one SSE `data` payload, as every decoder reads it: `Ok(None)` for an empty
+/// one (a keep-alive), else the payload parsed as `T`; what does not parse is an error
+/// naming `what` and quoting the payload's start.
+pub(super) fn parse_data<T: serde::de::DeserializeOwned>(
+    data: &str,
+    what: &str,
+) -> Result<Option<T>, String> {
+    let data = data.trim();
+    if data.is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(data)
+        .map(Some)
+        .map_err(|e| format!("{what} is not valid JSON ({e}): {}", shorten(data, 200)))
+}
+
 pub(super) trait Decoder: Send {
     /// Decodes one SSE `data` payload, appending the deltas it completes to `out`.
     /// An `Err` ends the call: the provider reported an error or stopped making sense.
@@ -255,7 +272,7 @@ impl CallRequest {
             Ok(Err(e)) => {
                 let error = ProviderError::Unavailable {
                     provider: t.name.clone(),
-                    message: format!("request failed: {}", error_chain(&e)),
+                    message: format!("request failed: {}", crate::error::chain(&e)),
                     retry_after: None,
                 };
                 let retryable = e.is_connect() || (e.is_request() && !e.is_builder());
@@ -320,7 +337,7 @@ impl CallRequest {
         let status = response.status();
         let body = match tokio::time::timeout(t.request_timeout, read_limited(response)).await {
             Ok(Ok(body)) => body,
-            Ok(Err(e)) => format!("(unreadable error body: {})", error_chain(&e)),
+            Ok(Err(e)) => format!("(unreadable error body: {})", crate::error::chain(&e)),
             Err(_) => "(error body not received in time)".into(),
         };
         let (message, wait) = match t.wire.parse_error(&body) {

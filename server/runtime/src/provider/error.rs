@@ -283,7 +283,7 @@ pub(crate) const REDACTED: &str = "[REDACTED]";
 const MIN_SECRET_PREFIX_CHARS: usize = 8;
 
 /// The mark [`shorten`] leaves where it cut.
-const CUT_MARK: char = '…';
+use crate::text::CUT_MARK;
 
 /// Removes every occurrence of `secret` from `text`. Providers echo keys back in their
 /// error messages (some in full), and those messages end up in events and logs. Where the
@@ -329,14 +329,7 @@ pub(crate) fn redact_and_shorten(text: &str, secret: &str, max: usize) -> String
     redact(&shorten(&redact(text, secret), max), secret)
 }
 
-/// Cuts `text` to at most `max` characters (not bytes, so never inside a UTF-8 sequence),
-/// marking the cut. Provider error bodies and cassette mismatches can be arbitrarily long.
-pub(crate) fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}{CUT_MARK}", &text[..cut]),
-        None => text.to_owned(),
-    }
-}
+use crate::text::shorten;
 
 #[cfg(test)]
 mod tests {

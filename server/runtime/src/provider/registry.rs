@@ -236,10 +236,7 @@ impl ProviderCache {
         own: bool,
         build: impl FnOnce() -> Result<Arc<dyn ModelProvider>, ProviderError>,
     ) -> Result<Arc<dyn ModelProvider>, ProviderError> {
-        let mut cached = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut cached = crate::sync::lock(&self.0);
         if let Some(provider) = cached.get(base_url) {
             return Ok(provider.clone());
         }
@@ -875,7 +872,7 @@ fn http_client(
         .build()
         .map_err(|e| ProviderError::Setup {
             provider: provider.to_owned(),
-            message: super::sse::error_chain(&e),
+            message: crate::error::chain(&e),
         })
 }
 

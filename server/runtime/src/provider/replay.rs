@@ -52,9 +52,9 @@ use futures::stream::BoxStream;
 pub(crate) use cassette::{Cassette, CassetteCache, cassette_path};
 pub use recorder::CassetteRecorder;
 
-use super::error::shorten;
 use super::{ModelDelta, ModelProvider, ModelRequest, ProviderError};
 use crate::chat::{ChatMessage, Role, TokenUsage};
+use crate::text::shorten;
 use cassette::{Entry, ExpectedMessage};
 
 /// One item of a replayed call.

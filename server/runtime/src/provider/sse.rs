@@ -57,7 +57,7 @@ impl SseEvents {
                     self.ended = true;
                     return Some(Err(ProviderError::Unavailable {
                         provider: self.provider.clone(),
-                        message: format!("connection lost mid-answer: {}", error_chain(&e)),
+                        message: format!("connection lost mid-answer: {}", crate::error::chain(&e)),
                         retry_after: None,
                     }));
                 }
@@ -72,20 +72,4 @@ impl SseEvents {
             }
         }
     }
-}
-
-/// An error and its causes on one line: reqwest's top-level message ("error sending
-/// request") hides the useful part ("connection refused") in its source chain.
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }

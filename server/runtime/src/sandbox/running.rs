@@ -49,9 +49,7 @@ impl RunningSet {
     /// Locks the table; a panic elsewhere while holding it leaves a consistent map, so a
     /// poisoned lock is used as is.
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Running>> {
-        self.execs
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::lock(&self.execs)
     }
 
     /// Registers `exec_id` in `cell_root`; its token is a child of the caller's `cancel`.

@@ -228,7 +228,7 @@ impl SessionHandle {
 
     pub(super) fn lock(&self) -> MutexGuard<'_, LiveState> {
         // A panic while holding the lock leaves plain data behind; keep serving it.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     /// Appends an event and wakes subscribers. Durability points are synced first, so a
@@ -383,7 +383,7 @@ impl SessionHandle {
     /// Hands the observer every event after the last one it got, up to `sequence`, from
     /// the ring.
     fn hand_over(&self, observer: &dyn EventObserver, sequence: u64) {
-        let mut observed = self.observed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut observed = crate::sync::lock(&self.observed);
         if sequence <= *observed {
             return;
         }

@@ -135,10 +135,7 @@ impl SessionStore {
     }
 
     pub fn quarantined(&self) -> Vec<QuarantinedSession> {
-        self.quarantined
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        crate::sync::lock(&self.quarantined).clone()
     }
 
     fn dir_of(&self, id: Uuid) -> PathBuf {
@@ -260,6 +257,12 @@ impl SessionStore {
         Ok(ids)
     }
 
+    /// Whether the session exists, without reading its files (one `stat` at most): for
+    /// checks made on async workers, where [`SessionStore::peek`] could scan a log.
+    pub fn exists(&self, id: Uuid) -> bool {
+        self.lock_open().contains_key(&id) || self.dir_of(id).join(RECORD_FILE).is_file()
+    }
+
     /// A session's record and totals without opening its log: from memory when it is
     /// open, else from its files. `None` when it vanished meanwhile.
     pub fn peek(&self, id: Uuid) -> Option<SessionInfo> {
@@ -324,14 +327,11 @@ impl SessionStore {
             tracing::error!(session = %id, error = %e, "cannot quarantine session");
         }
         self.journal_turn_end(id);
-        self.quarantined
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(QuarantinedSession {
-                session_id: id.to_string(),
-                reason: reason.to_string(),
-                quarantined_at_ms: now_ms(),
-            });
+        crate::sync::lock(&self.quarantined).push(QuarantinedSession {
+            session_id: id.to_string(),
+            reason: reason.to_string(),
+            quarantined_at_ms: now_ms(),
+        });
     }
 
     fn lock_open(&self) -> MutexGuard<'_, OpenMap> {
@@ -352,7 +352,7 @@ struct OpenSessions {
 
 impl OpenSessions {
     fn lock(&self) -> MutexGuard<'_, OpenMap> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.map)
     }
 
     fn evict_idle(&self, keep: usize) {

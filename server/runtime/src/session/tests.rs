@@ -422,10 +422,7 @@ impl super::EventObserver for Recorder {
     }
 
     fn published(&self, event: &Arc<Event>) {
-        self.published
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(event.sequence);
+        crate::sync::lock(&self.published).push(event.sequence);
     }
 
     fn missed(&self, count: u64) {
@@ -459,11 +456,7 @@ async fn the_observer_sees_every_event_once_in_order_even_when_appends_race() {
     for writer in writers {
         writer.await.unwrap_or_else(|e| panic!("{e}"));
     }
-    let published = recorder
-        .published
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let published = crate::sync::lock(&recorder.published).clone();
     assert_eq!(published, (1..=400).collect::<Vec<u64>>());
     assert_eq!(
         recorder.appended.load(std::sync::atomic::Ordering::Relaxed),
@@ -483,11 +476,7 @@ async fn the_observer_sees_every_event_once_in_order_even_when_appends_race() {
     handle
         .append_now(None, delta("after"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let published = again
-        .published
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let published = crate::sync::lock(&again.published).clone();
     assert_eq!(published, [401]);
 }
 

@@ -100,7 +100,7 @@ impl ServerSkills {
     fn lock(&self) -> MutexGuard<'_, State> {
         // The state is a cache: one left half-updated by a panic is refreshed by the next
         // check, so a poisoned lock is still usable.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     fn check(&self, state: &mut State, now: SystemTime) {

@@ -12,7 +12,7 @@ mod key;
 mod state;
 mod waiter;
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -116,7 +116,7 @@ impl ApprovalStore {
     fn lock(&self) -> MutexGuard<'_, State> {
         // No code under this lock can panic halfway through an update that matters; a
         // poisoned lock must not make every later approval fail, so it is used as is.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.state)
     }
 
     /// Files a request. The waiter resolves when a human decides, the timeout passes, or

@@ -14,8 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::chat::{ReasoningState, TokenUsage};
-use crate::provider::call::{Decoder, Flow};
-use crate::provider::error::shorten;
+use crate::provider::call::{Decoder, Flow, parse_data};
 use crate::provider::{ModelDelta, ProviderError};
 
 /// The decoding state of one model call.
@@ -72,16 +71,9 @@ impl Decoder for EventDecoder {
         data: &str,
         out: &mut VecDeque<ModelDelta>,
     ) -> Result<Flow, ProviderError> {
-        let data = data.trim();
-        if data.is_empty() {
+        let Some(event) = parse_data::<Event>(data, "event").map_err(|m| self.protocol(m))? else {
             return Ok(Flow::Continue);
-        }
-        let event: Event = serde_json::from_str(data).map_err(|e| {
-            self.protocol(format!(
-                "event is not valid JSON ({e}): {}",
-                shorten(data, 200)
-            ))
-        })?;
+        };
         match event {
             Event::MessageStart { message } => self.usage.merge(message.usage),
             Event::ContentBlockStart {

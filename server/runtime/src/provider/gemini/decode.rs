@@ -14,8 +14,7 @@ use serde_json::Value;
 
 use super::request::SIGNATURE_SEPARATOR;
 use crate::chat::TokenUsage;
-use crate::provider::call::{Decoder, Flow};
-use crate::provider::error::shorten;
+use crate::provider::call::{Decoder, Flow, parse_data};
 use crate::provider::{ModelDelta, ProviderError};
 
 /// Finish reasons that mean the model did not give (all of) its answer. `STOP` and
@@ -47,16 +46,9 @@ impl Decoder for ChunkDecoder {
         data: &str,
         out: &mut VecDeque<ModelDelta>,
     ) -> Result<Flow, ProviderError> {
-        let data = data.trim();
-        if data.is_empty() {
+        let Some(chunk) = parse_data::<Chunk>(data, "chunk").map_err(|m| self.protocol(m))? else {
             return Ok(Flow::Continue);
-        }
-        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-            self.protocol(format!(
-                "chunk is not valid JSON ({e}): {}",
-                shorten(data, 200)
-            ))
-        })?;
+        };
         if let Some(error) = chunk.error {
             return Err(self.unavailable(error.message()));
         }

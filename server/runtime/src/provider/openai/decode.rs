@@ -11,8 +11,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Deserialize;
 
 use crate::chat::TokenUsage;
-use crate::provider::call::{Decoder, Flow};
-use crate::provider::error::shorten;
+use crate::provider::call::{Decoder, Flow, parse_data};
 use crate::provider::{ModelDelta, ProviderError};
 
 /// The decoding state of one model call.
@@ -64,20 +63,13 @@ impl Decoder for ChunkDecoder {
         data: &str,
         out: &mut VecDeque<ModelDelta>,
     ) -> Result<Flow, ProviderError> {
-        let data = data.trim();
-        if data == "[DONE]" {
+        if data.trim() == "[DONE]" {
             self.finish(out)?;
             return Ok(Flow::Done);
         }
-        if data.is_empty() {
+        let Some(chunk) = parse_data::<Chunk>(data, "chunk").map_err(|m| self.protocol(m))? else {
             return Ok(Flow::Continue);
-        }
-        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-            self.protocol(format!(
-                "chunk is not valid JSON ({e}): {}",
-                shorten(data, 200)
-            ))
-        })?;
+        };
         if let Some(error) = chunk.error {
             return Err(ProviderError::Unavailable {
                 provider: self.provider.clone(),

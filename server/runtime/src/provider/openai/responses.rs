@@ -15,8 +15,7 @@ use serde_json::Value;
 
 use super::decode::PartialCall;
 use crate::chat::TokenUsage;
-use crate::provider::call::{Decoder, Flow};
-use crate::provider::error::shorten;
+use crate::provider::call::{Decoder, Flow, parse_data};
 use crate::provider::{ModelDelta, ProviderError};
 
 /// The decoding state of one Responses API call.
@@ -36,20 +35,12 @@ impl Decoder for ResponsesDecoder {
         data: &str,
         out: &mut VecDeque<ModelDelta>,
     ) -> Result<Flow, ProviderError> {
-        let data = data.trim();
-        if data.is_empty() || data == "[DONE]" {
-            return Ok(if data.is_empty() {
-                Flow::Continue
-            } else {
-                Flow::Done
-            });
+        if data.trim() == "[DONE]" {
+            return Ok(Flow::Done);
         }
-        let event: Event = serde_json::from_str(data).map_err(|e| {
-            self.protocol(format!(
-                "event is not valid JSON ({e}): {}",
-                shorten(data, 200)
-            ))
-        })?;
+        let Some(event) = parse_data::<Event>(data, "event").map_err(|m| self.protocol(m))? else {
+            return Ok(Flow::Continue);
+        };
         match event.kind.as_str() {
             "response.output_text.delta" | "response.refusal.delta" => {
                 push_text(out, event.delta, ModelDelta::Text);

@@ -202,9 +202,7 @@ impl CassetteCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, (Stamp, Arc<Cassette>)>> {
         // The map is always consistent between statements; a panic elsewhere cannot
         // leave it half-written, so a poisoned lock is safe to keep using.
-        self.entries
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::lock(&self.entries)
     }
 }
 

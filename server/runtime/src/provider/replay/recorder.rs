@@ -109,9 +109,7 @@ impl CassetteRecorder {
 
     fn lock(&self) -> MutexGuard<'_, HashMap<Uuid, Arc<Mutex<Tape>>>> {
         // Every entry is valid on its own; a panic elsewhere cannot leave the map torn.
-        self.tapes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::lock(&self.tapes)
     }
 
     fn tape(&self, session: Uuid) -> Arc<Mutex<Tape>> {
@@ -161,7 +159,7 @@ impl CassetteRecorder {
     /// Appends the entry of the session's call number `call_index`.
     fn append(&self, session: Uuid, call_index: u64, entry: &Entry) {
         let tape = self.tape(session);
-        let mut tape = tape.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut tape = crate::sync::lock(&tape);
         if tape.stopped {
             return;
         }

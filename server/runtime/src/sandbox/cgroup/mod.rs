@@ -134,7 +134,7 @@ impl SessionCgroups {
     }
 
     fn made(&self) -> MutexGuard<'_, HashSet<(PathBuf, String)>> {
-        self.made.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.made)
     }
 
     /// Makes (or reuses) the group of `session`, sets its limits, and opens the

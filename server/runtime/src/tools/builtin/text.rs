@@ -13,11 +13,11 @@ pub(crate) fn looks_binary(bytes: &[u8]) -> bool {
 /// `line` cut to at most `max_chars` characters, with a marker saying how much was cut, so
 /// one minified line cannot fill the model's context.
 pub(crate) fn clip_line(line: &str, max_chars: usize) -> String {
-    match line.char_indices().nth(max_chars) {
+    match crate::text::char_prefix(line, max_chars) {
         None => line.to_owned(),
-        Some((cut, _)) => {
-            let rest = line[cut..].chars().count();
-            format!("{}… [{rest} more characters]", &line[..cut])
+        Some(kept) => {
+            let rest = line[kept.len()..].chars().count();
+            format!("{kept}… [{rest} more characters]")
         }
     }
 }
