@@ -25,6 +25,7 @@ mod prompt;
 mod provider_features;
 mod providers;
 mod recovery;
+mod sdk;
 mod sessions;
 mod surface;
 mod tls_web;

@@ -22,7 +22,11 @@ impl OdysseyClient {
                 page_size: PAGE_SIZE,
                 page_token: std::mem::take(&mut page_token),
             };
-            let page = self.approvals().list_approvals(request).await?.into_inner();
+            let page = crate::retry::read(|| async {
+                Ok(self.approvals().list_approvals(request.clone()).await?)
+            })
+            .await?
+            .into_inner();
             let empty_page = page.approvals.is_empty();
             approvals.extend(page.approvals);
             if page.next_page_token.is_empty() {

@@ -1,6 +1,8 @@
-//! Bearer-token authentication. An interceptor rather than a header set per call, so every
-//! generated client made from [`crate::OdysseyClient`] carries the token without each call
-//! remembering it.
+//! Bearer-token authentication and deadlines. An interceptor rather than a header set per
+//! call, so every generated client made from [`crate::OdysseyClient`] carries the token (and
+//! the client's deadline, when it has one) without each call remembering it.
+
+use std::time::Duration;
 
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
@@ -8,10 +10,12 @@ use tonic::{Request, Status};
 
 use crate::error::ClientError;
 
-/// Adds `authorization: Bearer <token>` to every request, when a token was given.
+/// Adds `authorization: Bearer <token>` to every request, when a token was given, and a
+/// deadline (`grpc-timeout`), when one was set and the request has none of its own.
 #[derive(Clone, Debug, Default)]
 pub struct BearerAuth {
     header: Option<MetadataValue<Ascii>>,
+    deadline: Option<Duration>,
 }
 
 impl BearerAuth {
@@ -29,7 +33,17 @@ impl BearerAuth {
                 Some(value)
             }
         };
-        Ok(Self { header })
+        Ok(Self {
+            header,
+            deadline: None,
+        })
+    }
+
+    /// The same, giving each call `deadline` to finish in (streams included: a stream
+    /// still open then ends with DEADLINE_EXCEEDED).
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
     }
 }
 
@@ -39,6 +53,11 @@ impl Interceptor for BearerAuth {
             request
                 .metadata_mut()
                 .insert("authorization", header.clone());
+        }
+        if let Some(deadline) = self.deadline
+            && !request.metadata().contains_key("grpc-timeout")
+        {
+            request.set_timeout(deadline);
         }
         Ok(request)
     }
@@ -56,6 +75,19 @@ mod tests {
             request.metadata().get("authorization").unwrap(),
             "Bearer s3cret"
         );
+    }
+
+    #[test]
+    fn a_deadline_becomes_the_grpc_timeout_unless_the_call_has_one() {
+        let mut auth = BearerAuth::new(None)
+            .unwrap()
+            .with_deadline(Duration::from_millis(1500));
+        let request = auth.call(Request::new(())).unwrap();
+        assert_eq!(request.metadata().get("grpc-timeout").unwrap(), "1500000u");
+        let mut own = Request::new(());
+        own.set_timeout(Duration::from_secs(2));
+        let request = auth.call(own).unwrap();
+        assert_eq!(request.metadata().get("grpc-timeout").unwrap(), "2000000u");
     }
 
     #[test]

@@ -112,7 +112,11 @@ impl OdysseyClient {
         let request = pb::InspectBundleRequest {
             reference: reference.to_owned(),
         };
-        Ok(self.bundles().inspect_bundle(request).await?.into_inner())
+        let response = crate::retry::read(|| async {
+            Ok(self.bundles().inspect_bundle(request.clone()).await?)
+        })
+        .await?;
+        Ok(response.into_inner())
     }
 
     /// Every installed bundle (of `namespace`, when given), following all pages.
@@ -128,7 +132,11 @@ impl OdysseyClient {
                 page_token: std::mem::take(&mut page_token),
                 namespace: namespace.unwrap_or_default().to_owned(),
             };
-            let page = self.bundles().list_bundles(request).await?.into_inner();
+            let page = crate::retry::read(|| async {
+                Ok(self.bundles().list_bundles(request.clone()).await?)
+            })
+            .await?
+            .into_inner();
             bundles.extend(page.bundles);
             if page.next_page_token.is_empty() {
                 return Ok(bundles);
@@ -190,12 +198,10 @@ impl OdysseyClient {
         let request = pb::ListAgentsRequest {
             bundle_reference: bundle_reference.to_owned(),
         };
-        Ok(self
-            .bundles()
-            .list_agents(request)
-            .await?
-            .into_inner()
-            .agents)
+        let response =
+            crate::retry::read(|| async { Ok(self.bundles().list_agents(request.clone()).await?) })
+                .await?;
+        Ok(response.into_inner().agents)
     }
 
     /// The models of an installed bundle's agents, and whether this server can run them.
@@ -206,12 +212,10 @@ impl OdysseyClient {
         let request = pb::ListModelsRequest {
             bundle_reference: bundle_reference.to_owned(),
         };
-        Ok(self
-            .bundles()
-            .list_models(request)
-            .await?
-            .into_inner()
-            .models)
+        let response =
+            crate::retry::read(|| async { Ok(self.bundles().list_models(request.clone()).await?) })
+                .await?;
+        Ok(response.into_inner().models)
     }
 
     /// The skills of an installed bundle.
@@ -222,12 +226,10 @@ impl OdysseyClient {
         let request = pb::ListSkillsRequest {
             bundle_reference: bundle_reference.to_owned(),
         };
-        Ok(self
-            .bundles()
-            .list_skills(request)
-            .await?
-            .into_inner()
-            .skills)
+        let response =
+            crate::retry::read(|| async { Ok(self.bundles().list_skills(request.clone()).await?) })
+                .await?;
+        Ok(response.into_inner().skills)
     }
 }
 

@@ -68,7 +68,8 @@ impl std::fmt::Debug for ConnectOptions {
 /// A connected client. Cheap to clone: clones share the HTTP/2 connection.
 #[derive(Clone, Debug)]
 pub struct OdysseyClient {
-    channel: AuthChannel,
+    channel: Channel,
+    auth: BearerAuth,
 }
 
 impl OdysseyClient {
@@ -130,36 +131,53 @@ impl OdysseyClient {
 
     /// Wraps an existing channel (custom TLS, a proxy, an in-process transport).
     pub fn from_channel(channel: Channel, auth: BearerAuth) -> Self {
+        Self { channel, auth }
+    }
+
+    /// The same client (same connection, same token) with a deadline on each call made
+    /// through it: a call that has not finished after `deadline` fails with
+    /// DEADLINE_EXCEEDED, a stream still open then ends with it.
+    ///
+    /// ```no_run
+    /// # async fn f(client: odyssey_client::OdysseyClient) -> Result<(), odyssey_client::ClientError> {
+    /// use std::time::Duration;
+    /// let session = client.with_deadline(Duration::from_secs(5)).get_session("…").await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_deadline(&self, deadline: Duration) -> Self {
         Self {
-            channel: InterceptedService::new(channel, auth),
+            channel: self.channel.clone(),
+            auth: self.auth.clone().with_deadline(deadline),
         }
+    }
+
+    fn intercepted(&self) -> AuthChannel {
+        InterceptedService::new(self.channel.clone(), self.auth.clone())
     }
 
     /// The generated `BundleService` client.
     pub fn bundles(&self) -> BundleServiceClient<AuthChannel> {
-        BundleServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_DECODING_BYTES)
+        BundleServiceClient::new(self.intercepted()).max_decoding_message_size(MAX_DECODING_BYTES)
     }
 
     /// The generated `SessionService` client.
     pub fn sessions(&self) -> SessionServiceClient<AuthChannel> {
-        SessionServiceClient::new(self.channel.clone())
-            .max_decoding_message_size(MAX_DECODING_BYTES)
+        SessionServiceClient::new(self.intercepted()).max_decoding_message_size(MAX_DECODING_BYTES)
     }
 
     /// The generated `ExecutionService` client.
     pub fn executions(&self) -> ExecutionServiceClient<AuthChannel> {
-        ExecutionServiceClient::new(self.channel.clone())
+        ExecutionServiceClient::new(self.intercepted())
             .max_decoding_message_size(MAX_DECODING_BYTES)
     }
 
     /// The generated `ApprovalService` client.
     pub fn approvals(&self) -> ApprovalServiceClient<AuthChannel> {
-        ApprovalServiceClient::new(self.channel.clone())
-            .max_decoding_message_size(MAX_DECODING_BYTES)
+        ApprovalServiceClient::new(self.intercepted()).max_decoding_message_size(MAX_DECODING_BYTES)
     }
 
     /// The generated `ServerService` client.
     pub fn server(&self) -> ServerServiceClient<AuthChannel> {
-        ServerServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_DECODING_BYTES)
+        ServerServiceClient::new(self.intercepted()).max_decoding_message_size(MAX_DECODING_BYTES)
     }
 }

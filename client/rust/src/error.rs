@@ -3,6 +3,7 @@
 //! failures (connecting, files, archives) say what was being done when they happened.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use tonic::Code;
 
@@ -38,7 +39,7 @@ pub enum ClientError {
     InvalidToken,
     /// The server (or the transport under it) answered with a gRPC error.
     #[error("{}", status_message(.0))]
-    Rpc(#[from] tonic::Status),
+    Rpc(tonic::Status),
     /// A request this client refuses to send because it cannot be right (a command with
     /// no program); the server would refuse it with INVALID_ARGUMENT.
     #[error("invalid request: {0}")]
@@ -65,6 +66,22 @@ pub enum ClientError {
     Unpackable { path: PathBuf, reason: &'static str },
 }
 
+impl From<tonic::Status> for ClientError {
+    /// A deadline that passed is DEADLINE_EXCEEDED, as gRPC names it: tonic reports the
+    /// deadline it enforces on the client side as CANCELLED ("Timeout expired").
+    fn from(status: tonic::Status) -> Self {
+        let timed_out = status.code() == Code::Cancelled
+            && std::iter::successors(std::error::Error::source(&status), |e| e.source())
+                .any(|e| e.is::<tonic::TimeoutExpired>());
+        if timed_out {
+            return Self::Rpc(tonic::Status::deadline_exceeded(
+                "the call's deadline passed before the server answered",
+            ));
+        }
+        Self::Rpc(status)
+    }
+}
+
 impl ClientError {
     /// The gRPC code of an RPC failure; UNAVAILABLE when the server could not be reached;
     /// `None` for local failures (files, archives), which have no gRPC meaning.
@@ -84,11 +101,83 @@ impl ClientError {
         }
     }
 
+    /// What the server said about an RPC failure beyond its code and message: the stable
+    /// reason, the fields at fault, how long to wait. `None` for local failures.
+    pub fn details(&self) -> Option<ErrorDetails> {
+        self.status().map(ErrorDetails::of)
+    }
+
+    /// The stable reason of an RPC failure (`SESSION_NOT_FOUND`, `QUEUE_FULL`, ...), from
+    /// its `google.rpc.ErrorInfo`.
+    pub fn reason(&self) -> Option<String> {
+        self.details()
+            .map(|d| d.reason)
+            .filter(|reason| !reason.is_empty())
+    }
+
     pub fn io(context: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io {
             context,
             path: path.into(),
             source,
+        }
+    }
+}
+
+/// The `google.rpc` details of a failed call, decoded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ErrorDetails {
+    /// `ErrorInfo.reason`: a stable name for the cause, e.g. `SESSION_NOT_FOUND`.
+    pub reason: String,
+    /// `ErrorInfo.domain`: `odyssey.ai` for the server's own errors.
+    pub domain: String,
+    /// `ErrorInfo.metadata`: the values the reason is about (a session id, a limit).
+    pub metadata: std::collections::HashMap<String, String>,
+    /// `BadRequest.field_violations`: each field at fault (as the request spells it,
+    /// `input.prompt`) and what is wrong with it.
+    pub field_violations: Vec<FieldViolation>,
+    /// `RetryInfo.retry_delay`: how long to wait before trying again.
+    pub retry_delay: Option<Duration>,
+}
+
+/// One field of a request the server refused, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldViolation {
+    pub field: String,
+    pub description: String,
+}
+
+impl ErrorDetails {
+    fn of(status: &tonic::Status) -> Self {
+        use tonic_types::StatusExt;
+        let details = status.get_error_details();
+        let (reason, domain, metadata) = details
+            .error_info()
+            .map(|info| {
+                (
+                    info.reason.clone(),
+                    info.domain.clone(),
+                    info.metadata.clone(),
+                )
+            })
+            .unwrap_or_default();
+        Self {
+            reason,
+            domain,
+            metadata,
+            field_violations: details
+                .bad_request()
+                .map(|bad| {
+                    bad.field_violations
+                        .iter()
+                        .map(|v| FieldViolation {
+                            field: v.field.clone(),
+                            description: v.description.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            retry_delay: details.retry_info().and_then(|info| info.retry_delay),
         }
     }
 }

@@ -18,7 +18,10 @@ impl OdysseyClient {
         let request = pb::SubmitRequest {
             input: Some(turn_input(session_id, prompt, overrides)),
         };
-        Ok(self.executions().submit(request).await?.into_inner())
+        let response =
+            crate::retry::submit(|| async { Ok(self.executions().submit(request.clone()).await?) })
+                .await?;
+        Ok(response.into_inner())
     }
 
     /// Runs a turn and streams its events as they happen, ending with its `turn_completed`.
@@ -46,11 +49,14 @@ impl OdysseyClient {
         let request = pb::GetExecutionStatusRequest {
             execution_id: execution_id.to_owned(),
         };
-        let response = self
-            .executions()
-            .get_execution_status(request)
-            .await?
-            .into_inner();
+        let response = crate::retry::read(|| async {
+            Ok(self
+                .executions()
+                .get_execution_status(request.clone())
+                .await?)
+        })
+        .await?
+        .into_inner();
         response.status.ok_or_else(|| {
             ClientError::Protocol("GetExecutionStatus answered without a status".into())
         })

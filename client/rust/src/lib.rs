@@ -34,6 +34,8 @@ mod error;
 mod events;
 mod executions;
 mod model;
+mod retry;
+mod server;
 mod sessions;
 mod turn;
 
@@ -42,7 +44,7 @@ pub use auth::BearerAuth;
 pub use bundles::CHUNK_BYTES;
 pub use client::{AuthChannel, ConnectOptions, OdysseyClient};
 pub use commands::{CommandStream, OperatorCommand};
-pub use error::{ClientError, code_name};
+pub use error::{ClientError, ErrorDetails, FieldViolation, code_name};
 pub use events::{EventStream, ReconnectPolicy};
 pub use model::{ModelParseError, format_model, parse_model};
 pub use sessions::{SessionFilter, SessionOptions};

@@ -64,7 +64,11 @@ impl OdysseyClient {
         let request = pb::GetSessionRequest {
             session_id: session_id.to_owned(),
         };
-        let response = self.sessions().get_session(request).await?.into_inner();
+        let response = crate::retry::read(|| async {
+            Ok(self.sessions().get_session(request.clone()).await?)
+        })
+        .await?
+        .into_inner();
         response
             .session
             .ok_or_else(|| ClientError::Protocol("GetSession answered without a session".into()))
@@ -88,7 +92,11 @@ impl OdysseyClient {
                 bundle: filter.bundle.clone().unwrap_or_default(),
                 agent_id: filter.agent_id.clone().unwrap_or_default(),
             };
-            let page = self.sessions().list_sessions(request).await?.into_inner();
+            let page = crate::retry::read(|| async {
+                Ok(self.sessions().list_sessions(request.clone()).await?)
+            })
+            .await?
+            .into_inner();
             sessions.extend(page.sessions);
             if page.next_page_token.is_empty() {
                 break;

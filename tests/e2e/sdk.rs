@@ -1,0 +1,105 @@
+//! The Rust SDK against a real server: error details decoded, deadlines on calls, reads
+//! tried again across a restart, server info.
+
+use std::time::Duration;
+
+use odyssey_api::v1 as pb;
+use odyssey_client::{ConnectOptions, OdysseyClient};
+use tonic::Code;
+
+use crate::support::{Project, TestServer};
+
+const BASH_CALL: &str = r#"{"tool_calls": [{"id": "call_b", "name": "Bash", "arguments": {"command": "echo approved > proof.txt"}}]}"#;
+
+async fn client(server: &TestServer) -> OdysseyClient {
+    OdysseyClient::connect_with(server.handle.url(), ConnectOptions::new())
+        .await
+        .expect("connect")
+}
+
+#[tokio::test]
+async fn errors_carry_their_reason_fields_and_domain() {
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let missing = client
+        .get_session("0190a4c1-0000-7000-8000-000000000000")
+        .await
+        .expect_err("no such session");
+    assert_eq!(missing.code(), Some(Code::NotFound));
+    assert_eq!(missing.reason().as_deref(), Some("SESSION_NOT_FOUND"));
+    assert_eq!(missing.details().expect("details").domain, "odyssey.ai");
+
+    let session = server
+        .session_on(&Project::replay("sdk", &[r#"{"text": "hi"}"#]))
+        .await;
+    let empty = client
+        .submit(&session.id, "  ", pb::TurnOverrides::default())
+        .await
+        .expect_err("empty prompt");
+    assert_eq!(empty.code(), Some(Code::InvalidArgument));
+    let details = empty.details().expect("details");
+    assert_eq!(
+        details
+            .field_violations
+            .iter()
+            .map(|v| v.field.as_str())
+            .collect::<Vec<_>>(),
+        ["input.prompt"],
+        "{details:?}"
+    );
+    assert!(!details.field_violations[0].description.is_empty());
+}
+
+#[tokio::test]
+async fn a_deadline_ends_a_call_that_waits_too_long() {
+    let server = TestServer::start().await;
+    let project = Project::with_tools(
+        "sdk-wait",
+        &[BASH_CALL, r#"{"text": "done"}"#],
+        &["Bash", "Read"],
+        "[Read]",
+        "[Bash]",
+        "[]",
+    );
+    let session = server.session_on(&project).await;
+    let client = client(&server).await;
+    // Run waits for the turn, which waits for a human: only the deadline ends the call.
+    let started = std::time::Instant::now();
+    let expired = client
+        .with_deadline(Duration::from_millis(300))
+        .executions()
+        .run(pb::RunRequest {
+            input: Some(crate::support::turn(&session.id, "go")),
+        })
+        .await
+        .map_err(odyssey_client::ClientError::from)
+        .expect_err("the turn waits for an approval");
+    assert_eq!(expired.code(), Some(Code::DeadlineExceeded), "{expired:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The client without a deadline is unchanged.
+    assert!(client.server_info().await.is_ok());
+}
+
+#[tokio::test]
+async fn a_read_is_tried_again_across_a_restart() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("free port")
+        .local_addr()
+        .expect("addr");
+    let server = TestServer::start_with(|args| args.listen = Some(port)).await;
+    let client = client(&server).await;
+    let before = client.server_info().await.expect("server info");
+    let stopped = server.stop().await;
+    let restart = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        stopped.start_again().await
+    });
+    // The first attempts find nothing listening; a later one reaches the new server.
+    let after = client
+        .server_info()
+        .await
+        .expect("answered after the restart");
+    assert_eq!(after.version, before.version);
+    let server = restart.await.expect("restarted");
+    drop(server);
+}
