@@ -52,3 +52,33 @@ async fn a_turn_of_huge_tool_outputs_still_streams_to_every_subscriber() {
     let replayed = server.events_until_turn_end(&session.id, 0).await;
     assert_eq!(replayed.len(), events.len());
 }
+
+/// A model answering 420 KiB of text: the execution status shows the answer as the
+/// turn's record keeps it, within the same bound, never the whole of it.
+#[tokio::test]
+async fn a_huge_answer_is_bounded_in_the_status_as_in_the_record() {
+    // Random text, so the bundle's archive does not look like a compression bomb.
+    let answer: String = (0..12_000)
+        .map(|_| uuid::Uuid::new_v4().to_string())
+        .collect();
+    let cassette = [json!({"text": [answer]}).to_string()];
+    let cassette: Vec<&str> = cassette.iter().map(String::as_str).collect();
+    let server = TestServer::start().await;
+    let session = server
+        .session_on(&Project::replay("verbose", &cassette))
+        .await;
+    let execution = server.submit(&session.id, "go").await.expect("submitted");
+    let events = server.events_until_turn_end(&session.id, 0).await;
+    let status = server.status(&execution).await;
+    let Some(Payload::TurnCompleted(completed)) = events.last().and_then(|e| e.payload.clone())
+    else {
+        panic!("the turn's end was streamed");
+    };
+    assert!(
+        status.response.len() <= 256 * 1024 + 64,
+        "{}",
+        status.response.len()
+    );
+    assert!(status.response.ends_with("more bytes not recorded]"));
+    assert_eq!(status.response, completed.response);
+}

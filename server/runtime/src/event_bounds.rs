@@ -87,13 +87,19 @@ pub fn split(text: &str, max: usize) -> Vec<&str> {
     pieces
 }
 
+/// A turn's answer or error as its record keeps it (and as its execution status shows it):
+/// at most [`TEXT_BYTES`], with a note of what was left out.
+pub fn bound_text(text: &mut String) {
+    cut(text, TEXT_BYTES);
+}
+
 /// Each message within its own bound, then the largest piece cut further until the
 /// whole record fits [`RECORD_BYTES`]. The user's prompt is cut last. Arguments of tool
 /// calls are replaced whole (by a small JSON object saying how much was left out), so the
 /// record stays something a provider accepts as history.
 fn bound_record(completed: &mut TurnCompleted) {
-    cut(&mut completed.response, TEXT_BYTES);
-    cut(&mut completed.error, TEXT_BYTES);
+    bound_text(&mut completed.response);
+    bound_text(&mut completed.error);
     for message in &mut completed.messages {
         let max = match message.role {
             Role::Tool => RESULT_BYTES,

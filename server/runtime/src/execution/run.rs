@@ -223,7 +223,12 @@ impl OdysseyRuntime {
             );
         }
         let (outcome, error) = end.into_outcome();
-        let response = std::mem::take(&mut progress.response);
+        // The status shows what the record keeps, so no answer is larger in one than in the
+        // other (nor than a message may be).
+        let mut response = std::mem::take(&mut progress.response);
+        let mut error = error;
+        crate::event_bounds::bound_text(&mut response);
+        crate::event_bounds::bound_text(&mut error);
         let usage = progress.usage;
         let model_calls = progress.model_calls;
         let record = completed(outcome, response.clone(), error.clone(), progress);
