@@ -103,3 +103,44 @@ async fn a_read_is_tried_again_across_a_restart() {
     let server = restart.await.expect("restarted");
     drop(server);
 }
+
+#[tokio::test]
+async fn a_subscription_resumes_across_a_restart_counted_once_with_no_event_lost() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("free port")
+        .local_addr()
+        .expect("addr");
+    let server = TestServer::start_with(|args| args.listen = Some(port)).await;
+    let session = server
+        .session_on(&Project::replay(
+            "sdk-resume",
+            &[r#"{"text": "one"}"#, r#"{"text": "two"}"#],
+        ))
+        .await;
+    let client = client(&server).await;
+    let first = server.run(&session.id, "first").await;
+    let mut events = client.subscribe(&session.id, 0).await.expect("subscribe");
+    let mut seen = Vec::new();
+    while let Some(event) = events.next().await.expect("event") {
+        seen.push(event.sequence);
+        if event.sequence == server.get_session(&session.id).await.last_sequence {
+            break;
+        }
+    }
+    let server = server.restart().await;
+    let second = server.run(&session.id, "second").await;
+    let last = server.get_session(&session.id).await.last_sequence;
+    while let Some(event) = events.next().await.expect("event after the restart") {
+        seen.push(event.sequence);
+        if event.sequence == last {
+            break;
+        }
+    }
+    assert_eq!(
+        seen,
+        (1..=last).collect::<Vec<u64>>(),
+        "every event once, in order"
+    );
+    assert_eq!(events.reconnects(), 1, "one resubscription");
+    assert_ne!(first.execution_id, second.execution_id);
+}
