@@ -58,8 +58,9 @@ func WithReconnect(policy ReconnectPolicy) SubscribeOption {
 // EventStream yields a session's events after a sequence number, replayed then live, in
 // sequence order, each once. When the connection drops, it resubscribes by itself after
 // the last sequence it returned, as its ReconnectPolicy allows, so the caller sees every
-// event once; Reconnects counts how often. Heartbeats only prove the stream is alive:
-// they are counted, never returned.
+// event once. Reconnects counts resubscriptions: each new subscription the server
+// answered after a dropped connection, once, however many attempts failed before it.
+// Heartbeats only prove the stream is alive: they are counted, never returned.
 //
 // LastSequence is the sequence of the last event returned: after Close, or an error,
 // Subscribe(ctx, sessionID, stream.LastSequence()) resumes with nothing missed and nothing
@@ -79,6 +80,8 @@ type EventStream struct {
 	heartbeats    uint64
 	lastHeartbeat *odysseyv1.Heartbeat
 	reconnects    uint64
+	// When set, the events it rejects are skipped (LastSequence still moves past them).
+	keep func(*odysseyv1.SessionEvent) bool
 	// When set, the stream ends after the first event it accepts.
 	until  func(*odysseyv1.SessionEvent) bool
 	closed bool
@@ -143,7 +146,11 @@ func (s *EventStream) Next() (*odysseyv1.SessionEvent, error) {
 				}
 				continue
 			}
-			s.reconnects++
+			// Counted once the server answers the new subscription; a failed attempt
+			// is not a resubscription.
+			if header, err := s.stream.Header(); err == nil && header != nil {
+				s.reconnects++
+			}
 		}
 		item, err := s.stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -171,6 +178,9 @@ func (s *EventStream) Next() (*odysseyv1.SessionEvent, error) {
 			continue
 		}
 		s.lastSequence = event.GetSequence()
+		if s.keep != nil && !s.keep(event) {
+			continue
+		}
 		if s.until != nil && s.until(event) {
 			s.Close()
 		}
@@ -204,7 +214,8 @@ func (s *EventStream) Heartbeats() uint64 { return s.heartbeats }
 // sequence then), or nil before the first.
 func (s *EventStream) LastHeartbeat() *odysseyv1.Heartbeat { return s.lastHeartbeat }
 
-// Reconnects counts how often the stream resubscribed after a dropped connection.
+// Reconnects counts how often the stream resubscribed after a dropped connection: each
+// subscription the server answered counts once; failed attempts do not count.
 func (s *EventStream) Reconnects() uint64 { return s.reconnects }
 
 // Close ends the subscription; the server sees the client go away.
@@ -214,6 +225,7 @@ func (s *EventStream) Close() {
 }
 
 // TurnStream is the live events of one turn, ending (io.EOF) after its turn_completed.
+// The events of the session's other turns (one queued before it, say) are left out.
 type TurnStream struct {
 	*EventStream
 	// ExecutionID names the turn.
@@ -236,6 +248,7 @@ func (c *Client) StreamTurn(ctx context.Context, sessionID, prompt string, opts 
 		events.Close()
 		return nil, err
 	}
+	events.keep = func(e *odysseyv1.SessionEvent) bool { return e.GetTurnId() == executionID }
 	events.until = func(e *odysseyv1.SessionEvent) bool {
 		return e.GetTurnId() == executionID && e.GetTurnCompleted() != nil
 	}

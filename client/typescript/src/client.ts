@@ -205,7 +205,9 @@ export class OdysseyClient {
 
   /**
    * Starts a turn and streams its events as they happen, ending with its `turnCompleted`
-   * event. The stream starts after the session's last event, so nothing is missed, and
+   * event. Only this turn's events: those of another turn of the session (one queued
+   * before it, say) are left out. The stream starts after the session's last event, so
+   * nothing is missed, and
    * resubscribes by itself after a dropped connection, as `reconnect` allows.
    */
   async streamTurn(
@@ -222,6 +224,7 @@ export class OdysseyClient {
       events.close();
       throw error;
     }
+    events.keep = (event) => event.turnId === executionId;
     events.stopWhen = (event) =>
       event.turnId === executionId && event.payload.case === "turnCompleted";
     return Object.assign(events, { executionId });
@@ -281,7 +284,10 @@ export class OdysseyClient {
   }
 }
 
-/** The live events of one turn, ending with its `turnCompleted` event. */
+/**
+ * The live events of one turn, ending with its `turnCompleted` event; the events of the
+ * session's other turns are left out.
+ */
 export type TurnStream = EventStream & { readonly executionId: string };
 
 function required<T>(value: T | undefined, field: string): T {

@@ -74,8 +74,11 @@ function isConnectionFailure(error: ConnectError): boolean {
   );
 }
 
-/** `Code.NotFound` → `"NOT_FOUND"`. */
+/** `Code.NotFound` → `"NOT_FOUND"`; `Code.Canceled` → `"CANCELLED"`, gRPC's spelling. */
 function grpcName(code: Code): string {
+  if (code === Code.Canceled) {
+    return "CANCELLED";
+  }
   return (Code[code] ?? "UNKNOWN").replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
 }
 

@@ -138,3 +138,9 @@ test("calls without the token are UNAUTHENTICATED", async () => {
     (error: unknown) => error instanceof OdysseyError && error.code === Code.Unauthenticated,
   );
 });
+
+test("codeName is gRPC's name of the code", () => {
+  assert.equal(new OdysseyError(Code.Canceled, "stopped").codeName, "CANCELLED");
+  assert.equal(new OdysseyError(Code.NotFound, "gone").codeName, "NOT_FOUND");
+  assert.equal(new OdysseyError(Code.ResourceExhausted, "full").codeName, "RESOURCE_EXHAUSTED");
+});

@@ -24,7 +24,7 @@ from odyssey.v1 import (
 )
 from odyssey_client.archive import pack_project
 from odyssey_client.errors import OdysseyError, call
-from odyssey_client.events import EventStream, ReconnectPolicy, ends_turn
+from odyssey_client.events import EventStream, ReconnectPolicy, ends_turn, of_turn
 
 #: Archive bytes per BuildBundle message: well under the server's message limit.
 CHUNK_BYTES = 256 * 1024
@@ -220,8 +220,10 @@ class OdysseyClient:
         reconnect: ReconnectPolicy = ReconnectPolicy(),
     ) -> TurnStream:
         """Starts a turn and streams its events as they happen, ending with its
-        ``turn_completed`` event. Subscribes before submitting, so nothing is missed; the
-        stream resubscribes by itself after a dropped connection, as ``reconnect`` allows."""
+        ``turn_completed`` event. Only this turn's events: those of another turn of the
+        session (one queued before it, say) are left out. Subscribes before submitting, so
+        nothing is missed; the stream resubscribes by itself after a dropped connection, as
+        ``reconnect`` allows."""
         after = self.get_session(session_id).last_sequence
         return TurnStream(self, session_id, after, prompt, metadata, reconnect)
 
@@ -276,7 +278,8 @@ class OdysseyClient:
 class TurnStream(Iterator[events_pb2.SessionEvent]):
     """The events of one turn, live, ending with its ``turn_completed`` event.
 
-    ``execution_id`` names the turn. Like :class:`EventStream` it resubscribes by itself
+    ``execution_id`` names the turn; the events of the session's other turns are left
+    out. Like :class:`EventStream` it resubscribes by itself
     after a dropped connection; ``last_sequence`` is the last event seen, for resuming
     with ``client.events(session_id, after_sequence=...)`` after the stream was closed.
     """
@@ -299,6 +302,7 @@ class TurnStream(Iterator[events_pb2.SessionEvent]):
         except OdysseyError:
             self._events.close()
             raise
+        self._events.keep = of_turn(self.execution_id)
         self._events.stop_when = ends_turn(self.execution_id)
 
     @property
@@ -307,7 +311,8 @@ class TurnStream(Iterator[events_pb2.SessionEvent]):
 
     @property
     def reconnects(self) -> int:
-        """How many times the stream resubscribed after a dropped connection."""
+        """How many times the stream resubscribed after a dropped connection: each
+        subscription the server answered counts once; failed attempts do not count."""
         return self._events.reconnects
 
     def __iter__(self) -> TurnStream:
