@@ -17,7 +17,7 @@ export {
   reconnectDelayMs,
   type ReconnectPolicy,
 } from "./events.js";
-export { OdysseyError, Code } from "./errors.js";
+export { OdysseyError, Code, type ErrorDetails, type FieldViolation } from "./errors.js";
 export { packProject } from "./archive.js";
 export * from "./gen/odyssey/v1/approval_pb.js";
 export * from "./gen/odyssey/v1/bundle_pb.js";
