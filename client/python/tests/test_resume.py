@@ -84,3 +84,17 @@ def test_without_reconnect_a_cut_stream_raises_unavailable(
             next(events)
         assert error.value.code == grpc.StatusCode.UNAVAILABLE
         assert events.reconnects == 0
+
+
+def test_a_read_is_retried_while_the_connection_is_down(
+    server: Server, client: OdysseyClient, proxy: Proxy
+) -> None:
+    """Reads retry UNAVAILABLE with backoff (READ_RETRY: about 1.5 s); writes do not."""
+    with OdysseyClient(proxy.address, token=server.token) as relayed:
+        relayed.wait_until_serving()
+        proxy.cut()
+        with pytest.raises(OdysseyError) as refused:
+            relayed.create_session("demo")
+        assert refused.value.code == grpc.StatusCode.UNAVAILABLE
+        threading.Timer(0.2, proxy.mend).start()
+        assert relayed.server_info().version

@@ -6,7 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Optional, TypeVar, Union
 
+import time
+
 import grpc
+from grpc import aio
+
+from odyssey_client.policy import ReconnectPolicy
 
 T = TypeVar("T")
 
@@ -63,16 +68,21 @@ class OdysseyError(Exception):
 
     @classmethod
     def from_rpc_error(cls, error: grpc.RpcError) -> OdysseyError:
-        # Every RpcError raised by a call is also a grpc.Call carrying the status.
-        if not isinstance(error, grpc.Call):
+        # Every RpcError raised by a call is also a grpc.Call carrying the status, or an
+        # AioRpcError (asyncio) with the same accessors.
+        if isinstance(error, grpc.Call):
+            code, message = error.code(), error.details()
+            trailers = error.trailing_metadata()
+        elif isinstance(error, aio.AioRpcError):
+            code, message = error.code(), error.details()
+            trailers = error.trailing_metadata()
+        else:
             return cls(grpc.StatusCode.UNKNOWN, str(error))
-        code = error.code()
-        message = error.details() or str(error)
         raw = b""
-        for key, value in error.trailing_metadata() or ():
+        for key, value in trailers or ():
             if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
                 raw = value
-        return cls.from_status(code, message, raw)
+        return cls.from_status(code, message or str(error), raw)
 
     @classmethod
     def from_status(cls, code: grpc.StatusCode, message: str, status: bytes) -> OdysseyError:
@@ -107,12 +117,23 @@ class OdysseyError(Exception):
         )
 
 
-def call(rpc: Callable[[], T]) -> T:
-    """Runs one RPC, turning grpc's ``RpcError`` into :class:`OdysseyError`."""
-    try:
-        return rpc()
-    except grpc.RpcError as error:
-        raise OdysseyError.from_rpc_error(error) from None
+def call(rpc: Callable[[], T], retry: Optional[ReconnectPolicy] = None) -> T:
+    """Runs one RPC, turning grpc's ``RpcError`` into :class:`OdysseyError`. With
+    ``retry`` (reads only), an UNAVAILABLE answer is retried with backoff as it allows."""
+    attempts = 0
+    while True:
+        try:
+            return rpc()
+        except grpc.RpcError as error:
+            failure = OdysseyError.from_rpc_error(error)
+        if (
+            retry is None
+            or failure.code != grpc.StatusCode.UNAVAILABLE
+            or attempts >= retry.max_attempts
+        ):
+            raise failure
+        attempts += 1
+        time.sleep(retry.delay(attempts))
 
 
 # The protobuf wire format of the three detail messages, read by hand: the SDK needs no

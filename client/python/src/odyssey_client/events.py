@@ -4,44 +4,19 @@ resubscribed by itself after the connection drops."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import grpc
 
 from odyssey.v1 import events_pb2, session_pb2, session_pb2_grpc
 from odyssey_client.errors import OdysseyError
+from odyssey_client.policy import ReconnectPolicy
 
 if TYPE_CHECKING:
     # The type of a server-streaming call, known to grpc's type stubs only.
     from grpc import _CallIterator
 
     Subscription = _CallIterator[session_pb2.SubscribeSessionResponse]
-
-
-@dataclass(frozen=True)
-class ReconnectPolicy:
-    """How an :class:`EventStream` retries after its connection fails.
-
-    The first retry waits ``initial_delay`` seconds, each further one twice as long, up to
-    ``max_delay``. After ``max_attempts`` consecutive failures the error is raised; any
-    message received (event or heartbeat) resets the count. The default is about half a
-    minute of retries: enough for a server restart, short enough that a server gone for
-    good is reported.
-    """
-
-    initial_delay: float = 0.1
-    max_delay: float = 5.0
-    max_attempts: int = 10
-
-    @classmethod
-    def never(cls) -> ReconnectPolicy:
-        """The first connection failure ends the stream with :class:`OdysseyError`."""
-        return cls(max_attempts=0)
-
-    def delay(self, attempt: int) -> float:
-        """The wait before retry number ``attempt`` (1-based)."""
-        return min(self.initial_delay * 2.0 ** min(attempt - 1, 62), self.max_delay)
 
 
 class EventStream(Iterator[events_pb2.SessionEvent]):
