@@ -2,8 +2,6 @@ package odyssey_test
 
 import (
 	"context"
-	"errors"
-	"io"
 	"slices"
 	"testing"
 	"time"
@@ -37,16 +35,13 @@ func TestTurnStreamCarriesOnlyItsOwnTurn(t *testing.T) {
 	go func() { approved <- approveTurn(ctx, client, session.GetId(), first) }()
 
 	var seen []*odysseyv1.SessionEvent
-	for {
-		event, err := turn.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
+	for event, err := range turn.All() {
+		if err != nil {
 			t.Fatalf("after %d events: %v", len(seen), err)
 		}
 		seen = append(seen, event)
 		if p := event.GetPermissionRequested(); p != nil { // B's own, if it asks
-			if err := client.Approve(ctx, p.GetRequestId(), false); err != nil {
+			if err := client.Approve(ctx, p.GetRequestId(), odyssey.AllowOnce); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -70,8 +65,7 @@ func TestTurnStreamCarriesOnlyItsOwnTurn(t *testing.T) {
 	}
 	defer everything.Close()
 	var others []string
-	for {
-		event, err := everything.Next()
+	for event, err := range everything.All() {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,13 +84,12 @@ func TestTurnStreamCarriesOnlyItsOwnTurn(t *testing.T) {
 // approveTurn approves the first request of the given turn as soon as it is pending.
 func approveTurn(ctx context.Context, client *odyssey.Client, sessionID, executionID string) error {
 	for {
-		pending, err := client.ListApprovals(ctx, sessionID)
-		if err != nil {
-			return err
-		}
-		for _, approval := range pending {
+		for approval, err := range client.ListApprovals(ctx, sessionID) {
+			if err != nil {
+				return err
+			}
 			if approval.GetExecutionId() == executionID {
-				return client.Approve(ctx, approval.GetRequestId(), false)
+				return client.Approve(ctx, approval.GetRequestId(), odyssey.AllowOnce)
 			}
 		}
 		select {

@@ -2,8 +2,6 @@ package odyssey_test
 
 import (
 	"context"
-	"errors"
-	"io"
 	"path/filepath"
 	"testing"
 	"time"
@@ -38,11 +36,8 @@ func TestCutStreamResumesByItself(t *testing.T) {
 	}
 	var seen []*odysseyv1.SessionEvent
 	cutAt := -1
-	for {
-		event, err := turn.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
+	for event, err := range turn.All() {
+		if err != nil {
 			t.Fatalf("after %d events: %v", len(seen), err)
 		}
 		seen = append(seen, event)
@@ -51,7 +46,7 @@ func TestCutStreamResumesByItself(t *testing.T) {
 			// nothing gets through, then let the retries through.
 			relay.cut()
 			cutAt = len(seen)
-			if err := client.Approve(ctx, p.GetRequestId(), false); err != nil {
+			if err := client.Approve(ctx, p.GetRequestId(), odyssey.AllowOnce); err != nil {
 				t.Fatal(err)
 			}
 			waitUntilEnded(ctx, t, client, turn.ExecutionID)
@@ -97,8 +92,12 @@ func TestWithoutReconnectACutStreamIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	relay.cut()
-	if _, err := events.Next(); odyssey.Code(err) != codes.Unavailable {
-		t.Fatalf("a cut stream without reconnect: %v, want UNAVAILABLE", err)
+	var failure error
+	for _, err := range events.All() {
+		failure = err
+	}
+	if odyssey.Code(failure) != codes.Unavailable {
+		t.Fatalf("a cut stream without reconnect: %v, want UNAVAILABLE", failure)
 	}
 	if events.Reconnects() != 0 {
 		t.Fatalf("%d reconnects", events.Reconnects())
