@@ -26,7 +26,7 @@ after(async () => {
 async function approveTurn(sessionId: string, executionId: string): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    const pending = await client.listApprovals(sessionId);
+    const pending = await client.listApprovals(sessionId).all();
     const mine = pending.find((approval) => approval.executionId === executionId);
     if (mine !== undefined) {
       await client.approve(mine.requestId);
