@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from conftest import REPO, Server
-from odyssey.v1 import events_pb2
+from odyssey.v1 import events_pb2, session_pb2
 from odyssey_client import AsyncOdysseyClient, OdysseyError
 
 DEMO = REPO / "bundles" / "demo"
@@ -35,6 +35,12 @@ def test_a_streamed_turn_with_its_approval(server: Server) -> None:
             assert seen[0].HasField("turn_started") and seen[-1].HasField("turn_completed")
             assert seen[-1].turn_completed.outcome == events_pb2.TURN_OUTCOME_COMPLETED
             assert turn.reconnects == 0
+
+            # The raw stubs carry the token by themselves.
+            raw = await client.sessions.GetSession(
+                session_pb2.GetSessionRequest(session_id=session.id)
+            )
+            assert raw.session.id == session.id
 
             sessions = [s.id async for s in client.list_sessions(page_size=1)]
             assert session.id in sessions

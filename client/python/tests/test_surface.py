@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 from conftest import REPO
-from odyssey.v1 import common_pb2, events_pb2, execution_pb2
+from odyssey.v1 import common_pb2, events_pb2, execution_pb2, session_pb2
 from odyssey_client import OdysseyClient, OdysseyError
 
 DEMO = REPO / "bundles" / "demo"
@@ -90,6 +90,10 @@ def test_sessions_turns_and_commands(client: OdysseyClient) -> None:
     with pytest.raises(OdysseyError) as cassette:
         client.export_cassette(session.id)
     assert cassette.value.code == grpc.StatusCode.FAILED_PRECONDITION
+
+    # The raw stubs carry the token by themselves.
+    raw = client.sessions.GetSession(session_pb2.GetSessionRequest(session_id=other.id))
+    assert raw.session.id == other.id
 
     client.delete_session(other.id)
     with pytest.raises(OdysseyError) as gone:

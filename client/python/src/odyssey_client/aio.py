@@ -41,6 +41,7 @@ from odyssey.v1 import (
 )
 from odyssey_client import requests
 from odyssey_client.archive import pack_project
+from odyssey_client.auth import AsyncTokenInterceptor
 from odyssey_client.client import CHANNEL_OPTIONS
 from odyssey_client.errors import OdysseyError
 from odyssey_client.events import ends_turn, of_turn
@@ -90,11 +91,17 @@ class AsyncOdysseyClient:
     ) -> None:
         if root_certificates is not None and not tls:
             raise ValueError("root_certificates needs tls=True")
+        # The raw stubs below carry the token too.
+        interceptors = [AsyncTokenInterceptor(token)] if token else []
         if tls:
             credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
-            self._channel = aio.secure_channel(address, credentials, options=CHANNEL_OPTIONS)
+            self._channel = aio.secure_channel(
+                address, credentials, options=CHANNEL_OPTIONS, interceptors=interceptors
+            )
         else:
-            self._channel = aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            self._channel = aio.insecure_channel(
+                address, options=CHANNEL_OPTIONS, interceptors=interceptors
+            )
         self._metadata: tuple[tuple[str, str], ...] = (
             (("authorization", f"Bearer {token}"),) if token else ()
         )
@@ -112,7 +119,8 @@ class AsyncOdysseyClient:
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
-        """The call metadata (the bearer token), for calls made on the raw stubs."""
+        """The call metadata (the bearer token). The raw stubs of this client carry it by
+        themselves; it is for stubs made on another channel."""
         return self._metadata
 
     async def close(self) -> None:

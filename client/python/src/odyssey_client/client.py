@@ -24,6 +24,7 @@ from odyssey.v1 import (
 )
 from odyssey_client import requests
 from odyssey_client.archive import pack_project
+from odyssey_client.auth import TokenInterceptor
 from odyssey_client.errors import OdysseyError, call
 from odyssey_client.events import EventStream, ends_turn, of_turn
 from odyssey_client.policy import READ_RETRY, ReconnectPolicy
@@ -52,7 +53,7 @@ class OdysseyClient:
     """A connection to an ``odysseyd`` server.
 
     ``address`` is ``host:port``. ``token`` is sent as ``authorization: Bearer <token>``
-    on every call. ``tls=True`` connects over TLS, checked against the system's roots or
+    on every call, those made on the raw stubs (``client.sessions``, ...) included. ``tls=True`` connects over TLS, checked against the system's roots or
     ``root_certificates`` (PEM bytes) when given. Use as a context manager, or call
     :meth:`close`.
 
@@ -79,6 +80,9 @@ class OdysseyClient:
             self._channel = grpc.secure_channel(address, credentials, options=CHANNEL_OPTIONS)
         else:
             self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        if token:
+            # The raw stubs below carry the token too.
+            self._channel = grpc.intercept_channel(self._channel, TokenInterceptor(token))
         self._metadata: tuple[tuple[str, str], ...] = (
             (("authorization", f"Bearer {token}"),) if token else ()
         )
@@ -97,7 +101,8 @@ class OdysseyClient:
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
-        """The call metadata (the bearer token), for calls made on the raw stubs."""
+        """The call metadata (the bearer token). The raw stubs of this client carry it by
+        themselves; it is for stubs made on another channel."""
         return self._metadata
 
     def close(self) -> None:
