@@ -6,7 +6,7 @@ import {
   type Interceptor,
   type Transport,
 } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 
 import { packProject } from "./archive.js";
 import { call, OdysseyError, Code } from "./errors.js";
@@ -241,15 +241,37 @@ export class OdysseyClient {
   /** Prepares a client; it connects on the first call. */
   static connect(options: ConnectOptions): OdysseyClient {
     const tls = options.tls ?? false;
+    const baseUrl = `${tls ? "https" : "http"}://${options.address}`;
+    // The transport's HTTP/2 connection, held here so that close() can end it.
+    const sessionManager = new Http2SessionManager(
+      baseUrl,
+      { pingIntervalMs: PING_INTERVAL_MS, pingTimeoutMs: PING_TIMEOUT_MS },
+      typeof tls === "object" ? { ca: tls.ca } : {},
+    );
     const transport = createGrpcTransport({
-      baseUrl: `${tls ? "https" : "http"}://${options.address}`,
-      nodeOptions: typeof tls === "object" ? { ca: tls.ca } : {},
+      baseUrl,
+      sessionManager,
       readMaxBytes: READ_MAX_BYTES,
-      pingIntervalMs: PING_INTERVAL_MS,
-      pingTimeoutMs: PING_TIMEOUT_MS,
       interceptors: options.token ? [tokenInterceptor(options.token)] : [],
     });
-    return new OdysseyClient(transport, options.token, { readRetry: options.readRetry });
+    const client = new OdysseyClient(transport, options.token, { readRetry: options.readRetry });
+    client.closeConnection = () => sessionManager.abort();
+    return client;
+  }
+
+  /** Ends the connection of a client made by `connect()`: open calls and streams end. */
+  private closeConnection: () => void = () => {};
+
+  /**
+   * Closes the client's connection: open calls and streams fail with CANCELLED (never
+   * retried). Also `await using client = OdysseyClient.connect(...)`.
+   */
+  close(): void {
+    this.closeConnection();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.close();
   }
 
   /** Connect's call options for one call: the token, the caller's signal and deadline. */

@@ -148,3 +148,19 @@ test("a stream ended by its signal, and a call cancelled by one", async () => {
     await client.deny(approval.requestId, "not now");
   }
 });
+
+test("close() ends the client's connection and its open streams", async () => {
+  const session = await client.createSession("demo");
+  const own = OdysseyClient.connect({ address: server.address, token: TOKEN });
+  const stream = own.events(session.id);
+  setTimeout(() => own.close(), 300);
+  let ended = "end";
+  try {
+    for await (const event of stream) {
+      assert.fail(`a quiet session yielded ${event.id}`);
+    }
+  } catch (error) {
+    ended = error instanceof OdysseyError ? error.codeName : String(error);
+  }
+  assert.equal(ended, "CANCELLED");
+});
