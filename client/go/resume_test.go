@@ -117,7 +117,7 @@ func TestBackoffDoublesUpToTheCap(t *testing.T) {
 }
 
 // demoSession installs the demo bundle and opens a session on it, directly.
-func demoSession(ctx context.Context, t *testing.T, addr string) (*odyssey.Client, *odysseyv1.Session) {
+func demoSession(ctx context.Context, t testing.TB, addr string) (*odyssey.Client, *odysseyv1.Session) {
 	t.Helper()
 	client, err := odyssey.Dial(addr, odyssey.WithToken(testToken))
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 const testToken = "go-sdk-test-token"
 
 // repoRoot is the repository root, two folders above this file.
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		t.Fatal("cannot locate the test file")
@@ -35,7 +35,7 @@ func startServer(t *testing.T) string {
 
 // startServerWith is startServer with further flags (e.g. TLS), checked for SERVING by a
 // client dialed with dial.
-func startServerWith(t *testing.T, flags []string, dial ...odyssey.Option) string {
+func startServerWith(t testing.TB, flags []string, dial ...odyssey.Option) string {
 	t.Helper()
 	home := serverHome(t)
 	addr, stop := runServer(t, home, "127.0.0.1:0", flags, dial...)
@@ -46,7 +46,7 @@ func startServerWith(t *testing.T, flags []string, dial ...odyssey.Option) strin
 // serverHome is a new home folder for odysseyd, removed when the test ends. Not under the
 // test's private temp folder: sandboxed commands run as another user, who must be able to
 // reach the home's sandbox cells.
-func serverHome(t *testing.T) string {
+func serverHome(t testing.TB) string {
 	t.Helper()
 	home, err := os.MkdirTemp("", "odyssey-go-sdk-")
 	if err != nil {
@@ -62,7 +62,7 @@ func serverHome(t *testing.T) string {
 // runServer starts odysseyd on listen with home and flags, waits until a client dialed
 // with dial sees it SERVING, and returns its address and a function that stops it (a
 // second server on the same home and address is the first one restarted).
-func runServer(t *testing.T, home, listen string, flags []string, dial ...odyssey.Option) (string, func()) {
+func runServer(t testing.TB, home, listen string, flags []string, dial ...odyssey.Option) (string, func()) {
 	t.Helper()
 	binary := os.Getenv("ODYSSEYD")
 	if binary == "" {

@@ -41,8 +41,12 @@ test("a stream resubscribes once through a server restart", async () => {
         }
       }
     })();
-    // Let the subscription open before the server goes.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Let the server answer the subscription before it goes (a first subscribe that got
+    // no answer is reported, never retried): its first heartbeat (one a second) says so.
+    for (let i = 0; i < 100 && stream.heartbeats === 0; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.ok(stream.heartbeats > 0, "no heartbeat on the stream within 5 s");
     await server.stop();
     server = await startServer({ home, listen });
     try {

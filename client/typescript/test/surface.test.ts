@@ -153,7 +153,13 @@ test("close() ends the client's connection and its open streams", async () => {
   const session = await client.createSession("demo");
   const own = OdysseyClient.connect({ address: server.address, token: TOKEN });
   const stream = own.events(session.id);
-  setTimeout(() => own.close(), 300);
+  // Closed once the server has answered the subscription (its first heartbeat).
+  const closing = (async () => {
+    for (let i = 0; i < 100 && stream.heartbeats === 0; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    own.close();
+  })();
   let ended = "end";
   try {
     for await (const event of stream) {
@@ -162,5 +168,6 @@ test("close() ends the client's connection and its open streams", async () => {
   } catch (error) {
     ended = error instanceof OdysseyError ? error.codeName : String(error);
   }
+  await closing;
   assert.equal(ended, "CANCELLED");
 });
