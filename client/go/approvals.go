@@ -2,33 +2,26 @@ package odyssey
 
 import (
 	"context"
+	"iter"
 
 	odysseyv1 "github.com/odyssey-ai/odyssey/client/go/gen/odyssey/v1"
 )
 
-// ListApprovals returns the pending approval requests, oldest first, of one session (or
-// of all when sessionID is empty), following every page.
-func (c *Client) ListApprovals(ctx context.Context, sessionID string) ([]*odysseyv1.Approval, error) {
-	var all []*odysseyv1.Approval
-	token := ""
-	for {
-		r, err := c.Approvals.ListApprovals(c.Context(ctx), &odysseyv1.ListApprovalsRequest{
+// ListApprovals iterates the pending approval requests, oldest first, of one session (or
+// of all when sessionID is empty), page after page.
+func (c *Client) ListApprovals(ctx context.Context, sessionID string) iter.Seq2[*odysseyv1.Approval, error] {
+	return pages(ctx, c, func(ctx context.Context, token string) ([]*odysseyv1.Approval, string, error) {
+		r, err := c.Approvals.ListApprovals(ctx, &odysseyv1.ListApprovalsRequest{
 			SessionId: sessionID,
 			PageToken: token,
 		})
-		if err != nil {
-			return nil, wrap(err)
-		}
-		all = append(all, r.GetApprovals()...)
-		if token = r.GetNextPageToken(); token == "" {
-			return all, nil
-		}
-	}
+		return r.GetApprovals(), r.GetNextPageToken(), err
+	})
 }
 
 // ResolveApproval answers a waiting tool call.
 func (c *Client) ResolveApproval(ctx context.Context, requestID string, decision odysseyv1.ApprovalDecision, reason string) (*odysseyv1.Approval, error) {
-	r, err := c.Approvals.ResolveApproval(c.Context(ctx), &odysseyv1.ResolveApprovalRequest{
+	r, err := c.Approvals.ResolveApproval(ctx, &odysseyv1.ResolveApprovalRequest{
 		RequestId: requestID,
 		Decision:  decision,
 		Reason:    reason,
@@ -39,14 +32,19 @@ func (c *Client) ResolveApproval(ctx context.Context, requestID string, decision
 	return r.GetApproval(), nil
 }
 
-// Approve lets the waiting tool call run; always also allows matching calls of the
-// session from now on.
-func (c *Client) Approve(ctx context.Context, requestID string, always bool) error {
-	decision := odysseyv1.ApprovalDecision_APPROVAL_DECISION_ALLOW_ONCE
-	if always {
-		decision = odysseyv1.ApprovalDecision_APPROVAL_DECISION_ALLOW_ALWAYS
-	}
-	_, err := c.ResolveApproval(ctx, requestID, decision, "")
+// Allow is how far an approval reaches: AllowOnce or AllowAlways.
+type Allow odysseyv1.ApprovalDecision
+
+const (
+	// AllowOnce lets this one call run.
+	AllowOnce = Allow(odysseyv1.ApprovalDecision_APPROVAL_DECISION_ALLOW_ONCE)
+	// AllowAlways lets this call run and matching calls of the session from now on.
+	AllowAlways = Allow(odysseyv1.ApprovalDecision_APPROVAL_DECISION_ALLOW_ALWAYS)
+)
+
+// Approve lets the waiting tool call run, once or always (see Allow).
+func (c *Client) Approve(ctx context.Context, requestID string, allow Allow) error {
+	_, err := c.ResolveApproval(ctx, requestID, odysseyv1.ApprovalDecision(allow), "")
 	return err
 }
 

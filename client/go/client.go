@@ -31,8 +31,9 @@ var keepaliveParams = keepalive.ClientParameters{Time: 30 * time.Second, Timeout
 
 // Client is a connection to an odysseyd server. Safe for concurrent use.
 type Client struct {
-	conn  *grpc.ClientConn
-	token string
+	conn      *grpc.ClientConn
+	token     string
+	readRetry ReconnectPolicy
 
 	Bundles    odysseyv1.BundleServiceClient
 	Sessions   odysseyv1.SessionServiceClient
@@ -43,15 +44,17 @@ type Client struct {
 }
 
 type options struct {
-	token   string
-	tls     *tls.Config
-	dialOps []grpc.DialOption
+	token     string
+	tls       *tls.Config
+	dialOps   []grpc.DialOption
+	readRetry ReconnectPolicy
 }
 
 // Option configures Dial.
 type Option func(*options) error
 
-// WithToken sends `authorization: Bearer <token>` on every call.
+// WithToken sends `authorization: Bearer <token>` on every call, the raw stubs' too (an
+// interceptor adds it).
 func WithToken(token string) Option {
 	return func(o *options) error { o.token = token; return nil }
 }
@@ -86,7 +89,7 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 // Dial prepares a client for address (host:port). Like grpc.NewClient it connects lazily:
 // the first call (or WaitUntilServing) reports an unreachable server.
 func Dial(address string, opts ...Option) (*Client, error) {
-	var o options
+	o := options{readRetry: DefaultReadRetry}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -100,6 +103,8 @@ func Dial(address string, opts ...Option) (*Client, error) {
 		grpc.WithTransportCredentials(creds),
 		grpc.WithKeepaliveParams(keepaliveParams),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxReceiveBytes)),
+		grpc.WithChainUnaryInterceptor(unaryToken(o.token)),
+		grpc.WithChainStreamInterceptor(streamToken(o.token)),
 	}, o.dialOps...)
 	conn, err := grpc.NewClient(address, dialOps...)
 	if err != nil {
@@ -108,6 +113,7 @@ func Dial(address string, opts ...Option) (*Client, error) {
 	return &Client{
 		conn:       conn,
 		token:      o.token,
+		readRetry:  o.readRetry,
 		Bundles:    odysseyv1.NewBundleServiceClient(conn),
 		Sessions:   odysseyv1.NewSessionServiceClient(conn),
 		Executions: odysseyv1.NewExecutionServiceClient(conn),
@@ -122,12 +128,43 @@ func (c *Client) Close() error {
 	return c.conn.Close()
 }
 
-// Context adds the bearer token to ctx, for calls made on the raw stubs.
+// Context returns ctx. Calls on the raw stubs carry the token by themselves (an
+// interceptor adds it); it remains for programs written before that.
+//
+// Deprecated: call the raw stubs with ctx itself.
 func (c *Client) Context(ctx context.Context) context.Context {
-	if c.token == "" {
+	return ctx
+}
+
+// WithReadRetry sets how reads (gets, lists, inspections, exports, server info) retry
+// after codes.Unavailable (DefaultReadRetry unless set; NoReconnect: not at all). Writes
+// (Submit, Run, CreateSession, ...) are never retried.
+func WithReadRetry(policy ReconnectPolicy) Option {
+	return func(o *options) error { o.readRetry = policy; return nil }
+}
+
+// unaryToken adds the bearer token to every unary call that does not carry one.
+func unaryToken(token string) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		return invoker(withToken(ctx, token), method, req, reply, cc, opts...)
+	}
+}
+
+// streamToken adds the bearer token to every streaming call that does not carry one.
+func streamToken(token string) grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		return streamer(withToken(ctx, token), desc, cc, method, opts...)
+	}
+}
+
+func withToken(ctx context.Context, token string) context.Context {
+	if token == "" {
 		return ctx
 	}
-	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+c.token)
+	if md, ok := metadata.FromOutgoingContext(ctx); ok && len(md.Get("authorization")) > 0 {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
 }
 
 // Health returns the serving status of the whole server (service "") or of one service.
@@ -159,130 +196,7 @@ func (c *Client) WaitUntilServing(ctx context.Context) error {
 
 // ServerInfo returns facts about the running server.
 func (c *Client) ServerInfo(ctx context.Context) (*odysseyv1.GetServerInfoResponse, error) {
-	r, err := c.Server.GetServerInfo(c.Context(ctx), &odysseyv1.GetServerInfoRequest{})
-	return r, wrap(err)
-}
-
-// BuildOptions are the options of InstallBundle.
-type BuildOptions struct {
-	// Namespace to install into; the server's default (`local`) when empty.
-	Namespace string
-	// Replace an installed bundle of the same version with different content.
-	Force bool
-}
-
-// InstallBundle packs the bundle project in dir, uploads it and returns the installed
-// bundle.
-func (c *Client) InstallBundle(ctx context.Context, dir string, opts BuildOptions) (*odysseyv1.Bundle, error) {
-	archive, err := PackProject(dir)
-	if err != nil {
-		return nil, err
-	}
-	stream, err := c.Bundles.BuildBundle(c.Context(ctx))
-	if err != nil {
-		return nil, wrap(err)
-	}
-	first := &odysseyv1.BuildBundleRequest{Item: &odysseyv1.BuildBundleRequest_Options{
-		Options: &odysseyv1.BuildOptions{Namespace: opts.Namespace, Force: opts.Force},
-	}}
-	if err := stream.Send(first); err != nil {
-		return nil, c.closeAndWrap(stream, err)
-	}
-	for start := 0; start < len(archive); start += chunkBytes {
-		end := min(start+chunkBytes, len(archive))
-		chunk := &odysseyv1.BuildBundleRequest{Item: &odysseyv1.BuildBundleRequest_Chunk{Chunk: archive[start:end]}}
-		if err := stream.Send(chunk); err != nil {
-			return nil, c.closeAndWrap(stream, err)
-		}
-	}
-	r, err := stream.CloseAndRecv()
-	if err != nil {
-		return nil, wrap(err)
-	}
-	return r.GetBundle(), nil
-}
-
-// closeAndWrap reports the server's status when a send fails: Send returns io.EOF when the
-// server has already answered, and the answer is what the caller needs.
-func (c *Client) closeAndWrap(stream grpc.ClientStreamingClient[odysseyv1.BuildBundleRequest, odysseyv1.BuildBundleResponse], err error) error {
-	if _, recvErr := stream.CloseAndRecv(); recvErr != nil {
-		return wrap(recvErr)
-	}
-	return wrap(err)
-}
-
-// SessionOptions are the optional fields of CreateSession.
-type SessionOptions struct {
-	// The agent to talk to; the bundle's default agent when empty.
-	AgentID  string
-	Metadata map[string]string
-}
-
-// CreateSession opens a session on an installed bundle (`name`, `name@version`,
-// `ns/name@version` or `@sha256:<hex>`).
-func (c *Client) CreateSession(ctx context.Context, bundleReference string, opts SessionOptions) (*odysseyv1.Session, error) {
-	r, err := c.Sessions.CreateSession(c.Context(ctx), &odysseyv1.CreateSessionRequest{
-		BundleReference: bundleReference,
-		AgentId:         opts.AgentID,
-		Metadata:        opts.Metadata,
+	return read(ctx, c, func(ctx context.Context) (*odysseyv1.GetServerInfoResponse, error) {
+		return c.Server.GetServerInfo(ctx, &odysseyv1.GetServerInfoRequest{})
 	})
-	if err != nil {
-		return nil, wrap(err)
-	}
-	return r.GetSession(), nil
-}
-
-// GetSession returns a session.
-func (c *Client) GetSession(ctx context.Context, sessionID string) (*odysseyv1.Session, error) {
-	r, err := c.Sessions.GetSession(c.Context(ctx), &odysseyv1.GetSessionRequest{SessionId: sessionID})
-	if err != nil {
-		return nil, wrap(err)
-	}
-	return r.GetSession(), nil
-}
-
-// DeleteSession cancels the session's turns and removes it.
-func (c *Client) DeleteSession(ctx context.Context, sessionID string) error {
-	_, err := c.Sessions.DeleteSession(c.Context(ctx), &odysseyv1.DeleteSessionRequest{SessionId: sessionID})
-	return wrap(err)
-}
-
-// Submit queues a turn and returns its execution id at once.
-func (c *Client) Submit(ctx context.Context, sessionID, prompt string) (string, error) {
-	r, err := c.Executions.Submit(c.Context(ctx), &odysseyv1.SubmitRequest{
-		Input: &odysseyv1.TurnInput{SessionId: sessionID, Prompt: prompt},
-	})
-	if err != nil {
-		return "", wrap(err)
-	}
-	return r.GetExecutionId(), nil
-}
-
-// Run runs a turn and waits for it to end (a turn that needs an approval waits for it).
-func (c *Client) Run(ctx context.Context, sessionID, prompt string) (*odysseyv1.ExecutionStatus, error) {
-	r, err := c.Executions.Run(c.Context(ctx), &odysseyv1.RunRequest{
-		Input: &odysseyv1.TurnInput{SessionId: sessionID, Prompt: prompt},
-	})
-	if err != nil {
-		return nil, wrap(err)
-	}
-	return r.GetStatus(), nil
-}
-
-// ExecutionStatus returns the state of a turn.
-func (c *Client) ExecutionStatus(ctx context.Context, executionID string) (*odysseyv1.ExecutionStatus, error) {
-	r, err := c.Executions.GetExecutionStatus(c.Context(ctx), &odysseyv1.GetExecutionStatusRequest{ExecutionId: executionID})
-	if err != nil {
-		return nil, wrap(err)
-	}
-	return r.GetStatus(), nil
-}
-
-// Cancel cancels a queued or running turn.
-func (c *Client) Cancel(ctx context.Context, executionID string) (*odysseyv1.ExecutionStatus, error) {
-	r, err := c.Executions.CancelExecution(c.Context(ctx), &odysseyv1.CancelExecutionRequest{ExecutionId: executionID})
-	if err != nil {
-		return nil, wrap(err)
-	}
-	return r.GetStatus(), nil
 }

@@ -3,7 +3,7 @@ package odyssey_test
 import (
 	"context"
 	"errors"
-	"io"
+	"iter"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,17 +45,19 @@ func TestTurnWithApprovalAndResumedStream(t *testing.T) {
 	if err != nil {
 		t.Fatalf("stream turn: %v", err)
 	}
-	// Disconnect after a few events, while the turn is still streaming.
-	for len(seen) < 3 {
-		event, err := turn.Next()
+	// Disconnect after a few events, while the turn is still streaming: breaking out of
+	// the loop closes the stream.
+	for event, err := range turn.All() {
 		if err != nil {
 			t.Fatalf("event %d: %v", len(seen)+1, err)
 		}
 		seen = append(seen, event)
+		if len(seen) == 3 {
+			break
+		}
 	}
-	turn.Close()
-	if _, err := turn.Next(); !errors.Is(err, io.EOF) {
-		t.Fatalf("a closed stream should end with io.EOF, got %v", err)
+	for event, err := range turn.All() {
+		t.Fatalf("a closed stream should yield nothing, got %v, %v", event, err)
 	}
 
 	resumed, err := client.Subscribe(ctx, session.GetId(), turn.LastSequence())
@@ -63,8 +65,7 @@ func TestTurnWithApprovalAndResumedStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	approvals := 0
-	for {
-		event, err := resumed.Next()
+	for event, err := range resumed.All() {
 		if err != nil {
 			t.Fatalf("resumed stream after %d events: %v", len(seen), err)
 		}
@@ -73,7 +74,7 @@ func TestTurnWithApprovalAndResumedStream(t *testing.T) {
 			if request.GetTool() != "Bash" {
 				t.Fatalf("unexpected approval for %s", request.GetTool())
 			}
-			pending, err := client.ListApprovals(ctx, session.GetId())
+			pending, err := odyssey.Collect(client.ListApprovals(ctx, session.GetId()))
 			if err != nil || len(pending) != 1 || pending[0].GetRequestId() != request.GetRequestId() {
 				t.Fatalf("pending approvals %v, %v", pending, err)
 			}
@@ -82,7 +83,7 @@ func TestTurnWithApprovalAndResumedStream(t *testing.T) {
 				t.Fatalf("display form %q (control characters: %v), listed as %q",
 					request.GetDisplay(), request.GetControlCharacters(), pending[0].GetDisplay())
 			}
-			if err := client.Approve(ctx, request.GetRequestId(), false); err != nil {
+			if err := client.Approve(ctx, request.GetRequestId(), odyssey.AllowOnce); err != nil {
 				t.Fatalf("approve: %v", err)
 			}
 			approvals++
@@ -136,9 +137,10 @@ func TestTurnWithApprovalAndResumedStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer replay.Close()
+	next, stop := iter.Pull2(replay.All())
+	defer stop()
 	for i, want := range seen {
-		got, err := replay.Next()
+		got, err, _ := next()
 		if err != nil {
 			t.Fatalf("replay event %d: %v", i+1, err)
 		}
@@ -175,8 +177,10 @@ func TestUnknownSessionIsNotFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stream.Next(); odyssey.Code(err) != codes.NotFound {
-		t.Fatalf("Subscribe(unknown).Next() = %v, want NOT_FOUND", err)
+	for _, err := range stream.All() {
+		if odyssey.Code(err) != codes.NotFound {
+			t.Fatalf("Subscribe(unknown) yields %v, want NOT_FOUND", err)
+		}
 	}
 	if _, err := client.Submit(ctx, missing, "hello"); odyssey.Code(err) != codes.NotFound {
 		t.Fatalf("Submit(unknown) = %v, want NOT_FOUND", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
+	"sync"
 	"time"
 
 	odysseyv1 "github.com/odyssey-ai/odyssey/client/go/gen/odyssey/v1"
@@ -42,8 +44,10 @@ func (p ReconnectPolicy) Delay(attempt int) time.Duration {
 	return min(delay, p.MaxDelay)
 }
 
-// SubscribeOption configures Subscribe.
+// SubscribeOption configures Subscribe; it is a TurnOption too (StreamTurn's stream).
 type SubscribeOption func(*subscribeOptions)
+
+func (f SubscribeOption) applyTurn(o *turnOptions) { f(&o.subscribe) }
 
 type subscribeOptions struct {
 	reconnect ReconnectPolicy
@@ -58,12 +62,16 @@ func WithReconnect(policy ReconnectPolicy) SubscribeOption {
 // EventStream yields a session's events after a sequence number, replayed then live, in
 // sequence order, each once. When the connection drops, it resubscribes by itself after
 // the last sequence it returned, as its ReconnectPolicy allows, so the caller sees every
-// event once; Reconnects counts how often. Heartbeats only prove the stream is alive:
-// they are counted, never returned.
+// event once. Reconnects counts resubscriptions: each new subscription the server
+// answered after a dropped connection, once, however many attempts failed before it.
+// Heartbeats only prove the stream is alive: they are counted, never returned.
 //
-// LastSequence is the sequence of the last event returned: after Close, or an error,
+// All iterates the events: `for event, err := range stream.All()`. An error (an *Error)
+// is yielded last. The stream is closed when the loop ends, a break included.
+//
+// LastSequence is the sequence of the last event yielded: after the loop, or an error,
 // Subscribe(ctx, sessionID, stream.LastSequence()) resumes with nothing missed and nothing
-// repeated. Not safe for concurrent use.
+// repeated. Not safe for concurrent use, except Close.
 type EventStream struct {
 	client    *Client
 	ctx       context.Context
@@ -79,14 +87,18 @@ type EventStream struct {
 	heartbeats    uint64
 	lastHeartbeat *odysseyv1.Heartbeat
 	reconnects    uint64
+	// When set, the events it rejects are skipped (LastSequence still moves past them).
+	keep func(*odysseyv1.SessionEvent) bool
 	// When set, the stream ends after the first event it accepts.
-	until  func(*odysseyv1.SessionEvent) bool
+	until func(*odysseyv1.SessionEvent) bool
+	// mu guards cancel and closed, which Close may touch from another goroutine.
+	mu     sync.Mutex
 	closed bool
 }
 
 // Subscribe opens the event stream of a session after afterSequence (0: from the start).
 // It waits for the server's answer: the subscription is open on the server when it
-// returns. A session that does not exist is reported by the first Next, as
+// returns. A session that does not exist is reported by the first iteration, as
 // codes.NotFound.
 func (c *Client) Subscribe(ctx context.Context, sessionID string, afterSequence uint64, opts ...SubscribeOption) (*EventStream, error) {
 	o := subscribeOptions{reconnect: DefaultReconnectPolicy}
@@ -104,14 +116,14 @@ func (c *Client) Subscribe(ctx context.Context, sessionID string, afterSequence 
 		return nil, err
 	}
 	// Header blocks until the server answers; no header means the call ended at once
-	// (refused, or no server), which the first Next reports.
+	// (refused, or no server), which the first iteration reports.
 	header, err := s.stream.Header()
 	s.retry = err == nil && header != nil
 	return s, nil
 }
 
 func (s *EventStream) subscribe() error {
-	ctx, cancel := context.WithCancel(s.client.Context(s.ctx))
+	ctx, cancel := context.WithCancel(s.ctx)
 	stream, err := s.client.Sessions.SubscribeSession(ctx, &odysseyv1.SubscribeSessionRequest{
 		SessionId:     s.sessionID,
 		AfterSequence: s.lastSequence,
@@ -120,18 +132,40 @@ func (s *EventStream) subscribe() error {
 		cancel()
 		return wrap(err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		// Closed while subscribing: the new call ends at once.
+		cancel()
+	}
 	s.stream, s.cancel = stream, cancel
 	return nil
 }
 
-// Next returns the next event. It returns io.EOF once the stream is over (the server
-// ended it, Close was called, or the turn of a TurnStream completed), and an *Error when
-// the server refused (codes.NotFound for an unknown or deleted session) or the connection
-// stayed down past the ReconnectPolicy.
-func (s *EventStream) Next() (*odysseyv1.SessionEvent, error) {
+// All iterates the stream's events until it is over: the server ended it, Close was
+// called, or the turn of a TurnStream completed. It yields an *Error, last, when the
+// server refused (codes.NotFound for an unknown or deleted session) or the connection
+// stayed down past the ReconnectPolicy. Ending the loop closes the stream.
+func (s *EventStream) All() iter.Seq2[*odysseyv1.SessionEvent, error] {
+	return func(yield func(*odysseyv1.SessionEvent, error) bool) {
+		defer s.Close()
+		for {
+			event, err := s.next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if !yield(event, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// next returns the next event, io.EOF once the stream is over, or an *Error.
+func (s *EventStream) next() (*odysseyv1.SessionEvent, error) {
 	attempts := 0
 	for {
-		if s.closed {
+		if s.isClosed() {
 			return nil, io.EOF
 		}
 		if s.stream == nil {
@@ -143,14 +177,24 @@ func (s *EventStream) Next() (*odysseyv1.SessionEvent, error) {
 				}
 				continue
 			}
-			s.reconnects++
+			// Counted once the server answers the new subscription; a failed attempt
+			// is not a resubscription.
+			if header, err := s.stream.Header(); err == nil && header != nil {
+				s.reconnects++
+			}
 		}
 		item, err := s.stream.Recv()
 		if errors.Is(err, io.EOF) {
 			s.Close()
 			return nil, io.EOF
 		} else if err != nil {
+			if s.isClosed() {
+				// Close from another goroutine cancelled the call under Recv.
+				return nil, io.EOF
+			}
+			s.mu.Lock()
 			s.cancel()
+			s.mu.Unlock()
 			s.stream = nil
 			if err := s.backoff(err, &attempts); err != nil {
 				s.Close()
@@ -171,6 +215,9 @@ func (s *EventStream) Next() (*odysseyv1.SessionEvent, error) {
 			continue
 		}
 		s.lastSequence = event.GetSequence()
+		if s.keep != nil && !s.keep(event) {
+			continue
+		}
 		if s.until != nil && s.until(event) {
 			s.Close()
 		}
@@ -194,6 +241,12 @@ func (s *EventStream) backoff(err error, attempts *int) error {
 	}
 }
 
+func (s *EventStream) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
 // LastSequence is the sequence of the last event returned (or the starting point).
 func (s *EventStream) LastSequence() uint64 { return s.lastSequence }
 
@@ -204,16 +257,23 @@ func (s *EventStream) Heartbeats() uint64 { return s.heartbeats }
 // sequence then), or nil before the first.
 func (s *EventStream) LastHeartbeat() *odysseyv1.Heartbeat { return s.lastHeartbeat }
 
-// Reconnects counts how often the stream resubscribed after a dropped connection.
+// Reconnects counts how often the stream resubscribed after a dropped connection: each
+// subscription the server answered counts once; failed attempts do not count.
 func (s *EventStream) Reconnects() uint64 { return s.reconnects }
 
-// Close ends the subscription; the server sees the client go away.
+// Close ends the subscription; the server sees the client go away. A loop over All that
+// is waiting for an event ends.
 func (s *EventStream) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.closed = true
-	s.cancel()
+	if s.cancel != nil {
+		s.cancel()
+	}
 }
 
-// TurnStream is the live events of one turn, ending (io.EOF) after its turn_completed.
+// TurnStream is the live events of one turn, ending after its turn_completed.
+// The events of the session's other turns (one queued before it, say) are left out.
 type TurnStream struct {
 	*EventStream
 	// ExecutionID names the turn.
@@ -221,21 +281,24 @@ type TurnStream struct {
 }
 
 // StreamTurn starts a turn and streams its events as they happen. It subscribes before
-// submitting, so nothing is missed.
-func (c *Client) StreamTurn(ctx context.Context, sessionID, prompt string, opts ...SubscribeOption) (*TurnStream, error) {
+// submitting, so nothing is missed. opts are Submit's (WithCwd, WithModel, WithMetadata)
+// and the stream's (WithReconnect).
+func (c *Client) StreamTurn(ctx context.Context, sessionID, prompt string, opts ...TurnOption) (*TurnStream, error) {
+	o := newTurnOptions(opts)
 	session, err := c.GetSession(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	events, err := c.Subscribe(ctx, sessionID, session.GetLastSequence(), opts...)
+	events, err := c.Subscribe(ctx, sessionID, session.GetLastSequence(), WithReconnect(o.subscribe.reconnect))
 	if err != nil {
 		return nil, err
 	}
-	executionID, err := c.Submit(ctx, sessionID, prompt)
+	executionID, err := c.Submit(ctx, sessionID, prompt, opts...)
 	if err != nil {
 		events.Close()
 		return nil, err
 	}
+	events.keep = func(e *odysseyv1.SessionEvent) bool { return e.GetTurnId() == executionID }
 	events.until = func(e *odysseyv1.SessionEvent) bool {
 		return e.GetTurnId() == executionID && e.GetTurnCompleted() != nil
 	}

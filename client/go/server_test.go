@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 const testToken = "go-sdk-test-token"
 
 // repoRoot is the repository root, two folders above this file.
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		t.Fatal("cannot locate the test file")
@@ -34,7 +35,34 @@ func startServer(t *testing.T) string {
 
 // startServerWith is startServer with further flags (e.g. TLS), checked for SERVING by a
 // client dialed with dial.
-func startServerWith(t *testing.T, flags []string, dial ...odyssey.Option) string {
+func startServerWith(t testing.TB, flags []string, dial ...odyssey.Option) string {
+	t.Helper()
+	home := serverHome(t)
+	addr, stop := runServer(t, home, "127.0.0.1:0", flags, dial...)
+	t.Cleanup(stop)
+	return addr
+}
+
+// serverHome is a new home folder for odysseyd, removed when the test ends. Not under the
+// test's private temp folder: sandboxed commands run as another user, who must be able to
+// reach the home's sandbox cells.
+func serverHome(t testing.TB) string {
+	t.Helper()
+	home, err := os.MkdirTemp("", "odyssey-go-sdk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(home) })
+	return home
+}
+
+// runServer starts odysseyd on listen with home and flags, waits until a client dialed
+// with dial sees it SERVING, and returns its address and a function that stops it (a
+// second server on the same home and address is the first one restarted).
+func runServer(t testing.TB, home, listen string, flags []string, dial ...odyssey.Option) (string, func()) {
 	t.Helper()
 	binary := os.Getenv("ODYSSEYD")
 	if binary == "" {
@@ -43,17 +71,8 @@ func startServerWith(t *testing.T, flags []string, dial ...odyssey.Option) strin
 	if _, err := os.Stat(binary); err != nil {
 		t.Fatalf("no odysseyd at %s (run `cargo build` or set ODYSSEYD): %v", binary, err)
 	}
-	// Not under the test's private temp folder: sandboxed commands run as another user,
-	// who must be able to reach the home's sandbox cells.
-	home, err := os.MkdirTemp("", "odyssey-go-sdk-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	args := append([]string{
-		"--listen", "127.0.0.1:0",
+		"--listen", listen,
 		"--home", home,
 		"--log-format", "json",
 		"--heartbeat-seconds", "1",
@@ -67,18 +86,21 @@ func startServerWith(t *testing.T, flags []string, dial ...odyssey.Option) strin
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start odysseyd: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		_ = os.RemoveAll(home)
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(os.Interrupt)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	t.Cleanup(stop)
 
 	// The server binds port 0 and logs its address in `odysseyd serving`.
 	addresses := make(chan string, 1)
@@ -112,9 +134,9 @@ func startServerWith(t *testing.T, flags []string, dial ...odyssey.Option) strin
 		if err := client.WaitUntilServing(ctx); err != nil {
 			t.Fatalf("odysseyd not serving: %v", err)
 		}
-		return addr
+		return addr, stop
 	case <-time.After(60 * time.Second):
 		t.Fatal("odysseyd did not start within 60 s")
-		return ""
+		return "", stop
 	}
 }

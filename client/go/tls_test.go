@@ -2,8 +2,6 @@ package odyssey_test
 
 import (
 	"context"
-	"errors"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,11 +38,8 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		event, err := turn.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
+	for event, err := range turn.All() {
+		if err != nil {
 			t.Fatalf("event stream over TLS: %v", err)
 		}
 		if p := event.GetPermissionRequested(); p != nil {

@@ -13,7 +13,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
 
@@ -44,16 +44,22 @@ def server() -> Iterator[Server]:
 
 
 @contextmanager
-def start_server(*flags: str) -> Iterator[Server]:
-    """A real odysseyd with the test token and any further ``flags`` (e.g. TLS)."""
+def start_server(
+    *flags: str, home: Optional[Path] = None, listen: str = "127.0.0.1:0"
+) -> Iterator[Server]:
+    """A real odysseyd with the test token and any further ``flags`` (e.g. TLS). With
+    ``home``, the server keeps its state there (and leaves it), so a second server on the
+    same home and ``listen`` address is the first one restarted."""
     # Not under pytest's private tmp folder: sandboxed commands run as another user, who
     # must be able to reach the home's sandbox cells.
-    home = Path(tempfile.mkdtemp(prefix="odyssey-python-sdk-"))
-    home.chmod(0o755)
+    owned = home is None
+    if home is None:
+        home = Path(tempfile.mkdtemp(prefix="odyssey-python-sdk-"))
+        home.chmod(0o755)
     process = subprocess.Popen(
         [
             str(_binary()),
-            "--listen", "127.0.0.1:0",
+            "--listen", listen,
             "--home", str(home),
             "--log-format", "json",
             "--heartbeat-seconds", "1",
@@ -85,7 +91,8 @@ def start_server(*flags: str) -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        shutil.rmtree(home, ignore_errors=True)
+        if owned:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 def _serving_address(lines: queue.Queue[str], process: subprocess.Popen[str]) -> str:

@@ -42,7 +42,7 @@ def test_turn_with_approval_and_resumed_stream(client: OdysseyClient) -> None:
             if kind == "permission_requested":
                 request = event.permission_requested
                 assert request.tool == "Bash"
-                pending = client.list_approvals(session.id)
+                pending = list(client.list_approvals(session.id))
                 assert [a.request_id for a in pending] == [request.request_id]
                 # What a person is shown: the call, control characters escaped (none here).
                 assert request.display and not request.control_characters

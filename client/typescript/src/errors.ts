@@ -1,21 +1,55 @@
+import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 export { Code };
 
+/** One field of a request that was wrong: its path as the request spells it, and why. */
+export interface FieldViolation {
+  field: string;
+  description: string;
+}
+
+/** The `google.rpc` details of a status, decoded. */
+export interface ErrorDetails {
+  /** `ErrorInfo.reason`: a stable name of the failure (`"SESSION_NOT_FOUND"`). */
+  reason: string;
+  /** `ErrorInfo.domain` (`"odyssey.ai"`). */
+  domain: string;
+  /** `ErrorInfo.metadata`. */
+  metadata: Record<string, string>;
+  /** The request fields at fault (a `BadRequest` detail). */
+  fieldViolations: FieldViolation[];
+  /** How long to wait before trying again (a `RetryInfo` detail), when given. */
+  retryDelayMs?: number;
+}
+
 /**
  * A call the server refused or could not answer. `code` is the gRPC status code (Connect's
  * `Code` has the same numbers: `Code.NotFound` is NOT_FOUND); `message` is the server's,
- * naming what was wrong; `codeName` is the code's gRPC name (`"NOT_FOUND"`).
+ * naming what was wrong; `codeName` is the code's gRPC name (`"NOT_FOUND"`,
+ * `"CANCELLED"`). The status's details are decoded: `reason`, `domain` and `metadata`
+ * from its `ErrorInfo` (empty when the failure did not come from the server),
+ * `fieldViolations` from its `BadRequest`, `retryDelayMs` from its `RetryInfo`.
  */
 export class OdysseyError extends Error {
   readonly code: Code;
   readonly codeName: string;
+  readonly reason: string;
+  readonly domain: string;
+  readonly metadata: Record<string, string>;
+  readonly fieldViolations: FieldViolation[];
+  readonly retryDelayMs?: number;
 
-  constructor(code: Code, message: string, cause?: unknown) {
+  constructor(code: Code, message: string, cause?: unknown, details?: Partial<ErrorDetails>) {
     super(`${grpcName(code)}: ${message}`, { cause });
     this.name = "OdysseyError";
     this.code = code;
     this.codeName = grpcName(code);
+    this.reason = details?.reason ?? "";
+    this.domain = details?.domain ?? "";
+    this.metadata = details?.metadata ?? {};
+    this.fieldViolations = details?.fieldViolations ?? [];
+    this.retryDelayMs = details?.retryDelayMs;
   }
 
   /**
@@ -29,8 +63,81 @@ export class OdysseyError extends Error {
       return error;
     }
     const code = isConnectionFailure(error) ? Code.Unavailable : error.code;
-    return new OdysseyError(code, error.rawMessage, error);
+    return new OdysseyError(code, error.rawMessage, error, decodeDetails(error));
   }
+}
+
+/**
+ * The `google.rpc` details Connect received undecoded (`{ type, value }`), read from their
+ * wire format: the SDK needs no generated googleapis code for three small messages.
+ * Details that do not decode are left out: the code and message still say what happened.
+ */
+function decodeDetails(error: ConnectError): ErrorDetails {
+  const details: ErrorDetails = { reason: "", domain: "", metadata: {}, fieldViolations: [] };
+  for (const detail of error.details) {
+    if (!("type" in detail) || !(detail.value instanceof Uint8Array)) {
+      continue;
+    }
+    try {
+      switch (detail.type) {
+        case "google.rpc.ErrorInfo":
+          for (const [no, value] of fields(detail.value)) {
+            if (no === 1) details.reason = text(value);
+            else if (no === 2) details.domain = text(value);
+            else if (no === 3 && value instanceof Uint8Array) {
+              const entry = new Map(fields(value));
+              details.metadata[text(entry.get(1))] = text(entry.get(2));
+            }
+          }
+          break;
+        case "google.rpc.BadRequest":
+          for (const [no, value] of fields(detail.value)) {
+            if (no === 1 && value instanceof Uint8Array) {
+              const violation = new Map(fields(value));
+              details.fieldViolations.push({
+                field: text(violation.get(1)),
+                description: text(violation.get(2)),
+              });
+            }
+          }
+          break;
+        case "google.rpc.RetryInfo":
+          for (const [no, value] of fields(detail.value)) {
+            if (no === 1 && value instanceof Uint8Array) {
+              const duration = new Map(fields(value));
+              const seconds = Number(duration.get(1) ?? 0);
+              const nanos = Number(duration.get(2) ?? 0);
+              details.retryDelayMs = seconds * 1000 + nanos / 1e6;
+            }
+          }
+          break;
+      }
+    } catch {
+      // An undecodable detail is skipped.
+    }
+  }
+  return details;
+}
+
+/** The fields of a message: a bigint for varints, the bytes of length-delimited ones. */
+function fields(bytes: Uint8Array): [number, bigint | Uint8Array][] {
+  const reader = new BinaryReader(bytes);
+  const found: [number, bigint | Uint8Array][] = [];
+  while (reader.pos < reader.len) {
+    const [no, wireType] = reader.tag();
+    if (wireType === WireType.Varint) {
+      found.push([no, BigInt(reader.int64())]);
+    } else if (wireType === WireType.LengthDelimited) {
+      found.push([no, reader.bytes()]);
+    } else {
+      reader.skip(wireType, no);
+    }
+  }
+  return found;
+}
+
+function text(value: bigint | Uint8Array | undefined): string {
+  return value instanceof Uint8Array ? new TextDecoder().decode(value) : "";
 }
 
 /** Node's codes for a connection that could not be made or was lost. */
@@ -74,8 +181,11 @@ function isConnectionFailure(error: ConnectError): boolean {
   );
 }
 
-/** `Code.NotFound` → `"NOT_FOUND"`. */
+/** `Code.NotFound` → `"NOT_FOUND"`; `Code.Canceled` → `"CANCELLED"`, gRPC's spelling. */
 function grpcName(code: Code): string {
+  if (code === Code.Canceled) {
+    return "CANCELLED";
+  }
   return (Code[code] ?? "UNKNOWN").replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
 }
 

@@ -44,9 +44,10 @@ export function reconnectDelayMs(policy: ReconnectPolicy, attempt: number): numb
 /**
  * A session's events after a sequence number, replayed then live, in sequence order, each
  * once. When the connection drops, the stream resubscribes by itself after `lastSequence`,
- * as its {@link ReconnectPolicy} allows, so the loop sees every event once; `reconnects`
- * counts how often. Heartbeats only prove the stream is alive: they are counted (the
- * latest is `lastHeartbeat`), never yielded.
+ * as its {@link ReconnectPolicy} allows, so the loop sees every event once. `reconnects`
+ * counts resubscriptions: each new subscription the server answered after a dropped
+ * connection, once, however many attempts failed before it. Heartbeats only prove the
+ * stream is alive: they are counted (the latest is `lastHeartbeat`), never yielded.
  *
  * `lastSequence` is the sequence of the last event yielded: after `close()` or an error,
  * `client.events(sessionId, { afterSequence: stream.lastSequence })` resumes with nothing
@@ -59,7 +60,10 @@ export class EventStream implements AsyncIterable<SessionEvent> {
   lastSequence: bigint;
   heartbeats = 0;
   lastHeartbeat?: Heartbeat;
+  /** Resubscriptions the server answered after a dropped connection (attempts that failed do not count). */
   reconnects = 0;
+  /** When set, the events it rejects are skipped (`lastSequence` still moves past them). */
+  keep?: (event: SessionEvent) => boolean;
   /** When set, the stream ends after the first event it accepts. */
   stopWhen?: (event: SessionEvent) => boolean;
   private readonly abort = new AbortController();
@@ -79,10 +83,11 @@ export class EventStream implements AsyncIterable<SessionEvent> {
   ) {
     this.sessionId = sessionId;
     this.lastSequence = afterSequence;
-    this.responses = this.subscribe();
+    this.responses = this.subscribe(false);
   }
 
-  private subscribe(): AsyncIterable<SubscribeSessionResponse> {
+  /** `again`: a resubscription, counted in `reconnects` once the server answers it. */
+  private subscribe(again: boolean): AsyncIterable<SubscribeSessionResponse> {
     return this.sessions.subscribeSession(
       { sessionId: this.sessionId, afterSequence: this.lastSequence },
       {
@@ -90,7 +95,11 @@ export class EventStream implements AsyncIterable<SessionEvent> {
         headers: this.headers,
         // A refusal comes as a trailers-only answer, whose headers carry the status.
         onHeader: (headers) => {
-          this.answered ||= !headers.has("grpc-status");
+          const answered = !headers.has("grpc-status");
+          this.answered ||= answered;
+          if (again && answered) {
+            this.reconnects += 1;
+          }
         },
       },
     );
@@ -119,6 +128,9 @@ export class EventStream implements AsyncIterable<SessionEvent> {
               continue;
             }
             this.lastSequence = event.sequence;
+            if (this.keep !== undefined && !this.keep(event)) {
+              continue;
+            }
             const last = this.stopWhen?.(event) ?? false;
             yield event;
             if (last) {
@@ -144,8 +156,7 @@ export class EventStream implements AsyncIterable<SessionEvent> {
           if (this.abort.signal.aborted) {
             return;
           }
-          this.responses = this.subscribe();
-          this.reconnects += 1;
+          this.responses = this.subscribe(true);
         }
       }
     } finally {

@@ -2,14 +2,27 @@
  * TypeScript SDK for the Odyssey agent runtime.
  *
  * `OdysseyClient` wraps the generated `odyssey.v1` stubs (in `./gen/odyssey/v1/*_pb.js`,
- * also exported as `@odyssey-ai/client/gen/odyssey/v1/<file>_pb`) with idiomatic calls:
- * install a bundle from a folder, open sessions, run turns and stream their events,
- * resolve approvals, resume a stream from the last sequence seen (event streams also
- * resubscribe by themselves after a dropped connection). Failed calls throw an
- * {@link OdysseyError} carrying the gRPC code.
+ * also exported as `@odyssey-ai/client/gen/odyssey/v1/<file>_pb`) with a call for every
+ * RPC: bundles, sessions, turns and their event streams (`for await`), commands,
+ * approvals, server info. Every call takes `{ signal, timeoutMs }`; lists are pagers that
+ * fetch every page; reads retry UNAVAILABLE. Event streams resume from the last sequence
+ * seen and resubscribe by themselves after a dropped connection. Failed calls throw an
+ * {@link OdysseyError} with the gRPC code and the status's decoded details.
  */
 
-export { OdysseyClient, type ConnectOptions, type TurnStream } from "./client.js";
+export {
+  OdysseyClient,
+  Pager,
+  READ_RETRY,
+  type CallOptions,
+  type Command,
+  type ConnectOptions,
+  type ExportedBundle,
+  type Model,
+  type SessionOptions,
+  type TurnOptions,
+  type TurnStream,
+} from "./client.js";
 export {
   DEFAULT_RECONNECT,
   EventStream,
@@ -17,7 +30,7 @@ export {
   reconnectDelayMs,
   type ReconnectPolicy,
 } from "./events.js";
-export { OdysseyError, Code } from "./errors.js";
+export { OdysseyError, Code, type ErrorDetails, type FieldViolation } from "./errors.js";
 export { packProject } from "./archive.js";
 export * from "./gen/odyssey/v1/approval_pb.js";
 export * from "./gen/odyssey/v1/bundle_pb.js";

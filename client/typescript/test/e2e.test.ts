@@ -54,7 +54,7 @@ test("a turn with an approval, streamed, dropped and resumed", async () => {
     if (event.payload.case === "permissionRequested") {
       const request = event.payload.value;
       assert.equal(request.tool, "Bash");
-      const pending = await client.listApprovals(session.id);
+      const pending = await client.listApprovals(session.id).all();
       assert.deepEqual(pending.map((a) => a.requestId), [request.requestId]);
       // What a person is shown: the call, control characters escaped (none here).
       assert.ok(request.display.length > 0 && !request.controlCharacters);
@@ -137,4 +137,10 @@ test("calls without the token are UNAUTHENTICATED", async () => {
     anonymous.serverInfo(),
     (error: unknown) => error instanceof OdysseyError && error.code === Code.Unauthenticated,
   );
+});
+
+test("codeName is gRPC's name of the code", () => {
+  assert.equal(new OdysseyError(Code.Canceled, "stopped").codeName, "CANCELLED");
+  assert.equal(new OdysseyError(Code.NotFound, "gone").codeName, "NOT_FOUND");
+  assert.equal(new OdysseyError(Code.ResourceExhausted, "full").codeName, "RESOURCE_EXHAUSTED");
 });

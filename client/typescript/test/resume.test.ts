@@ -70,7 +70,8 @@ test("a cut stream resumes by itself", async () => {
         setTimeout(() => proxy.mend(), OUTAGE_MS);
       }
     }
-    assert.ok(turn.reconnects >= 1, "the stream never resubscribed");
+    // One outage, one resubscription, however many attempts failed during it.
+    assert.equal(turn.reconnects, 1);
     const first = Number(seen[0].sequence);
     assert.deepEqual(
       seen.map((e) => Number(e.sequence)),

@@ -20,10 +20,11 @@ export interface TestServer {
 /**
  * Starts a real odysseyd ($ODYSSEYD, else target/debug/odysseyd) on a free loopback port
  * with a temporary home and further `flags` (e.g. TLS), and waits until a client with
- * `tls` sees it SERVING.
+ * `tls` sees it SERVING. With `home` (kept when the server stops) and `listen`, a second
+ * server on the same ones is the first one restarted.
  */
 export async function startServer(
-  options: { flags?: string[]; tls?: ConnectOptions["tls"] } = {},
+  options: { flags?: string[]; tls?: ConnectOptions["tls"]; home?: string; listen?: string } = {},
 ): Promise<TestServer> {
   const binary = process.env.ODYSSEYD || join(REPO, "target", "debug", "odysseyd");
   if (!existsSync(binary)) {
@@ -31,12 +32,12 @@ export async function startServer(
   }
   // Not a private temp folder: sandboxed commands run as another user, who must be able
   // to reach the home's sandbox cells.
-  const home = await mkdtemp(join(tmpdir(), "odyssey-ts-sdk-"));
-  await chmod(home, 0o755);
+  const owned = options.home === undefined;
+  const home = options.home ?? (await serverHome());
   const child = spawn(
     binary,
     [
-      "--listen", "127.0.0.1:0",
+      "--listen", options.listen ?? "127.0.0.1:0",
       "--home", home,
       "--log-format", "json",
       "--heartbeat-seconds", "1",
@@ -47,7 +48,9 @@ export async function startServer(
   );
   const stop = async () => {
     await stopChild(child);
-    await rm(home, { recursive: true, force: true });
+    if (owned) {
+      await rm(home, { recursive: true, force: true });
+    }
   };
   try {
     const address = await servingAddress(child);
@@ -58,6 +61,13 @@ export async function startServer(
     await stop();
     throw error;
   }
+}
+
+/** A new home folder for odysseyd; the caller removes it. */
+export async function serverHome(): Promise<string> {
+  const home = await mkdtemp(join(tmpdir(), "odyssey-ts-sdk-"));
+  await chmod(home, 0o755);
+  return home;
 }
 
 /** The address from the server's `odysseyd serving` log line (it binds port 0). */

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -46,11 +45,8 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for {
-		event, err := turn.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
+	for event, err := range turn.All() {
+		if err != nil {
 			log.Fatalf("stream: %v (resume with client.Subscribe(ctx, id, %d))", err, turn.LastSequence())
 		}
 		if d := event.GetAgentMessageDelta(); d != nil {
@@ -58,7 +54,7 @@ func main() {
 		}
 		if p := event.GetPermissionRequested(); p != nil {
 			fmt.Printf("\n[approving: %s]\n", p.GetDisplay())
-			if err := client.Approve(ctx, p.GetRequestId(), false); err != nil {
+			if err := client.Approve(ctx, p.GetRequestId(), odyssey.AllowOnce); err != nil {
 				log.Fatal(err)
 			}
 		}
@@ -66,5 +62,8 @@ func main() {
 	fmt.Printf("\n[turn %s ended at sequence %d]\n", turn.ExecutionID, turn.LastSequence())
 
 	_, err = client.GetSession(ctx, "00000000-0000-0000-0000-000000000000")
-	fmt.Printf("[an unknown session is %v]\n", odyssey.Code(err))
+	var failure *odyssey.Error
+	if errors.As(err, &failure) {
+		fmt.Printf("[an unknown session is %s, reason %s]\n", failure.CodeName(), failure.Reason)
+	}
 }

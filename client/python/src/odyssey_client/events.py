@@ -4,13 +4,13 @@ resubscribed by itself after the connection drops."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import grpc
 
 from odyssey.v1 import events_pb2, session_pb2, session_pb2_grpc
 from odyssey_client.errors import OdysseyError
+from odyssey_client.policy import ReconnectPolicy
 
 if TYPE_CHECKING:
     # The type of a server-streaming call, known to grpc's type stubs only.
@@ -19,42 +19,20 @@ if TYPE_CHECKING:
     Subscription = _CallIterator[session_pb2.SubscribeSessionResponse]
 
 
-@dataclass(frozen=True)
-class ReconnectPolicy:
-    """How an :class:`EventStream` retries after its connection fails.
-
-    The first retry waits ``initial_delay`` seconds, each further one twice as long, up to
-    ``max_delay``. After ``max_attempts`` consecutive failures the error is raised; any
-    message received (event or heartbeat) resets the count. The default is about half a
-    minute of retries: enough for a server restart, short enough that a server gone for
-    good is reported.
-    """
-
-    initial_delay: float = 0.1
-    max_delay: float = 5.0
-    max_attempts: int = 10
-
-    @classmethod
-    def never(cls) -> ReconnectPolicy:
-        """The first connection failure ends the stream with :class:`OdysseyError`."""
-        return cls(max_attempts=0)
-
-    def delay(self, attempt: int) -> float:
-        """The wait before retry number ``attempt`` (1-based)."""
-        return min(self.initial_delay * 2.0 ** min(attempt - 1, 62), self.max_delay)
-
-
 class EventStream(Iterator[events_pb2.SessionEvent]):
     """Iterates a session's events after a sequence number, replayed then live.
 
     The server sends every stored event after ``after_sequence``, then follows new ones
     with no gap. When the connection drops (``UNAVAILABLE``: a network failure, a server
     restarting), the stream resubscribes after ``last_sequence`` by itself, as
-    ``reconnect`` allows, so the caller sees every event once, in order; ``reconnects``
-    counts how often. Heartbeats only prove the stream is alive: they are counted in
-    ``heartbeats`` (the latest is ``last_heartbeat``) and never yielded.
+    ``reconnect`` allows, so the caller sees every event once, in order. ``reconnects``
+    counts resubscriptions: each new subscription the server answered after a dropped
+    connection, once, however many attempts failed before it. Heartbeats only prove the
+    stream is alive: they are counted in ``heartbeats`` (the latest is
+    ``last_heartbeat``) and never yielded.
 
-    ``stop_when``, when set, ends the stream after the first event it accepts.
+    ``keep``, when set, hides the events it rejects (``last_sequence`` still moves past
+    them); ``stop_when``, when set, ends the stream after the first event it accepts.
     Iteration ends when the server ends the stream or :meth:`close` is called; a refusal
     (``NOT_FOUND`` for an unknown or deleted session) or a connection that stays down past
     the policy raises :class:`OdysseyError`.
@@ -68,6 +46,7 @@ class EventStream(Iterator[events_pb2.SessionEvent]):
         metadata: tuple[tuple[str, str], ...],
         stop_when: Optional[Callable[[events_pb2.SessionEvent], bool]] = None,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
+        keep: Optional[Callable[[events_pb2.SessionEvent], bool]] = None,
     ) -> None:
         self.session_id = session_id
         self.last_sequence = after_sequence
@@ -75,6 +54,7 @@ class EventStream(Iterator[events_pb2.SessionEvent]):
         self.last_heartbeat: Optional[session_pb2.Heartbeat] = None
         self.reconnects = 0
         self.stop_when = stop_when
+        self.keep = keep
         self.reconnect = reconnect
         self._stub = stub
         self._metadata = metadata
@@ -121,7 +101,11 @@ class EventStream(Iterator[events_pb2.SessionEvent]):
                 if self._closed:
                     raise StopIteration from None
                 self._call = self._subscribe()
-                self.reconnects += 1
+                # Counted once the server answers the new subscription; a failed attempt
+                # is not a resubscription.
+                self._call.initial_metadata()
+                if self._call.is_active():
+                    self.reconnects += 1
                 continue
             attempts = 0
             if item.HasField("heartbeat"):
@@ -134,6 +118,8 @@ class EventStream(Iterator[events_pb2.SessionEvent]):
             if event.sequence <= self.last_sequence:
                 continue
             self.last_sequence = event.sequence
+            if self.keep is not None and not self.keep(event):
+                continue
             if self.stop_when is not None and self.stop_when(event):
                 self.close()
             return event
@@ -150,6 +136,15 @@ class EventStream(Iterator[events_pb2.SessionEvent]):
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def of_turn(execution_id: str) -> Callable[[events_pb2.SessionEvent], bool]:
+    """True for the events of the given turn (``turn_id`` is its execution id)."""
+
+    def check(event: events_pb2.SessionEvent) -> bool:
+        return event.turn_id == execution_id
+
+    return check
 
 
 def ends_turn(execution_id: str) -> Callable[[events_pb2.SessionEvent], bool]:
