@@ -6,6 +6,10 @@
 //! embedded descriptor set ([`crate::FILE_DESCRIPTOR_SET`]) with prost-reflect. A message
 //! is encoded, decoded into a [`DynamicMessage`] by its full name, and serialized; parsing
 //! runs the same way backwards.
+//!
+//! One detail follows grpcurl (Go's protojson) rather than serde_json: a whole `double`
+//! (a `Struct` number, say) is written `512`, not `512.0`. Both are the same JSON number;
+//! the first is what every other proto3 JSON printer writes.
 
 use std::sync::OnceLock;
 
@@ -69,19 +73,61 @@ pub fn dynamic<M: Message + Name>(message: &M) -> Result<DynamicMessage, JsonErr
 /// `message` in its canonical JSON form.
 pub fn to_value<M: Message + Name>(message: &M) -> Result<serde_json::Value, JsonError> {
     let dynamic = dynamic(message)?;
-    dynamic
+    let mut value = dynamic
         .serialize_with_options(serde_json::value::Serializer, &SerializeOptions::new())
         .map_err(|source| JsonError::Json {
             name: M::full_name(),
             source,
-        })
+        })?;
+    whole_numbers_as_integers(&mut value);
+    Ok(value)
+}
+
+/// 2^53: up to it a double holds every integer exactly.
+const EXACT: f64 = 9_007_199_254_740_992.0;
+
+/// `n` as an integer when it is a whole number a double holds exactly.
+fn whole(n: f64) -> Option<i64> {
+    (n.fract() == 0.0 && n.abs() <= EXACT).then_some(n as i64)
+}
+
+fn whole_numbers_as_integers(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Number(n) => {
+            if let Some(i) = n.as_f64().filter(|_| n.is_f64()).and_then(whole) {
+                *n = i.into();
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        serde_json::Value::Object(fields) => {
+            fields.values_mut().for_each(whole_numbers_as_integers)
+        }
+        _ => {}
+    }
+}
+
+/// serde_json's compact output, but whole doubles written as integers (see the module's
+/// documentation).
+struct Canonical;
+
+impl serde_json::ser::Formatter for Canonical {
+    fn write_f64<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        value: f64,
+    ) -> std::io::Result<()> {
+        match whole(value) {
+            Some(i) => write!(writer, "{i}"),
+            None => serde_json::ser::CompactFormatter.write_f64(writer, value),
+        }
+    }
 }
 
 /// `message` in its canonical JSON form, as one line of text.
 pub fn to_string<M: Message + Name>(message: &M) -> Result<String, JsonError> {
     let dynamic = dynamic(message)?;
     let mut out = Vec::new();
-    let mut serializer = serde_json::Serializer::new(&mut out);
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, Canonical);
     dynamic
         .serialize_with_options(&mut serializer, &SerializeOptions::new())
         .map_err(|source| JsonError::Json {
@@ -208,7 +254,12 @@ mod tests {
         let value = to_value(&started).unwrap();
         assert_eq!(
             value,
-            json!({ "callId": "c1", "tool": "Read", "arguments": { "limit": 10.0, "path": "a.md" } })
+            json!({ "callId": "c1", "tool": "Read", "arguments": { "limit": 10, "path": "a.md" } })
+        );
+        assert!(value["arguments"]["limit"].is_u64());
+        assert_eq!(
+            to_string(&started).unwrap(),
+            r#"{"callId":"c1","tool":"Read","arguments":{"limit":10,"path":"a.md"}}"#
         );
         let event = to_value(&delta()).unwrap();
         assert_eq!(event["createdAt"], json!("2023-11-14T22:13:20.005Z"));
@@ -238,6 +289,28 @@ mod tests {
         assert_eq!(to_value(&empty).unwrap(), json!({}));
         let back: pb::SessionEvent = from_str(&to_string(&event).unwrap()).unwrap();
         assert_eq!(back, event);
+    }
+
+    #[test]
+    fn whole_doubles_are_integers_and_others_stay_doubles() {
+        let mut fields = BTreeMap::new();
+        fields.insert("t".to_owned(), prost_types::Value::from(0.25));
+        fields.insert("huge".to_owned(), prost_types::Value::from(1e300));
+        fields.insert("neg".to_owned(), prost_types::Value::from(-3.0));
+        let config = pb::ModelSpec {
+            provider: "p".into(),
+            name: "n".into(),
+            config: Some(prost_types::Struct { fields }),
+        };
+        let text = to_string(&config).unwrap();
+        assert_eq!(
+            text,
+            r#"{"provider":"p","name":"n","config":{"huge":1e+300,"neg":-3,"t":0.25}}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+            to_value(&config).unwrap()
+        );
     }
 
     #[test]
