@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Gateway;
 use super::error::HttpError;
+use super::json::event_message;
 use crate::grpc::convert::EventIds;
 use odyssey_runtime::RuntimeError;
 use odyssey_runtime::events::Event;
@@ -129,10 +130,12 @@ impl Events {
     /// One event as SubscribeSession sends it, in the canonical JSON form. An event with no
     /// JSON form (a server defect) ends the stream with an `error` event.
     fn message(&mut self, event: &Event) -> SseEvent {
-        let event_message = self.ids.event(event);
-        let kind = odyssey_api::json::oneof_case(&event_message, "payload");
-        let response = pb::SubscribeSessionResponse {
-            item: Some(pb::subscribe_session_response::Item::Event(event_message)),
+        let response = event_message(&mut self.ids, event);
+        let kind = match &response.item {
+            Some(pb::subscribe_session_response::Item::Event(e)) => {
+                odyssey_api::json::oneof_case(e, "payload")
+            }
+            _ => Ok(None),
         };
         match (kind, odyssey_api::json::to_string(&response)) {
             (Ok(kind), Ok(data)) => SseEvent::default()

@@ -30,6 +30,7 @@ use crate::tls::{GATEWAY_ALPN, TlsIdentity, TlsListener};
 use odyssey_runtime::OdysseyRuntime;
 
 pub use error::HttpError;
+pub use json::ApiEventJson;
 pub use metrics::{MetricsTokens, serve_metrics};
 
 /// Settings of the HTTP gateway.
