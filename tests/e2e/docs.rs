@@ -132,8 +132,8 @@ fn the_public_json_form_prints_each_grpcurl_example_exactly() {
     let examples = checked_blocks(EVENTS_DOC, "event-grpcurl");
     assert!(examples.len() >= 18, "{} examples", examples.len());
     for example in &examples {
-        let message: pb::SubscribeSessionResponse = odyssey_api::json::from_str(example)
-            .unwrap_or_else(|e| panic!("{e}:\n{example}"));
+        let message: pb::SubscribeSessionResponse =
+            odyssey_api::json::from_str(example).unwrap_or_else(|e| panic!("{e}:\n{example}"));
         let printed = odyssey_api::json::to_string(&message).expect("prints");
         let printed: Value = serde_json::from_str(&printed).expect("JSON");
         let expected: Value = serde_json::from_str(example).expect("JSON");
