@@ -29,9 +29,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         prost::Message::encode_to_vec(&descriptors),
     )?;
 
+    // Type names (`prost::Name`) let the `json` module find each message's descriptor.
+    let mut config = tonic_prost_build::Config::new();
+    config.enable_type_names();
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
-        .compile_fds(descriptors)?;
+        .compile_fds_with_config(descriptors, config)?;
     Ok(())
 }

@@ -12,3 +12,7 @@ pub mod v1 {
 /// The encoded `FileDescriptorSet` of every `.proto` file (imports included), for reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/odyssey_descriptor.bin"));
+
+/// Any message in its proto3 canonical JSON form, the API's one public JSON form.
+#[cfg(feature = "json")]
+pub mod json;

@@ -95,8 +95,17 @@ async fn bundles_sessions_turns_and_events_from_the_command_line() {
     let sequences: Vec<u64> = out
         .lines()
         .map(|line| {
+            // Each line is SubscribeSession's message in its canonical JSON form: the proto's
+            // names, 64-bit integers as strings.
             let event: serde_json::Value = serde_json::from_str(line).expect("JSON line");
-            event["sequence"].as_u64().expect("sequence")
+            assert_eq!(event["event"]["sessionId"], id.as_str(), "{line}");
+            let parsed: pb::SubscribeSessionResponse =
+                odyssey_api::json::from_str(line).expect("a SubscribeSessionResponse");
+            let Some(pb::subscribe_session_response::Item::Event(parsed)) = parsed.item else {
+                panic!("not an event: {line}");
+            };
+            assert_eq!(event["event"]["sequence"], parsed.sequence.to_string());
+            parsed.sequence
         })
         .collect();
     assert!(sequences.len() >= 5, "{out}");
@@ -271,7 +280,14 @@ async fn exec_json_prints_begin_output_and_end_and_a_bad_session_is_one_line() {
     .await;
     assert_eq!(code, 3, "{err}");
     let items = json_lines(&out);
-    let kinds: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    // Each line is a StreamSessionCommandResponse: its one key is the item's kind.
+    let kind = |i: &serde_json::Value| -> String {
+        let object = i.as_object().expect("an object");
+        assert_eq!(object.len(), 1, "{i}");
+        object.keys().next().cloned().unwrap_or_default()
+    };
+    let kinds: Vec<String> = items.iter().map(kind).collect();
+    let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
     assert_eq!(kinds.first(), Some(&"begin"), "{out}");
     assert_eq!(kinds.last(), Some(&"end"), "{out}");
     assert!(
@@ -285,22 +301,24 @@ async fn exec_json_prints_begin_output_and_end_and_a_bad_session_is_one_line() {
     let text = |stream: &str| -> String {
         items
             .iter()
-            .filter(|i| i["kind"] == "output" && i["output"]["stream"] == stream)
+            .filter(|i| i["output"]["stream"] == stream)
             .map(|i| i["output"]["text"].as_str().unwrap().to_owned())
             .collect()
     };
     assert_eq!(text("OUTPUT_STREAM_STDOUT"), "to-out\n");
     assert_eq!(text("OUTPUT_STREAM_STDERR"), "to-err\n");
     let end = &items.last().unwrap()["end"];
-    assert_eq!(end["exit_code"], 3);
-    assert_eq!(end["timed_out"], false);
-    let exec_id = end["exec_id"].as_str().unwrap();
+    assert_eq!(end["exitCode"], 3);
+    // proto3 JSON leaves out default values: not timed out is no `timedOut`.
+    assert_eq!(end.get("timedOut"), None);
+    let exec_id = end["execId"].as_str().unwrap();
     assert!(!exec_id.is_empty());
-    assert!(
-        items
-            .iter()
-            .all(|i| i[i["kind"].as_str().unwrap()]["exec_id"] == exec_id)
-    );
+    assert!(items.iter().all(|i| i[kind(i)]["execId"] == exec_id));
+    for line in out.lines() {
+        let item: pb::StreamSessionCommandResponse =
+            odyssey_api::json::from_str(line).expect("a StreamSessionCommandResponse");
+        assert!(item.item.is_some(), "{line}");
+    }
     assert_eq!(err, "", "JSON mode writes the output into the objects only");
 
     let missing = uuid::Uuid::new_v4().to_string();
@@ -414,16 +432,23 @@ async fn approvals_lists_pending_requests_and_approve_lets_the_turn_finish() {
     assert_eq!(listed.len(), 2, "{out}");
     let mine: Vec<&serde_json::Value> = listed
         .iter()
-        .filter(|a| a["session_id"] == first.id.as_str())
+        .filter(|a| a["sessionId"] == first.id.as_str())
         .collect();
     assert_eq!(mine.len(), 1, "{out}");
-    assert_eq!(mine[0]["request_id"], request.as_str());
-    assert_eq!(mine[0]["execution_id"], first_turn.as_str());
+    assert_eq!(mine[0]["requestId"], request.as_str());
+    assert_eq!(mine[0]["executionId"], first_turn.as_str());
     assert_eq!(mine[0]["tool"], "Bash");
     assert_eq!(mine[0]["arguments"]["command"], "echo approved > proof.txt");
     let display = mine[0]["display"].as_str().unwrap().to_owned();
     assert_eq!(display, "echo approved > proof.txt");
-    assert_eq!(mine[0]["control_characters"], false);
+    // proto3 JSON leaves out default values: `false` is absent.
+    assert_eq!(mine[0].get("controlCharacters"), None);
+    let parsed: pb::Approval =
+        odyssey_api::json::from_str(&mine[0].to_string()).expect("an Approval");
+    assert_eq!(
+        (parsed.request_id.as_str(), parsed.control_characters),
+        (request.as_str(), false)
+    );
     let (code, out, _) = odyssey(&[
         "--server",
         &url,
@@ -436,8 +461,8 @@ async fn approvals_lists_pending_requests_and_approve_lets_the_turn_finish() {
     assert_eq!(code, 0);
     let others = json_lines(&out);
     assert_eq!(others.len(), 1, "{out}");
-    assert_eq!(others[0]["session_id"], second.id.as_str());
-    let other_request = others[0]["request_id"].as_str().unwrap().to_owned();
+    assert_eq!(others[0]["sessionId"], second.id.as_str());
+    let other_request = others[0]["requestId"].as_str().unwrap().to_owned();
 
     // Approving once lets the waiting turn run the command and finish.
     let (code, out, err) = odyssey(&["--server", &url, "approve", &request]).await;
@@ -480,10 +505,7 @@ async fn approvals_lists_pending_requests_and_approve_lets_the_turn_finish() {
     assert_eq!(code, 0, "{err}");
     let resolved = json_lines(&out);
     assert_eq!(resolved[0]["decision"], "APPROVAL_DECISION_DENY");
-    assert_eq!(
-        resolved[0]["approval"]["request_id"],
-        other_request.as_str()
-    );
+    assert_eq!(resolved[0]["approval"]["requestId"], other_request.as_str());
     server
         .wait_for_state(&second_turn, pb::ExecutionState::Completed)
         .await;
@@ -788,7 +810,7 @@ async fn approvals_follows_every_page_of_a_long_queue() {
     assert_eq!(code, 0, "{err}");
     let listed: Vec<String> = json_lines(&out)
         .iter()
-        .map(|a| a["session_id"].as_str().unwrap().to_owned())
+        .map(|a| a["sessionId"].as_str().unwrap().to_owned())
         .collect();
     // The server's order (requests as filed), read in one page through the generated client.
     let in_one_page: Vec<String> = ApprovalServiceClient::new(server.channel.clone())
@@ -841,7 +863,11 @@ async fn events_after_the_end_name_the_last_sequence() {
     assert_eq!(code, 0, "{err}");
     let (_, out, _) = odyssey(&["--server", &url, "--json", "session", "get", &id]).await;
     let info: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
-    let last = info["last_sequence"].as_u64().expect("last_sequence");
+    // A 64-bit integer is a string in proto3 JSON.
+    let last: u64 = info["lastSequence"]
+        .as_str()
+        .and_then(|n| n.parse().ok())
+        .expect("lastSequence");
 
     let past = (last + 5).to_string();
     for follow in [false, true] {

@@ -121,3 +121,22 @@ fn every_event_payload_is_documented_in_both_shapes() {
         );
     }
 }
+
+/// The one public JSON form (gateway, `odyssey --json`, event hooks) is what grpcurl
+/// prints: every grpcurl example, parsed by the canonical proto3 JSON parser, prints back
+/// exactly the same through `odyssey_api::json`. (`scripts/check-docs` checks that grpcurl
+/// prints these examples from the log examples.)
+#[test]
+fn the_public_json_form_prints_each_grpcurl_example_exactly() {
+    use odyssey_api::v1 as pb;
+    let examples = checked_blocks(EVENTS_DOC, "event-grpcurl");
+    assert!(examples.len() >= 18, "{} examples", examples.len());
+    for example in &examples {
+        let message: pb::SubscribeSessionResponse =
+            odyssey_api::json::from_str(example).unwrap_or_else(|e| panic!("{e}:\n{example}"));
+        let printed = odyssey_api::json::to_string(&message).expect("prints");
+        let printed: Value = serde_json::from_str(&printed).expect("JSON");
+        let expected: Value = serde_json::from_str(example).expect("JSON");
+        assert_eq!(printed, expected, "{example}");
+    }
+}

@@ -1,14 +1,18 @@
 //! The HTTP gateway (`--http-listen`) with a real HTTP client: a session's events as
 //! server-sent events, dropped and resumed with `Last-Event-ID`, an approval answered with
 //! `POST /approvals/{id}`, the bearer token, and errors as JSON with the gRPC code names.
+//! Every JSON answer is an API message in its proto3 canonical JSON form: the tests read
+//! its lowerCamelCase names, and parse it back with the canonical parser.
 
 use std::time::Duration;
 
 use eventsource_stream::{Event as SseEvent, Eventsource};
 use futures::StreamExt;
+use odyssey_api::json;
+use odyssey_api::v1 as pb;
 use odyssey_runtime::{ExecutionRequest, SessionSpec};
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::support::{Project, TestServer, loopback};
 
@@ -112,6 +116,17 @@ fn data(event: &SseEvent) -> Value {
     serde_json::from_str(&event.data).expect("JSON data")
 }
 
+/// The SSE message's data parsed by the canonical proto3 JSON parser: the very
+/// `SubscribeSessionResponse` that SubscribeSession sends over gRPC.
+fn session_event(event: &SseEvent) -> pb::SessionEvent {
+    let response: pb::SubscribeSessionResponse =
+        json::from_str(&event.data).expect("a SubscribeSessionResponse in canonical JSON");
+    match response.item {
+        Some(pb::subscribe_session_response::Item::Event(event)) => event,
+        other => panic!("not an event: {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn events_stream_as_sse_resume_with_last_event_id_and_approvals_post() {
     let server = server().await;
@@ -125,19 +140,38 @@ async fn events_stream_as_sse_resume_with_last_event_id_and_approvals_post() {
     // Stop at the approval request, and drop the connection there.
     let mut seen = read_until(first, |e| e.event == "permission_requested").await;
     let request = data(&seen[seen.len() - 1]);
-    let request_id = request["data"]["request_id"]
-        .as_str()
-        .expect("request id")
-        .to_owned();
-    assert_eq!(request["data"]["tool"], "Bash");
+    // The proto's names, as grpcurl prints them.
+    let asked = &request["event"]["permissionRequested"];
+    let request_id = asked["requestId"].as_str().expect("request id").to_owned();
+    assert_eq!(asked["tool"], "Bash");
+    assert_eq!(asked["arguments"]["command"], "echo via the gateway");
     // Issue 23: the display form a web page shows, beside the raw arguments.
-    let display = request["data"]["display"].as_str().expect("display form");
-    assert_eq!(Some(display), request["data"]["summary"].as_str());
+    let display = asked["display"].as_str().expect("display form").to_owned();
+    assert_eq!(Some(display.as_str()), asked["summary"].as_str());
+    let Some(pb::session_event::Payload::PermissionRequested(parsed)) =
+        session_event(&seen[seen.len() - 1]).payload
+    else {
+        panic!("a permission request: {request}");
+    };
+    assert_eq!(parsed.request_id, request_id);
+
+    // `GET /approvals` lists it as ListApprovals does.
+    let pending = gateway
+        .get(&format!("/approvals?session_id={session_id}"))
+        .send()
+        .await
+        .expect("GET approvals");
+    assert_eq!(pending.status(), StatusCode::OK);
+    let pending: pb::ListApprovalsResponse =
+        json::from_str(&pending.text().await.expect("body")).expect("a ListApprovalsResponse");
+    assert_eq!(pending.approvals.len(), 1, "{pending:?}");
+    assert_eq!(pending.approvals[0].request_id, request_id);
+    assert_eq!(pending.approvals[0].session_id, session_id);
 
     // A malformed decision is refused, naming what is expected, and changes nothing.
     let bad = gateway
         .post(&format!("/approvals/{request_id}"))
-        .json(&json!({"decision": "maybe"}))
+        .json(&serde_json::json!({"decision": "maybe"}))
         .send()
         .await
         .expect("POST answers");
@@ -154,18 +188,30 @@ async fn events_stream_as_sse_resume_with_last_event_id_and_approvals_post() {
 
     let approved = gateway
         .post(&format!("/approvals/{request_id}"))
-        .json(&json!({"decision": "allow_once"}))
+        .json(&serde_json::json!({"decision": "allow_once"}))
         .send()
         .await
         .expect("POST answers");
     assert_eq!(approved.status(), StatusCode::OK);
-    let approved: Value = approved.json().await.expect("JSON");
-    assert_eq!(approved["request_id"], request_id.as_str());
-    assert_eq!(approved["session_id"], session_id.as_str());
-    assert_eq!(approved["tool"], "Bash");
-    assert_eq!(approved["decision"], "allow_once");
-    assert_eq!(approved["display"], display);
-    assert_eq!(approved["control_characters"], false);
+    assert_eq!(approved.headers()["content-type"], "application/json");
+    let text = approved.text().await.expect("body");
+    let approved: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(approved["approval"]["requestId"], request_id.as_str());
+    assert_eq!(approved["approval"]["sessionId"], session_id.as_str());
+    assert_eq!(approved["approval"]["tool"], "Bash");
+    assert_eq!(approved["decision"], "APPROVAL_DECISION_ALLOW_ONCE");
+    assert_eq!(approved["approval"]["display"], display.as_str());
+    // proto3 JSON leaves out default values: `false` is absent.
+    assert_eq!(approved["approval"].get("controlCharacters"), None);
+    let resolved: pb::ResolveApprovalResponse =
+        json::from_str(&text).expect("a ResolveApprovalResponse");
+    let approval = resolved.approval.expect("the approval");
+    assert_eq!(
+        (approval.request_id.as_str(), approval.tool.as_str()),
+        (request_id.as_str(), "Bash")
+    );
+    assert!(!approval.control_characters);
+    assert_eq!(resolved.decision, pb::ApprovalDecision::AllowOnce as i32);
 
     // Reconnect as an EventSource does: Last-Event-ID is the last id seen.
     let last_id = seen[seen.len() - 1].id.clone();
@@ -188,20 +234,51 @@ async fn events_stream_as_sse_resume_with_last_event_id_and_approvals_post() {
     );
     for event in &seen {
         let data = data(event);
-        assert_eq!(data["type"], event.event.as_str());
-        assert_eq!(data["seq"].to_string(), event.id);
-        assert_eq!(data["turn_id"], execution_id.as_str());
+        // 64-bit integers are strings in proto3 JSON.
+        assert_eq!(data["event"]["sequence"], event.id.as_str());
+        assert_eq!(data["event"]["turnId"], execution_id.as_str());
+        assert_eq!(data["event"]["sessionId"], session_id.as_str());
+        let parsed = session_event(event);
+        assert_eq!(parsed.sequence.to_string(), event.id);
+        assert_eq!(
+            json::oneof_case(&parsed, "payload").expect("descriptor"),
+            Some(event.event.clone())
+        );
     }
     let kinds: Vec<&str> = seen.iter().map(|e| e.event.as_str()).collect();
     assert!(kinds.contains(&"approval_resolved"), "{kinds:?}");
     let finished = seen
         .iter()
         .map(data)
-        .find(|d| d["type"] == "tool_call_finished")
+        .find(|d| d["event"].get("toolCallFinished").is_some())
         .expect("the tool ran");
-    assert_eq!(finished["data"]["success"], true, "{finished}");
+    assert_eq!(
+        finished["event"]["toolCallFinished"]["success"], true,
+        "{finished}"
+    );
     let completed = data(&seen[seen.len() - 1]);
-    assert_eq!(completed["data"]["response"], "The gateway approved it.");
+    assert_eq!(
+        completed["event"]["turnCompleted"]["response"],
+        "The gateway approved it."
+    );
+    assert_eq!(
+        completed["event"]["turnCompleted"]["outcome"],
+        "TURN_OUTCOME_COMPLETED"
+    );
+    let Some(pb::session_event::Payload::TurnCompleted(done)) =
+        session_event(&seen[seen.len() - 1]).payload
+    else {
+        panic!("the turn's end: {completed}");
+    };
+    assert_eq!(done.response, "The gateway approved it.");
+
+    // Nothing is waiting any more.
+    let none = gateway
+        .get("/approvals")
+        .send()
+        .await
+        .expect("GET approvals");
+    assert_eq!(none.text().await.expect("body"), "{}");
 
     // `?after_sequence=` starts a first connection after a given event.
     let tail = gateway
@@ -215,7 +292,7 @@ async fn events_stream_as_sse_resume_with_last_event_id_and_approvals_post() {
     // The approval is no longer pending.
     let again = gateway
         .post(&format!("/approvals/{request_id}"))
-        .json(&json!({"decision": "deny", "reason": "too late"}))
+        .json(&serde_json::json!({"decision": "deny", "reason": "too late"}))
         .send()
         .await
         .expect("POST answers");
@@ -245,7 +322,7 @@ async fn the_gateway_needs_the_token_and_reports_errors_as_json() {
         .http
         .post(format!("{}/approvals/x", gateway.base))
         .bearer_auth("not-the-token")
-        .json(&json!({"decision": "deny"}))
+        .json(&serde_json::json!({"decision": "deny"}))
         .send()
         .await
         .expect("answers");
@@ -288,7 +365,7 @@ async fn the_gateway_needs_the_token_and_reports_errors_as_json() {
 
     let no_approval = gateway
         .post("/approvals/no-such-request")
-        .json(&json!({"decision": "allow_once"}))
+        .json(&serde_json::json!({"decision": "allow_once"}))
         .send()
         .await
         .expect("answers");

@@ -556,8 +556,9 @@ async fn push_and_pull_from_the_command_line() {
     .await;
     assert_eq!(code, 0, "{out}{err}");
     let line: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
-    assert_eq!(line["manifest_digest"], manifest_digest.as_str());
-    assert_eq!(line["content_digest"], bundle_digest(&bundle).as_str());
+    // PullBundleResponse, in the proto3 JSON form.
+    assert_eq!(line["manifestDigest"], manifest_digest.as_str());
+    assert_eq!(line["contentDigest"], bundle_digest(&bundle).as_str());
 }
 
 /// Runs a CLI command in-process; returns (exit code, stdout, stderr).

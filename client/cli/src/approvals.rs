@@ -70,7 +70,7 @@ fn show_list(
 ) -> Result<(), CliError> {
     if output.json {
         for approval in approvals {
-            output.json_line(&json::approval(approval))?;
+            output.json_line(&json::message(approval)?)?;
         }
         return Ok(());
     }
@@ -163,7 +163,7 @@ fn show_resolved(
     output: &mut Output<'_>,
 ) -> Result<(), CliError> {
     if output.json {
-        output.json_line(&json::resolved_approval(resolved))?;
+        output.json_line(&json::message(resolved)?)?;
         return Ok(());
     }
     output.line(resolved_text(request_id, resolved))?;
@@ -300,11 +300,11 @@ mod tests {
             .lines()
             .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
             .collect();
-        assert_eq!(lines[0]["request_id"], "r1");
-        assert_eq!(lines[1]["request_id"], "r2");
+        assert_eq!(lines[0]["requestId"], "r1");
+        assert_eq!(lines[1]["requestId"], "r2");
         assert_eq!(lines[1]["summary"], "y\u{202e}");
         assert_eq!(lines[1]["display"], "y\\u202e");
-        assert_eq!(lines[1]["control_characters"], true);
+        assert_eq!(lines[1]["controlCharacters"], true);
         assert!(!odyssey_visible::has_controls(&out), "{out:?}");
     }
 

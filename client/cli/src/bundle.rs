@@ -137,7 +137,7 @@ pub(crate) async fn run(
             write_atomically(&file, &archive)?;
             if output.json {
                 output.json_line(&json!({
-                    "bundle": json::bundle(&bundle),
+                    "bundle": json::message(&bundle)?,
                     "output": file.display().to_string(),
                     "bytes": archive.len(),
                 }))?;
@@ -173,12 +173,7 @@ pub(crate) async fn run(
             let bundle = pushed.bundle.clone().unwrap_or_default();
             published(
                 &format!("Pushed {} to {}", reference_of(&bundle), pushed.target),
-                json!({
-                    "bundle": json::bundle(&bundle),
-                    "target": pushed.target,
-                    "manifest_digest": pushed.manifest_digest,
-                    "content_digest": pushed.content_digest,
-                }),
+                json::message(&pushed)?,
                 (&pushed.manifest_digest, &pushed.content_digest),
                 output,
             )
@@ -196,12 +191,7 @@ pub(crate) async fn run(
             let bundle = pulled.bundle.clone().unwrap_or_default();
             published(
                 &format!("Pulled {} from {}", reference_of(&bundle), pulled.source),
-                json!({
-                    "bundle": json::bundle(&bundle),
-                    "source": pulled.source,
-                    "manifest_digest": pulled.manifest_digest,
-                    "content_digest": pulled.content_digest,
-                }),
+                json::message(&pulled)?,
                 (&pulled.manifest_digest, &pulled.content_digest),
                 output,
             )
@@ -318,7 +308,7 @@ async fn build_locally(dir: &Path, file: &Path, output: &mut Output<'_>) -> Resu
 
 fn installed(verb: &str, bundle: &pb::Bundle, output: &mut Output<'_>) -> Result<(), CliError> {
     if output.json {
-        output.json_line(&json::bundle(bundle))?;
+        output.json_line(&json::message(bundle)?)?;
         return Ok(());
     }
     let digest = bundle
@@ -348,7 +338,7 @@ fn agents_label(bundle: &pb::Bundle) -> String {
 fn list(bundles: &[pb::Bundle], output: &mut Output<'_>) -> Result<(), CliError> {
     if output.json {
         for bundle in bundles {
-            output.json_line(&json::bundle(bundle))?;
+            output.json_line(&json::message(bundle)?)?;
         }
         return Ok(());
     }
@@ -375,7 +365,7 @@ fn list(bundles: &[pb::Bundle], output: &mut Output<'_>) -> Result<(), CliError>
 
 fn inspect(response: &pb::InspectBundleResponse, output: &mut Output<'_>) -> Result<(), CliError> {
     if output.json {
-        output.json_line(&json::inspect(response))?;
+        output.json_line(&json::message(response)?)?;
         return Ok(());
     }
     let bundle = response.bundle.clone().unwrap_or_default();

@@ -21,7 +21,7 @@ pub(crate) async fn agents(
     let agents = global.connect().await?.list_agents(&args.reference).await?;
     if output.json {
         for agent in &agents {
-            output.json_line(&json::agent(agent))?;
+            output.json_line(&json::message(agent)?)?;
         }
         return Ok(());
     }
@@ -52,7 +52,7 @@ pub(crate) async fn models(
     let models = global.connect().await?.list_models(&args.reference).await?;
     if output.json {
         for model in &models {
-            output.json_line(&json::model_info(model))?;
+            output.json_line(&json::message(model)?)?;
         }
         return Ok(());
     }
@@ -100,7 +100,7 @@ pub(crate) async fn skills(
     let skills = global.connect().await?.list_skills(&args.reference).await?;
     if output.json {
         for skill in &skills {
-            output.json_line(&json::skill(skill))?;
+            output.json_line(&json::message(skill)?)?;
         }
         return Ok(());
     }

@@ -56,6 +56,9 @@ pub(crate) enum CliError {
     Serve(#[from] odyssey_server::serve::ServeError),
     #[error(transparent)]
     Runtime(#[from] odyssey_runtime::RuntimeError),
+    /// A message this client could not put in its JSON form (`--json`).
+    #[error(transparent)]
+    Json(#[from] odyssey_api::json::JsonError),
     #[error("invalid configuration: {0}")]
     Config(#[from] odyssey_server::config::ConfigError),
 }

@@ -43,7 +43,7 @@ pub(crate) async fn run(
     let mut events = client.subscribe(&args.session, args.after).await?;
     while let Some(event) = events.next().await? {
         if output.json {
-            output.json_line(&json::event(&event))?;
+            output.json_line(&json::event(&event)?)?;
         } else {
             output.line(render::event_line(&event))?;
             output.out.flush()?;

@@ -70,7 +70,7 @@ async fn copy(
 ) -> Result<(), CliError> {
     while let Some(item) = stream.next().await? {
         if output.json {
-            output.json_line(&json::command_item(&item))?;
+            output.json_line(&json::message(&item)?)?;
         } else {
             copier.item(output, &item)?;
         }

@@ -57,7 +57,7 @@ pub(crate) async fn run(
     let mut printer = TurnPrinter::default();
     while let Some(event) = turn.next().await? {
         if output.json {
-            output.json_line(&json::event(&event))?;
+            output.json_line(&json::event(&event)?)?;
         } else {
             printer.event(output, &event)?;
         }
@@ -136,7 +136,7 @@ pub(crate) async fn cancel(
 
 fn show(status: &pb::ExecutionStatus, output: &mut Output<'_>) -> Result<(), CliError> {
     if output.json {
-        output.json_line(&json::execution_status(status))?;
+        output.json_line(&json::message(status)?)?;
         return Ok(());
     }
     let state = pb::ExecutionState::try_from(status.state)

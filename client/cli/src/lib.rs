@@ -60,7 +60,8 @@ struct Global {
     /// Bearer token for a server started with --auth-token.
     #[arg(long, global = true, env = "ODYSSEY_TOKEN", hide_env_values = true)]
     token: Option<String>,
-    /// Machine output: one JSON object per line.
+    /// Machine output: one JSON object per line, each API message in its proto3 JSON form
+    /// (what grpcurl prints; events as SubscribeSession sends them).
     #[arg(long, global = true)]
     json: bool,
     /// Trust this CA certificate (PEM) for an https:// server, instead of the system's

@@ -159,7 +159,7 @@ fn bundle_label(session: &pb::Session) -> String {
 
 fn show(session: &pb::Session, output: &mut Output<'_>) -> Result<(), CliError> {
     if output.json {
-        output.json_line(&json::session(session))?;
+        output.json_line(&json::message(session)?)?;
         return Ok(());
     }
     let sandbox = pb::SandboxMode::try_from(session.sandbox_mode)
@@ -204,7 +204,7 @@ fn show(session: &pb::Session, output: &mut Output<'_>) -> Result<(), CliError> 
 fn list(sessions: &[pb::Session], output: &mut Output<'_>) -> Result<(), CliError> {
     if output.json {
         for session in sessions {
-            output.json_line(&json::session(session))?;
+            output.json_line(&json::message(session)?)?;
         }
         return Ok(());
     }

@@ -9,7 +9,7 @@ use std::error::Error;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use odyssey_runtime::event_hooks::{EventHookConfig, EventHooks, HookTarget};
+use odyssey_runtime::event_hooks::{EventEncoder, EventHookConfig, EventHooks, HookTarget};
 use odyssey_runtime::events::{Event, EventPayload};
 use odyssey_runtime::metrics::Metrics;
 use odyssey_runtime::model::ModelSpec;
@@ -131,7 +131,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         ]),
     );
     hook.queue_capacity = 4096;
-    let hooks = Arc::new(EventHooks::start(&[hook])?);
+    let hooks = Arc::new(EventHooks::start(&[hook], &EventEncoder::default())?);
     let with_hook = Arc::new(Observer {
         metrics: Metrics::new(Vec::new()),
         hooks: Some(hooks.clone()),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::access::AccessLimits;
 use crate::bundle::ArchiveLimits;
-use crate::event_hooks::EventHookConfig;
+use crate::event_hooks::{EventEncoder, EventHookConfig};
 use crate::hub::HubSettings;
 use crate::memory::MemorySettings;
 use crate::model_override::ModelOverride;
@@ -81,6 +81,9 @@ pub struct RuntimeConfig {
     /// Operator programs and webhooks that receive session events (fail-open: a failing
     /// hook is logged and counted, never waited for).
     pub event_hooks: Vec<EventHookConfig>,
+    /// How hooks receive an event. A server installs the API's public JSON form; the
+    /// default, for a runtime embedded without one, is the runtime's own serde form.
+    pub event_hook_encoder: EventEncoder,
 }
 
 impl RuntimeConfig {
@@ -114,6 +117,7 @@ impl RuntimeConfig {
             requirements: Requirements::default(),
             model_overrides: Vec::new(),
             event_hooks: Vec::new(),
+            event_hook_encoder: EventEncoder::default(),
         }
     }
 

@@ -193,6 +193,9 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
     let grpc = GrpcOptions::new(config.grpc, identity, rpc_metrics.clone());
     let tls = grpc.tls.is_some();
     let mut runtime_config = config.runtime;
+    // Event hooks get the API's public JSON form, as the gateway serves events.
+    runtime_config.event_hook_encoder =
+        odyssey_runtime::event_hooks::EventEncoder::new(crate::http::ApiEventJson);
     // Networked sandboxes may never reach these, whatever ranges the operator opens.
     runtime_config.sandbox.egress.server_listeners = std::iter::once(addr)
         .chain(gateway_listener.as_ref().map(|(_, addr)| *addr))

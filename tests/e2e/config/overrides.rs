@@ -198,7 +198,7 @@ config = {{ max_tokens = 512, temperature = 0.25 }}
     let first: serde_json::Value =
         serde_json::from_str(out.lines().next().unwrap_or_default()).expect("JSON line");
     assert_eq!(first["model"]["name"], "gpt-main");
-    assert_eq!(first["bundle_model"]["name"], "main");
+    assert_eq!(first["bundleModel"]["name"], "main");
     let config = &first["model"]["config"];
     assert!(config["max_tokens"].is_u64(), "{config}");
     assert_eq!(

@@ -359,11 +359,15 @@ async fn a_canary_key_through_every_path_is_refused_and_found_nowhere() {
             break;
         }
     }
-    assert!(sse_text.contains("turn_started"), "{sse_text}");
+    // The gateway's public JSON form: the proto's lowerCamelCase names.
+    assert!(sse_text.contains("turnStarted"), "{sse_text}");
     let hooked = hook.wait_for(1).await;
     let hooked = loop {
         let all = hook.wait_for(hooked.len()).await;
-        if all.iter().any(|e| e.to_string().contains("turn_completed")) {
+        if all
+            .iter()
+            .any(|e| e["event"].get("turnCompleted").is_some())
+        {
             break all;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -17,6 +17,17 @@ use serde_json::Value;
 use super::{sample, scrape_until};
 use crate::support::{Project, TestServer, loopback, payload_kind};
 
+/// A hook's body parsed by the canonical proto3 JSON parser: the event of the
+/// `SubscribeSessionResponse` the server sends hooks, as SubscribeSession would.
+fn parsed(body: &Value) -> pb::SessionEvent {
+    let response: pb::SubscribeSessionResponse = odyssey_api::json::from_str(&body.to_string())
+        .unwrap_or_else(|e| panic!("not a SubscribeSessionResponse ({e}): {body}"));
+    match response.item {
+        Some(pb::subscribe_session_response::Item::Event(event)) => event,
+        other => panic!("not an event: {other:?}"),
+    }
+}
+
 const BASH_CALL: &str = r#"{"tool_calls": [{"id": "call_h", "name": "Bash", "arguments": {"command": "printf hooked"}}]}"#;
 
 fn project(name: &str) -> Project {
@@ -119,11 +130,11 @@ async fn a_webhook_gets_every_event_of_a_turn_in_order() {
     let seen: Vec<(u64, String)> = received
         .iter()
         .map(|e| {
-            assert_eq!(e["session_id"], session.id.as_str());
-            (
-                e["seq"].as_u64().expect("seq"),
-                e["type"].as_str().expect("type").to_owned(),
-            )
+            // The public JSON form: the proto's names, 64-bit integers as strings.
+            assert_eq!(e["event"]["sessionId"], session.id.as_str());
+            let event = parsed(e);
+            assert_eq!(e["event"]["sequence"], event.sequence.to_string());
+            (event.sequence, payload_kind(&event).to_owned())
         })
         .collect();
     let logged: Vec<(u64, String)> = events
@@ -131,12 +142,18 @@ async fn a_webhook_gets_every_event_of_a_turn_in_order() {
         .map(|e| (e.sequence, payload_kind(e).to_owned()))
         .collect();
     assert_eq!(seen, logged, "every event once, in order");
-    assert_eq!(received[0]["data"]["prompt"], "tell the webhook");
+    assert_eq!(
+        received[0]["event"]["turnStarted"]["prompt"],
+        "tell the webhook"
+    );
     let exec_end = received
         .iter()
-        .find(|e| e["type"] == "exec_command_end")
+        .find_map(|e| match parsed(e).payload {
+            Some(pb::session_event::Payload::ExecCommandEnd(end)) => Some(end),
+            _ => None,
+        })
         .expect("the tool ran");
-    assert_eq!(exec_end["data"]["exit_code"], 0);
+    assert_eq!(exec_end.exit_code, 0);
 
     let addr = server.handle.metrics_addr().expect("metrics");
     let delivered = [("hook", "hook-1"), ("outcome", "delivered")];
@@ -176,10 +193,8 @@ async fn a_command_hook_from_the_config_file_writes_the_types_it_asked_for() {
         );
     }
     let lines = lines_of(&sink, 4).await;
-    let kinds: Vec<&str> = lines
-        .iter()
-        .map(|e| e["type"].as_str().unwrap_or(""))
-        .collect();
+    let events: Vec<pb::SessionEvent> = lines.iter().map(parsed).collect();
+    let kinds: Vec<&str> = events.iter().map(payload_kind).collect();
     assert_eq!(
         kinds,
         [
@@ -189,12 +204,9 @@ async fn a_command_hook_from_the_config_file_writes_the_types_it_asked_for() {
             "turn_completed"
         ]
     );
-    assert_eq!(lines[1]["data"]["response"], "One.");
-    assert_eq!(lines[3]["data"]["response"], "Two.");
-    let sequences: Vec<u64> = lines
-        .iter()
-        .map(|e| e["seq"].as_u64().unwrap_or(0))
-        .collect();
+    assert_eq!(lines[1]["event"]["turnCompleted"]["response"], "One.");
+    assert_eq!(lines[3]["event"]["turnCompleted"]["response"], "Two.");
+    let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
     assert!(sequences.windows(2).all(|w| w[0] < w[1]), "{sequences:?}");
 
     // Stopping the server lets the hook finish; nothing is lost or repeated.

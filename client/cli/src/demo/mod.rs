@@ -156,7 +156,7 @@ async fn tour(
             output.line(render::event_line(&event))?;
             output.out.flush()?;
         } else {
-            output.json_line(&json::event(&event))?;
+            output.json_line(&json::event(&event)?)?;
         }
         match &event.payload {
             Some(Payload::PermissionRequested(request)) => {
@@ -207,7 +207,7 @@ async fn tour(
         output.json_line(&json!({
             "summary": {
                 "session_id": session.id,
-                "bundle": json::bundle(&bundle),
+                "bundle": json::message(&bundle)?,
                 "execution_id": turn.execution_id(),
                 "outcome": render::outcome(done.outcome),
                 "events": count,
@@ -215,7 +215,7 @@ async fn tour(
                 "last_sequence": last,
                 "model_calls": done.model_calls,
                 "approvals": approvals,
-                "usage": json::usage(done.usage.as_ref()),
+                "usage": done.usage.as_ref().map(json::message).transpose()?,
                 "response": done.response,
                 "home": kept.then(|| home.display().to_string()),
             }

@@ -134,7 +134,7 @@ impl OdysseyRuntime {
         let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
         let metrics = Arc::new(Metrics::new(providers.known_providers()));
         let event_hooks = Arc::new(
-            EventHooks::start(&config.event_hooks)
+            EventHooks::start(&config.event_hooks, &config.event_hook_encoder)
                 .map_err(|message| RuntimeError::invalid("event_hooks", message))?,
         );
         let executions = Arc::new(ExecutionTable::new(config.execution_history));

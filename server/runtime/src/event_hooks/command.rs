@@ -14,7 +14,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::{Control, Failure, HookStats, encode_event};
+use super::{Control, EventEncoder, Failure, HookStats};
 use crate::events::Event;
 
 /// The environment a hook command gets: enough to find programs and print text, nothing
@@ -40,6 +40,7 @@ struct Running {
 pub(super) struct CommandHook {
     argv: Vec<String>,
     timeout: Duration,
+    encoder: EventEncoder,
     stats: Arc<HookStats>,
     running: Option<Running>,
     /// No start before this.
@@ -48,10 +49,16 @@ pub(super) struct CommandHook {
 }
 
 impl CommandHook {
-    pub(super) fn new(argv: Vec<String>, timeout: Duration, stats: Arc<HookStats>) -> Self {
+    pub(super) fn new(
+        argv: Vec<String>,
+        timeout: Duration,
+        encoder: EventEncoder,
+        stats: Arc<HookStats>,
+    ) -> Self {
         Self {
             argv,
             timeout,
+            encoder,
             stats,
             running: None,
             next_start: None,
@@ -95,15 +102,15 @@ impl CommandHook {
     async fn deliver(&mut self, events: &[Arc<Event>]) {
         let count = events.len() as u64;
         let timeout = self.timeout;
+        let mut lines = Vec::new();
+        for event in events {
+            lines.extend_from_slice(&self.encoder.encode(event));
+            lines.push(b'\n');
+        }
         let Some(running) = self.ensure_running() else {
             self.stats.events_failed(count);
             return;
         };
-        let mut lines = Vec::new();
-        for event in events {
-            lines.extend_from_slice(&encode_event(event));
-            lines.push(b'\n');
-        }
         let written = tokio::time::timeout(timeout, running.stdin.write_all(&lines)).await;
         match written {
             Ok(Ok(())) => self.stats.delivered(count),

@@ -8,14 +8,17 @@
 //! `odyssey_event_hook_events_total{outcome="dropped"}`); failures are counted by kind
 //! and logged at most once per window per hook.
 //!
-//! Each event is the JSON line of the session's log (`{"id", "session_id", "seq", "at",
-//! "turn_id", "type", "data"}`): events carry no secrets, and hooks get nothing else —
+//! Each event is encoded by the runtime's [`EventEncoder`]: a server installs the API's
+//! public JSON form (the proto3 JSON of SubscribeSession's message), and an embedded
+//! runtime without one sends its own serde form. Events carry no secrets, and hooks get
+//! nothing else —
 //! a command runs with an empty environment but `PATH`, `LANG` and `TZ`, and a webhook
 //! request carries no credentials. Within a session, a hook sees events in sequence
 //! order, each once it is published to subscribers.
 
 mod command;
 mod config;
+mod encoder;
 mod throttle;
 mod webhook;
 
@@ -30,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use config::{EventHookConfig, HookTarget, check_all};
+pub use encoder::{EncodeEvent, EventEncoder};
 
 use self::throttle::Throttle;
 use crate::events::Event;
@@ -180,8 +184,9 @@ impl EventHooks {
     }
 
     /// Checks the configurations and starts one task per hook (a command starts with
-    /// its first event). Needs a tokio runtime.
-    pub fn start(configs: &[EventHookConfig]) -> Result<Self, String> {
+    /// its first event), each delivering events as `encoder` writes them. Needs a tokio
+    /// runtime.
+    pub fn start(configs: &[EventHookConfig], encoder: &EventEncoder) -> Result<Self, String> {
         check_all(configs)?;
         let mut hooks = Self::none();
         let needs_client = configs
@@ -194,8 +199,12 @@ impl EventHooks {
             let control = hooks.control.clone();
             match (&config.target, &client) {
                 (HookTarget::Command(argv), _) => {
-                    let hook =
-                        command::CommandHook::new(argv.clone(), config.timeout, stats.clone());
+                    let hook = command::CommandHook::new(
+                        argv.clone(),
+                        config.timeout,
+                        encoder.clone(),
+                        stats.clone(),
+                    );
                     hooks.tasks.spawn(hook.run(receiver, control));
                 }
                 (HookTarget::Webhook { url, .. }, Some(client)) => {
@@ -203,6 +212,7 @@ impl EventHooks {
                         client.clone(),
                         url.clone(),
                         config.timeout,
+                        encoder.clone(),
                         stats.clone(),
                     );
                     hooks.tasks.spawn(hook.run(receiver, control));
@@ -318,13 +328,6 @@ fn describe(target: &HookTarget) -> String {
             .map(|u| u.origin().ascii_serialization())
             .unwrap_or_default(),
     }
-}
-
-/// An event as a hook receives it: the log's JSON form.
-fn encode_event(event: &Event) -> Vec<u8> {
-    // An event was already encoded once, into the log, so this cannot fail; an empty
-    // object keeps the framing if it ever did.
-    serde_json::to_vec(event).unwrap_or_else(|_| b"{}".to_vec())
 }
 
 #[cfg(test)]

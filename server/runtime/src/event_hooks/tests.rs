@@ -66,7 +66,8 @@ async fn a_hook_gets_its_event_types_in_order_and_drops_what_overflows_its_queue
     let mut config = sink("deltas", &file);
     config.events = vec!["agent_message_delta".into()];
     config.queue_capacity = 3;
-    let hooks = Arc::new(EventHooks::start(&[config]).expect("hooks start"));
+    let hooks =
+        Arc::new(EventHooks::start(&[config], &EventEncoder::default()).expect("hooks start"));
     let session = Uuid::new_v4();
     // The hook's task cannot run before this returns (one thread): three fit the queue.
     hooks.dispatch(&event(session, 1, EventPayload::ReasoningSectionBreak));
@@ -103,7 +104,8 @@ async fn a_command_that_cannot_start_fails_its_events_and_says_why() {
         "missing",
         HookTarget::Command(vec!["/nonexistent/odyssey-hook".into()]),
     );
-    let hooks = Arc::new(EventHooks::start(&[hook]).expect("hooks start"));
+    let hooks =
+        Arc::new(EventHooks::start(&[hook], &EventEncoder::default()).expect("hooks start"));
     let session = Uuid::new_v4();
     for sequence in 1..=3 {
         hooks.dispatch(&delta(session, sequence));
@@ -129,6 +131,31 @@ fn bad_configurations_are_refused_before_anything_starts() {
             allow_http: false,
         },
     );
-    let error = EventHooks::start(&[hook]).expect_err("refused");
+    let error = EventHooks::start(&[hook], &EventEncoder::default()).expect_err("refused");
     assert!(error.contains("allow_http"), "{error}");
+}
+
+/// The seam a server fills: hooks receive what the installed encoder writes (the server's
+/// is the API's JSON form; `tests/e2e/operations/hooks.rs` checks it on a real server).
+#[tokio::test(flavor = "current_thread")]
+async fn hooks_receive_what_the_installed_encoder_writes() {
+    struct Sequence;
+    impl EncodeEvent for Sequence {
+        fn encode(&self, event: &Event) -> Vec<u8> {
+            format!("{{\"n\": {}}}", event.sequence).into_bytes()
+        }
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("events.jsonl");
+    let hooks = Arc::new(
+        EventHooks::start(&[sink("numbers", &file)], &EventEncoder::new(Sequence))
+            .expect("hooks start"),
+    );
+    let session = Uuid::new_v4();
+    for sequence in 1..=2 {
+        hooks.dispatch(&delta(session, sequence));
+    }
+    hooks.close(Duration::from_secs(10)).await;
+    let text = std::fs::read_to_string(&file).expect("the hook wrote");
+    assert_eq!(text, "{\"n\": 1}\n{\"n\": 2}\n");
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use reqwest::header::CONTENT_TYPE;
 use tokio::sync::mpsc;
 
-use super::{Control, Failure, HookStats, encode_event};
+use super::{Control, EventEncoder, Failure, HookStats};
 use crate::events::Event;
 
 /// The HTTP client every webhook shares.
@@ -27,6 +27,7 @@ pub(super) struct Webhook {
     client: reqwest::Client,
     url: String,
     timeout: Duration,
+    encoder: EventEncoder,
     stats: Arc<HookStats>,
 }
 
@@ -35,12 +36,14 @@ impl Webhook {
         client: reqwest::Client,
         url: String,
         timeout: Duration,
+        encoder: EventEncoder,
         stats: Arc<HookStats>,
     ) -> Self {
         Self {
             client,
             url,
             timeout,
+            encoder,
             stats,
         }
     }
@@ -73,7 +76,7 @@ impl Webhook {
             .client
             .post(&self.url)
             .header(CONTENT_TYPE, "application/json")
-            .body(encode_event(event))
+            .body(self.encoder.encode(event))
             .send();
         let exchange = async {
             let response = request.await?;

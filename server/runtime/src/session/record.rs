@@ -86,6 +86,67 @@ pub struct SessionInfo {
 }
 
 pub(crate) const RECORD_FILE: &str = "session.json";
+
+/// The version of a session's files (`session.json`, `events.jsonl`, `summary.json`),
+/// written into `session.json` as `format_version` (absent: 1). The files are the server's
+/// private storage, not an interface: clients read events through the API, whose JSON form
+/// is the proto's. A server refuses a session written in a newer version than this one
+/// instead of misreading it.
+pub(crate) const FORMAT_VERSION: u32 = 1;
+
+/// `session.json` as written: the record, with the format version beside its fields.
+#[derive(Serialize)]
+pub(crate) struct RecordFile<'a> {
+    format_version: u32,
+    #[serde(flatten)]
+    record: &'a SessionRecord,
+}
+
+impl<'a> RecordFile<'a> {
+    pub(crate) fn new(record: &'a SessionRecord) -> Self {
+        Self {
+            format_version: FORMAT_VERSION,
+            record,
+        }
+    }
+}
+
+/// Why a `session.json` could not be read.
+#[derive(Debug, PartialEq)]
+pub(crate) enum RecordError {
+    /// Not a record: the session is damaged.
+    Unreadable(String),
+    /// Written by a newer server, in this format version: the session is fine, this
+    /// server cannot read it.
+    Newer(u64),
+}
+
+/// Reads a `session.json`: checks its format version, then the record's fields.
+pub(crate) fn parse_record(bytes: &[u8]) -> Result<SessionRecord, RecordError> {
+    let unreadable = |e: serde_json::Error| RecordError::Unreadable(crate::quoted::json_error(&e));
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(unreadable)?;
+    let version = match value
+        .as_object_mut()
+        .and_then(|fields| fields.remove("format_version"))
+    {
+        None => 1,
+        Some(v) => v.as_u64().filter(|v| *v >= 1).ok_or_else(|| {
+            RecordError::Unreadable(format!("format_version {v} is not a version number"))
+        })?,
+    };
+    if version > u64::from(FORMAT_VERSION) {
+        return Err(RecordError::Newer(version));
+    }
+    serde_json::from_value(value).map_err(unreadable)
+}
+
+/// The refusal of a session written by a newer server, naming it.
+pub(crate) fn newer_format(id: Uuid, version: u64) -> crate::error::RuntimeError {
+    crate::error::RuntimeError::FailedPrecondition(format!(
+        "session {id} was written by a newer server (storage format version {version}; this \
+         server reads up to version {FORMAT_VERSION}): serve it with that server or a newer one"
+    ))
+}
 pub(crate) const SUMMARY_FILE: &str = "summary.json";
 pub(crate) const LOG_FILE: &str = "events.jsonl";
 

@@ -19,8 +19,8 @@ use super::journal::Journal;
 use super::log::{EventLog, LogError, scan_from};
 use super::observer::EventObserver;
 use super::record::{
-    LOG_FILE, RECORD_FILE, SUMMARY_FILE, SessionInfo, SessionRecord, SessionStats,
-    write_json_atomic,
+    LOG_FILE, RECORD_FILE, RecordError, RecordFile, SUMMARY_FILE, SessionInfo, SessionRecord,
+    SessionStats, newer_format, parse_record, write_json_atomic,
 };
 use super::summary::SummaryTasks;
 use crate::error::{Result, RuntimeError};
@@ -152,7 +152,7 @@ impl SessionStore {
         let io = |what: &str, e| RuntimeError::storage(format!("{what} {}", staging.display()), e);
         std::fs::create_dir(&staging).map_err(|e| io("create", e))?;
         let result = (|| {
-            write_json_atomic(&staging.join(RECORD_FILE), &record, true)
+            write_json_atomic(&staging.join(RECORD_FILE), &RecordFile::new(&record), true)
                 .map_err(|e| io("write record in", e))?;
             let log = EventLog::create(&staging.join(LOG_FILE)).map_err(RuntimeError::from)?;
             log.sync().map_err(RuntimeError::from)?;
@@ -271,7 +271,14 @@ impl SessionStore {
             return Some(handle.info());
         }
         let dir = self.dir_of(id);
-        let record = read_record(&dir.join(RECORD_FILE)).ok()?;
+        let record = match read_record(&dir.join(RECORD_FILE)) {
+            Ok(record) => record,
+            Err(RecordError::Newer(version)) => {
+                tracing::warn!(session = %id, version, "{}", newer_format(id, version));
+                return None;
+            }
+            Err(RecordError::Unreadable(_)) => return None,
+        };
         let mut stats: SessionStats = read_json(&dir.join(SUMMARY_FILE)).unwrap_or_default();
         catch_up(&dir.join(LOG_FILE), &mut stats);
         Some(SessionInfo { record, stats })
@@ -392,8 +399,10 @@ fn load(
     if !record_path.exists() {
         return Err(LoadError::Missing);
     }
-    let record = read_record(&record_path)
-        .map_err(|e| LoadError::Unreadable(format!("{RECORD_FILE}: {e}")))?;
+    let record = read_record(&record_path).map_err(|e| match e {
+        RecordError::Unreadable(e) => LoadError::Unreadable(format!("{RECORD_FILE}: {e}")),
+        RecordError::Newer(version) => LoadError::Runtime(newer_format(id, version)),
+    })?;
     if record.id != id {
         return Err(LoadError::Unreadable(format!(
             "{RECORD_FILE}: id {} does not match folder {id}",
@@ -448,8 +457,9 @@ fn catch_up(log: &Path, stats: &mut SessionStats) {
 
 /// A session's record, with any credential a record written before they were refused
 /// masked, so it is never echoed.
-fn read_record(path: &Path) -> std::result::Result<SessionRecord, String> {
-    let mut record: SessionRecord = read_json(path)?;
+fn read_record(path: &Path) -> std::result::Result<SessionRecord, RecordError> {
+    let bytes = std::fs::read(path).map_err(|e| RecordError::Unreadable(e.to_string()))?;
+    let mut record = parse_record(&bytes)?;
     record.model.mask_secrets();
     Ok(record)
 }

@@ -802,3 +802,58 @@ async fn a_crashed_turn_is_closed_with_its_usage_and_completed_steps() {
     assert_eq!(handle.stats().usage.input_tokens, 80);
     assert_eq!(handle.history().turns[0].messages.len(), 4);
 }
+
+/// The storage format version: written into every new `session.json`; a record without one
+/// is version 1; a session a newer server wrote is refused, naming it, and left as it is
+/// (not quarantined: it is not damaged).
+#[tokio::test]
+async fn the_storage_format_version_is_written_and_a_newer_one_refused() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (old, newer) = (record(), record());
+    {
+        let store = store(&dir);
+        for r in [&old, &newer] {
+            store.create(r.clone()).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    let file = |id: Uuid| {
+        dir.path()
+            .join("sessions")
+            .join(id.to_string())
+            .join("session.json")
+    };
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file(old.id)).unwrap_or_default())
+            .unwrap_or_default();
+    assert_eq!(written["format_version"], super::record::FORMAT_VERSION);
+
+    let mut fields = written.as_object().cloned().unwrap_or_default();
+    fields.remove("format_version");
+    std::fs::write(
+        file(old.id),
+        serde_json::to_vec(&fields).unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut future: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file(newer.id)).unwrap_or_default())
+            .unwrap_or_default();
+    future["format_version"] = serde_json::json!(super::record::FORMAT_VERSION + 1);
+    future["a_field_of_the_future"] = serde_json::json!(true);
+    std::fs::write(file(newer.id), future.to_string()).unwrap_or_else(|e| panic!("{e}"));
+
+    let store = store(&dir);
+    let opened = store.get(old.id).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(opened.record().id, old.id, "no version is version 1");
+    let Err(refused) = store.get(newer.id).await else {
+        panic!("a newer format opened")
+    };
+    assert_eq!(refused.kind(), crate::ErrorKind::FailedPrecondition);
+    let message = refused.to_string();
+    assert!(
+        message.contains(&newer.id.to_string()) && message.contains("newer server"),
+        "{message}"
+    );
+    assert!(file(newer.id).is_file(), "left where it is");
+    assert!(store.quarantined().is_empty());
+    assert!(store.peek(newer.id).is_none());
+}

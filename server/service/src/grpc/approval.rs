@@ -7,7 +7,6 @@ use tonic::{Request, Response, Status};
 use super::convert;
 use super::status::{invalid, parse_uuid, to_status};
 use odyssey_runtime::events::ApprovalDecision;
-use odyssey_runtime::permissions::Approval;
 use odyssey_runtime::{OdysseyRuntime, PageRequest};
 
 pub struct Approvals {
@@ -17,22 +16,6 @@ pub struct Approvals {
 impl Approvals {
     pub fn new(runtime: OdysseyRuntime) -> Self {
         Self { runtime }
-    }
-}
-
-fn approval(a: &Approval) -> pb::Approval {
-    pb::Approval {
-        request_id: a.request_id.clone(),
-        session_id: a.request.session_id.to_string(),
-        execution_id: a.request.execution_id.to_string(),
-        call_id: a.request.call_id.clone(),
-        tool: a.request.tool.clone(),
-        arguments: Some(convert::json_as_struct(&a.request.arguments)),
-        summary: a.request.summary.clone(),
-        display: a.request.display.text.clone(),
-        control_characters: a.request.display.control_characters,
-        requested_at: Some(convert::timestamp_ms(a.created_at_ms)),
-        expires_at: Some(convert::timestamp_ms(a.expires_at_ms)),
     }
 }
 
@@ -57,7 +40,7 @@ impl ApprovalService for Approvals {
             .list_approvals(session, page)
             .map_err(to_status)?;
         Ok(Response::new(pb::ListApprovalsResponse {
-            approvals: page.items.iter().map(approval).collect(),
+            approvals: page.items.iter().map(convert::approval).collect(),
             next_page_token: page.next_token.unwrap_or_default(),
         }))
     }
@@ -90,7 +73,7 @@ impl ApprovalService for Approvals {
             .resolve_approval(&request_id.to_string(), decision, r.reason)
             .map_err(to_status)?;
         Ok(Response::new(pb::ResolveApprovalResponse {
-            approval: Some(approval(&resolved)),
+            approval: Some(convert::approval(&resolved)),
             decision: r.decision,
         }))
     }

@@ -9,6 +9,7 @@ use odyssey_runtime::bundle::{InstalledBundle, SkillSummary};
 use odyssey_runtime::chat::{ChatMessage, Role, TokenUsage};
 use odyssey_runtime::events::{self as ev, Event, EventPayload};
 use odyssey_runtime::execution::{ExecutionState, ExecutionStatus};
+use odyssey_runtime::permissions::Approval;
 use odyssey_runtime::policy::{ApprovalPolicy, SandboxMode};
 use odyssey_runtime::session::SessionInfo;
 use odyssey_runtime::skills::{SkillListing, SkillSource};
@@ -353,6 +354,33 @@ pub fn execution_status(s: &ExecutionStatus) -> pb::ExecutionStatus {
     }
 }
 
+/// A pending or resolved approval request, as ListApprovals and ResolveApproval answer it.
+pub fn approval(a: &Approval) -> pb::Approval {
+    pb::Approval {
+        request_id: a.request_id.clone(),
+        session_id: a.request.session_id.to_string(),
+        execution_id: a.request.execution_id.to_string(),
+        call_id: a.request.call_id.clone(),
+        tool: a.request.tool.clone(),
+        arguments: Some(json_as_struct(&a.request.arguments)),
+        summary: a.request.summary.clone(),
+        display: a.request.display.text.clone(),
+        control_characters: a.request.display.control_characters,
+        requested_at: Some(timestamp_ms(a.created_at_ms)),
+        expires_at: Some(timestamp_ms(a.expires_at_ms)),
+    }
+}
+
+/// The runtime's approval decision as the API's enum value.
+pub fn approval_decision(d: ev::ApprovalDecision) -> i32 {
+    let decision = match d {
+        ev::ApprovalDecision::AllowOnce => pb::ApprovalDecision::AllowOnce,
+        ev::ApprovalDecision::AllowAlways => pb::ApprovalDecision::AllowAlways,
+        ev::ApprovalDecision::Deny => pb::ApprovalDecision::Deny,
+    };
+    decision as i32
+}
+
 // ---- events ----
 
 /// Converts the events of one stream, formatting the session's and the current turn's
@@ -499,11 +527,7 @@ fn payload(p: &EventPayload) -> pb::session_event::Payload {
             reason,
         } => P::ApprovalResolved(pb::ApprovalResolved {
             request_id: request_id.clone(),
-            decision: match decision {
-                ev::ApprovalDecision::AllowOnce => pb::ApprovalDecision::AllowOnce,
-                ev::ApprovalDecision::AllowAlways => pb::ApprovalDecision::AllowAlways,
-                ev::ApprovalDecision::Deny => pb::ApprovalDecision::Deny,
-            } as i32,
+            decision: approval_decision(*decision),
             resolution: match resolution {
                 ev::ApprovalResolution::Decided => pb::ApprovalResolution::Decided,
                 ev::ApprovalResolution::TimedOut => pb::ApprovalResolution::TimedOut,

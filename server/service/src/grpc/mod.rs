@@ -6,7 +6,7 @@
 mod approval;
 pub(crate) mod auth;
 mod bundle;
-mod convert;
+pub(crate) mod convert;
 mod execution;
 pub mod host;
 mod malformed;

@@ -1,16 +1,25 @@
-//! `POST /approvals/{request_id}`: answers a tool call waiting for a human, with the JSON
-//! body `{"decision": "allow_once" | "allow_always" | "deny", "reason": "..."}` (the reason
-//! is shown to the model on a deny). Answers the resolved request, with its display form
-//! (`display`, `control_characters`: what a person should be shown of the call).
+//! Approvals over HTTP, answered as the API's messages in their canonical JSON form:
+//!
+//! - `GET /approvals?session_id=&page_size=&page_token=`: the requests waiting for a human,
+//!   as `ListApprovalsResponse` (`{"approvals": [...], "nextPageToken": "..."}`).
+//! - `POST /approvals/{request_id}` with the body
+//!   `{"decision": "allow_once" | "allow_always" | "deny", "reason": "..."}` (the reason is
+//!   shown to the model on a deny): answers a waiting tool call, and returns the resolved
+//!   request as `ResolveApprovalResponse` (`{"approval": {...}, "decision": "APPROVAL_DECISION_..."}`),
+//!   whose `display` and `controlCharacters` say what a person should be shown of the call.
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, State};
-use serde::{Deserialize, Serialize};
+use axum::extract::{Path, Query, State};
+use odyssey_api::v1 as pb;
+use serde::Deserialize;
 
 use super::Gateway;
 use super::error::HttpError;
+use super::json::ProtoJson;
+use crate::grpc::convert;
 use odyssey_runtime::events::ApprovalDecision;
+use odyssey_runtime::{PageRequest, RuntimeError};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -20,25 +29,48 @@ pub struct ResolveBody {
     reason: String,
 }
 
-#[derive(Debug, Serialize)]
-pub struct Resolved {
-    request_id: String,
-    session_id: String,
-    execution_id: String,
-    call_id: String,
-    tool: String,
-    summary: String,
-    /// The call as a person is shown it: control characters as visible escapes.
-    display: String,
-    control_characters: bool,
-    decision: ApprovalDecision,
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    session_id: Option<String>,
+    #[serde(default)]
+    page_size: usize,
+    page_token: Option<String>,
+}
+
+pub async fn list(
+    State(gateway): State<Gateway>,
+    Query(query): Query<ListQuery>,
+) -> Result<ProtoJson<pb::ListApprovalsResponse>, HttpError> {
+    let session = match query.session_id.as_deref() {
+        None | Some("") => None,
+        Some(id) => Some(uuid::Uuid::parse_str(id).map_err(|_| {
+            RuntimeError::invalid(
+                "session_id",
+                format!("`{}` is not a UUID", crate::grpc::shorten(id)),
+            )
+        })?),
+    };
+    let page = PageRequest {
+        size: query.page_size,
+        token: query.page_token,
+    };
+    let runtime = gateway.runtime.clone();
+    // Listing may read a session's log: off the async workers.
+    let page = tokio::task::spawn_blocking(move || runtime.list_approvals(session, page))
+        .await
+        .map_err(|e| RuntimeError::storage("listing approvals", std::io::Error::other(e)))??;
+    Ok(ProtoJson(pb::ListApprovalsResponse {
+        approvals: page.items.iter().map(convert::approval).collect(),
+        next_page_token: page.next_token.unwrap_or_default(),
+    }))
 }
 
 pub async fn resolve(
     State(gateway): State<Gateway>,
     Path(request_id): Path<String>,
     body: Result<Json<ResolveBody>, JsonRejection>,
-) -> Result<Json<Resolved>, HttpError> {
+) -> Result<ProtoJson<pb::ResolveApprovalResponse>, HttpError> {
     let Json(body) = body.map_err(|rejection| {
         HttpError::bad_request(
             rejection.status(),
@@ -51,15 +83,8 @@ pub async fn resolve(
     let approval = gateway
         .runtime
         .resolve_approval(&request_id, body.decision, body.reason)?;
-    Ok(Json(Resolved {
-        request_id: approval.request_id,
-        session_id: approval.request.session_id.to_string(),
-        execution_id: approval.request.execution_id.to_string(),
-        call_id: approval.request.call_id,
-        tool: approval.request.tool,
-        summary: approval.request.summary,
-        display: approval.request.display.text,
-        control_characters: approval.request.display.control_characters,
-        decision: body.decision,
+    Ok(ProtoJson(pb::ResolveApprovalResponse {
+        approval: Some(convert::approval(&approval)),
+        decision: convert::approval_decision(body.decision),
     }))
 }

@@ -53,6 +53,19 @@ impl HttpError {
         }
     }
 
+    /// A message the gateway could not put in its JSON form: a defect of the server, logged
+    /// in full and reported without its details.
+    pub fn unencodable(error: &odyssey_api::json::JsonError) -> Self {
+        tracing::error!(error = %error, "a message has no JSON form");
+        Self {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: "INTERNAL",
+            reason: "INTERNAL",
+            message: "internal error; the server log has the details".into(),
+            field: None,
+        }
+    }
+
     /// The JSON body, also sent as the data of an `error` event on a broken stream.
     pub fn body(&self) -> serde_json::Value {
         let mut error = json!({
@@ -119,7 +132,7 @@ pub async fn no_route(method: http::Method, uri: http::Uri) -> HttpError {
         code: "NOT_FOUND",
         reason: "NO_ROUTE",
         message: format!(
-            "no route {method} {}: the gateway serves GET /sessions/{{id}}/events and POST /approvals/{{request_id}}",
+            "no route {method} {}: the gateway serves GET /sessions/{{id}}/events, GET /approvals and POST /approvals/{{request_id}}",
             uri.path()
         ),
         field: None,

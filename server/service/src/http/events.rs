@@ -1,7 +1,10 @@
 //! `GET /sessions/{session_id}/events`: a session's event log as server-sent events,
 //! replayed after a sequence, then live. Each event is sent as
-//! `id: <sequence>`, `event: <type>` (`turn_started`, `permission_requested`, ...) and
-//! `data: <the event as JSON>` (the log's own format). A reconnecting `EventSource` sends
+//! `id: <sequence>`, `event: <kind>` (the name of the `SessionEvent.payload` field set:
+//! `turn_started`, `permission_requested`, ...) and `data: <SubscribeSessionResponse>` in
+//! its proto3 canonical JSON form, the very message grpcurl prints for SubscribeSession
+//! (`{"event": {"sequence": "3", "turnStarted": {...}, ...}}`), never the on-disk log's
+//! format. A reconnecting `EventSource` sends
 //! `Last-Event-ID` and resumes after it with no gap and no duplicate; `?after_sequence=N`
 //! does the same for a first connection. Idle streams carry keep-alive comments.
 
@@ -13,11 +16,14 @@ use axum::extract::{Path, Query, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::Stream;
 use http::HeaderMap;
+use odyssey_api::v1 as pb;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::Gateway;
 use super::error::HttpError;
+use super::json::event_message;
+use crate::grpc::convert::EventIds;
 use odyssey_runtime::RuntimeError;
 use odyssey_runtime::events::Event;
 use odyssey_runtime::session::Subscription;
@@ -47,6 +53,7 @@ pub async fn stream(
     let events = Events {
         subscription,
         pending: VecDeque::new(),
+        ids: EventIds::default(),
         shutdown: gateway.shutdown.clone(),
         done: false,
     };
@@ -74,6 +81,7 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, RuntimeError> {
 struct Events {
     subscription: Subscription,
     pending: VecDeque<Arc<Event>>,
+    ids: EventIds,
     shutdown: CancellationToken,
     done: bool,
 }
@@ -86,7 +94,7 @@ impl Events {
             return None;
         }
         if let Some(event) = self.pending.pop_front() {
-            return Some(message(&event));
+            return Some(self.message(&event));
         }
         let batch = tokio::select! {
             () = self.shutdown.cancelled() => Err(RuntimeError::ShuttingDown),
@@ -95,7 +103,8 @@ impl Events {
         match batch {
             Ok(Some(events)) => {
                 self.pending.extend(events);
-                self.pending.pop_front().map(|event| message(&event))
+                let event = self.pending.pop_front()?;
+                Some(self.message(&event))
             }
             Ok(None) => self.end(RuntimeError::not_found(
                 "session",
@@ -106,21 +115,37 @@ impl Events {
     }
 
     fn end(&mut self, error: RuntimeError) -> Option<SseEvent> {
-        self.done = true;
-        let body = HttpError::from(error).body();
-        Some(SseEvent::default().event("error").data(body.to_string()))
+        self.fail(HttpError::from(error))
     }
-}
 
-fn message(event: &Event) -> SseEvent {
-    let json = serde_json::to_value(event).unwrap_or_default();
-    let kind = json
-        .get("type")
-        .and_then(|t| t.as_str())
-        .unwrap_or("event")
-        .to_owned();
-    SseEvent::default()
-        .id(event.sequence.to_string())
-        .event(kind)
-        .data(json.to_string())
+    fn fail(&mut self, error: HttpError) -> Option<SseEvent> {
+        self.done = true;
+        Some(
+            SseEvent::default()
+                .event("error")
+                .data(error.body().to_string()),
+        )
+    }
+
+    /// One event as SubscribeSession sends it, in the canonical JSON form. An event with no
+    /// JSON form (a server defect) ends the stream with an `error` event.
+    fn message(&mut self, event: &Event) -> SseEvent {
+        let response = event_message(&mut self.ids, event);
+        let kind = match &response.item {
+            Some(pb::subscribe_session_response::Item::Event(e)) => {
+                odyssey_api::json::oneof_case(e, "payload")
+            }
+            _ => Ok(None),
+        };
+        match (kind, odyssey_api::json::to_string(&response)) {
+            (Ok(kind), Ok(data)) => SseEvent::default()
+                .id(event.sequence.to_string())
+                .event(kind.unwrap_or_else(|| "event".to_owned()))
+                .data(data),
+            (Err(error), _) | (_, Err(error)) => {
+                let error = HttpError::unencodable(&error);
+                self.fail(error).unwrap_or_default()
+            }
+        }
+    }
 }

@@ -4,7 +4,9 @@
 //! The HTTP gateway (`--http-listen`): a small JSON/SSE surface for browsers and curl,
 //! beside the gRPC port. `GET /sessions/{id}/events` streams a session's events as
 //! server-sent events (each `id:` is the event's sequence; `Last-Event-ID` resumes with no
-//! gap) and `POST /approvals/{request_id}` answers a waiting tool call. Same bearer token,
+//! gap), `GET /approvals` lists the tool calls waiting for a human and
+//! `POST /approvals/{request_id}` answers one. Every JSON answer is an `odyssey.v1` message
+//! in its proto3 canonical JSON form (see [`json`]), never the on-disk log's. Same bearer token,
 //! CORS origins and TLS certificate as the gRPC port. Like `crate::grpc`, an adapter only:
 //! every request is one call on the runtime core.
 
@@ -13,6 +15,7 @@ mod auth;
 mod error;
 mod events;
 mod hosts;
+mod json;
 pub mod metrics;
 
 use std::future::Future;
@@ -27,6 +30,7 @@ use crate::tls::{GATEWAY_ALPN, TlsIdentity, TlsListener};
 use odyssey_runtime::OdysseyRuntime;
 
 pub use error::HttpError;
+pub use json::ApiEventJson;
 pub use metrics::{MetricsTokens, serve_metrics};
 
 /// Settings of the HTTP gateway.
@@ -66,6 +70,7 @@ pub fn router(
     };
     Router::new()
         .route("/sessions/{session_id}/events", get(events::stream))
+        .route("/approvals", get(approvals::list))
         .route("/approvals/{request_id}", post(approvals::resolve))
         .fallback(error::no_route)
         .with_state(gateway)
