@@ -67,12 +67,8 @@ async fn a_deadline_ends_a_call_that_waits_too_long() {
     let started = std::time::Instant::now();
     let expired = client
         .with_deadline(Duration::from_millis(300))
-        .executions()
-        .run(pb::RunRequest {
-            input: Some(crate::support::turn(&session.id, "go")),
-        })
+        .run(&session.id, "go", pb::TurnOverrides::default())
         .await
-        .map_err(odyssey_client::ClientError::from)
         .expect_err("the turn waits for an approval");
     assert_eq!(expired.code(), Some(Code::DeadlineExceeded), "{expired:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -118,7 +114,11 @@ async fn a_subscription_resumes_across_a_restart_counted_once_with_no_event_lost
         ))
         .await;
     let client = client(&server).await;
-    let first = server.run(&session.id, "first").await;
+    let first = client
+        .run(&session.id, "first", pb::TurnOverrides::default())
+        .await
+        .expect("first turn");
+    assert_eq!(first.response, "one");
     let mut events = client.subscribe(&session.id, 0).await.expect("subscribe");
     let mut seen = Vec::new();
     while let Some(event) = events.next().await.expect("event") {

@@ -24,6 +24,28 @@ impl OdysseyClient {
         Ok(response.into_inner())
     }
 
+    /// Runs a turn and waits for its end (`Run`): its final status, with the answer. A
+    /// full queue is waited out as the server asks (`RetryInfo`); give the client a
+    /// deadline ([`OdysseyClient::with_deadline`]) to bound the wait for the turn.
+    pub async fn run(
+        &self,
+        session_id: &str,
+        prompt: &str,
+        overrides: pb::TurnOverrides,
+    ) -> Result<pb::ExecutionStatus, ClientError> {
+        let request = pb::RunRequest {
+            input: Some(turn_input(session_id, prompt, overrides)),
+        };
+        let response = crate::retry::submit(|| async {
+            Ok(self.executions().run(request.clone()).await?)
+        })
+        .await?;
+        response
+            .into_inner()
+            .status
+            .ok_or_else(|| ClientError::Protocol("Run answered without a status".into()))
+    }
+
     /// Runs a turn and streams its events as they happen, ending with its `turn_completed`.
     ///
     /// The order matters and is why this is one call: it reads the session's current last
