@@ -6,9 +6,7 @@ import {
   type Interceptor,
   type Transport,
 } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 
-import { packProject } from "./archive.js";
 import { call, OdysseyError, Code } from "./errors.js";
 import { EventStream, reconnectDelayMs, type ReconnectPolicy } from "./events.js";
 import {
@@ -53,27 +51,8 @@ const CHUNK_BYTES = 256 * 1024;
  * The largest message accepted from the server. The server caps what it sends (4 MiB by
  * default, configurable), so this only has to be at least as large.
  */
-const READ_MAX_BYTES = 64 * 1024 * 1024;
-/**
- * Keepalive pings find a dead connection under a long-lived event stream, which would
- * otherwise wait forever on a peer that vanished without closing it.
- */
-const PING_INTERVAL_MS = 30_000;
-const PING_TIMEOUT_MS = 20_000;
+export const READ_MAX_BYTES = 64 * 1024 * 1024;
 
-export interface ConnectOptions {
-  /** `host:port` of the server. */
-  address: string;
-  /** Sent as `authorization: Bearer <token>` on every call. */
-  token?: string;
-  /**
-   * TLS: `true` checks the server against the system's roots; `{ ca }` against the given
-   * PEM certificates. Plaintext when absent or `false`.
-   */
-  tls?: boolean | { ca: string | Buffer };
-  /** How reads retry after UNAVAILABLE (`READ_RETRY` unless set; `NO_RECONNECT`: never). */
-  readRetry?: ReconnectPolicy;
-}
 
 /**
  * Per-call options, the last argument of every call: `signal` cancels the call (it
@@ -166,7 +145,18 @@ export class Pager<T> implements AsyncIterable<T> {
 }
 
 /** Adds the bearer token to every call that carries none, the raw clients' included. */
-function tokenInterceptor(token: string): Interceptor {
+/** The chunks of a streamed archive, joined (no `Buffer`: the browser entry shares this). */
+function concatBytes(chunks: Uint8Array[]): Uint8Array {
+  const joined = new Uint8Array(chunks.reduce((total, chunk) => total + chunk.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    joined.set(chunk, at);
+    at += chunk.length;
+  }
+  return joined;
+}
+
+export function tokenInterceptor(token: string): Interceptor {
   return (next) => (request) => {
     if (!request.header.has("authorization")) {
       request.header.set("authorization", `Bearer ${token}`);
@@ -211,8 +201,12 @@ function commandRequest(sessionId: string, command: Command) {
   };
 }
 
-/** A connection to an odysseyd server, over gRPC (HTTP/2) via Connect. */
-export class OdysseyClient {
+/**
+ * A connection to an odysseyd server over any Connect transport: every call of the API.
+ * `OdysseyClient` (Node, gRPC over HTTP/2) and the browser entry's (gRPC-Web) add how
+ * to connect.
+ */
+export class OdysseyClientCore {
   readonly bundles: Client<typeof BundleService>;
   readonly sessions: Client<typeof SessionService>;
   readonly executions: Client<typeof ExecutionService>;
@@ -238,29 +232,8 @@ export class OdysseyClient {
     this.health_ = createClient(Health, transport);
   }
 
-  /** Prepares a client; it connects on the first call. */
-  static connect(options: ConnectOptions): OdysseyClient {
-    const tls = options.tls ?? false;
-    const baseUrl = `${tls ? "https" : "http"}://${options.address}`;
-    // The transport's HTTP/2 connection, held here so that close() can end it.
-    const sessionManager = new Http2SessionManager(
-      baseUrl,
-      { pingIntervalMs: PING_INTERVAL_MS, pingTimeoutMs: PING_TIMEOUT_MS },
-      typeof tls === "object" ? { ca: tls.ca } : {},
-    );
-    const transport = createGrpcTransport({
-      baseUrl,
-      sessionManager,
-      readMaxBytes: READ_MAX_BYTES,
-      interceptors: options.token ? [tokenInterceptor(options.token)] : [],
-    });
-    const client = new OdysseyClient(transport, options.token, { readRetry: options.readRetry });
-    client.closeConnection = () => sessionManager.abort();
-    return client;
-  }
-
   /** Ends the connection of a client made by `connect()`: open calls and streams end. */
-  private closeConnection: () => void = () => {};
+  protected closeConnection: () => void = () => {};
 
   /**
    * Closes the client's connection: open calls and streams fail with CANCELLED (never
@@ -342,14 +315,6 @@ export class OdysseyClient {
     return response.archive;
   }
 
-  /** Packs a bundle project folder, uploads it, and returns the installed bundle. */
-  async installBundle(
-    folder: string,
-    options: { namespace?: string; force?: boolean } & CallOptions = {},
-  ): Promise<Bundle> {
-    return this.buildBundle(await packProject(folder), options);
-  }
-
   /** Builds and installs a bundle project sent as a tar + gzip archive. */
   async buildBundle(
     archive: Uint8Array,
@@ -410,7 +375,7 @@ export class OdysseyClient {
         bundle ??= part.bundle;
         chunks.push(part.chunk);
       }
-      return { bundle, archive: Buffer.concat(chunks) };
+      return { bundle, archive: concatBytes(chunks) };
     }, options?.signal);
   }
 
@@ -567,7 +532,7 @@ export class OdysseyClient {
       for await (const part of this.sessions.exportSessionCassette({ sessionId }, this.opts(options))) {
         chunks.push(part.chunk);
       }
-      return Buffer.concat(chunks);
+      return concatBytes(chunks);
     }, options?.signal);
   }
 

@@ -8,15 +8,18 @@
  * fetch every page; reads retry UNAVAILABLE. Event streams resume from the last sequence
  * seen and resubscribe by themselves after a dropped connection. Failed calls throw an
  * {@link OdysseyError} with the gRPC code and the status's decoded details.
+ *
+ * This is the Node.js entry (gRPC over HTTP/2); `@odyssey-ai/client/web` is the browser's
+ * (gRPC-Web), with the same calls.
  */
 
+export { OdysseyClient, type ConnectOptions } from "./node.js";
 export {
-  OdysseyClient,
+  OdysseyClientCore,
   Pager,
   READ_RETRY,
   type CallOptions,
   type Command,
-  type ConnectOptions,
   type ExportedBundle,
   type Model,
   type SessionOptions,
