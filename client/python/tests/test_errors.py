@@ -4,13 +4,17 @@ domain, ``BadRequest`` field violations, ``RetryInfo`` delay), from real refusal
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import grpc
 import pytest
 
 from conftest import REPO, start_server
+from odyssey.v1 import execution_pb2
 from odyssey_client import OdysseyClient, OdysseyError
+from odyssey_client.errors import call
 
 
 def test_an_unknown_session_is_not_found_with_its_reason(client: OdysseyClient) -> None:
@@ -45,13 +49,38 @@ def test_a_full_queue_says_when_to_retry() -> None:
             client.wait_until_serving()
             client.install_bundle(REPO / "bundles" / "demo")
             sessions = [client.create_session("demo").id for _ in range(6)]
+            # The raw stub: ``submit`` itself would wait the delay out and send it again.
             with pytest.raises(OdysseyError) as caught:
                 for session in sessions:
-                    client.submit(session, "Give me a tour")
+                    request = execution_pb2.SubmitRequest(
+                        input=execution_pb2.TurnInput(session_id=session, prompt="Tour")
+                    )
+                    call(lambda: client.executions.Submit(request))
             error = caught.value
             assert error.code == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert error.reason == "QUEUE_FULL"
             assert error.retry_delay is not None and error.retry_delay > 0
+
+
+def test_a_submit_refused_for_a_full_queue_is_sent_again_after_the_delay() -> None:
+    """The queue frees up while the client waits the server's RetryInfo delay: the same
+    submit then goes through, and the caller never sees QUEUE_FULL."""
+    with start_server("--worker-count", "1", "--queue-capacity", "1") as server:
+        with OdysseyClient(server.address, token=server.token) as client:
+            client.wait_until_serving()
+            client.install_bundle(REPO / "bundles" / "demo")
+            running, queued, late = (client.create_session("demo").id for _ in range(3))
+            first = client.submit(running, "Give me a tour")  # waits on its approval
+            client.submit(queued, "Give me a tour")  # fills the queue
+            freed = threading.Timer(0.3, lambda: client.cancel(first))
+            freed.start()
+            started = time.monotonic()
+            try:
+                execution = client.submit(late, "Give me a tour")
+            finally:
+                freed.join()
+            assert execution
+            assert time.monotonic() - started >= 0.3, "it waited for the queue"
 
 
 def test_a_connection_failure_has_no_reason() -> None:

@@ -43,7 +43,7 @@ from odyssey_client import requests
 from odyssey_client.archive import pack_project
 from odyssey_client.auth import AsyncTokenInterceptor
 from odyssey_client.client import CHANNEL_OPTIONS
-from odyssey_client.errors import OdysseyError
+from odyssey_client.errors import OdysseyError, retry_after
 from odyssey_client.events import ends_turn, of_turn
 from odyssey_client.policy import READ_RETRY, ReconnectPolicy
 from odyssey_client.requests import ApprovalPolicy, ExportedBundle, Model, SandboxMode
@@ -70,6 +70,21 @@ async def acall(
             raise failure
         attempts += 1
         await asyncio.sleep(retry.delay(attempts))
+
+
+async def acall_submit(rpc: Callable[[], Awaitable[T]]) -> T:
+    """Awaits a Submit or Run, again after the server's delay while it refuses it for a
+    full queue (see :func:`~odyssey_client.errors.retry_after`)."""
+    attempts = 0
+    while True:
+        try:
+            return await acall(rpc)
+        except OdysseyError as failure:
+            pause = retry_after(failure, attempts)
+            if pause is None:
+                raise
+        attempts += 1
+        await asyncio.sleep(pause)
 
 
 class AsyncOdysseyClient:
@@ -439,7 +454,7 @@ class AsyncOdysseyClient:
         request = execution_pb2.SubmitRequest(
             input=requests.turn_input(session_id, prompt, cwd, model, metadata)
         )
-        response = await acall(
+        response = await acall_submit(
             lambda: self.executions.Submit(request, metadata=self._metadata, timeout=timeout)
         )
         return response.execution_id
@@ -457,7 +472,7 @@ class AsyncOdysseyClient:
         request = execution_pb2.RunRequest(
             input=requests.turn_input(session_id, prompt, cwd, model, metadata)
         )
-        response = await acall(
+        response = await acall_submit(
             lambda: self.executions.Run(request, metadata=self._metadata, timeout=timeout)
         )
         return response.status

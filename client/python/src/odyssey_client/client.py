@@ -25,7 +25,7 @@ from odyssey.v1 import (
 from odyssey_client import requests
 from odyssey_client.archive import pack_project
 from odyssey_client.auth import TokenInterceptor
-from odyssey_client.errors import OdysseyError, call
+from odyssey_client.errors import OdysseyError, call, call_submit
 from odyssey_client.events import EventStream, ends_turn, of_turn
 from odyssey_client.policy import READ_RETRY, ReconnectPolicy
 from odyssey_client.requests import (
@@ -444,7 +444,7 @@ class OdysseyClient:
         request = execution_pb2.SubmitRequest(
             input=requests.turn_input(session_id, prompt, cwd, model, metadata)
         )
-        return call(
+        return call_submit(
             lambda: self.executions.Submit(request, metadata=self._metadata, timeout=timeout)
         ).execution_id
 
@@ -463,7 +463,7 @@ class OdysseyClient:
         request = execution_pb2.RunRequest(
             input=requests.turn_input(session_id, prompt, cwd, model, metadata)
         )
-        return call(
+        return call_submit(
             lambda: self.executions.Run(request, metadata=self._metadata, timeout=timeout)
         ).status
 

@@ -136,6 +136,39 @@ def call(rpc: Callable[[], T], retry: Optional[ReconnectPolicy] = None) -> T:
         time.sleep(retry.delay(attempts))
 
 
+#: Attempts of a submit the server refused for a full queue, and the longest pause taken.
+SUBMIT_ATTEMPTS = 3
+LONGEST_RETRY_DELAY = 10.0
+
+
+def retry_after(failure: OdysseyError, attempts: int) -> Optional[float]:
+    """How long to wait before submitting again: only when the server refused with
+    RESOURCE_EXHAUSTED and said how long (a full queue, ``RetryInfo``); then nothing
+    happened, so trying again is safe."""
+    if (
+        failure.code != grpc.StatusCode.RESOURCE_EXHAUSTED
+        or failure.retry_delay is None
+        or attempts + 1 >= SUBMIT_ATTEMPTS
+    ):
+        return None
+    return min(failure.retry_delay, LONGEST_RETRY_DELAY)
+
+
+def call_submit(rpc: Callable[[], T]) -> T:
+    """Runs a Submit or Run, again after the server's delay while it refuses it for a full
+    queue (:func:`retry_after`); writes are never retried otherwise."""
+    attempts = 0
+    while True:
+        try:
+            return call(rpc)
+        except OdysseyError as failure:
+            pause = retry_after(failure, attempts)
+            if pause is None:
+                raise
+        attempts += 1
+        time.sleep(pause)
+
+
 # The protobuf wire format of the three detail messages, read by hand: the SDK needs no
 # googleapis package for four small messages.
 
