@@ -80,6 +80,16 @@ func CodeName(code codes.Code) string {
 	return strings.ToUpper(b.String())
 }
 
+// AsError decodes an error from a generated stub (the raw clients: c.Sessions, ...) into
+// an *Error, as the Client's own calls return; nil when err is not a gRPC status.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(wrap(err), &e) {
+		return e
+	}
+	return nil
+}
+
 // wrap turns an error from a generated stub into an *Error; nil stays nil.
 func wrap(err error) error {
 	if err == nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	odyssey "github.com/odyssey-ai/odyssey/client/go"
+	odysseyv1 "github.com/odyssey-ai/odyssey/client/go/gen/odyssey/v1"
 	"google.golang.org/grpc/codes"
 )
 
@@ -70,12 +71,48 @@ func TestFullQueueSaysWhenToRetry(t *testing.T) {
 		if createErr != nil {
 			t.Fatal(createErr)
 		}
-		if _, err = client.Submit(ctx, session.GetId(), "Give me a tour"); err != nil {
+		// The raw stub: Submit itself would wait the delay out and send it again.
+		request := &odysseyv1.SubmitRequest{Input: &odysseyv1.TurnInput{SessionId: session.GetId(), Prompt: "Tour"}}
+		if _, err = client.Executions.Submit(ctx, request); err != nil {
+			err = odyssey.AsError(err)
 			break
 		}
 	}
 	e := asError(t, err)
 	if e.Code != codes.ResourceExhausted || e.Reason != "QUEUE_FULL" || e.RetryDelay <= 0 {
 		t.Fatalf("full queue: %+v", e)
+	}
+}
+
+// The queue frees up while Submit waits the server's RetryInfo delay: the same submit then
+// goes through, and the caller never sees QUEUE_FULL.
+func TestSubmitRefusedForAFullQueueIsSentAgainAfterTheDelay(t *testing.T) {
+	addr := startServerWith(t, []string{"--worker-count", "1", "--queue-capacity", "1"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, _ := demoSession(ctx, t, addr)
+	var ids []string
+	for range 3 {
+		session, err := client.CreateSession(ctx, "demo", odyssey.SessionOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, session.GetId())
+	}
+	first, err := client.Submit(ctx, ids[0], "Give me a tour")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Submit(ctx, ids[1], "Give me a tour"); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.AfterFunc(300*time.Millisecond, func() { _, _ = client.Cancel(ctx, first) })
+	defer freed.Stop()
+	started := time.Now()
+	if _, err := client.Submit(ctx, ids[2], "Give me a tour"); err != nil {
+		t.Fatalf("submit after the queue freed up: %v", err)
+	}
+	if time.Since(started) < 300*time.Millisecond {
+		t.Fatalf("it did not wait for the queue")
 	}
 }

@@ -61,9 +61,11 @@ func (o turnOptions) input(sessionID, prompt string) *odysseyv1.TurnInput {
 // Submit queues a turn and returns its execution id at once.
 func (c *Client) Submit(ctx context.Context, sessionID, prompt string, opts ...TurnOption) (string, error) {
 	o := newTurnOptions(opts)
-	r, err := c.Executions.Submit(ctx, &odysseyv1.SubmitRequest{Input: o.input(sessionID, prompt)})
+	r, err := submit(ctx, func(ctx context.Context) (*odysseyv1.SubmitResponse, error) {
+		return c.Executions.Submit(ctx, &odysseyv1.SubmitRequest{Input: o.input(sessionID, prompt)})
+	})
 	if err != nil {
-		return "", wrap(err)
+		return "", err
 	}
 	return r.GetExecutionId(), nil
 }
@@ -73,9 +75,11 @@ func (c *Client) Submit(ctx context.Context, sessionID, prompt string, opts ...T
 // runs on.
 func (c *Client) Run(ctx context.Context, sessionID, prompt string, opts ...TurnOption) (*odysseyv1.ExecutionStatus, error) {
 	o := newTurnOptions(opts)
-	r, err := c.Executions.Run(ctx, &odysseyv1.RunRequest{Input: o.input(sessionID, prompt)})
+	r, err := submit(ctx, func(ctx context.Context) (*odysseyv1.RunResponse, error) {
+		return c.Executions.Run(ctx, &odysseyv1.RunRequest{Input: o.input(sessionID, prompt)})
+	})
 	if err != nil {
-		return nil, wrap(err)
+		return nil, err
 	}
 	return r.GetStatus(), nil
 }

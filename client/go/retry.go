@@ -40,6 +40,37 @@ func read[T any](ctx context.Context, c *Client, call func(context.Context) (T, 
 	}
 }
 
+// submitAttempts bounds how often a submit refused for a full queue is sent, and
+// longestRetryDelay the pause the server may ask for.
+const (
+	submitAttempts    = 3
+	longestRetryDelay = 10 * time.Second
+)
+
+// submit runs a Submit or Run, again after the server's delay while it refuses it with
+// codes.ResourceExhausted and a RetryInfo (a full queue: nothing happened, so sending it
+// again is safe). Writes are never retried otherwise.
+func submit[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		r, err := call(ctx)
+		if err == nil {
+			return r, nil
+		}
+		err = wrap(err)
+		e, ok := err.(*Error)
+		if !ok || e.Code != codes.ResourceExhausted || e.RetryDelay <= 0 || attempt >= submitAttempts {
+			var zero T
+			return zero, err
+		}
+		select {
+		case <-time.After(min(e.RetryDelay, longestRetryDelay)):
+		case <-ctx.Done():
+			var zero T
+			return zero, err
+		}
+	}
+}
+
 // pages iterates the items of every page of a List call: fetch returns one page's items
 // and the next page's token ("" after the last). Each page is a read, retried as such.
 // An error ends the iteration after it is yielded.
