@@ -73,6 +73,10 @@ export const READ_RETRY: Readonly<ReconnectPolicy> = Object.freeze({
   maxAttempts: 4,
 });
 
+/** Attempts of a submit refused for a full queue, and the longest pause taken. */
+const SUBMIT_ATTEMPTS = 3;
+const LONGEST_RETRY_DELAY_MS = 10_000;
+
 /** A model: a `ModelSpec` (its fields), or `"provider/name"`. */
 export type Model = MessageInitShape<typeof ModelSpecSchema> | string;
 
@@ -267,6 +271,28 @@ export class OdysseyClientCore {
           throw error;
         }
         await new Promise((resolve) => setTimeout(resolve, reconnectDelayMs(this.readRetry, attempt)));
+      }
+    }
+  }
+
+  /**
+   * A Submit or Run: sent again after the server's delay while it refuses it for a full
+   * queue (RESOURCE_EXHAUSTED with a RetryInfo: nothing happened), up to three attempts.
+   * Writes are never retried otherwise.
+   */
+  private async submitting<T>(rpc: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await call(rpc);
+      } catch (error) {
+        const delayMs =
+          error instanceof OdysseyError && error.code === Code.ResourceExhausted
+            ? error.retryDelayMs
+            : undefined;
+        if (delayMs === undefined || attempt >= SUBMIT_ATTEMPTS || signal?.aborted) {
+          throw error;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(delayMs, LONGEST_RETRY_DELAY_MS)));
       }
     }
   }
@@ -540,8 +566,9 @@ export class OdysseyClientCore {
 
   /** Queues a turn and returns its execution id at once. */
   async submit(sessionId: string, prompt: string, options: TurnOptions = {}): Promise<string> {
-    const response = await call(() =>
-      this.executions.submit({ input: turnInput(sessionId, prompt, options) }, this.opts(options)),
+    const response = await this.submitting(
+      () => this.executions.submit({ input: turnInput(sessionId, prompt, options) }, this.opts(options)),
+      options.signal,
     );
     return response.executionId;
   }
@@ -551,8 +578,9 @@ export class OdysseyClientCore {
    * deadline or signal that ends the call first leaves the turn running.
    */
   async run(sessionId: string, prompt: string, options: TurnOptions = {}): Promise<ExecutionStatus> {
-    const response = await call(() =>
-      this.executions.run({ input: turnInput(sessionId, prompt, options) }, this.opts(options)),
+    const response = await this.submitting(
+      () => this.executions.run({ input: turnInput(sessionId, prompt, options) }, this.opts(options)),
+      options.signal,
     );
     return required(response.status, "status");
   }

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 
 import { Code, OdysseyClient, OdysseyError } from "../src/index.js";
+import { call } from "../src/errors.js";
 import { REPO, TOKEN, startServer, type TestServer } from "./server.js";
 
 let server: TestServer;
@@ -62,15 +63,46 @@ test("a full queue says when to retry", async () => {
     await busy.installBundle(join(REPO, "bundles", "demo"));
     const error = await failure(
       (async () => {
+        // The raw client: submit() itself would wait the delay out and send it again.
         for (let i = 0; i < 6; i += 1) {
           const session = await busy.createSession("demo");
-          await busy.submit(session.id, "Give me a tour");
+          await call(() =>
+            busy.executions.submit({ input: { sessionId: session.id, prompt: "Tour" } }, { headers: busy.headers }),
+          );
         }
       })(),
     );
     assert.equal(error.code, Code.ResourceExhausted);
     assert.equal(error.reason, "QUEUE_FULL");
     assert.ok((error.retryDelayMs ?? 0) > 0, String(error.retryDelayMs));
+  } finally {
+    await small.stop();
+  }
+});
+
+test("a submit refused for a full queue is sent again after the delay", async () => {
+  // The queue frees up while submit() waits the server's RetryInfo delay: the same submit
+  // then goes through, and the caller never sees QUEUE_FULL.
+  const small = await startServer({ flags: ["--worker-count", "1", "--queue-capacity", "1"] });
+  try {
+    const busy = OdysseyClient.connect({ address: small.address, token: TOKEN });
+    await busy.installBundle(join(REPO, "bundles", "demo"));
+    const [running, queued, late] = [
+      await busy.createSession("demo"),
+      await busy.createSession("demo"),
+      await busy.createSession("demo"),
+    ];
+    const first = await busy.submit(running.id, "Give me a tour");
+    await busy.submit(queued.id, "Give me a tour");
+    const freed = setTimeout(() => void busy.cancel(first).catch(() => {}), 300);
+    const started = Date.now();
+    try {
+      assert.ok(await busy.submit(late.id, "Give me a tour"));
+    } finally {
+      clearTimeout(freed);
+    }
+    assert.ok(Date.now() - started >= 300, "it waited for the queue");
+    busy.close();
   } finally {
     await small.stop();
   }
