@@ -2,6 +2,8 @@ package odyssey_test
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,14 +14,18 @@ import (
 // Events per second one subscriber receives: the SDK's EventStream beside the bare
 // generated stub, replaying the same stored events from one real odysseyd.
 //
-//	ODYSSEYD=... go test -run '^$' -bench Subscribe
+//	ODYSSEYD=... go test -run '^$' -bench Subscribe     (ODYSSEY_BENCH_TURNS: 1500)
 func BenchmarkSubscribe(b *testing.B) {
 	addr := startServerWith(b, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	client, _ := demoSession(ctx, b, addr)
 	session := must(client.CreateSession(ctx, "demo", odyssey.SessionOptions{ApprovalPolicy: odyssey.Never}))
-	for range 1500 {
+	turns := 1500
+	if n, err := strconv.Atoi(os.Getenv("ODYSSEY_BENCH_TURNS")); err == nil && n > 0 {
+		turns = n
+	}
+	for range turns {
 		must(client.Run(ctx, session.GetId(), "Give me a tour"))
 	}
 	last := must(client.GetSession(ctx, session.GetId())).GetLastSequence()
