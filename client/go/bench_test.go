@@ -20,7 +20,7 @@ func BenchmarkSubscribe(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	client, _ := demoSession(ctx, b, addr)
-	session := must(client.CreateSession(ctx, "demo", odyssey.SessionOptions{ApprovalPolicy: odyssey.Never}))
+	session := must(client.CreateSession(ctx, "demo", odyssey.WithApprovalPolicy(odyssey.Never)))
 	turns := 1500
 	if n, err := strconv.Atoi(os.Getenv("ODYSSEY_BENCH_TURNS")); err == nil && n > 0 {
 		turns = n

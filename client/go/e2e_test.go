@@ -35,7 +35,7 @@ func TestTurnWithApprovalAndResumedStream(t *testing.T) {
 	if bundle.GetRef().GetName() != "demo" || !strings.HasPrefix(bundle.GetRef().GetDigest(), "sha256:") {
 		t.Fatalf("unexpected bundle %v", bundle)
 	}
-	session, err := client.CreateSession(ctx, "demo", odyssey.SessionOptions{})
+	session, err := client.CreateSession(ctx, "demo")
 	if err != nil {
 		t.Fatalf("create session: %v", err)
 	}

@@ -67,7 +67,7 @@ func TestFullQueueSaysWhenToRetry(t *testing.T) {
 	client, _ := demoSession(ctx, t, addr)
 	var err error
 	for range 6 {
-		session, createErr := client.CreateSession(ctx, "demo", odyssey.SessionOptions{})
+		session, createErr := client.CreateSession(ctx, "demo")
 		if createErr != nil {
 			t.Fatal(createErr)
 		}
@@ -93,7 +93,7 @@ func TestSubmitRefusedForAFullQueueIsSentAgainAfterTheDelay(t *testing.T) {
 	client, _ := demoSession(ctx, t, addr)
 	var ids []string
 	for range 3 {
-		session, err := client.CreateSession(ctx, "demo", odyssey.SessionOptions{})
+		session, err := client.CreateSession(ctx, "demo")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,14 +32,36 @@ func WithCwd(cwd string) TurnOption {
 	return turnOption(func(o *turnOptions) { o.cwd = cwd })
 }
 
-// WithModel replaces the session's model for this turn (see Model).
-func WithModel(model *odysseyv1.ModelSpec) TurnOption {
-	return turnOption(func(o *turnOptions) { o.model = model })
+// SessionTurnOption is an option of both a session (CreateSession) and a turn (Submit,
+// Run, StreamTurn).
+type SessionTurnOption interface {
+	SessionOption
+	TurnOption
 }
 
-// WithMetadata attaches metadata to the turn.
-func WithMetadata(metadata map[string]string) TurnOption {
-	return turnOption(func(o *turnOptions) { o.metadata = metadata })
+type sharedOption struct {
+	session func(*odysseyv1.CreateSessionRequest)
+	turn    func(*turnOptions)
+}
+
+func (o sharedOption) applySession(r *odysseyv1.CreateSessionRequest) { o.session(r) }
+func (o sharedOption) applyTurn(t *turnOptions)                       { o.turn(t) }
+
+// WithModel replaces the agent's model: for the whole session at CreateSession, for one
+// turn at Submit, Run or StreamTurn (see Model).
+func WithModel(model *odysseyv1.ModelSpec) SessionTurnOption {
+	return sharedOption{
+		session: func(r *odysseyv1.CreateSessionRequest) { r.Model = model },
+		turn:    func(o *turnOptions) { o.model = model },
+	}
+}
+
+// WithMetadata attaches metadata to the session (CreateSession) or to the turn.
+func WithMetadata(metadata map[string]string) SessionTurnOption {
+	return sharedOption{
+		session: func(r *odysseyv1.CreateSessionRequest) { r.Metadata = metadata },
+		turn:    func(o *turnOptions) { o.metadata = metadata },
+	}
 }
 
 func newTurnOptions(opts []TurnOption) turnOptions {

@@ -33,7 +33,7 @@ func TestStreamResubscribesOnceThroughARestart(t *testing.T) {
 	}
 	defer client.Close()
 	must(client.InstallBundle(ctx, filepath.Join(repoRoot(t), "bundles", "demo"), odyssey.BuildOptions{}))
-	session := must(client.CreateSession(ctx, "demo", odyssey.SessionOptions{ApprovalPolicy: odyssey.Never}))
+	session := must(client.CreateSession(ctx, "demo", odyssey.WithApprovalPolicy(odyssey.Never)))
 	before := must(client.Run(ctx, session.GetId(), "Give me a tour"))
 
 	stream := must(client.Subscribe(ctx, session.GetId(), before.GetLastSequence()))

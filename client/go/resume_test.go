@@ -127,7 +127,7 @@ func demoSession(ctx context.Context, t testing.TB, addr string) (*odyssey.Clien
 	if _, err := client.InstallBundle(ctx, filepath.Join(repoRoot(t), "bundles", "demo"), odyssey.BuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	session, err := client.CreateSession(ctx, "demo", odyssey.SessionOptions{})
+	session, err := client.CreateSession(ctx, "demo")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,22 +9,37 @@ import (
 	odysseyv1 "github.com/odyssey-ai/odyssey/client/go/gen/odyssey/v1"
 )
 
-// SessionOptions are the optional fields of CreateSession.
-type SessionOptions struct {
-	// The agent to talk to; the bundle's default agent when empty.
-	AgentID string
-	// Replaces the agent's model for this session (see Model).
-	Model *odysseyv1.ModelSpec
-	// A sandbox mode no more permissive than the operator allows; the manifest's when
-	// unspecified.
-	SandboxMode odysseyv1.SandboxMode
-	// Whether tool calls wait for a person: on request (the agent's rules decide),
-	// untrusted (anything not allowed asks), never (what would ask is denied).
-	ApprovalPolicy odysseyv1.ApprovalPolicy
-	Metadata       map[string]string
-	// Tokens (input + output) the session may spend over its life; 0 takes the server's
-	// default.
-	TokenBudget uint64
+// SessionOption configures CreateSession. WithModel and WithMetadata are options of a
+// session and of a turn alike.
+type SessionOption interface {
+	applySession(*odysseyv1.CreateSessionRequest)
+}
+
+type sessionOption func(*odysseyv1.CreateSessionRequest)
+
+func (f sessionOption) applySession(r *odysseyv1.CreateSessionRequest) { f(r) }
+
+// WithAgent picks the agent to talk to; the bundle's default agent without it.
+func WithAgent(agentID string) SessionOption {
+	return sessionOption(func(r *odysseyv1.CreateSessionRequest) { r.AgentId = agentID })
+}
+
+// WithSandboxMode asks for a sandbox mode no more permissive than the operator allows
+// (ReadOnly, WorkspaceWrite, DangerFullAccess); the manifest's without it.
+func WithSandboxMode(mode odysseyv1.SandboxMode) SessionOption {
+	return sessionOption(func(r *odysseyv1.CreateSessionRequest) { r.SandboxMode = mode })
+}
+
+// WithApprovalPolicy says whether tool calls wait for a person: OnRequest (the agent's
+// rules decide), Untrusted (anything not allowed asks), Never (what would ask is denied).
+func WithApprovalPolicy(policy odysseyv1.ApprovalPolicy) SessionOption {
+	return sessionOption(func(r *odysseyv1.CreateSessionRequest) { r.ApprovalPolicy = policy })
+}
+
+// WithTokenBudget bounds the tokens (input + output) the session may spend over its life;
+// the server's default without it.
+func WithTokenBudget(tokens uint64) SessionOption {
+	return sessionOption(func(r *odysseyv1.CreateSessionRequest) { r.TokenBudget = tokens })
 }
 
 // Sandbox modes and approval policies, as short names.
@@ -45,16 +60,12 @@ func Model(provider, name string) *odysseyv1.ModelSpec {
 
 // CreateSession opens a session on an installed bundle (`name`, `name@version`,
 // `ns/name@version` or `@sha256:<hex>`).
-func (c *Client) CreateSession(ctx context.Context, bundleReference string, opts SessionOptions) (*odysseyv1.Session, error) {
-	r, err := c.Sessions.CreateSession(ctx, &odysseyv1.CreateSessionRequest{
-		BundleReference: bundleReference,
-		AgentId:         opts.AgentID,
-		Model:           opts.Model,
-		SandboxMode:     opts.SandboxMode,
-		ApprovalPolicy:  opts.ApprovalPolicy,
-		Metadata:        opts.Metadata,
-		TokenBudget:     opts.TokenBudget,
-	})
+func (c *Client) CreateSession(ctx context.Context, bundleReference string, opts ...SessionOption) (*odysseyv1.Session, error) {
+	request := &odysseyv1.CreateSessionRequest{BundleReference: bundleReference}
+	for _, opt := range opts {
+		opt.applySession(request)
+	}
+	r, err := c.Sessions.CreateSession(ctx, request)
 	if err != nil {
 		return nil, wrap(err)
 	}

@@ -91,13 +91,13 @@ func TestSessionTurnAndCommandCalls(t *testing.T) {
 	defer cancel()
 	client, other := demoSession(ctx, t, addr)
 
-	session := must(client.CreateSession(ctx, "demo", odyssey.SessionOptions{
-		AgentID:        "guide",
-		SandboxMode:    odyssey.ReadOnly,
-		ApprovalPolicy: odyssey.Never,
-		Metadata:       map[string]string{"team": "sdk"},
-		TokenBudget:    1_000_000,
-	}))
+	session := must(client.CreateSession(ctx, "demo",
+		odyssey.WithAgent("guide"),
+		odyssey.WithSandboxMode(odyssey.ReadOnly),
+		odyssey.WithApprovalPolicy(odyssey.Never),
+		odyssey.WithMetadata(map[string]string{"team": "sdk"}),
+		odyssey.WithTokenBudget(1_000_000),
+	))
 	if session.GetSandboxMode() != odyssey.ReadOnly || session.GetApprovalPolicy() != odyssey.Never ||
 		session.GetTokenBudget() != 1_000_000 || session.GetMetadata()["team"] != "sdk" {
 		t.Fatalf("session %v", session)

@@ -30,7 +30,7 @@ func TestTLS(t *testing.T) {
 	if _, err := client.InstallBundle(ctx, filepath.Join(repoRoot(t), "bundles", "demo"), odyssey.BuildOptions{}); err != nil {
 		t.Fatalf("install over TLS: %v", err)
 	}
-	session, err := client.CreateSession(ctx, "demo", odyssey.SessionOptions{})
+	session, err := client.CreateSession(ctx, "demo")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func main() {
 	if _, err := client.InstallBundle(ctx, demo, odyssey.BuildOptions{}); err != nil {
 		log.Fatal(err)
 	}
-	session, err := client.CreateSession(ctx, "demo", odyssey.SessionOptions{})
+	session, err := client.CreateSession(ctx, "demo")
 	if err != nil {
 		log.Fatal(err)
 	}
