@@ -102,7 +102,11 @@ async fn bare(client: &OdysseyClient, session: &str, last: u64) -> Result<u64, C
         session_id: session.to_owned(),
         after_sequence: 0,
     };
-    let mut stream = client.sessions().subscribe_session(request).await?.into_inner();
+    let mut stream = client
+        .sessions()
+        .subscribe_session(request)
+        .await?
+        .into_inner();
     let mut count = 0;
     while let Some(item) = stream.next().await {
         if let Some(subscribe_session_response::Item::Event(event)) = item?.item {

@@ -36,10 +36,9 @@ impl OdysseyClient {
         let request = pb::RunRequest {
             input: Some(turn_input(session_id, prompt, overrides)),
         };
-        let response = crate::retry::submit(|| async {
-            Ok(self.executions().run(request.clone()).await?)
-        })
-        .await?;
+        let response =
+            crate::retry::submit(|| async { Ok(self.executions().run(request.clone()).await?) })
+                .await?;
         response
             .into_inner()
             .status
