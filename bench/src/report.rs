@@ -551,6 +551,7 @@ impl Report {
         for (floor, text) in FLOOR_TEXT {
             let _ = writeln!(md, "- **{}** ({}): {text}", floor.label(), floor.unit());
         }
+        let _ = writeln!(md, "\n{TARGETS_CHOSEN}");
         let _ = writeln!(md, "\n## Summary\n");
         let _ = writeln!(
             md,
@@ -708,6 +709,19 @@ impl Report {
         }
     }
 }
+
+/// How the limits of the targets were chosen (kept with the harness that applies them).
+const TARGETS_CHOSEN: &str = "The limits of the ratios were chosen on this machine from a \
+     run of `all` while other work kept it loaded (load average 5 to 15: turn overhead ÷ \
+     (unary + fdatasync) 1.0 to 5.2 at the p50, tmpfs turn overhead 11 to 13× a bare \
+     unary call, turns/s 0.042 to 0.052× bare calls/s, one subscriber 0.11 to 0.16× the \
+     bare stream, replay 0.33 to 0.39×, a Bash call 1.2 to 2.1× bare bubblewrap, the proxy \
+     2.8 to 3.5× a direct request) and from quieter runs of `quick`, each with a margin of \
+     at least 1.4 over the worst round seen, so that the same code gets the same verdict \
+     at another load. Where a ratio stands in for an older absolute target, the limit is \
+     about that target ÷ the floor on a quiet machine (200,000 events/s to one \
+     subscriber, 300,000 replayed events/s, 2,000 turns/s). The two runs that check it are \
+     named under \"Against another run\".";
 
 /// The floors in the floors table (the sum of unary and fdatasync is left out).
 const SHOWN_FLOORS: [Floor; 6] = [

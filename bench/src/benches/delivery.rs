@@ -22,7 +22,7 @@ const CONNECTIONS: usize = 4;
 /// Subscribers that never read, each on its own connection, in the stall measure.
 const STALLED: usize = 4;
 /// Events/s to one subscriber ÷ a bare server stream's.
-const ONE_LIMIT: f64 = 0.3;
+const ONE_LIMIT: f64 = 0.07;
 /// Extra daemon CPU per stalled stream ÷ the daemon CPU of the same turn without one.
 const STALL_CPU_LIMIT: f64 = 0.3;
 

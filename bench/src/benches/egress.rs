@@ -27,7 +27,7 @@ use crate::report::{Bound, Figure, Statistic};
 use crate::stats::Summary;
 
 /// A request through the proxy ÷ the same request made directly, at the p50.
-const PROXY_LIMIT: f64 = 4.0;
+const PROXY_LIMIT: f64 = 8.0;
 
 pub async fn run(env: &Env) -> Result<Outcome> {
     let s = &env.settings;

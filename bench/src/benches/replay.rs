@@ -18,7 +18,7 @@ use crate::stats::Summary;
 use crate::turn;
 
 /// Replayed events per second ÷ a bare server stream's.
-const REPLAY_LIMIT: f64 = 0.3;
+const REPLAY_LIMIT: f64 = 0.15;
 
 pub async fn run(env: &Env) -> Result<Outcome> {
     let s = &env.settings;

@@ -17,7 +17,7 @@ use crate::stats::Summary;
 use crate::turn;
 
 /// Turns per second ÷ bare unary calls per second at the same concurrency.
-const RATE_LIMIT: f64 = 0.05;
+const RATE_LIMIT: f64 = 0.03;
 
 /// Client connections the sessions' calls are spread over.
 const CONNECTIONS: usize = 4;
