@@ -40,14 +40,21 @@ impl Env {
         self.tmp.path()
     }
 
-    /// A new, empty home named `name` (unique within the run) under `parent`, or under
-    /// the run's temporary folder.
+    /// A new, empty home named after `name` under `parent`, or under the run's temporary
+    /// folder.
     pub fn home_in(&self, parent: Option<&Path>, name: &str) -> Result<Home> {
         let parent = parent.unwrap_or(self.tmp.path());
-        let dir = parent.join(name);
+        // A later round asks for the same name: it gets a home of its own (`name-2`, ...).
+        let mut unique = name.to_owned();
+        let mut n = 1;
+        while parent.join(&unique).exists() {
+            n += 1;
+            unique = format!("{name}-{n}");
+        }
+        let dir = parent.join(&unique);
         std::fs::create_dir_all(&dir).map_err(|e| BenchError::io("create", &dir, e))?;
         Ok(Home {
-            log: self.tmp.path().join(format!("{name}.log")),
+            log: self.tmp.path().join(format!("{unique}.log")),
             dir,
         })
     }

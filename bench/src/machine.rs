@@ -4,11 +4,11 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::stats::Summary;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Machine {
     pub cpu: String,
     /// Logical CPUs this process may run on.
@@ -17,12 +17,6 @@ pub struct Machine {
     pub memory_mib: u64,
     /// The filesystem of the temporary homes (from `/proc/mounts`).
     pub tmp_filesystem: String,
-    /// `fdatasync` after a 256-byte append on that filesystem, in ms: the floor under
-    /// every durable figure.
-    pub fdatasync_ms: Option<Summary>,
-    /// Starting `/bin/true` and waiting for it, in ms: the unit of the sandbox figure,
-    /// which starts three programs per tool call.
-    pub process_start_ms: Option<Summary>,
 }
 
 impl Machine {
@@ -47,8 +41,6 @@ impl Machine {
                 .map_or_else(|_| "unknown".to_owned(), |k| k.trim().to_owned()),
             memory_mib: memory_kib / 1024,
             tmp_filesystem: filesystem_of(tmp),
-            fdatasync_ms: fdatasync_latency(tmp, 50),
-            process_start_ms: process_start(30),
         }
     }
 }
@@ -81,7 +73,8 @@ pub fn filesystem_of(path: &Path) -> String {
         .map_or_else(|| "unknown".to_owned(), |(_, fs)| fs)
 }
 
-fn fdatasync_latency(dir: &Path, rounds: usize) -> Option<Summary> {
+/// `fdatasync` after a 256-byte append in `dir`, `rounds` times, in ms.
+pub fn fdatasync_latency(dir: &Path, rounds: usize) -> Option<Summary> {
     let mut file = tempfile::tempfile_in(dir).ok()?;
     let line = [b'x'; 256];
     let mut times: Vec<Duration> = Vec::with_capacity(rounds);

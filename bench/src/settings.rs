@@ -1,9 +1,9 @@
 //! The harness's settings: sizes and durations of each benchmark, from the command line.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Every setting has a default sized for a 2-core machine and a run of a few minutes.
-#[derive(Clone, Debug, clap::Args, Serialize)]
+#[derive(Clone, Debug, clap::Args, Serialize, Deserialize)]
 pub struct Settings {
     /// overhead: turns measured (after the warm-up turns).
     #[arg(long, default_value_t = 1000)]
@@ -72,6 +72,17 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// The sizes of `quick`: every setting of its benchmarks capped, so that the whole
+    /// of it runs in under a minute on two cores.
+    pub fn quick(mut self) -> Self {
+        self.overhead_turns = self.overhead_turns.min(200);
+        self.overhead_warmup = self.overhead_warmup.min(20);
+        self.sandbox_calls = self.sandbox_calls.min(30);
+        self.egress_requests = self.egress_requests.min(30);
+        self.archive_runs = self.archive_runs.min(1);
+        self
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }

@@ -126,7 +126,10 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     outcome.notes.push(
         "Each archive is checked whole (entries, sizes, depth and path length, how far it \
          inflates) before any of it is written: the empty files stop at the entry limit \
-         (10,000), the bomb at 100 times its own size, the deep path at its length."
+         (10,000), the bomb at 100 times its own size, the deep path at its length. The \
+         target stays in seconds (at most 1 s for every refusal): it bounds what a client \
+         can make the server do, whatever the machine's load, and the refusals take a small \
+         fraction of it."
             .to_owned(),
     );
     daemon.stop().await?;

@@ -25,6 +25,8 @@ pub struct Outcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Which {
     All,
+    /// The per-issue benchmarks (archives, egress, sandbox, overhead) at small sizes.
+    Quick,
     Overhead,
     Throughput,
     Append,
@@ -50,9 +52,32 @@ impl Which {
         Which::Egress,
     ];
 
+    /// The benchmarks of `quick`.
+    pub const QUICK: [Which; 4] = [
+        Which::Archives,
+        Which::Egress,
+        Which::Sandbox,
+        Which::Overhead,
+    ];
+
+    /// The benchmarks this one stands for.
+    pub fn each(self) -> Vec<Which> {
+        match self {
+            Which::All => Self::EACH.to_vec(),
+            Which::Quick => Self::QUICK.to_vec(),
+            one => vec![one],
+        }
+    }
+
+    /// Whether its figures are read against the concurrent unary floor.
+    pub fn needs_concurrent_floor(self) -> bool {
+        self == Which::Throughput
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Which::All => "all",
+            Which::Quick => "quick",
             Which::Overhead => "overhead",
             Which::Throughput => "throughput",
             Which::Append => "append",
@@ -68,6 +93,7 @@ impl Which {
     pub fn title(self) -> &'static str {
         match self {
             Which::All => "every benchmark",
+            Which::Quick => "the per-issue benchmarks at small sizes",
             Which::Overhead => "runtime overhead of a turn through Run",
             Which::Throughput => "turns per second across concurrent sessions",
             Which::Append => "cost of a late turn against an early one",
@@ -82,7 +108,7 @@ impl Which {
 
     pub async fn run(self, env: &Env) -> Result<Outcome> {
         match self {
-            Which::All => Ok(Outcome::default()),
+            Which::All | Which::Quick => Ok(Outcome::default()),
             Which::Overhead => overhead::run(env).await,
             Which::Throughput => throughput::run(env).await,
             Which::Append => append::run(env).await,

@@ -10,10 +10,14 @@ use crate::bundle::{self, Tools};
 use crate::daemon::MODEL_KEY;
 use crate::env::{self, Env};
 use crate::error::{BenchError, Result};
+use crate::floors::Floor;
 use crate::replies;
 use crate::report::{Bound, Figure, Statistic};
 use crate::stats::Summary;
 use crate::turn;
+
+/// Turns per second ÷ bare unary calls per second at the same concurrency.
+const RATE_LIMIT: f64 = 0.03;
 
 /// Client connections the sessions' calls are spread over.
 const CONNECTIONS: usize = 4;
@@ -115,7 +119,17 @@ pub async fn run(env: &Env) -> Result<Outcome> {
         )
         .samples(Summary::of(&rates))
         .value(rate)
-        .target(Statistic::Value, Bound::AtLeast, 2000.0),
+        .against(Floor::UnaryConcurrent)
+        .ratio_target(Statistic::Value, Bound::AtLeast, RATE_LIMIT),
+    );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    outcome.figures.push(
+        Figure::new(
+            "turns per second per core",
+            "turns/s",
+            format!("turns per second ÷ the {cores} cores the harness and daemon share"),
+        )
+        .value(rate / cores as f64),
     );
     outcome.figures.push(
         Figure::new(
