@@ -144,3 +144,32 @@ async fn a_subscription_resumes_across_a_restart_counted_once_with_no_event_lost
     assert_eq!(events.reconnects(), 1, "one resubscription");
     assert_ne!(first.execution_id, second.execution_id);
 }
+
+/// A call past the deadline its client sent (`grpc-timeout`) is DEADLINE_EXCEEDED, as gRPC
+/// names it, whoever notices first: here only the server keeps the deadline.
+#[tokio::test]
+async fn the_server_answers_a_passed_deadline_with_deadline_exceeded() {
+    let server = TestServer::start().await;
+    let project = Project::with_tools(
+        "sdk-deadline",
+        &[BASH_CALL, r#"{"text": "done"}"#],
+        &["Bash", "Read"],
+        "[Read]",
+        "[Bash]",
+        "[]",
+    );
+    let session = server.session_on(&project).await;
+    let mut request = tonic::Request::new(pb::RunRequest {
+        input: Some(crate::support::turn(&session.id, "go")),
+    });
+    // Set by hand, the header leaves the client without a timer of its own.
+    request
+        .metadata_mut()
+        .insert("grpc-timeout", "300m".parse().expect("header"));
+    let status = server
+        .executions()
+        .run(request)
+        .await
+        .expect_err("the turn waits for an approval");
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+}

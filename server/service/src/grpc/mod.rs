@@ -7,6 +7,7 @@ mod approval;
 pub(crate) mod auth;
 mod bundle;
 pub(crate) mod convert;
+mod deadline;
 mod execution;
 pub mod host;
 mod malformed;
@@ -171,7 +172,8 @@ pub async fn serve(
 
     // Outermost first: requests naming a host this server does not answer to get 421
     // (DNS rebinding), CORS answers preflights (which carry no token), tonic-web turns
-    // gRPC-Web into gRPC (and the answers back, auth refusals included), metrics count
+    // gRPC-Web into gRPC (and the answers back, auth refusals included), a call past its
+    // deadline is answered DEADLINE_EXCEEDED (not tonic's CANCELLED), metrics count
     // every gRPC call (refused ones too), then auth, then requests that do not decode are
     // answered INVALID_ARGUMENT rather than tonic's INTERNAL. HTTP/1.1 is accepted for gRPC-Web;
     // gRPC itself stays on HTTP/2. TLS is done by our own listener, which offers HTTP/1.1
@@ -183,6 +185,7 @@ pub async fn serve(
         .layer(host::HostLayer::new(hosts))
         .layer(web::cors(&options.cors_origins))
         .layer(tonic_web::GrpcWebLayer::new())
+        .layer(deadline::DeadlineLayer)
         .layer(metrics::RpcMetricsLayer::new(options.metrics.clone()))
         .layer(auth::AuthLayer::new(options.auth_token.clone()))
         .layer(malformed::MalformedRequestLayer)
