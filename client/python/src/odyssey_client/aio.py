@@ -44,7 +44,7 @@ from odyssey_client.archive import pack_project
 from odyssey_client.auth import AsyncTokenInterceptor
 from odyssey_client.client import CHANNEL_OPTIONS
 from odyssey_client.errors import OdysseyError, retry_after
-from odyssey_client.events import ends_turn, of_turn
+from odyssey_client.events import ends_turn, next_event, of_turn
 from odyssey_client.policy import READ_RETRY, ReconnectPolicy
 from odyssey_client.requests import ApprovalPolicy, ExportedBundle, Model, SandboxMode
 
@@ -713,19 +713,9 @@ class AsyncEventStream(AsyncIterator[events_pb2.SessionEvent]):
                 raise StopAsyncIteration
             assert isinstance(item, session_pb2.SubscribeSessionResponse)
             attempts = 0
-            if item.HasField("heartbeat"):
-                self.heartbeats += 1
-                self.last_heartbeat = item.heartbeat
-                continue
-            event = item.event
-            if event.sequence <= self.last_sequence:
-                continue
-            self.last_sequence = event.sequence
-            if self.keep is not None and not self.keep(event):
-                continue
-            if self.stop_when is not None and self.stop_when(event):
-                self.close()
-            return event
+            event = next_event(self, item)
+            if event is not None:
+                return event
 
     def close(self) -> None:
         """Ends the subscription (the server sees the client go away)."""

@@ -4,7 +4,7 @@ resubscribed by itself after the connection drops."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Protocol
 
 import grpc
 
@@ -17,6 +17,40 @@ if TYPE_CHECKING:
     from grpc import _CallIterator
 
     Subscription = _CallIterator[session_pb2.SubscribeSessionResponse]
+
+
+class StreamPosition(Protocol):
+    """What an event stream (sync or asyncio) keeps of its place in the log."""
+
+    last_sequence: int
+    heartbeats: int
+    last_heartbeat: Optional[session_pb2.Heartbeat]
+    keep: Optional[Callable[[events_pb2.SessionEvent], bool]]
+    stop_when: Optional[Callable[[events_pb2.SessionEvent], bool]]
+
+    def close(self) -> None: ...
+
+
+def next_event(
+    stream: StreamPosition, item: session_pb2.SubscribeSessionResponse
+) -> Optional[events_pb2.SessionEvent]:
+    """The event ``stream`` hands out for one received item, or ``None``: heartbeats are
+    counted, never handed out; an event already handed out before a resubscribe (or older
+    than where the caller resumed) is skipped, never repeated; events ``keep`` refuses are
+    left out; the stream closes after the event ``stop_when`` names."""
+    if item.HasField("heartbeat"):
+        stream.heartbeats += 1
+        stream.last_heartbeat = item.heartbeat
+        return None
+    event = item.event
+    if event.sequence <= stream.last_sequence:
+        return None
+    stream.last_sequence = event.sequence
+    if stream.keep is not None and not stream.keep(event):
+        return None
+    if stream.stop_when is not None and stream.stop_when(event):
+        stream.close()
+    return event
 
 
 class EventStream(Iterator[events_pb2.SessionEvent]):
@@ -108,21 +142,9 @@ class EventStream(Iterator[events_pb2.SessionEvent]):
                     self.reconnects += 1
                 continue
             attempts = 0
-            if item.HasField("heartbeat"):
-                self.heartbeats += 1
-                self.last_heartbeat = item.heartbeat
-                continue
-            event = item.event
-            # Already handed out before a resubscribe (or the caller resumed from an
-            # older sequence than it has seen): skipped, never repeated.
-            if event.sequence <= self.last_sequence:
-                continue
-            self.last_sequence = event.sequence
-            if self.keep is not None and not self.keep(event):
-                continue
-            if self.stop_when is not None and self.stop_when(event):
-                self.close()
-            return event
+            event = next_event(self, item)
+            if event is not None:
+                return event
 
     def close(self) -> None:
         """Ends the subscription (the server sees the client go away). Safe to call from
