@@ -33,6 +33,8 @@ pub struct DaemonSpec {
     pub model_url: Option<String>,
     /// Further flags.
     pub args: Vec<String>,
+    /// Further environment variables (`SSL_CERT_FILE` naming a test CA).
+    pub env: Vec<(String, PathBuf)>,
 }
 
 /// A running daemon; killed when dropped.
@@ -115,6 +117,7 @@ impl Daemon {
         // Logs at the default level, as an operator runs it.
         command.env_remove("RUST_LOG");
         command.env("OPENAI_API_KEY", MODEL_KEY);
+        command.envs(spec.env.iter().map(|(name, value)| (name, value)));
         // The daemon dies with the harness, even if the harness is killed.
         odyssey_sandbox::host::prepare_child(
             command.as_std_mut(),

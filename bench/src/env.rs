@@ -80,6 +80,7 @@ impl Env {
                 .chain(&self.settings.daemon_args)
                 .cloned()
                 .collect(),
+            env: Vec::new(),
         }
     }
 

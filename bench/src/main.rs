@@ -27,6 +27,7 @@ mod error;
 mod floors;
 mod follow;
 mod machine;
+mod model_server;
 mod replies;
 mod report;
 mod settings;
@@ -86,6 +87,15 @@ async fn main() -> ExitCode {
         let events = args.next().and_then(|n| n.parse().ok()).unwrap_or(0);
         if let Err(e) = echo::serve(events).await {
             eprintln!("odyssey-bench echo server: {e}");
+            return ExitCode::FAILURE;
+        }
+        return ExitCode::SUCCESS;
+    }
+    // So do the model servers of `turn-cost`.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(model_server::MODEL_SERVER_ARG) {
+        if let Err(e) = model_server::serve(&args[1..]).await {
+            eprintln!("odyssey-bench model server: {e}");
             return ExitCode::FAILURE;
         }
         return ExitCode::SUCCESS;

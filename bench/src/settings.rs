@@ -65,6 +65,14 @@ pub struct Settings {
     /// archives: times each hostile archive is sent through each RPC.
     #[arg(long, default_value_t = 5)]
     pub archive_runs: usize,
+    /// turn-cost: pairs (a direct model call, then a turn) measured per model server
+    /// variant, at most.
+    #[arg(long, default_value_t = 200)]
+    pub turn_cost_pairs: usize,
+    /// turn-cost: seconds of model calls per variant, which bounds the pairs of the
+    /// variants whose first token is late (at least 10 pairs each).
+    #[arg(long, default_value_t = 6.0)]
+    pub turn_cost_seconds: f64,
     /// A further odysseyd flag for every daemon (`--daemon-arg=--long-term-memory=false`);
     /// repeatable.
     #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]

@@ -9,6 +9,7 @@ mod replay;
 mod sandbox;
 mod startup;
 mod throughput;
+mod turn_cost;
 
 use crate::env::Env;
 use crate::error::Result;
@@ -36,11 +37,12 @@ pub enum Which {
     Replay,
     Archives,
     Egress,
+    TurnCost,
 }
 
 impl Which {
     /// Every benchmark, in the order of the report.
-    pub const EACH: [Which; 9] = [
+    pub const EACH: [Which; 10] = [
         Which::Overhead,
         Which::Throughput,
         Which::Append,
@@ -50,6 +52,7 @@ impl Which {
         Which::Replay,
         Which::Archives,
         Which::Egress,
+        Which::TurnCost,
     ];
 
     /// The benchmarks of `quick`.
@@ -87,6 +90,7 @@ impl Which {
             Which::Replay => "replay",
             Which::Archives => "archives",
             Which::Egress => "egress",
+            Which::TurnCost => "turn-cost",
         }
     }
 
@@ -103,6 +107,7 @@ impl Which {
             Which::Replay => "SubscribeSession replay of a long session",
             Which::Archives => "hostile bundle archives refused",
             Which::Egress => "networked sandboxes through the egress proxy",
+            Which::TurnCost => "a turn's own cost against model servers as users run them",
         }
     }
 
@@ -118,6 +123,7 @@ impl Which {
             Which::Replay => replay::run(env).await,
             Which::Archives => archives::run(env).await,
             Which::Egress => egress::run(env).await,
+            Which::TurnCost => turn_cost::run(env).await,
         }
     }
 }

@@ -46,6 +46,9 @@ impl OdysseyRuntime {
     }
 
     pub(crate) async fn resolve_bundle(&self, reference: String) -> Result<Arc<InstalledBundle>> {
+        if let Some(bundle) = self.inner.bundles.cached(&reference) {
+            return Ok(bundle);
+        }
         self.with_store(move |store| store.resolve(&reference))
             .await
     }

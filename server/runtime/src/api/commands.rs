@@ -141,7 +141,7 @@ impl OdysseyRuntime {
         let record = session.record().clone();
         let bundle = self.resolve_bundle(record.bundle.reference()).await?;
         let access = self.inner.config.access.grant(&bundle.manifest.sandbox)?;
-        let cell = self.prepare_cell(record.id, &bundle).await?;
+        let cell = self.prepare_cell(&session, &bundle).await?;
         let exec_id = format!("cmd-{}", Uuid::now_v7());
         super::overrides::workspace_dir(&cell.data, cwd)?;
         let work_dir = ProcessView::new(record.sandbox_mode, &cell).in_workspace(Path::new(cwd));

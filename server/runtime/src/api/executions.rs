@@ -13,6 +13,7 @@ use crate::execution::{
     ExecutionHandle, ExecutionRequest, ExecutionStatus, Job, PushError, ensure_session_budget,
 };
 use crate::sandbox::{AppSource, CellPaths};
+use crate::session::SessionHandle;
 
 /// How long a caller is told to wait when the queue is full.
 const QUEUE_FULL_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
@@ -102,21 +103,28 @@ impl OdysseyRuntime {
 }
 
 impl OdysseyRuntime {
-    /// Creates or reuses the session's sandbox cell with the bundle staged in `app/`.
+    /// Creates or reuses the session's sandbox cell with the bundle staged in `app/`;
+    /// once prepared by this process, later calls only name its folders.
     pub(crate) async fn prepare_cell(
         &self,
-        session_id: Uuid,
+        session: &SessionHandle,
         bundle: &Arc<InstalledBundle>,
     ) -> Result<CellPaths> {
-        let sandbox = self.inner.sandbox.clone();
+        let session_id = session.id();
         let root = self.inner.config.sandbox_dir();
-        let bundle = bundle.clone();
-        tokio::task::spawn_blocking(move || {
-            sandbox.prepare_cell(&root, session_id, AppSource::from(bundle.as_ref()))
+        if session.cell_prepared(&bundle.id.digest) {
+            return Ok(CellPaths::under(root.join(session_id.to_string())));
+        }
+        let sandbox = self.inner.sandbox.clone();
+        let staged = bundle.clone();
+        let cell = tokio::task::spawn_blocking(move || {
+            sandbox.prepare_cell(&root, session_id, AppSource::from(staged.as_ref()))
         })
         .await
         .map_err(|e| RuntimeError::storage("prepare sandbox cell", std::io::Error::other(e)))?
-        .map_err(RuntimeError::from)
+        .map_err(RuntimeError::from)?;
+        session.mark_cell_prepared(&bundle.id.digest);
+        Ok(cell)
     }
 }
 

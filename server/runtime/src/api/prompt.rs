@@ -10,9 +10,9 @@ use crate::bundle::InstalledBundle;
 use crate::config::RuntimeConfig;
 use crate::error::{Result, RuntimeError};
 use crate::events::TurnContext;
-use crate::prompt::{PromptParts, WorkspaceFiles, assemble};
+use crate::prompt::{BOOTSTRAP_FILES, PromptLimits, PromptParts, WorkspaceFiles, assemble};
 use crate::sandbox::beneath::BeneathDir;
-use crate::sandbox::{CellPaths, ProcessView};
+use crate::sandbox::{CellPaths, ProcessView, SandboxUser};
 use crate::skills::{ServerSkills, SkillCatalog, SkillListing};
 use crate::tools::ToolSet;
 use crate::tools::builtin::SKILL_TOOL_NAME;
@@ -66,24 +66,11 @@ impl OdysseyRuntime {
         let skill_tool = tools.get(SKILL_TOOL_NAME).is_some();
         let input = input.to_owned();
         let data = cell.data.clone();
-        let workspace_files = self
-            .inner
-            .sandbox
-            .user()
-            .run(move |handoff| {
-                let dir = BeneathDir::open(&data)?;
-                handoff.assume()?;
-                Ok::<_, std::io::Error>(WorkspaceFiles::read(&dir, &limits))
-            })
-            .await
-            .map_err(|e| {
-                RuntimeError::storage(
-                    "read the workspace's project files",
-                    std::io::Error::other(e),
-                )
-            })?
-            .map_err(|e| RuntimeError::storage("read the workspace's project files", e))?;
+        let user = self.inner.sandbox.user();
+        // One trip off the async threads for the whole prompt: the workspace's files, the
+        // server's skills (rescanned when due) and the bundle's own bootstrap files.
         tokio::task::spawn_blocking(move || {
+            let workspace_files = read_workspace_files(user, &data, &limits)?;
             let skills = SkillCatalog::new(&bundle, &server.current());
             let parts = PromptParts {
                 agent_prompt: &agent_prompt,
@@ -98,13 +85,15 @@ impl OdysseyRuntime {
                 input: &input,
                 now: SystemTime::now(),
             };
-            TurnPrompt {
+            Ok(TurnPrompt {
                 text: assemble(&parts, &limits),
                 skills: Arc::new(skills),
-            }
+            })
         })
         .await
-        .map_err(|e| RuntimeError::storage("assemble the system prompt", std::io::Error::other(e)))
+        .map_err(|e| {
+            RuntimeError::storage("assemble the system prompt", std::io::Error::other(e))
+        })?
     }
 
     /// The skills an installed bundle's agents can use: the bundle's and the server's,
@@ -118,4 +107,28 @@ impl OdysseyRuntime {
         .await
         .map_err(|e| RuntimeError::storage("list skills", std::io::Error::other(e)))
     }
+}
+
+/// The workspace's bootstrap files, read beneath its folder with the sandbox user's
+/// rights. When none of their names is in the workspace (the usual case) there is nothing
+/// to read and no thread to start; one that appears meanwhile is read by the next turn.
+fn read_workspace_files(
+    user: SandboxUser,
+    data: &Path,
+    limits: &PromptLimits,
+) -> Result<WorkspaceFiles> {
+    let failed = |e: std::io::Error| RuntimeError::storage("read the workspace's project files", e);
+    let dir = BeneathDir::open(data).map_err(failed)?;
+    if !BOOTSTRAP_FILES
+        .iter()
+        .any(|name| dir.has_entry(std::ffi::OsStr::new(name)))
+    {
+        return Ok(WorkspaceFiles::default());
+    }
+    user.run_blocking(move |handoff| {
+        handoff.assume()?;
+        Ok::<_, std::io::Error>(WorkspaceFiles::read(&dir, limits))
+    })
+    .map_err(|e| failed(std::io::Error::other(e)))?
+    .map_err(failed)
 }

@@ -43,6 +43,23 @@ impl Catalog {
             .join(version.to_string())
     }
 
+    /// The bundle an exact reference (`namespace/name@version`) names, if it is in the
+    /// cache: no file is touched. Installs and deletes go through the store, which keeps
+    /// the cache in step, so a hit is what [`Catalog::resolve`] would find. A turn
+    /// resolves its session's pinned bundle this way without leaving the async threads.
+    pub fn cached(&self, reference: &str) -> Option<Arc<InstalledBundle>> {
+        let BundleReference::Named {
+            namespace,
+            name,
+            version: VersionSelector::Exact(version),
+        } = BundleReference::parse(reference).ok()?
+        else {
+            return None;
+        };
+        let dir = self.bundle_dir(&namespace, &name, &version);
+        crate::sync::read(&self.cache).bundles.get(&dir).cloned()
+    }
+
     /// The installed bundle `reference` names.
     pub fn resolve(&self, reference: &str) -> Result<Arc<InstalledBundle>, BundleError> {
         let not_found = || BundleError::NotFound {

@@ -141,6 +141,12 @@ impl BundleStore {
         self.catalog.resolve(reference)
     }
 
+    /// The bundle an exact reference names when it is cached, touching no file (see
+    /// [`Catalog::cached`]); `None` means: resolve it.
+    pub fn cached(&self, reference: &str) -> Option<Arc<InstalledBundle>> {
+        self.catalog.cached(reference)
+    }
+
     /// Installed bundles, optionally of one namespace, sorted by namespace, name, version.
     /// A damaged install is logged and left out rather than failing the whole listing.
     pub fn list(&self, namespace: Option<&str>) -> Result<Vec<Arc<InstalledBundle>>, BundleError> {

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use tokio::task::JoinHandle;
+
 use super::turn::Turn;
 use crate::memory::{MemoryProvider, MemoryRecord, MemoryScope};
 
@@ -15,20 +17,23 @@ pub(crate) struct TurnMemory {
 }
 
 impl Turn {
-    /// Captures the finished turn. A failure is logged, never fatal: the answer stands.
-    pub(super) async fn remember(&self, prompt: &str, response: &str) {
-        let Some(memory) = &self.memory else {
-            return;
-        };
+    /// Captures the finished turn in a task of its own, so that writing the record
+    /// overlaps with recording the turn's end; the caller awaits the task before the
+    /// session's next turn can start. A failure is logged, never fatal: the answer stands.
+    pub(super) fn remember(&self, prompt: &str, response: &str) -> Option<JoinHandle<()>> {
+        let memory = self.memory.clone()?;
+        let session_id = self.session.id();
         let record = MemoryRecord::of_turn(
-            self.session.id(),
+            session_id,
             self.turn_id,
             prompt,
             response,
             memory.max_text_bytes,
         );
-        if let Err(e) = memory.provider.capture(memory.scope.clone(), record).await {
-            tracing::warn!(session = %self.session.id(), scope = %memory.scope, error = %e, "cannot record long-term memory");
-        }
+        Some(tokio::spawn(async move {
+            if let Err(e) = memory.provider.capture(memory.scope.clone(), record).await {
+                tracing::warn!(session = %session_id, scope = %memory.scope, error = %e, "cannot record long-term memory");
+            }
+        }))
     }
 }

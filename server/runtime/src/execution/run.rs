@@ -231,6 +231,7 @@ impl OdysseyRuntime {
         crate::event_bounds::bound_text(&mut error);
         let usage = progress.usage;
         let model_calls = progress.model_calls;
+        let remembering = progress.remembering.take();
         let record = completed(outcome, response.clone(), error.clone(), progress);
         let executions = &self.inner.executions;
         let ended = session
@@ -244,6 +245,11 @@ impl OdysseyRuntime {
                 });
             })
             .await;
+        // The memory record was written meanwhile; the session's next turn (which starts
+        // once this returns) recalls it.
+        if let Some(task) = remembering {
+            let _ = task.await;
+        }
         running.finish(if ended.is_ok() {
             outcome
         } else {
@@ -306,7 +312,7 @@ impl OdysseyRuntime {
             .providers
             .meter(&context.model.provider, provider);
         let access = self.inner.config.access.grant(&bundle.manifest.sandbox)?;
-        let cell = self.prepare_cell(record.id, &bundle).await?;
+        let cell = self.prepare_cell(session, &bundle).await?;
         let rules = PermissionRules::from_tool_rules(&agent.tools)?;
         let executions = self.clone();
         let gate = Gate {

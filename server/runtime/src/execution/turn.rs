@@ -52,6 +52,9 @@ pub(crate) struct Progress {
     /// The approval request the turn is waiting on, if any: a turn stopped meanwhile
     /// records how that request ended.
     pub pending_approval: Option<String>,
+    /// The long-term memory record of the answer being written; awaited once the turn's
+    /// end is recorded.
+    pub remembering: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// Why a turn failed, as an event code and message.
@@ -116,7 +119,7 @@ impl Turn {
             });
             self.budgets.check_output(progress)?;
             if calls.is_empty() {
-                self.remember(prompt, &text).await;
+                progress.remembering = self.remember(prompt, &text);
                 progress.response = text;
                 return Ok(());
             }

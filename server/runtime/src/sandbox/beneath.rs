@@ -79,6 +79,16 @@ impl BeneathDir {
         Ok(Self { fd, confined: true })
     }
 
+    /// Whether this folder holds an entry named `name` (one component), of any kind; a
+    /// link is not followed. Only a missing entry answers `false`: an entry that cannot be
+    /// looked at counts as there, for whoever opens it to report.
+    pub fn has_entry(&self, name: &OsStr) -> bool {
+        !matches!(
+            rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW),
+            Err(Errno::NOENT)
+        )
+    }
+
     /// The host's `/`, resolved without confinement (`danger_full_access`).
     pub fn host_root() -> io::Result<Self> {
         let mut root = Self::open(Path::new("/"))?;
@@ -341,6 +351,18 @@ mod tests {
         fs::write(dir.path().join("secret.txt"), "outside").expect("write");
         let beneath = BeneathDir::open(&root).expect("open root");
         (dir, beneath)
+    }
+
+    #[test]
+    fn has_entry_sees_any_entry_and_follows_no_link() {
+        let (dir, root) = tree();
+        symlink(dir.path().join("secret.txt"), dir.path().join("root/out")).expect("link");
+        symlink(dir.path().join("nowhere"), dir.path().join("root/dangling")).expect("link");
+        for name in ["sub", "out", "dangling"] {
+            assert!(root.has_entry(OsStr::new(name)), "{name}");
+        }
+        assert!(!root.has_entry(OsStr::new("AGENTS.md")));
+        assert!(!root.has_entry(OsStr::new("file.txt")), "not in the root itself");
     }
 
     #[test]

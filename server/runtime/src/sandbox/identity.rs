@@ -74,6 +74,33 @@ impl SandboxUser {
     }
 }
 
+impl SandboxUser {
+    /// Like [`SandboxUser::run`], for a caller that is itself off the async threads and
+    /// waits for the work: without root the work runs right here.
+    pub fn run_blocking<R, F>(self, work: F) -> Result<R, IdentityError>
+    where
+        R: Send,
+        F: FnOnce(Handoff) -> R + Send,
+    {
+        let ids = self.ids;
+        let handoff = move || Handoff {
+            ids,
+            _thread: PhantomData,
+        };
+        if ids.is_none() {
+            return Ok(work(handoff()));
+        }
+        std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("odyssey-fs".to_owned())
+                .spawn_scoped(scope, move || work(handoff()))
+                .map_err(IdentityError::Thread)?
+                .join()
+                .map_err(|_| IdentityError::Lost)
+        })
+    }
+}
+
 impl Handoff {
     /// Takes the sandbox user's identity on this thread, for the rest of its life. A no-op
     /// when the server is not root.

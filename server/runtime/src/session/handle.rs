@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -47,6 +47,9 @@ pub struct SessionHandle {
     /// the state's, keeps hand-overs in sequence order when appends race.
     observed: Mutex<u64>,
     summary: SummaryWriter,
+    /// The bundle digest this session's sandbox cell was prepared with by this process:
+    /// later turns skip preparing it again (see [`SessionHandle::cell_prepared`]).
+    prepared_cell: OnceLock<String>,
 }
 
 pub(super) struct LiveState {
@@ -176,6 +179,7 @@ impl SessionHandle {
             observer,
             synced_sequence,
             summary: SummaryWriter::new(summary_tasks),
+            prepared_cell: OnceLock::new(),
             record,
             dir,
             sync_file,
@@ -224,6 +228,19 @@ impl SessionHandle {
     /// (oldest first) and the recalled memory section.
     pub fn history(&self) -> HistorySnapshot {
         self.lock().history.snapshot()
+    }
+
+    /// Whether this process prepared the session's cell with the bundle of `digest`. The
+    /// cell's folders belong to the server and only the server changes them (a sandboxed
+    /// process sees `data/`, `cache/` and `tmp/` from inside, never the cell itself), so
+    /// what was prepared once stays prepared until the session is deleted.
+    pub fn cell_prepared(&self, digest: &str) -> bool {
+        self.prepared_cell.get().is_some_and(|d| d == digest)
+    }
+
+    /// Records that the session's cell is prepared with the bundle of `digest`.
+    pub fn mark_cell_prepared(&self, digest: &str) {
+        let _ = self.prepared_cell.set(digest.to_owned());
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, LiveState> {

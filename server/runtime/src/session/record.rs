@@ -157,10 +157,13 @@ pub(crate) fn write_json_atomic<T: Serialize>(
     durable: bool,
 ) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
+    // Rendered first and written at once: the serializer writes every token on its own,
+    // which on a bare file is a system call each (hundreds for a session record).
+    let text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     // `io::Error::from` keeps the kind of a failed write (a full disk stays StorageFull,
-    // which callers report as such); `Error::other` would turn it into a bug.
-    serde_json::to_writer_pretty(&mut tmp, value).map_err(std::io::Error::from)?;
+    // which callers report as such).
+    std::io::Write::write_all(&mut tmp, &text)?;
     if durable {
         tmp.as_file().sync_data()?;
     }
