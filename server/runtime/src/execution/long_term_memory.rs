@@ -18,8 +18,8 @@ pub(crate) struct TurnMemory {
 
 impl Turn {
     /// Captures the finished turn in a task of its own, so that writing the record
-    /// overlaps with recording the turn's end; the caller awaits the task before the
-    /// session's next turn can start. A failure is logged, never fatal: the answer stands.
+    /// overlaps with syncing the turn's end; the turn's end is published once both are
+    /// done. A failure is logged, never fatal: the answer stands.
     pub(super) fn remember(&self, prompt: &str, response: &str) -> Option<JoinHandle<()>> {
         let memory = self.memory.clone()?;
         let session_id = self.session.id();

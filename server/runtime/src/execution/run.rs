@@ -234,8 +234,15 @@ impl OdysseyRuntime {
         let remembering = progress.remembering.take();
         let record = completed(outcome, response.clone(), error.clone(), progress);
         let executions = &self.inner.executions;
+        // The answer's long-term memory record is written while the end is synced: a
+        // caller that sees the turn ended finds it recalled by a new session.
+        let remembered = async {
+            if let Some(task) = remembering {
+                let _ = task.await;
+            }
+        };
         let ended = session
-            .append_then(Some(execution_id), record, |event| {
+            .append_after(Some(execution_id), record, remembered, |event| {
                 executions.update(execution_id, |s| {
                     s.state = ExecutionState::from_outcome(outcome);
                     s.response = response;
@@ -245,11 +252,6 @@ impl OdysseyRuntime {
                 });
             })
             .await;
-        // The memory record was written meanwhile; the session's next turn (which starts
-        // once this returns) recalls it.
-        if let Some(task) = remembering {
-            let _ = task.await;
-        }
         running.finish(if ended.is_ok() {
             outcome
         } else {

@@ -52,8 +52,8 @@ pub(crate) struct Progress {
     /// The approval request the turn is waiting on, if any: a turn stopped meanwhile
     /// records how that request ended.
     pub pending_approval: Option<String>,
-    /// The long-term memory record of the answer being written; awaited once the turn's
-    /// end is recorded.
+    /// The long-term memory record of the answer being written; the turn's end is
+    /// published once it is done.
     pub remembering: Option<tokio::task::JoinHandle<()>>,
 }
 

@@ -362,7 +362,10 @@ mod tests {
             assert!(root.has_entry(OsStr::new(name)), "{name}");
         }
         assert!(!root.has_entry(OsStr::new("AGENTS.md")));
-        assert!(!root.has_entry(OsStr::new("file.txt")), "not in the root itself");
+        assert!(
+            !root.has_entry(OsStr::new("file.txt")),
+            "not in the root itself"
+        );
     }
 
     #[test]

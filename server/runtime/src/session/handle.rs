@@ -263,16 +263,37 @@ impl SessionHandle {
         payload: EventPayload,
         before_publish: impl FnOnce(&Event),
     ) -> Result<Arc<Event>> {
+        self.append_after(turn_id, payload, std::future::ready(()), before_publish)
+            .await
+    }
+
+    /// Like [`append_then`](Self::append_then), also waiting for `alongside` (work the
+    /// event's readers count on, done while the event is synced) before `before_publish`.
+    pub async fn append_after(
+        &self,
+        turn_id: Option<Uuid>,
+        payload: EventPayload,
+        alongside: impl Future<Output = ()>,
+        before_publish: impl FnOnce(&Event),
+    ) -> Result<Arc<Event>> {
         let durable = payload.is_durability_point();
-        let event = self.write(turn_id, payload, durable)?;
+        let event = self.write(turn_id, payload, durable);
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                alongside.await;
+                return Err(e);
+            }
+        };
         if durable {
-            let synced = self.sync().await;
+            let (synced, ()) = tokio::join!(self.sync(), alongside);
             if synced.is_ok() {
                 before_publish(&event);
             }
             self.release(event.sequence);
             synced?;
         } else {
+            alongside.await;
             before_publish(&event);
         }
         self.publish();
