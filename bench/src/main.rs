@@ -189,7 +189,10 @@ async fn run(cli: Cli) -> Result<bool> {
             comparison: None,
         };
         if let Some(other) = &cli.compare {
-            report.compare_with(other)?;
+            // A comparison that cannot be made loses nothing of this run.
+            if let Err(e) = report.compare_with(other) {
+                eprintln!("odyssey-bench: no comparison: {e}");
+            }
             if let Some(c) = &report.comparison {
                 eprintln!(
                     "odyssey-bench: against {}: {} of {} verdicts differ",

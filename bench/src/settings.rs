@@ -68,15 +68,26 @@ pub struct Settings {
     /// turn-cost: pairs (a direct model call, then a turn) measured per model server
     /// variant, at most.
     #[arg(long, default_value_t = 200)]
+    #[serde(default = "default_turn_cost_pairs")]
     pub turn_cost_pairs: usize,
     /// turn-cost: seconds of model calls per variant, which bounds the pairs of the
     /// variants whose first token is late (at least 10 pairs each).
     #[arg(long, default_value_t = 6.0)]
+    #[serde(default = "default_turn_cost_seconds")]
     pub turn_cost_seconds: f64,
     /// A further odysseyd flag for every daemon (`--daemon-arg=--long-term-memory=false`);
     /// repeatable.
     #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub daemon_args: Vec<String>,
+}
+
+// Reports written before `turn-cost` existed lack its settings; they still compare.
+fn default_turn_cost_pairs() -> usize {
+    200
+}
+
+fn default_turn_cost_seconds() -> f64 {
+    6.0
 }
 
 impl Settings {
