@@ -4,6 +4,7 @@
 mod support;
 
 mod approval_display;
+mod approval_watch;
 mod approvals;
 mod bad_input;
 mod bundles;
