@@ -11,6 +11,7 @@ mod bundles;
 mod cli;
 mod commands;
 mod config;
+mod console;
 mod docs;
 mod egress;
 mod event_size;
