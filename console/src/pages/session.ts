@@ -81,6 +81,8 @@ export function sessionPage(main: HTMLElement, sessionId: string): Page {
   let lastSequence = 0n;
   let runningTurn = "";
   const turns = new Map<string, TurnView>();
+  // Where each approval request was drawn, for its decision.
+  const requests = new Map<string, HTMLElement>();
   let stream: ReturnType<typeof client.events> | undefined;
 
   const refreshHeader = async () => {
@@ -217,19 +219,24 @@ export function sessionPage(main: HTMLElement, sessionId: string): Page {
         view.text = undefined;
         break;
       }
-      case "permissionRequested":
-        line(
-          view,
-          event,
-          el("h3", {}, "Asks for approval"),
+      case "permissionRequested": {
+        // Drawn inside its tool call, before the command's output and result.
+        const tool = view.tools.get(p.value.callId);
+        const nodes = [
+          el("h4", {}, "Asks for approval"),
           textBlock(p.value.display || p.value.summary),
           p.value.controlCharacters ? el("p", { class: "controls-note" }, "Contains control characters, shown as escapes.") : null,
           el("p", { class: "meta" }, visible(p.value.reason, true)),
-        );
+        ];
+        const target = tool?.item ?? line(view, event);
+        append(target, ...nodes);
+        requests.set(p.value.requestId, target);
         break;
+      }
       case "approvalResolved": {
         const how = label(ApprovalDecision[p.value.decision], "").replace(/_/g, " ");
-        line(view, event, el("p", { class: "meta" }, `Decision: ${how}${p.value.reason ? ` — ${visible(p.value.reason, true)}` : ""}`));
+        const text = `Decision: ${how}${p.value.reason ? ` — ${visible(p.value.reason, true)}` : ""}`;
+        append(requests.get(p.value.requestId) ?? line(view, event), el("p", { class: "meta" }, text));
         break;
       }
       case "planUpdated": {

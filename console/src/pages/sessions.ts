@@ -44,7 +44,7 @@ export function sessionsPage(main: HTMLElement, query: URLSearchParams): Page {
   const render = () => {
     // Redrawn only when something shown changed, so keyboard focus stays put.
     const next = JSON.stringify(
-      shown.map((s) => [s.id, s.state, s.turnCount, String(s.updatedAt?.seconds), approvals.of(s.id).length]),
+      shown.map((s) => [s.id, s.state, String(s.turnCount), String(s.updatedAt?.seconds), approvals.of(s.id).length]),
     );
     if (next === signature) return;
     signature = next;
