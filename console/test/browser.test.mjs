@@ -1,8 +1,9 @@
 // The console in a real browser: Debian's chromium, driven by playwright-core, against a
 // real odysseyd (--console) whose agent is a replayed model that says hostile things.
-// Logs in (a wrong token refused), watches a turn stream, approves its Bash call from the
-// session page and sees the output, denies the next one from the approvals page, reloads
-// and finds every event once, and checks that a script in the model's text, a command's
+// Logs in (a wrong token refused), watches a turn stream, has its connection cut mid-turn
+// (a TCP relay in front of the server) and follows again with no event missed, approves
+// the turn's Bash call from the session page and sees the output, denies the next one
+// from the approvals page, reloads and finds every event once, and checks that a script in the model's text, a command's
 // output or a file name is shown as text and never runs (the page's Content-Security-
 // Policy forbids inline script too). axe-core reports no serious violation on any page,
 // and no page scrolls sideways at 390 px. No request leaves the server's origin.
@@ -17,6 +18,7 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { createServer, connect } from "node:net";
 import { createInterface } from "node:readline";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -58,6 +60,7 @@ const CASSETTE = [
 ];
 
 let server;
+let proxy;
 let browser;
 let home;
 let project;
@@ -92,12 +95,36 @@ async function startServer() {
   return { child, grpc: `http://${found.grpc}`, base: `http://${found.http}` };
 }
 
+/**
+ * A TCP relay in front of the gateway, which the browser uses as the console's origin:
+ * `cut()` drops every open connection (as a network failure would) and keeps listening.
+ */
+async function startProxy(target) {
+  const [host, port] = target.replace("http://", "").split(":");
+  const sockets = new Set();
+  const relay = createServer((client) => {
+    const upstream = connect(Number(port), host);
+    sockets.add(client).add(upstream);
+    client.pipe(upstream).pipe(client);
+    const drop = () => { client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream); };
+    client.on("error", drop).on("close", drop);
+    upstream.on("error", drop).on("close", drop);
+  });
+  await new Promise((ok) => relay.listen(0, "127.0.0.1", ok));
+  return {
+    base: `http://127.0.0.1:${relay.address().port}`,
+    cut: () => { for (const socket of sockets) socket.destroy(); },
+    close: () => relay.close(),
+  };
+}
+
 async function cli(...args) {
   return run(CLI, ["--server", server.grpc, "--token", TOKEN, ...args]);
 }
 
 before(async () => {
   server = await startServer();
+  proxy = await startProxy(server.base);
   project = await mkdtemp(join(tmpdir(), "odyssey-hostile-"));
   await mkdir(join(project, "agents", "mallory"), { recursive: true });
   await mkdir(join(project, "cassettes"));
@@ -143,6 +170,7 @@ spec:
 
 after(async () => {
   await browser?.close();
+  proxy?.close();
   server?.child.kill("SIGTERM");
   if (home) await rm(home, { recursive: true, force: true });
   if (project) await rm(project, { recursive: true, force: true });
@@ -183,7 +211,7 @@ test("log in, stream a turn, approve and deny from the page, nothing injected ru
   page.on("pageerror", (error) => errors.push(String(error)));
 
   // The login page; a wrong token is refused, the right one lets in.
-  await page.goto(`${server.base}/console/`);
+  await page.goto(`${proxy.base}/console/`);
   await page.getByLabel("Auth token").waitFor();
   await checkPage(page, "login");
   await page.getByLabel("Auth token").fill("not-the-token");
@@ -197,7 +225,7 @@ test("log in, stream a turn, approve and deny from the page, nothing injected ru
   await checkPage(page, "sessions");
 
   // A turn, live: its Bash call waits; allowed from the session's page, its output shows.
-  await page.goto(`${server.base}/console/#/sessions/${id}`);
+  await page.goto(`${proxy.base}/console/#/sessions/${id}`);
   await page.getByLabel("Prompt").fill("go");
   await page.getByRole("button", { name: "Run turn" }).click();
   const card = page.locator("section li[data-request]");
@@ -206,8 +234,15 @@ test("log in, stream a turn, approve and deny from the page, nothing injected ru
   await page.locator('[data-state="waiting_for_approval"]').waitFor();
   assert.equal(await page.locator("#badge").innerText(), "1");
   await checkPage(page, "session-waiting");
+  // The connection drops mid-turn: the page follows again after the last event it drew.
+  proxy.cut();
+  await page.locator("ol.events[data-reconnects]").waitFor();
+  await page.getByText("Following live.").waitFor();
   await card.getByRole("button", { name: "Allow once" }).click();
   await page.locator('[data-outcome="completed"]').first().waitFor();
+  const shown = JSON.parse(await cli("--json", "session", "get", id));
+  assert.equal(await page.locator("ol.events").getAttribute("data-last-sequence"), shown.lastSequence);
+  assert.equal(await page.locator("ol.events").getAttribute("data-gap"), null, "no event missed");
   const answer = await page.locator("pre.answer").first().innerText();
   assert.ok(answer.includes(`<img src=x onerror="window.__pwned='text'">`), answer);
   assert.ok(answer.includes("\\x1b[31mred"), `escape shown: ${answer}`);
@@ -231,7 +266,7 @@ test("log in, stream a turn, approve and deny from the page, nothing injected ru
   await page.getByLabel("Prompt").fill("again");
   await page.getByRole("button", { name: "Run turn" }).click();
   await page.locator("section li[data-request]").waitFor();
-  await page.goto(`${server.base}/console/#/approvals`);
+  await page.goto(`${proxy.base}/console/#/approvals`);
   const pending = page.locator("li[data-request]");
   await pending.waitFor();
   await checkPage(page, "approvals");
@@ -239,19 +274,19 @@ test("log in, stream a turn, approve and deny from the page, nothing injected ru
   await pending.getByRole("button", { name: "Deny" }).click();
   await page.getByText("No pending approvals.").waitFor();
   assert.equal(await page.locator("#badge").innerText(), "");
-  await page.goto(`${server.base}/console/#/sessions/${id}`);
+  await page.goto(`${proxy.base}/console/#/sessions/${id}`);
   await page.getByText("not this time").first().waitFor();
   await page.locator('[data-outcome="completed"]').nth(1).waitFor();
 
-  await page.goto(`${server.base}/console/#/bundles`);
+  await page.goto(`${proxy.base}/console/#/bundles`);
   await page.getByText("local/hostile@0.1.0").waitFor();
   await page.getByText("mallory").first().waitFor();
   await checkPage(page, "bundles");
-  await page.goto(`${server.base}/console/#/server`);
+  await page.goto(`${proxy.base}/console/#/server`);
   await page.getByText("Quarantined sessions").waitFor();
   await checkPage(page, "server");
 
-  const elsewhere = requests.filter((url) => !url.startsWith(server.base));
+  const elsewhere = requests.filter((url) => !url.startsWith(proxy.base));
   assert.deepEqual(elsewhere, [], "no request leaves the server's origin");
   assert.deepEqual(errors, [], "no script error on the page");
   await context.close();

@@ -79,6 +79,7 @@ export function sessionPage(main: HTMLElement, sessionId: string): Page {
 
   let closed = false;
   let lastSequence = 0n;
+  let reconnects = 0;
   let runningTurn = "";
   const turns = new Map<string, TurnView>();
   // Where each approval request was drawn, for its decision.
@@ -292,6 +293,11 @@ export function sessionPage(main: HTMLElement, sessionId: string): Page {
           // The SDK hands each sequence out once, but a resubscription from here must not
           // draw one twice either.
           if (event.sequence <= lastSequence) continue;
+          if (event.sequence !== lastSequence + 1n) {
+            // Never expected: the log has no gaps and the stream resumes after the last
+            // event drawn. Marked so that a test (or a person) sees it.
+            events.setAttribute("data-gap", `${lastSequence}..${event.sequence}`);
+          }
           lastSequence = event.sequence;
           events.setAttribute("data-last-sequence", String(lastSequence));
           draw(event);
@@ -303,6 +309,8 @@ export function sessionPage(main: HTMLElement, sessionId: string): Page {
         if (isUnauthenticated(error)) return;
       }
       await new Promise((resolve) => setTimeout(resolve, 1000));
+      reconnects += 1;
+      events.setAttribute("data-reconnects", String(reconnects));
     }
   };
 
