@@ -40,6 +40,7 @@ export function fields(pairs: Array<[string, Child]>): HTMLDListElement {
 
 /** Sets a live status line (read by screen readers). */
 export function say(node: HTMLElement, text: string, kind: "ok" | "bad" | "" = ""): void {
-  node.textContent = text;
+  // Unchanged text is left alone: rewriting it would announce it again.
+  if (node.textContent !== text) node.textContent = text;
   node.className = `status ${kind}`;
 }

@@ -250,6 +250,16 @@ test("log in, stream a turn, approve and deny from the page, nothing injected ru
   assert.ok(stdout.includes(FILE_NAME), stdout);
   assert.ok(stdout.includes("<script>window.__pwned=2</script>"), stdout);
   assert.equal(await page.evaluate(() => globalThis.__pwned), undefined, "no injected script ran");
+  // The policy holds even for markup that did reach the page: an inline script is refused.
+  const blocked = await page.evaluate(async () => {
+    const script = document.createElement("script");
+    script.textContent = "globalThis.__inline = true;";
+    document.body.appendChild(script);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    script.remove();
+    return globalThis.__inline === undefined;
+  });
+  assert.ok(blocked, "the Content-Security-Policy refuses inline script");
   assert.equal(await page.locator("main img, main script, main b").count(), 0, "no injected element");
   await checkPage(page, "session");
 

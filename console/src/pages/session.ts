@@ -42,6 +42,15 @@ function textBlock(text: string, className = ""): HTMLPreElement {
   return block;
 }
 
+/**
+ * Appends streamed text to a block as a text node of its own: appending to one growing
+ * string would copy it whole for every delta (a long answer is thousands of them).
+ */
+function grow(block: HTMLElement, delta: string): void {
+  block.appendChild(document.createTextNode(visible(delta)));
+  if (hasControls(delta)) block.setAttribute("data-controls", "");
+}
+
 function json(value: unknown): string {
   try {
     return JSON.stringify(value, null, 2) ?? "";
@@ -155,7 +164,7 @@ export function sessionPage(main: HTMLElement, sessionId: string): Page {
           line(view, event, text);
           view.text = text;
         }
-        view.text.textContent += visible(p.value.delta);
+        grow(view.text, p.value.delta);
         view.text.setAttribute("data-sequence", String(event.sequence));
         break;
       }
@@ -165,7 +174,7 @@ export function sessionPage(main: HTMLElement, sessionId: string): Page {
           line(view, event, el("details", {}, el("summary", {}, "Reasoning"), reasoning));
           view.reasoning = reasoning;
         }
-        view.reasoning.textContent += visible(p.value.delta);
+        grow(view.reasoning, p.value.delta);
         break;
       }
       case "reasoningSectionBreak":
@@ -201,7 +210,7 @@ export function sessionPage(main: HTMLElement, sessionId: string): Page {
           if (stderr) target.stderr = block;
           else target.stdout = block;
         }
-        block.textContent += visible(p.value.text);
+        grow(block, p.value.text);
         break;
       }
       case "execCommandEnd": {
