@@ -3,7 +3,7 @@
 // Logs in (a wrong token refused), watches a turn stream, has its connection cut mid-turn
 // (a TCP relay in front of the server) and follows again with no event missed, approves
 // the turn's Bash call from the session page and sees the output, denies the next one
-// from the approvals page, reloads and finds every event once, and checks that a script in the model's text, a command's
+// from the approvals page, imports a bundle archive from the bundles page, reloads and finds every event once, and checks that a script in the model's text, a command's
 // output or a file name is shown as text and never runs (the page's Content-Security-
 // Policy forbids inline script too). axe-core reports no serious violation on any page,
 // and no page scrolls sideways at 390 px. No request leaves the server's origin.
@@ -64,6 +64,7 @@ let proxy;
 let browser;
 let home;
 let project;
+let archive;
 
 function run(file, args) {
   return promisify(execFile)(file, args, { timeout: 60_000 }).then((r) => r.stdout);
@@ -159,6 +160,8 @@ spec:
 `);
   await writeFile(join(project, "cassettes", "mallory.jsonl"), CASSETTE.map((c) => JSON.stringify(c)).join("\n") + "\n");
   await cli("bundle", "build", project);
+  archive = join(project, "..", `${project.split("/").pop()}.tar.gz`);
+  await cli("bundle", "build", project, "--output", archive);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -174,6 +177,7 @@ after(async () => {
   server?.child.kill("SIGTERM");
   if (home) await rm(home, { recursive: true, force: true });
   if (project) await rm(project, { recursive: true, force: true });
+  if (archive) await rm(archive, { force: true });
 });
 
 async function sessionId() {
@@ -291,6 +295,12 @@ test("log in, stream a turn, approve and deny from the page, nothing injected ru
   await page.goto(`${proxy.base}/console/#/bundles`);
   await page.getByText("local/hostile@0.1.0").waitFor();
   await page.getByText("mallory").first().waitFor();
+  // An archive imported from the page, into another namespace.
+  await page.getByLabel("Bundle archive (.tar.gz)").setInputFiles(archive);
+  await page.getByLabel("Namespace").fill("uploaded");
+  await page.getByRole("button", { name: "Import" }).click();
+  await page.getByText("Imported uploaded/hostile@0.1.0.").waitFor();
+  await page.getByText("uploaded/hostile@0.1.0").first().waitFor();
   await checkPage(page, "bundles");
   await page.goto(`${proxy.base}/console/#/server`);
   await page.getByText("Quarantined sessions").waitFor();

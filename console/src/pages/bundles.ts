@@ -9,13 +9,49 @@ import { visible } from "../visible.js";
 export function bundlesPage(main: HTMLElement): Page {
   const status = el("p", { class: "status", role: "status" });
   const list = el("ul", { class: "cards", "aria-label": "Bundles" });
+  const file = el("input", { id: "archive", name: "archive", type: "file", accept: ".tar.gz,.tgz,application/gzip" });
+  const namespace = el("input", { id: "namespace", name: "namespace", autocomplete: "off", placeholder: "local" });
+  const importStatus = el("p", { class: "status", role: "status" });
+  const importForm = el(
+    "form",
+    { class: "inline", "aria-label": "Import a bundle archive" },
+    el("div", { class: "field" }, el("label", { for: "archive" }, "Bundle archive (.tar.gz)"), file),
+    el("div", { class: "field" }, el("label", { for: "namespace" }, "Namespace"), namespace),
+    el("button", { type: "submit" }, "Import"),
+  );
+  importForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const chosen = file.files?.[0];
+    if (!chosen) {
+      say(importStatus, "Choose an archive first.", "bad");
+      return;
+    }
+    say(importStatus, "Importing…");
+    // The HTTP gateway's POST /bundles: gRPC-Web cannot stream a request from a browser.
+    const query = namespace.value.trim() ? `?namespace=${encodeURIComponent(namespace.value.trim())}` : "";
+    fetch(`/bundles${query}`, { method: "POST", body: chosen })
+      .then(async (response) => {
+        const body = (await response.json()) as {
+          bundle?: { ref?: { namespace?: string; name?: string; version?: string } };
+          error?: { message?: string };
+        };
+        if (!response.ok) {
+          say(importStatus, body.error?.message ?? `import failed (${response.status})`, "bad");
+          return;
+        }
+        const ref = body.bundle?.ref;
+        say(importStatus, `Imported ${ref?.namespace}/${ref?.name}@${ref?.version}.`, "ok");
+        file.value = "";
+        void load();
+      })
+      .catch((error: unknown) => say(importStatus, describe(error), "bad"));
+  });
   clear(main);
   append(
     main,
     el("h1", {}, "Bundles"),
-    el("p", { class: "meta" },
-      "Importing an archive streams it to the server, which a browser cannot do over gRPC-Web: use ",
-      el("code", {}, "odyssey bundle import FILE"), "."),
+    importForm,
+    importStatus,
     status,
     list,
   );

@@ -166,7 +166,7 @@ pub async fn no_route(method: http::Method, uri: http::Uri) -> HttpError {
         code: "NOT_FOUND",
         reason: "NO_ROUTE",
         message: format!(
-            "no route {method} {}: the gateway serves GET /sessions/{{id}}/events, GET /approvals and POST /approvals/{{request_id}}",
+            "no route {method} {}: the gateway serves GET /sessions/{{id}}/events, GET /approvals, POST /approvals/{{request_id}} and POST /bundles",
             uri.path()
         ),
         field: None,

@@ -5,7 +5,8 @@
 //! beside the gRPC port. `GET /sessions/{id}/events` streams a session's events as
 //! server-sent events (each `id:` is the event's sequence; `Last-Event-ID` resumes with no
 //! gap), `GET /approvals` lists the tool calls waiting for a human and
-//! `POST /approvals/{request_id}` answers one. Every JSON answer is an `odyssey.v1` message
+//! `POST /approvals/{request_id}` answers one, `POST /bundles` installs a bundle archive.
+//! Every JSON answer is an `odyssey.v1` message
 //! in its proto3 canonical JSON form (see [`json`]), never the on-disk log's. Same bearer token,
 //! CORS origins and TLS certificate as the gRPC port. Like `crate::grpc`, an adapter only:
 //! every request is one call on the runtime core. With `--console`, the web console and
@@ -13,6 +14,7 @@
 
 mod approvals;
 mod auth;
+mod bundles;
 mod console;
 mod error;
 mod events;
@@ -24,6 +26,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -77,10 +80,15 @@ pub fn router(
         heartbeat: options.heartbeat,
         shutdown,
     };
+    let archive_limit = bundles::body_limit(&gateway);
     Router::new()
         .route("/sessions/{session_id}/events", get(events::stream))
         .route("/approvals", get(approvals::list))
         .route("/approvals/{request_id}", post(approvals::resolve))
+        .route(
+            "/bundles",
+            post(bundles::import).layer(DefaultBodyLimit::max(archive_limit)),
+        )
         .fallback(error::no_route)
         .with_state(gateway)
         .layer(axum::middleware::from_fn_with_state(
@@ -108,10 +116,15 @@ fn with_console(
         heartbeat: options.heartbeat,
         shutdown: shutdown.clone(),
     };
+    let archive_limit = bundles::body_limit(&gateway);
     let gateway_routes = Router::new()
         .route("/sessions/{session_id}/events", get(events::stream))
         .route("/approvals", get(approvals::list))
         .route("/approvals/{request_id}", post(approvals::resolve))
+        .route(
+            "/bundles",
+            post(bundles::import).layer(DefaultBodyLimit::max(archive_limit)),
+        )
         .with_state(gateway)
         .route_layer(axum::middleware::from_fn_with_state(
             auth::Token::new(options.auth_token.clone()),
