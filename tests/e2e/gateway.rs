@@ -453,6 +453,7 @@ async fn a_bundle_archive_posted_to_bundles_is_installed() {
     // Into another namespace: the same bundle, installed again from the bytes.
     let response = gateway
         .post("/bundles?namespace=copied")
+        .header("content-type", "application/gzip")
         .body(archive.clone())
         .send()
         .await
@@ -477,10 +478,16 @@ async fn a_bundle_archive_posted_to_bundles_is_installed() {
     );
 
     // Nothing, bytes that are no archive, an unknown option, no token: refused, as JSON.
-    let empty = gateway.post("/bundles").send().await.expect("answer");
+    let empty = gateway
+        .post("/bundles")
+        .header("content-type", "application/gzip")
+        .send()
+        .await
+        .expect("answer");
     assert_eq!(empty.status(), StatusCode::BAD_REQUEST);
     let garbage = gateway
         .post("/bundles")
+        .header("content-type", "application/octet-stream")
         .body(b"not a tar.gz".to_vec())
         .send()
         .await
@@ -488,8 +495,29 @@ async fn a_bundle_archive_posted_to_bundles_is_installed() {
     assert_eq!(garbage.status(), StatusCode::BAD_REQUEST);
     let garbage: Value = garbage.json().await.expect("JSON");
     assert_eq!(garbage["error"]["code"], "INVALID_ARGUMENT");
+    // A type a page of another site may send without a preflight (a form, a no-cors
+    // fetch), or none: refused, so such a page cannot post to a tokenless server.
+    for content_type in [
+        None,
+        Some("text/plain"),
+        Some("multipart/form-data; boundary=x"),
+    ] {
+        let mut request = gateway
+            .post("/bundles?namespace=csrf")
+            .body(archive.clone());
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        let refused = request.send().await.expect("answer");
+        assert_eq!(
+            refused.status(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{content_type:?}"
+        );
+    }
     let unknown = gateway
         .post("/bundles?nope=1")
+        .header("content-type", "application/gzip")
         .body(archive.clone())
         .send()
         .await
@@ -498,6 +526,7 @@ async fn a_bundle_archive_posted_to_bundles_is_installed() {
     let anonymous = gateway
         .http
         .post(format!("{}/bundles", gateway.base))
+        .header("content-type", "application/gzip")
         .body(archive)
         .send()
         .await

@@ -29,7 +29,7 @@ export function bundlesPage(main: HTMLElement): Page {
     say(importStatus, "Importing…");
     // The HTTP gateway's POST /bundles: gRPC-Web cannot stream a request from a browser.
     const query = namespace.value.trim() ? `?namespace=${encodeURIComponent(namespace.value.trim())}` : "";
-    fetch(`/bundles${query}`, { method: "POST", body: chosen })
+    fetch(`/bundles${query}`, { method: "POST", headers: { "content-type": "application/gzip" }, body: chosen })
       .then(async (response) => {
         const body = (await response.json()) as {
           bundle?: { ref?: { namespace?: string; name?: string; version?: string } };
