@@ -1,7 +1,7 @@
 //! The `odyssey` CLI, run in-process against a real server: the demo, bundles, sessions,
 //! a streamed turn, the event log, errors as one line with a non-zero exit, operator
-//! commands (`exec`) in the real sandbox, and approvals (`approvals`, `approve`, `deny`,
-//! and `run`'s answers to the requests of its own turn).
+//! commands (`exec`) in the real sandbox, and approvals (`approvals`, `approvals --watch`,
+//! `approve`, `deny`, and `run`'s answers to the requests of its own turn).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -888,4 +888,78 @@ async fn events_after_the_end_name_the_last_sequence() {
     let at_end = last.to_string();
     let (code, out, err) = odyssey(&["--server", &url, "events", &id, "--after", &at_end]).await;
     assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""));
+}
+
+/// Waits until `buffer` holds at least `lines` lines, failing the test after `BOUND`.
+async fn wait_for_lines(buffer: &SharedBuffer, lines: usize) -> String {
+    let start = Instant::now();
+    loop {
+        let text = buffer.text();
+        if text.lines().count() >= lines {
+            return text;
+        }
+        assert!(start.elapsed() < BOUND, "only this came:\n{text}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn approvals_watch_prints_the_table_then_each_request_filed_and_ended() {
+    let server = TestServer::start().await;
+    let url = server.handle.url();
+    let session = server
+        .session_on(&bash_project(
+            "watchcli",
+            &[BASH_CALL, r#"{"text": "done"}"#],
+        ))
+        .await;
+    let json_out = SharedBuffer::default();
+    let text_out = SharedBuffer::default();
+    let mut watchers = Vec::new();
+    for (json, buffer) in [(true, json_out.clone()), (false, text_out.clone())] {
+        let mut args = vec!["--server".to_owned(), url.clone()];
+        if json {
+            args.push("--json".into());
+        }
+        args.extend(["approvals", "--watch", "--session", &session.id].map(String::from));
+        let mut out = buffer;
+        watchers.push(tokio::spawn(async move {
+            odyssey_cli::run_cli(args, &mut out, &mut std::io::sink()).await
+        }));
+    }
+    // The snapshot: nothing pending (JSON: one line; text: the note goes to stderr).
+    let first = wait_for_lines(&json_out, 1).await;
+    assert_eq!(json_lines(&first)[0], serde_json::json!({"snapshot": {}}));
+
+    let turn = waiting_turn(&server, &session.id, "write it").await;
+    let text = wait_for_lines(&json_out, 2).await;
+    let added = &json_lines(&text)[1]["added"];
+    assert_eq!(added["executionId"], turn.as_str());
+    let request = added["requestId"]
+        .as_str()
+        .expect("a request id")
+        .to_owned();
+    let shown = wait_for_lines(&text_out, 1).await;
+    assert_eq!(
+        shown,
+        format!(
+            "+ request {request} · session {} · Bash: echo approved > proof.txt\n",
+            session.id
+        )
+    );
+
+    let (code, _, err) = odyssey(&["--server", &url, "deny", &request, "--reason", "no"]).await;
+    assert_eq!(code, 0, "{err}");
+    let text = wait_for_lines(&json_out, 3).await;
+    let removed = &json_lines(&text)[2]["removed"];
+    assert_eq!(removed["requestId"], request.as_str());
+    assert_eq!(removed["decision"], "APPROVAL_DECISION_DENY");
+    let shown = wait_for_lines(&text_out, 2).await;
+    assert!(
+        shown.ends_with(&format!("- request {request}: denied (no)\n")),
+        "{shown}"
+    );
+    for watcher in watchers {
+        watcher.abort();
+    }
 }

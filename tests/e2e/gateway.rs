@@ -437,3 +437,99 @@ async fn shutdown_ends_live_streams_with_an_error_event() {
     let error = data(&events[events.len() - 1]);
     assert_eq!(error["error"]["code"], "UNAVAILABLE", "{error}");
 }
+
+#[tokio::test]
+async fn a_bundle_archive_posted_to_bundles_is_installed() {
+    let server = server().await;
+    let gateway = Gateway::new(&server);
+    let project = Project::replay("posted", &[r#"{"text": "hi"}"#]);
+    let runtime = server.handle.runtime();
+    runtime
+        .build_and_install(project.path(), Default::default())
+        .await
+        .expect("bundle installs");
+    let (installed, archive) = runtime.export_bundle("posted").await.expect("export");
+
+    // Into another namespace: the same bundle, installed again from the bytes.
+    let response = gateway
+        .post("/bundles?namespace=copied")
+        .header("content-type", "application/gzip")
+        .body(archive.clone())
+        .send()
+        .await
+        .expect("POST /bundles");
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: Value = response.json().await.expect("JSON");
+    assert_eq!(body["bundle"]["ref"]["namespace"], "copied");
+    assert_eq!(body["bundle"]["ref"]["name"], "posted");
+    assert_eq!(
+        body["bundle"]["ref"]["digest"],
+        installed.id.digest.as_str()
+    );
+    let parsed: pb::ImportBundleResponse =
+        json::from_str(&body.to_string()).expect("an ImportBundleResponse");
+    assert_eq!(
+        parsed
+            .bundle
+            .and_then(|b| b.r#ref)
+            .map(|r| r.name)
+            .as_deref(),
+        Some("posted")
+    );
+
+    // Nothing, bytes that are no archive, an unknown option, no token: refused, as JSON.
+    let empty = gateway
+        .post("/bundles")
+        .header("content-type", "application/gzip")
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(empty.status(), StatusCode::BAD_REQUEST);
+    let garbage = gateway
+        .post("/bundles")
+        .header("content-type", "application/octet-stream")
+        .body(b"not a tar.gz".to_vec())
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(garbage.status(), StatusCode::BAD_REQUEST);
+    let garbage: Value = garbage.json().await.expect("JSON");
+    assert_eq!(garbage["error"]["code"], "INVALID_ARGUMENT");
+    // A type a page of another site may send without a preflight (a form, a no-cors
+    // fetch), or none: refused, so such a page cannot post to a tokenless server.
+    for content_type in [
+        None,
+        Some("text/plain"),
+        Some("multipart/form-data; boundary=x"),
+    ] {
+        let mut request = gateway
+            .post("/bundles?namespace=csrf")
+            .body(archive.clone());
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        let refused = request.send().await.expect("answer");
+        assert_eq!(
+            refused.status(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{content_type:?}"
+        );
+    }
+    let unknown = gateway
+        .post("/bundles?nope=1")
+        .header("content-type", "application/gzip")
+        .body(archive.clone())
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(unknown.status(), StatusCode::BAD_REQUEST);
+    let anonymous = gateway
+        .http
+        .post(format!("{}/bundles", gateway.base))
+        .header("content-type", "application/gzip")
+        .body(archive)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+}

@@ -4,12 +4,14 @@
 mod support;
 
 mod approval_display;
+mod approval_watch;
 mod approvals;
 mod bad_input;
 mod bundles;
 mod cli;
 mod commands;
 mod config;
+mod console;
 mod docs;
 mod egress;
 mod event_size;

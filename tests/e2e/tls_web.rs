@@ -156,3 +156,62 @@ async fn finished_turn(server: &ServerHandle) -> String {
         .expect("submitted");
     session.record.id.to_string()
 }
+
+#[tokio::test]
+async fn the_consoles_login_cookie_is_secure_and_host_bound_under_tls() {
+    let dir = tempfile::tempdir().expect("dir");
+    let ours = pki("odyssey");
+    let mut args = ServeArgs::new(loopback(), dir.path().join("home"));
+    args.tls_cert = Some(write(dir.path(), "cert.pem", &ours.cert));
+    args.tls_key = Some(write(dir.path(), "key.pem", &ours.key));
+    args.auth_token = Some(TOKEN.into());
+    args.http_listen = Some(loopback());
+    args.console = true;
+    let server = serve::start(&args).await.expect("TLS server starts");
+    let client = http1_client(&ours.ca);
+    let gateway = server.http_url().expect("the gateway runs");
+
+    let login = client
+        .post(format!("{gateway}/console/login"))
+        .header("origin", &gateway)
+        .json(&serde_json::json!({ "token": TOKEN }))
+        .send()
+        .await
+        .expect("login answers");
+    assert_eq!(login.status(), StatusCode::NO_CONTENT);
+    let set = login.headers()["set-cookie"]
+        .to_str()
+        .expect("ASCII")
+        .to_owned();
+    assert!(set.starts_with("__Host-odyssey_console="), "{set}");
+    for attribute in ["; Secure", "; HttpOnly", "; SameSite=Strict", "; Path=/"] {
+        assert!(set.contains(attribute), "{set}");
+    }
+    let cookie = set.split(';').next().unwrap_or_default().to_owned();
+
+    // The page's own origin is the https one: the plain-http spelling is another origin.
+    let call = |origin: String| {
+        client
+            .post(format!("{gateway}/odyssey.v1.ServerService/GetServerInfo"))
+            .header("content-type", "application/grpc-web+proto")
+            .header("x-grpc-web", "1")
+            .header("cookie", &cookie)
+            .header("origin", origin)
+            .body(frame(&pb::GetServerInfoRequest {}))
+            .send()
+    };
+    for (origin, expected) in [
+        (gateway.clone(), "0"),
+        (gateway.replace("https://", "http://"), "16"),
+    ] {
+        let response = call(origin.clone()).await.expect("gRPC-Web answers");
+        let headers = response.headers().clone();
+        let (_, trailers) = unframe(&response.bytes().await.expect("body"));
+        assert_eq!(
+            grpc_status(&headers, &trailers).as_deref(),
+            Some(expected),
+            "{origin}"
+        );
+    }
+    server.shutdown().await.expect("clean shutdown");
+}

@@ -9,6 +9,8 @@
 use std::time::SystemTime;
 
 use odyssey_api::v1 as pb;
+use odyssey_api::v1::watch_approvals_response::Item;
+use odyssey_client::{ApprovalsChange, ReconnectPolicy};
 
 use super::call_view::{CallView, SEE_ALL};
 use super::error::CliError;
@@ -28,6 +30,11 @@ pub(crate) struct ApprovalsArgs {
     /// long calls are cut).
     #[arg(long)]
     full: bool,
+    /// Keep watching: after the pending requests, print each request filed (`+`) and each
+    /// that ends (`-`, with how), until interrupted. With --json, one WatchApprovals
+    /// message per line.
+    #[arg(long)]
+    watch: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -54,12 +61,85 @@ pub(crate) async fn list(
     global: &Global,
     output: &mut Output<'_>,
 ) -> Result<(), CliError> {
-    let approvals = global
-        .connect()
-        .await?
-        .list_approvals(args.session.as_deref())
-        .await?;
+    let client = global.connect().await?;
+    if args.watch {
+        return watch(&client, &args, output).await;
+    }
+    let approvals = client.list_approvals(args.session.as_deref()).await?;
     show_list(&approvals, SystemTime::now(), args.full, output)
+}
+
+/// `approvals --watch`: the pending requests, then every change, as it happens.
+async fn watch(
+    client: &odyssey_client::OdysseyClient,
+    args: &ApprovalsArgs,
+    output: &mut Output<'_>,
+) -> Result<(), CliError> {
+    let mut watcher = client
+        .watch_approvals(args.session.as_deref(), ReconnectPolicy::default())
+        .await?;
+    while let Some(change) = watcher.next().await? {
+        if output.json {
+            let item = match change {
+                ApprovalsChange::Snapshot(approvals) => {
+                    Item::Snapshot(pb::ApprovalSnapshot { approvals })
+                }
+                ApprovalsChange::Added(a) => Item::Added(a),
+                ApprovalsChange::Removed(r) => Item::Removed(r),
+            };
+            let message = pb::WatchApprovalsResponse { item: Some(item) };
+            output.json_line(&json::message(&message)?)?;
+            continue;
+        }
+        match change {
+            ApprovalsChange::Snapshot(approvals) => {
+                show_list(&approvals, SystemTime::now(), args.full, output)?;
+            }
+            ApprovalsChange::Added(a) => output.line(added_text(&a, args.full))?,
+            ApprovalsChange::Removed(r) => output.line(removed_text(&r))?,
+        }
+    }
+    Ok(())
+}
+
+/// `+ request r1 · session s1 · Bash: git push`: a request filed, its call on one line
+/// (whole with `--full`, indented below).
+fn added_text(a: &pb::Approval, full: bool) -> String {
+    let view = CallView::of_approval(a);
+    let head = format!(
+        "+ request {} · session {} · {}",
+        a.request_id, a.session_id, a.tool
+    );
+    if !full {
+        // The one-line form flags control characters itself.
+        return format!("{head}: {}", view.one_line(CALL_WIDTH));
+    }
+    let mut text = format!("{head}\n{}", view.full("    "));
+    if view.control_characters() {
+        text.push_str(&format!("\n    ! {}", super::call_view::CONTROL_NOTE));
+    }
+    text
+}
+
+/// `- request r1: denied (not today)`: a request that ended, and how.
+fn removed_text(r: &pb::ApprovalResolved) -> String {
+    let how = match pb::ApprovalResolution::try_from(r.resolution) {
+        Ok(pb::ApprovalResolution::TimedOut) => "timed out (denied)",
+        Ok(pb::ApprovalResolution::Cancelled) => "cancelled",
+        Ok(pb::ApprovalResolution::Interrupted) => "interrupted by a shutdown",
+        _ => match pb::ApprovalDecision::try_from(r.decision) {
+            Ok(pb::ApprovalDecision::AllowOnce) => "allowed once",
+            Ok(pb::ApprovalDecision::AllowAlways) => "allowed for the rest of the session",
+            Ok(pb::ApprovalDecision::Deny) => "denied",
+            Ok(pb::ApprovalDecision::Unspecified) | Err(_) => "resolved",
+        },
+    };
+    let reason = odyssey_visible::escape_line(&r.reason);
+    if reason.is_empty() {
+        format!("- request {}: {how}", r.request_id)
+    } else {
+        format!("- request {}: {how} ({reason})", r.request_id)
+    }
 }
 
 fn show_list(
@@ -233,6 +313,35 @@ mod tests {
             String::from_utf8(out).unwrap(),
             String::from_utf8(err).unwrap(),
         )
+    }
+
+    #[test]
+    fn watched_changes_are_one_line_each_with_how_a_request_ended() {
+        assert_eq!(
+            added_text(&pending("r1", "git push", 990), false),
+            "+ request r1 · session s1 · Bash: git push"
+        );
+        let hidden = added_text(&pending("r2", "ls \x1b[2K", 990), false);
+        assert!(hidden.contains("ls \\x1b[2K"), "{hidden}");
+        assert!(hidden.contains("[contains control characters]"), "{hidden}");
+        let whole = added_text(&pending("r2", "ls \x1b[2K", 990), true);
+        assert!(whole.contains(crate::call_view::CONTROL_NOTE), "{whole}");
+        let denied = pb::ApprovalResolved {
+            request_id: "r1".into(),
+            decision: pb::ApprovalDecision::Deny as i32,
+            resolution: pb::ApprovalResolution::Decided as i32,
+            reason: "not\x1b[31m\nnow".into(),
+        };
+        assert_eq!(
+            removed_text(&denied),
+            "- request r1: denied (not\\x1b[31m\\nnow)"
+        );
+        let timed_out = pb::ApprovalResolved {
+            resolution: pb::ApprovalResolution::TimedOut as i32,
+            reason: String::new(),
+            ..denied
+        };
+        assert_eq!(removed_text(&timed_out), "- request r1: timed out (denied)");
     }
 
     #[test]

@@ -181,6 +181,7 @@ fn show(session: &pb::Session, output: &mut Output<'_>) -> Result<(), CliError> 
         ("model", format_model(session.model.as_ref())),
         ("sandbox", sandbox),
         ("approval", approval),
+        ("state", state_label(session)),
         ("turns", session.turn_count.to_string()),
         ("events", session.last_sequence.to_string()),
         ("tokens", render::usage(session.usage.as_ref())),
@@ -199,6 +200,14 @@ fn show(session: &pb::Session, output: &mut Output<'_>) -> Result<(), CliError> 
     }
     output.fields(&fields)?;
     Ok(())
+}
+
+/// `idle`, `running`, `waiting_for_approval` (a server too old to say: `unknown`).
+fn state_label(session: &pb::Session) -> String {
+    match pb::SessionState::try_from(session.state) {
+        Ok(pb::SessionState::Unspecified) | Err(_) => "unknown".to_owned(),
+        Ok(state) => render::enum_label(state.as_str_name(), "SESSION_STATE_"),
+    }
 }
 
 fn list(sessions: &[pb::Session], output: &mut Output<'_>) -> Result<(), CliError> {
@@ -220,13 +229,16 @@ fn list(sessions: &[pb::Session], output: &mut Output<'_>) -> Result<(), CliErro
                 bundle_label(s),
                 s.agent_id.clone(),
                 format_model(s.model.as_ref()),
+                state_label(s),
                 s.turn_count.to_string(),
                 rfc3339(s.updated_at.as_ref()),
             ]
         })
         .collect();
     output.table(
-        &["SESSION", "BUNDLE", "AGENT", "MODEL", "TURNS", "UPDATED"],
+        &[
+            "SESSION", "BUNDLE", "AGENT", "MODEL", "STATE", "TURNS", "UPDATED",
+        ],
         &rows,
     )?;
     Ok(())

@@ -6,7 +6,8 @@
 //! streaming archives ([`OdysseyClient::build_bundle`]), following a session's events across
 //! disconnects ([`OdysseyClient::subscribe`]), watching one turn from its first event to
 //! its last ([`OdysseyClient::run_turn`]), answering approval requests
-//! ([`OdysseyClient::list_approvals`], [`OdysseyClient::resolve_approval`]) and running
+//! ([`OdysseyClient::list_approvals`], [`OdysseyClient::watch_approvals`],
+//! [`OdysseyClient::resolve_approval`]) and running
 //! operator commands in a session's sandbox ([`OdysseyClient::stream_session_command`]).
 //!
 //! ```no_run
@@ -38,6 +39,7 @@ mod retry;
 mod server;
 mod sessions;
 mod turn;
+mod watch;
 
 pub use archive::{is_excluded_component, pack_files, pack_project, unpack_archive};
 pub use auth::BearerAuth;
@@ -49,6 +51,7 @@ pub use events::{EventStream, ReconnectPolicy};
 pub use model::{ModelParseError, format_model, parse_model};
 pub use sessions::{SessionFilter, SessionOptions};
 pub use turn::TurnStream;
+pub use watch::{ApprovalWatcher, ApprovalsChange};
 
 /// The generated API, re-exported so SDK users need no direct `odyssey-api` dependency.
 pub use odyssey_api::v1 as proto;

@@ -9,6 +9,7 @@ import {
 
 import { call, OdysseyError, Code } from "./errors.js";
 import { EventStream, reconnectDelayMs, type ReconnectPolicy } from "./events.js";
+import { ApprovalWatch } from "./watch.js";
 import {
   ApprovalService,
   type Approval,
@@ -675,6 +676,20 @@ export class OdysseyClientCore {
       );
       return { items: page.approvals, next: page.nextPageToken };
     });
+  }
+
+  /**
+   * Follows the pending approval requests of one session (or all): a snapshot, then each
+   * request filed and each that ends, decided here or by anyone else. The watch opens again
+   * by itself after a dropped connection, as `reconnect` allows; `signal` ends it.
+   */
+  watchApprovals(
+    sessionId = "",
+    options: { reconnect?: ReconnectPolicy; signal?: AbortSignal } = {},
+  ): ApprovalWatch {
+    const watch = new ApprovalWatch(this.approvals, sessionId, this.headers, options.reconnect);
+    options.signal?.addEventListener("abort", () => watch.close(), { once: true });
+    return watch;
   }
 
   async resolveApproval(

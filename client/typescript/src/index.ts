@@ -4,7 +4,7 @@
  * `OdysseyClient` wraps the generated `odyssey.v1` stubs (in `./gen/odyssey/v1/*_pb.js`,
  * also exported as `@odyssey-ai/client/gen/odyssey/v1/<file>_pb`) with a call for every
  * RPC: bundles, sessions, turns and their event streams (`for await`), commands,
- * approvals, server info. Every call takes `{ signal, timeoutMs }`; lists are pagers that
+ * approvals (listed, watched live, answered), server info. Every call takes `{ signal, timeoutMs }`; lists are pagers that
  * fetch every page; reads retry UNAVAILABLE. Event streams resume from the last sequence
  * seen and resubscribe by themselves after a dropped connection. Failed calls throw an
  * {@link OdysseyError} with the gRPC code and the status's decoded details.
@@ -33,6 +33,7 @@ export {
   reconnectDelayMs,
   type ReconnectPolicy,
 } from "./events.js";
+export { ApprovalWatch, type ApprovalChange } from "./watch.js";
 export { OdysseyError, Code, type ErrorDetails, type FieldViolation } from "./errors.js";
 export { packProject } from "./archive.js";
 export * from "./gen/odyssey/v1/approval_pb.js";

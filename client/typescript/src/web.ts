@@ -71,6 +71,7 @@ export {
   reconnectDelayMs,
   type ReconnectPolicy,
 } from "./events.js";
+export { ApprovalWatch, type ApprovalChange } from "./watch.js";
 export { OdysseyError, Code, type ErrorDetails, type FieldViolation } from "./errors.js";
 export * from "./gen/odyssey/v1/approval_pb.js";
 export * from "./gen/odyssey/v1/bundle_pb.js";

@@ -54,6 +54,10 @@ pub enum ServeError {
     InsecureMetricsBind(SocketAddr),
     #[error("metrics endpoint error: {0}")]
     Metrics(#[source] std::io::Error),
+    #[error(
+        "the console is served on the HTTP gateway's address: set --http-listen (or server.http_listen) with --console"
+    )]
+    ConsoleWithoutGateway,
 }
 
 /// Installs the global `tracing` subscriber (`RUST_LOG` filters; default `info`).
@@ -169,6 +173,9 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
     // `demo`, the tests' servers), so what needs another mode says so. Sandboxed commands
     // get the usual 022 back.
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+    if config.console && config.http_listen.is_none() {
+        return Err(ServeError::ConsoleWithoutGateway);
+    }
     let identity = config.tls.as_ref().map(read_identity).transpose()?;
     let api_protected = config.grpc.auth_token.is_some() || config.insecure;
     let (listener, addr) = bind(config.listen, api_protected, ServeError::InsecureBind).await?;
@@ -273,6 +280,8 @@ fn http_options(config: &ServerConfig, tls: Option<TlsIdentity>) -> HttpOptions 
         cors_origins: config.grpc.cors_origins.clone(),
         tls,
         allowed_hosts: config.grpc.allowed_hosts.clone(),
+        console: config.console,
+        max_message_bytes: config.grpc.max_message_bytes,
     }
 }
 

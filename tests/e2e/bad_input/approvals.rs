@@ -2,7 +2,7 @@
 
 use odyssey_api::v1 as pb;
 
-use super::{Case, UNKNOWN_ID, case, done, huge};
+use super::{Case, UNKNOWN_ID, case, done, first, huge};
 
 fn resolve(request_id: &str, decision: i32) -> pb::ResolveApprovalRequest {
     pb::ResolveApprovalRequest {
@@ -110,6 +110,52 @@ pub(super) fn cases() -> Vec<Case> {
                         })
                         .await,
                 )
+            }
+        ),
+        case!(
+            "ApprovalService/WatchApprovals",
+            "malformed session id",
+            InvalidArgument,
+            Some("session_id"),
+            |c| {
+                first(
+                    c.approvals()
+                        .watch_approvals(pb::WatchApprovalsRequest {
+                            session_id: "nope".into(),
+                        })
+                        .await,
+                )
+                .await
+            }
+        ),
+        case!(
+            "ApprovalService/WatchApprovals",
+            "huge session id",
+            InvalidArgument,
+            Some("session_id"),
+            |c| {
+                first(
+                    c.approvals()
+                        .watch_approvals(pb::WatchApprovalsRequest { session_id: huge() })
+                        .await,
+                )
+                .await
+            }
+        ),
+        case!(
+            "ApprovalService/WatchApprovals",
+            "unknown session",
+            NotFound,
+            None,
+            |c| {
+                first(
+                    c.approvals()
+                        .watch_approvals(pb::WatchApprovalsRequest {
+                            session_id: UNKNOWN_ID.into(),
+                        })
+                        .await,
+                )
+                .await
             }
         ),
         case!(

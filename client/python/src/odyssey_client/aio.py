@@ -42,6 +42,7 @@ from odyssey.v1 import (
 from odyssey_client import requests
 from odyssey_client.archive import pack_project
 from odyssey_client.auth import AsyncTokenInterceptor
+from odyssey_client.approvals import PendingApprovals
 from odyssey_client.client import CHANNEL_OPTIONS
 from odyssey_client.errors import OdysseyError, retry_after
 from odyssey_client.events import ends_turn, next_event, of_turn
@@ -587,6 +588,15 @@ class AsyncOdysseyClient:
             if not token:
                 return
 
+    async def watch_approvals(
+        self, session_id: str = "", *, reconnect: ReconnectPolicy = ReconnectPolicy()
+    ) -> AsyncApprovalWatch:
+        """Follows the pending approval requests (of one session, or all); the watch is
+        open on the server when this returns. See :class:`AsyncApprovalWatch`."""
+        watch = AsyncApprovalWatch(self.approvals, session_id, self._metadata, reconnect)
+        await watch._open()
+        return watch
+
     async def resolve_approval(
         self,
         request_id: str,
@@ -724,6 +734,102 @@ class AsyncEventStream(AsyncIterator[events_pb2.SessionEvent]):
             self._call.cancel()
 
     async def __aenter__(self) -> AsyncEventStream:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self.close()
+
+
+class AsyncApprovalWatch(
+    PendingApprovals, AsyncIterator[approval_pb2.WatchApprovalsResponse]
+):
+    """The changes to the pending approval requests, as an async iterator: the same
+    behaviour as :class:`~odyssey_client.ApprovalWatch` (a snapshot first, then ``added``
+    and ``removed``; ``pending`` kept; watched again after a dropped connection, starting
+    from a fresh snapshot; heartbeats counted, never yielded)."""
+
+    def __init__(
+        self,
+        stub: approval_pb2_grpc.ApprovalServiceAsyncStub,
+        session_id: str,
+        metadata: tuple[tuple[str, str], ...],
+        reconnect: ReconnectPolicy,
+    ) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.reconnect = reconnect
+        self.reconnects = 0
+        self._stub = stub
+        self._metadata = metadata
+        self._closed = False
+        self._retry = False
+        self._call = self._watch()
+
+    def _watch(
+        self,
+    ) -> aio.UnaryStreamCall[approval_pb2.WatchApprovalsRequest, approval_pb2.WatchApprovalsResponse]:
+        request = approval_pb2.WatchApprovalsRequest(session_id=self.session_id)
+        return self._stub.WatchApprovals(request, metadata=self._metadata)
+
+    async def _answered(self) -> bool:
+        try:
+            await self._call.initial_metadata()
+        except grpc.RpcError:
+            return False
+        return not self._call.done()
+
+    async def _open(self) -> None:
+        self._retry = await self._answered()
+
+    def __aiter__(self) -> AsyncApprovalWatch:
+        return self
+
+    async def __anext__(self) -> approval_pb2.WatchApprovalsResponse:
+        attempts = 0
+        while True:
+            if self._closed:
+                raise StopAsyncIteration
+            try:
+                item = await self._call.read()
+            except asyncio.CancelledError:
+                if self._closed:
+                    raise StopAsyncIteration from None
+                raise
+            except grpc.RpcError as error:
+                if self._closed:
+                    raise StopAsyncIteration from None
+                failure = OdysseyError.from_rpc_error(error)
+                if (
+                    not self._retry
+                    or failure.code != grpc.StatusCode.UNAVAILABLE
+                    or attempts >= self.reconnect.max_attempts
+                ):
+                    self._closed = True
+                    raise failure from None
+                attempts += 1
+                await asyncio.sleep(self.reconnect.delay(attempts))
+                if self._closed:
+                    raise StopAsyncIteration from None
+                self._call = self._watch()
+                if await self._answered():
+                    self.reconnects += 1
+                continue
+            if item is aio.EOF:
+                self._closed = True
+                raise StopAsyncIteration
+            assert isinstance(item, approval_pb2.WatchApprovalsResponse)
+            attempts = 0
+            change = self.apply(item)
+            if change is not None:
+                return change
+
+    def close(self) -> None:
+        """Ends the watch (the server sees the client go away)."""
+        if not self._closed:
+            self._closed = True
+            self._call.cancel()
+
+    async def __aenter__(self) -> AsyncApprovalWatch:
         return self
 
     async def __aexit__(self, *_: object) -> None:

@@ -24,6 +24,7 @@ from odyssey.v1 import (
 )
 from odyssey_client import requests
 from odyssey_client.archive import pack_project
+from odyssey_client.approvals import ApprovalWatch
 from odyssey_client.auth import TokenInterceptor
 from odyssey_client.errors import OdysseyError, call, call_submit
 from odyssey_client.events import EventStream, ends_turn, of_turn
@@ -580,6 +581,14 @@ class OdysseyClient:
             token = page.next_page_token
             if not token:
                 return
+
+    def watch_approvals(
+        self, session_id: str = "", *, reconnect: ReconnectPolicy = ReconnectPolicy()
+    ) -> ApprovalWatch:
+        """Follows the pending approval requests (of one session, or all): a snapshot, then
+        each request filed and each that ends, decided here or by anyone else. The watch is
+        open on the server when this returns; see :class:`ApprovalWatch`."""
+        return ApprovalWatch(self.approvals, session_id, self._metadata, reconnect)
 
     def resolve_approval(
         self,

@@ -6,7 +6,7 @@ use super::OdysseyRuntime;
 use crate::error::{Result, RuntimeError};
 use crate::events::ApprovalDecision;
 use crate::paging::{Page, PageRequest};
-use crate::permissions::Approval;
+use crate::permissions::{Approval, ApprovalWatch};
 
 /// Longest reason a decision may carry: it is shown to the model and kept in the log.
 const MAX_REASON_BYTES: usize = 4096;
@@ -24,6 +24,19 @@ impl OdysseyRuntime {
             return Err(RuntimeError::not_found("session", id.to_string()));
         }
         Ok(self.inner.approvals.list(session, &page)?)
+    }
+
+    /// Follows the pending requests, optionally of one session: first every pending
+    /// request, then each one filed and each one that ends (decided here or by another
+    /// client, timed out, cancelled), in order. A watcher that falls behind is sent a fresh
+    /// snapshot rather than losing a change.
+    pub fn watch_approvals(&self, session: Option<Uuid>) -> Result<ApprovalWatch> {
+        if let Some(id) = session
+            && !self.inner.sessions.exists(id)
+        {
+            return Err(RuntimeError::not_found("session", id.to_string()));
+        }
+        Ok(self.inner.approvals.watch(session))
     }
 
     /// Resolves a pending request. The waiting turn takes the next free worker slot.

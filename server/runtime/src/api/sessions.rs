@@ -16,7 +16,7 @@ use crate::policy::{ApprovalPolicy, SandboxMode};
 use crate::provider::ProviderError;
 use crate::requirements;
 use crate::sandbox::CellPaths;
-use crate::session::{BundlePin, SessionInfo, SessionRecord, Subscription};
+use crate::session::{BundlePin, SessionInfo, SessionRecord, SessionState, Subscription};
 
 const MAX_METADATA_ENTRIES: usize = 32;
 const MAX_METADATA_KEY: usize = 128;
@@ -132,7 +132,7 @@ impl OdysseyRuntime {
             .await
             .map_err(|e| RuntimeError::storage("create session", std::io::Error::other(e)))??;
         tracing::info!(session = %handle.id(), bundle = %bundle.id, agent = %agent.id, "session created");
-        Ok(handle.info())
+        Ok(self.with_state(handle.info()))
     }
 
     /// The client's model, else the operator's override for this bundle and agent, else
@@ -199,7 +199,24 @@ impl OdysseyRuntime {
     }
 
     pub async fn get_session(&self, id: Uuid) -> Result<SessionInfo> {
-        Ok(self.inner.sessions.get(id).await?.info())
+        Ok(self.with_state(self.inner.sessions.get(id).await?.info()))
+    }
+
+    /// What a session is doing now: waiting for approval while a request of it is pending,
+    /// running while a turn of it is queued or running, idle otherwise.
+    pub fn session_state(&self, id: Uuid) -> SessionState {
+        if self.inner.approvals.has_pending(id) {
+            SessionState::WaitingForApproval
+        } else if self.inner.executions.live_of_session(id).is_empty() {
+            SessionState::Idle
+        } else {
+            SessionState::Running
+        }
+    }
+
+    fn with_state(&self, mut info: SessionInfo) -> SessionInfo {
+        info.state = self.session_state(info.record.id);
+        info
     }
 
     /// Sessions, newest first.
@@ -214,14 +231,18 @@ impl OdysseyRuntime {
             let store = &runtime.inner.sessions;
             let ids = store.list_ids()?;
             let infos = ids.into_iter().filter_map(|id| store.peek(id));
-            paginate(
+            let mut page = paginate(
                 infos,
                 &page,
                 |info| info.record.id.to_string(),
                 |key| Uuid::parse_str(key).ok(),
                 |info, key| info.record.id < *key,
                 |info| matches_filter(info, &filter),
-            )
+            )?;
+            for info in &mut page.items {
+                info.state = runtime.session_state(info.record.id);
+            }
+            Ok(page)
         })
         .await
         .map_err(|e| RuntimeError::storage("list sessions", std::io::Error::other(e)))?

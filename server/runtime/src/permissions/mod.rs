@@ -21,7 +21,8 @@ pub mod rules;
 mod tests;
 
 pub use approvals::{
-    Approval, ApprovalStore, ApprovalWaiter, DEFAULT_APPROVAL_TIMEOUT, PendingApproval, Resolution,
+    Approval, ApprovalChange, ApprovalStore, ApprovalUpdate, ApprovalWaiter, ApprovalWatch,
+    DEFAULT_APPROVAL_TIMEOUT, PendingApproval, Resolution,
 };
 pub use bash_split::{SplitCommand, split_command};
 pub use decide::{Decision, always_asks};

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::history::{History, HistorySnapshot};
 use super::log::EventLog;
 use super::observer::EventObserver;
-use super::record::{SessionInfo, SessionRecord, SessionStats};
+use super::record::{SessionInfo, SessionRecord, SessionState, SessionStats};
 use super::subscription::Subscription;
 use super::summary::{SummaryTasks, SummaryWriter};
 use super::unfinished::TurnSoFar;
@@ -217,6 +217,7 @@ impl SessionHandle {
         SessionInfo {
             record: self.record.clone(),
             stats: self.lock().stats.clone(),
+            state: SessionState::Idle,
         }
     }
 

@@ -16,7 +16,7 @@ mod unfinished;
 pub use handle::{ClosedTurn, SessionHandle};
 pub use history::{HistorySnapshot, HistorySummary, HistoryTurn, MEMORY_TURNS};
 pub use observer::EventObserver;
-pub use record::{BundlePin, SessionInfo, SessionRecord, SessionStats};
+pub use record::{BundlePin, SessionInfo, SessionRecord, SessionState, SessionStats};
 pub use sink::EventSink;
 pub use store::{QuarantinedSession, SessionStore};
 pub use subscription::Subscription;

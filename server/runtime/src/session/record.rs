@@ -78,11 +78,45 @@ impl SessionStats {
     }
 }
 
+/// What a session is doing now. Derived by the runtime when a session is read, from the
+/// pending approvals and the live executions; never stored, so it cannot go stale (after a
+/// restart every session is idle: the turns that were running are recorded as interrupted).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SessionState {
+    /// No turn queued or running.
+    #[default]
+    Idle,
+    /// A turn is queued or running, and none of its tool calls waits for a human.
+    Running,
+    /// A tool call of a turn waits for a human decision (an approval request is pending).
+    WaitingForApproval,
+}
+
+impl SessionState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Running => "running",
+            Self::WaitingForApproval => "waiting_for_approval",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A session as callers see it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionInfo {
     pub record: SessionRecord,
     pub stats: SessionStats,
+    /// What it is doing now. The store knows nothing of turns and says `Idle`; the
+    /// runtime's API ([`crate::OdysseyRuntime::get_session`] and the others that answer a
+    /// `SessionInfo`) fills in the real state.
+    pub state: SessionState,
 }
 
 pub(crate) const RECORD_FILE: &str = "session.json";

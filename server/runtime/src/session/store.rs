@@ -20,7 +20,7 @@ use super::log::{EventLog, LogError, scan_from};
 use super::observer::EventObserver;
 use super::record::{
     LOG_FILE, RECORD_FILE, RecordError, RecordFile, SUMMARY_FILE, SessionInfo, SessionRecord,
-    SessionStats, newer_format, parse_record, write_json_atomic,
+    SessionState, SessionStats, newer_format, parse_record, write_json_atomic,
 };
 use super::summary::SummaryTasks;
 use crate::error::{Result, RuntimeError};
@@ -281,7 +281,11 @@ impl SessionStore {
         };
         let mut stats: SessionStats = read_json(&dir.join(SUMMARY_FILE)).unwrap_or_default();
         catch_up(&dir.join(LOG_FILE), &mut stats);
-        Some(SessionInfo { record, stats })
+        Some(SessionInfo {
+            record,
+            stats,
+            state: SessionState::Idle,
+        })
     }
 
     /// Removes a session's files. The caller has stopped its turns.

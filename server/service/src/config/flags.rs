@@ -194,6 +194,11 @@ pub struct ServeArgs {
     /// Anything but loopback needs --auth-token (or --insecure).
     #[arg(long, value_name = "ADDR")]
     pub http_listen: Option<SocketAddr>,
+    /// Also serve the web console, and gRPC-Web for it, on the HTTP gateway's address
+    /// (--http-listen): `/console/`, with a login page that trades the auth token for a
+    /// cookie. Off by default.
+    #[arg(long)]
+    pub console: bool,
     /// Serve Prometheus metrics (`GET /metrics`) on this address. Anything but loopback
     /// needs a token (--auth-token or --metrics-auth-token) or --insecure; the endpoint
     /// asks for a token whenever the server has one.

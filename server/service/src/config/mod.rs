@@ -74,6 +74,8 @@ pub struct ServerConfig {
     pub tls: Option<TlsFiles>,
     /// Also serve the HTTP gateway (server-sent events, approvals) here.
     pub http_listen: Option<SocketAddr>,
+    /// Serve the web console (and gRPC-Web for it) on the HTTP gateway's address.
+    pub console: bool,
     /// Serve Prometheus metrics (`GET /metrics`) here.
     pub metrics_listen: Option<SocketAddr>,
     /// A bearer token that reads metrics only, accepted beside the API token.
@@ -92,6 +94,7 @@ impl ServerConfig {
             shutdown_grace: Duration::from_secs(10),
             tls: None,
             http_listen: None,
+            console: false,
             metrics_listen: None,
             metrics_auth_token: None,
         }

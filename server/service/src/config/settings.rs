@@ -244,6 +244,15 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
         )
         .flag("--http-listen", |a| a.http_listen),
         server(
+            "server.console",
+            |d| Some(d.server.console),
+            |d, v| {
+                d.server.console = v;
+                Ok(())
+            },
+        )
+        .flag("--console", |a| a.console.then_some(true)),
+        server(
             "server.worker_count",
             |d| Some(d.server.runtime.worker_count),
             |d, v| {

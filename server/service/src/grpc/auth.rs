@@ -96,6 +96,6 @@ pub(crate) fn bearer_matches(headers: &http::HeaderMap, token: &str) -> bool {
 }
 
 /// Compares without an early exit, so response time does not reveal a matching prefix.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

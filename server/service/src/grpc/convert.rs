@@ -11,7 +11,7 @@ use odyssey_runtime::events::{self as ev, Event, EventPayload};
 use odyssey_runtime::execution::{ExecutionState, ExecutionStatus};
 use odyssey_runtime::permissions::Approval;
 use odyssey_runtime::policy::{ApprovalPolicy, SandboxMode};
-use odyssey_runtime::session::SessionInfo;
+use odyssey_runtime::session::{SessionInfo, SessionState};
 use odyssey_runtime::skills::{SkillListing, SkillSource};
 use odyssey_runtime::{ModelAvailability, ModelSpec, ServedAgent};
 
@@ -338,7 +338,16 @@ pub fn session(info: &SessionInfo) -> pb::Session {
         metadata: r.metadata.clone().into_iter().collect(),
         usage: Some(usage(&info.stats.usage)),
         token_budget: r.token_budget.unwrap_or(0),
+        state: session_state(info.state),
     }
+}
+
+fn session_state(state: SessionState) -> i32 {
+    (match state {
+        SessionState::Idle => pb::SessionState::Idle,
+        SessionState::Running => pb::SessionState::Running,
+        SessionState::WaitingForApproval => pb::SessionState::WaitingForApproval,
+    }) as i32
 }
 
 pub fn execution_status(s: &ExecutionStatus) -> pb::ExecutionStatus {
@@ -368,7 +377,36 @@ pub fn approval(a: &Approval) -> pb::Approval {
         control_characters: a.request.display.control_characters,
         requested_at: Some(timestamp_ms(a.created_at_ms)),
         expires_at: Some(timestamp_ms(a.expires_at_ms)),
+        reason: a.request.reason.clone(),
     }
+}
+
+/// How a request ended, as WatchApprovals reports its removal. A request still pending
+/// (never the case for a removal) reads as decided with no decision.
+pub fn approval_removed(a: &Approval) -> pb::ApprovalResolved {
+    let (decision, resolution, reason) = match &a.resolution {
+        Some(r) => (
+            approval_decision(r.decision),
+            approval_resolution(r.resolution),
+            r.reason.clone(),
+        ),
+        None => (0, 0, String::new()),
+    };
+    pb::ApprovalResolved {
+        request_id: a.request_id.clone(),
+        decision,
+        resolution,
+        reason,
+    }
+}
+
+fn approval_resolution(r: ev::ApprovalResolution) -> i32 {
+    (match r {
+        ev::ApprovalResolution::Decided => pb::ApprovalResolution::Decided,
+        ev::ApprovalResolution::TimedOut => pb::ApprovalResolution::TimedOut,
+        ev::ApprovalResolution::Cancelled => pb::ApprovalResolution::Cancelled,
+        ev::ApprovalResolution::Interrupted => pb::ApprovalResolution::Interrupted,
+    }) as i32
 }
 
 /// The runtime's approval decision as the API's enum value.
@@ -528,12 +566,7 @@ fn payload(p: &EventPayload) -> pb::session_event::Payload {
         } => P::ApprovalResolved(pb::ApprovalResolved {
             request_id: request_id.clone(),
             decision: approval_decision(*decision),
-            resolution: match resolution {
-                ev::ApprovalResolution::Decided => pb::ApprovalResolution::Decided,
-                ev::ApprovalResolution::TimedOut => pb::ApprovalResolution::TimedOut,
-                ev::ApprovalResolution::Cancelled => pb::ApprovalResolution::Cancelled,
-                ev::ApprovalResolution::Interrupted => pb::ApprovalResolution::Interrupted,
-            } as i32,
+            resolution: approval_resolution(*resolution),
             reason: reason.clone(),
         }),
         EventPayload::PlanUpdated { steps } => P::PlanUpdated(pb::PlanUpdated {

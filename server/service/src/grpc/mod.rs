@@ -44,7 +44,7 @@ pub struct GrpcOptions {
     /// When set, every RPC but health checks and reflection needs `authorization: Bearer
     /// <token>`.
     pub auth_token: Option<String>,
-    /// Interval of heartbeats on idle SubscribeSession streams.
+    /// Interval of heartbeats on idle SubscribeSession and WatchApprovals streams.
     pub heartbeat: Duration,
     /// Largest request or response message, in bytes.
     pub max_message_bytes: usize,
@@ -201,7 +201,7 @@ pub async fn serve(
             SessionServiceServer::new(session::Sessions::new(
                 runtime.clone(),
                 options.heartbeat,
-                streams,
+                streams.clone(),
             ))
             .max_decoding_message_size(max)
             .max_encoding_message_size(max),
@@ -212,9 +212,13 @@ pub async fn serve(
                 .max_encoding_message_size(max),
         )
         .add_service(
-            ApprovalServiceServer::new(approval::Approvals::new(runtime.clone()))
-                .max_decoding_message_size(max)
-                .max_encoding_message_size(max),
+            ApprovalServiceServer::new(approval::Approvals::new(
+                runtime.clone(),
+                options.heartbeat,
+                streams,
+            ))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max),
         )
         .add_service(
             ServerServiceServer::new(server_info::ServerInfo::new(runtime, max))

@@ -40,3 +40,73 @@ pub fn cors(origins: &[HeaderValue]) -> CorsLayer {
         )
         .max_age(PREFLIGHT_MAX_AGE)
 }
+
+/// What the API needs to be served on another listener than the gRPC port.
+pub(crate) struct WebApi {
+    pub runtime: odyssey_runtime::OdysseyRuntime,
+    pub auth_token: Option<String>,
+    pub heartbeat: Duration,
+    pub max_message_bytes: usize,
+    /// Ends live streams (event subscriptions, approval watches) at shutdown.
+    pub streams: tokio_util::sync::CancellationToken,
+}
+
+/// The `odyssey.v1` services over gRPC-Web only, as routes of an HTTP router: what the
+/// console calls on the HTTP gateway's address, so that it stays same-origin. The same
+/// services, auth, deadlines and decoding errors as the gRPC port; health and reflection
+/// stay on the gRPC port.
+pub(crate) fn router(api: WebApi) -> axum::Router {
+    use odyssey_api::v1::{
+        approval_service_server::ApprovalServiceServer, bundle_service_server::BundleServiceServer,
+        execution_service_server::ExecutionServiceServer,
+        server_service_server::ServerServiceServer, session_service_server::SessionServiceServer,
+    };
+
+    let max = api.max_message_bytes;
+    let runtime = api.runtime;
+    let routes = tonic::service::Routes::new(
+        BundleServiceServer::new(super::bundle::Bundles::new(runtime.clone()))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max),
+    )
+    .add_service(
+        SessionServiceServer::new(super::session::Sessions::new(
+            runtime.clone(),
+            api.heartbeat,
+            api.streams.clone(),
+        ))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max),
+    )
+    .add_service(
+        ExecutionServiceServer::new(super::execution::Executions::new(runtime.clone()))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max),
+    )
+    .add_service(
+        ApprovalServiceServer::new(super::approval::Approvals::new(
+            runtime.clone(),
+            api.heartbeat,
+            api.streams,
+        ))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max),
+    )
+    .add_service(
+        ServerServiceServer::new(super::server_info::ServerInfo::new(runtime, max))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max),
+    )
+    .prepare();
+    let service = tower::ServiceBuilder::new()
+        .layer(tonic_web::GrpcWebLayer::new())
+        .layer(super::deadline::DeadlineLayer)
+        .layer(super::auth::AuthLayer::new(api.auth_token))
+        .layer(super::malformed::MalformedRequestLayer)
+        .service(routes);
+    super::SERVICE_NAMES
+        .iter()
+        .fold(axum::Router::new(), |router, name| {
+            router.route_service(&format!("/{name}/{{*method}}"), service.clone())
+        })
+}

@@ -31,6 +31,40 @@ impl HttpError {
         }
     }
 
+    /// A file the console does not have.
+    pub fn no_console_file(name: &str) -> Self {
+        Self {
+            status: StatusCode::NOT_FOUND,
+            code: "NOT_FOUND",
+            reason: "NO_ROUTE",
+            message: format!("the console has no file `{}`", crate::grpc::shorten(name)),
+            field: None,
+        }
+    }
+
+    /// A console login with a token that is not the server's.
+    pub fn wrong_token() -> Self {
+        Self {
+            status: StatusCode::UNAUTHORIZED,
+            code: "UNAUTHENTICATED",
+            reason: "UNAUTHENTICATED",
+            message: "that is not this server's auth token".into(),
+            field: Some("token".into()),
+        }
+    }
+
+    /// A console request that does not come from the console's own page (another origin,
+    /// or a browser that says it is cross-site).
+    pub fn cross_origin() -> Self {
+        Self {
+            status: StatusCode::FORBIDDEN,
+            code: "PERMISSION_DENIED",
+            reason: "CROSS_ORIGIN",
+            message: "the console accepts this only from its own page (same origin)".into(),
+            field: None,
+        }
+    }
+
     /// A request naming a host this server does not answer to (DNS rebinding).
     pub fn misdirected(host: &str) -> Self {
         Self {
@@ -132,7 +166,7 @@ pub async fn no_route(method: http::Method, uri: http::Uri) -> HttpError {
         code: "NOT_FOUND",
         reason: "NO_ROUTE",
         message: format!(
-            "no route {method} {}: the gateway serves GET /sessions/{{id}}/events, GET /approvals and POST /approvals/{{request_id}}",
+            "no route {method} {}: the gateway serves GET /sessions/{{id}}/events, GET /approvals, POST /approvals/{{request_id}} and POST /bundles",
             uri.path()
         ),
         field: None,

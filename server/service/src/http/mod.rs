@@ -5,13 +5,17 @@
 //! beside the gRPC port. `GET /sessions/{id}/events` streams a session's events as
 //! server-sent events (each `id:` is the event's sequence; `Last-Event-ID` resumes with no
 //! gap), `GET /approvals` lists the tool calls waiting for a human and
-//! `POST /approvals/{request_id}` answers one. Every JSON answer is an `odyssey.v1` message
+//! `POST /approvals/{request_id}` answers one, `POST /bundles` installs a bundle archive.
+//! Every JSON answer is an `odyssey.v1` message
 //! in its proto3 canonical JSON form (see [`json`]), never the on-disk log's. Same bearer token,
 //! CORS origins and TLS certificate as the gRPC port. Like `crate::grpc`, an adapter only:
-//! every request is one call on the runtime core.
+//! every request is one call on the runtime core. With `--console`, the web console and
+//! the API over gRPC-Web are served here too (see [`console`]).
 
 mod approvals;
 mod auth;
+mod bundles;
+mod console;
 mod error;
 mod events;
 mod hosts;
@@ -22,6 +26,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -47,6 +52,10 @@ pub struct HttpOptions {
     /// Host names requests may name besides IP literals, `localhost` and the certificate's
     /// names (see [`crate::grpc::host`]).
     pub allowed_hosts: Vec<String>,
+    /// Also serve the web console and gRPC-Web for it (see [`console`]).
+    pub console: bool,
+    /// Largest gRPC-Web message accepted or sent, as on the gRPC port.
+    pub max_message_bytes: usize,
 }
 
 /// What every handler reaches: the core, and the signal that ends live streams.
@@ -63,20 +72,78 @@ pub fn router(
     options: &HttpOptions,
     shutdown: CancellationToken,
 ) -> Router {
+    if options.console {
+        return with_console(runtime, options, shutdown);
+    }
     let gateway = Gateway {
         runtime,
         heartbeat: options.heartbeat,
         shutdown,
     };
+    let archive_limit = bundles::body_limit(&gateway);
     Router::new()
         .route("/sessions/{session_id}/events", get(events::stream))
         .route("/approvals", get(approvals::list))
         .route("/approvals/{request_id}", post(approvals::resolve))
+        .route(
+            "/bundles",
+            post(bundles::import).layer(DefaultBodyLimit::max(archive_limit)),
+        )
         .fallback(error::no_route)
         .with_state(gateway)
         .layer(axum::middleware::from_fn_with_state(
             auth::Token::new(options.auth_token.clone()),
             auth::require,
+        ))
+        .layer(crate::grpc::web::cors(&options.cors_origins))
+        .layer(axum::middleware::from_fn_with_state(
+            hosts::allowed(&options.allowed_hosts, options.tls.as_ref()),
+            hosts::require,
+        ))
+}
+
+/// The gateway's routes with the console beside them: its page, login and assets, and the
+/// API over gRPC-Web (with its own token check, answering as gRPC does). A console login
+/// cookie stands in for the bearer header on same-origin requests (see [`console`]).
+fn with_console(
+    runtime: OdysseyRuntime,
+    options: &HttpOptions,
+    shutdown: CancellationToken,
+) -> Router {
+    let console = console::Console::new(options.auth_token.clone(), options.tls.is_some());
+    let gateway = Gateway {
+        runtime: runtime.clone(),
+        heartbeat: options.heartbeat,
+        shutdown: shutdown.clone(),
+    };
+    let archive_limit = bundles::body_limit(&gateway);
+    let gateway_routes = Router::new()
+        .route("/sessions/{session_id}/events", get(events::stream))
+        .route("/approvals", get(approvals::list))
+        .route("/approvals/{request_id}", post(approvals::resolve))
+        .route(
+            "/bundles",
+            post(bundles::import).layer(DefaultBodyLimit::max(archive_limit)),
+        )
+        .with_state(gateway)
+        .route_layer(axum::middleware::from_fn_with_state(
+            auth::Token::new(options.auth_token.clone()),
+            auth::require,
+        ));
+    let web = crate::grpc::web::router(crate::grpc::web::WebApi {
+        runtime,
+        auth_token: options.auth_token.clone(),
+        heartbeat: options.heartbeat,
+        max_message_bytes: options.max_message_bytes,
+        streams: shutdown,
+    });
+    gateway_routes
+        .merge(web)
+        .merge(console::router(console.clone()))
+        .fallback(error::no_route)
+        .layer(axum::middleware::from_fn_with_state(
+            console,
+            console::cookie_auth,
         ))
         .layer(crate::grpc::web::cors(&options.cors_origins))
         .layer(axum::middleware::from_fn_with_state(

@@ -38,8 +38,10 @@ type Approval struct {
 	// as in PermissionRequested.display and control_characters.
 	Display           string `protobuf:"bytes,10,opt,name=display,proto3" json:"display,omitempty"`
 	ControlCharacters bool   `protobuf:"varint,11,opt,name=control_characters,json=controlCharacters,proto3" json:"control_characters,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Why the call needs a human: the rule (or policy) that asked.
+	Reason        string `protobuf:"bytes,12,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Approval) Reset() {
@@ -147,6 +149,13 @@ func (x *Approval) GetControlCharacters() bool {
 		return x.ControlCharacters
 	}
 	return false
+}
+
+func (x *Approval) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type ListApprovalsRequest struct {
@@ -375,12 +384,272 @@ func (x *ResolveApprovalResponse) GetDecision() ApprovalDecision {
 	return ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED
 }
 
+type WatchApprovalsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only requests of this session, when set.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchApprovalsRequest) Reset() {
+	*x = WatchApprovalsRequest{}
+	mi := &file_odyssey_v1_approval_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchApprovalsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchApprovalsRequest) ProtoMessage() {}
+
+func (x *WatchApprovalsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_approval_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchApprovalsRequest.ProtoReflect.Descriptor instead.
+func (*WatchApprovalsRequest) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_approval_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WatchApprovalsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type WatchApprovalsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Item:
+	//
+	//	*WatchApprovalsResponse_Snapshot
+	//	*WatchApprovalsResponse_Added
+	//	*WatchApprovalsResponse_Removed
+	//	*WatchApprovalsResponse_Heartbeat
+	Item          isWatchApprovalsResponse_Item `protobuf_oneof:"item"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchApprovalsResponse) Reset() {
+	*x = WatchApprovalsResponse{}
+	mi := &file_odyssey_v1_approval_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchApprovalsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchApprovalsResponse) ProtoMessage() {}
+
+func (x *WatchApprovalsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_approval_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchApprovalsResponse.ProtoReflect.Descriptor instead.
+func (*WatchApprovalsResponse) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_approval_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *WatchApprovalsResponse) GetItem() isWatchApprovalsResponse_Item {
+	if x != nil {
+		return x.Item
+	}
+	return nil
+}
+
+func (x *WatchApprovalsResponse) GetSnapshot() *ApprovalSnapshot {
+	if x != nil {
+		if x, ok := x.Item.(*WatchApprovalsResponse_Snapshot); ok {
+			return x.Snapshot
+		}
+	}
+	return nil
+}
+
+func (x *WatchApprovalsResponse) GetAdded() *Approval {
+	if x != nil {
+		if x, ok := x.Item.(*WatchApprovalsResponse_Added); ok {
+			return x.Added
+		}
+	}
+	return nil
+}
+
+func (x *WatchApprovalsResponse) GetRemoved() *ApprovalResolved {
+	if x != nil {
+		if x, ok := x.Item.(*WatchApprovalsResponse_Removed); ok {
+			return x.Removed
+		}
+	}
+	return nil
+}
+
+func (x *WatchApprovalsResponse) GetHeartbeat() *ApprovalsHeartbeat {
+	if x != nil {
+		if x, ok := x.Item.(*WatchApprovalsResponse_Heartbeat); ok {
+			return x.Heartbeat
+		}
+	}
+	return nil
+}
+
+type isWatchApprovalsResponse_Item interface {
+	isWatchApprovalsResponse_Item()
+}
+
+type WatchApprovalsResponse_Snapshot struct {
+	// Every pending request (of the session asked for), oldest first. Replaces whatever
+	// the watcher held.
+	Snapshot *ApprovalSnapshot `protobuf:"bytes,1,opt,name=snapshot,proto3,oneof"`
+}
+
+type WatchApprovalsResponse_Added struct {
+	// A request now waits for a human.
+	Added *Approval `protobuf:"bytes,2,opt,name=added,proto3,oneof"`
+}
+
+type WatchApprovalsResponse_Removed struct {
+	// A request ended and is no longer pending: how, and with which decision.
+	Removed *ApprovalResolved `protobuf:"bytes,3,opt,name=removed,proto3,oneof"`
+}
+
+type WatchApprovalsResponse_Heartbeat struct {
+	Heartbeat *ApprovalsHeartbeat `protobuf:"bytes,4,opt,name=heartbeat,proto3,oneof"`
+}
+
+func (*WatchApprovalsResponse_Snapshot) isWatchApprovalsResponse_Item() {}
+
+func (*WatchApprovalsResponse_Added) isWatchApprovalsResponse_Item() {}
+
+func (*WatchApprovalsResponse_Removed) isWatchApprovalsResponse_Item() {}
+
+func (*WatchApprovalsResponse_Heartbeat) isWatchApprovalsResponse_Item() {}
+
+type ApprovalSnapshot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Approvals     []*Approval            `protobuf:"bytes,1,rep,name=approvals,proto3" json:"approvals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalSnapshot) Reset() {
+	*x = ApprovalSnapshot{}
+	mi := &file_odyssey_v1_approval_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalSnapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalSnapshot) ProtoMessage() {}
+
+func (x *ApprovalSnapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_approval_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalSnapshot.ProtoReflect.Descriptor instead.
+func (*ApprovalSnapshot) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_approval_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ApprovalSnapshot) GetApprovals() []*Approval {
+	if x != nil {
+		return x.Approvals
+	}
+	return nil
+}
+
+type ApprovalsHeartbeat struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	SentAt *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=sent_at,json=sentAt,proto3" json:"sent_at,omitempty"`
+	// How many requests the watcher should hold now.
+	Pending       uint32 `protobuf:"varint,2,opt,name=pending,proto3" json:"pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalsHeartbeat) Reset() {
+	*x = ApprovalsHeartbeat{}
+	mi := &file_odyssey_v1_approval_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalsHeartbeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalsHeartbeat) ProtoMessage() {}
+
+func (x *ApprovalsHeartbeat) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_approval_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalsHeartbeat.ProtoReflect.Descriptor instead.
+func (*ApprovalsHeartbeat) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_approval_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ApprovalsHeartbeat) GetSentAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SentAt
+	}
+	return nil
+}
+
+func (x *ApprovalsHeartbeat) GetPending() uint32 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
 var File_odyssey_v1_approval_proto protoreflect.FileDescriptor
 
 const file_odyssey_v1_approval_proto_rawDesc = "" +
 	"\n" +
 	"\x19odyssey/v1/approval.proto\x12\n" +
-	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/events.proto\"\xac\x03\n" +
+	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/events.proto\"\xc4\x03\n" +
 	"\bApproval\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n" +
@@ -396,7 +665,8 @@ const file_odyssey_v1_approval_proto_rawDesc = "" +
 	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n" +
 	"\adisplay\x18\n" +
 	" \x01(\tR\adisplay\x12-\n" +
-	"\x12control_characters\x18\v \x01(\bR\x11controlCharacters\"q\n" +
+	"\x12control_characters\x18\v \x01(\bR\x11controlCharacters\x12\x16\n" +
+	"\x06reason\x18\f \x01(\tR\x06reason\"q\n" +
 	"\x14ListApprovalsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -413,10 +683,25 @@ const file_odyssey_v1_approval_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x85\x01\n" +
 	"\x17ResolveApprovalResponse\x120\n" +
 	"\bapproval\x18\x01 \x01(\v2\x14.odyssey.v1.ApprovalR\bapproval\x128\n" +
-	"\bdecision\x18\x02 \x01(\x0e2\x1c.odyssey.v1.ApprovalDecisionR\bdecision2\xc3\x01\n" +
+	"\bdecision\x18\x02 \x01(\x0e2\x1c.odyssey.v1.ApprovalDecisionR\bdecision\"6\n" +
+	"\x15WatchApprovalsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x84\x02\n" +
+	"\x16WatchApprovalsResponse\x12:\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x1c.odyssey.v1.ApprovalSnapshotH\x00R\bsnapshot\x12,\n" +
+	"\x05added\x18\x02 \x01(\v2\x14.odyssey.v1.ApprovalH\x00R\x05added\x128\n" +
+	"\aremoved\x18\x03 \x01(\v2\x1c.odyssey.v1.ApprovalResolvedH\x00R\aremoved\x12>\n" +
+	"\theartbeat\x18\x04 \x01(\v2\x1e.odyssey.v1.ApprovalsHeartbeatH\x00R\theartbeatB\x06\n" +
+	"\x04item\"F\n" +
+	"\x10ApprovalSnapshot\x122\n" +
+	"\tapprovals\x18\x01 \x03(\v2\x14.odyssey.v1.ApprovalR\tapprovals\"c\n" +
+	"\x12ApprovalsHeartbeat\x123\n" +
+	"\asent_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\x12\x18\n" +
+	"\apending\x18\x02 \x01(\rR\apending2\x9e\x02\n" +
 	"\x0fApprovalService\x12T\n" +
 	"\rListApprovals\x12 .odyssey.v1.ListApprovalsRequest\x1a!.odyssey.v1.ListApprovalsResponse\x12Z\n" +
-	"\x0fResolveApproval\x12\".odyssey.v1.ResolveApprovalRequest\x1a#.odyssey.v1.ResolveApprovalResponseB\xaa\x01\n" +
+	"\x0fResolveApproval\x12\".odyssey.v1.ResolveApprovalRequest\x1a#.odyssey.v1.ResolveApprovalResponse\x12Y\n" +
+	"\x0eWatchApprovals\x12!.odyssey.v1.WatchApprovalsRequest\x1a\".odyssey.v1.WatchApprovalsResponse0\x01B\xaa\x01\n" +
 	"\x0ecom.odyssey.v1B\rApprovalProtoP\x01Z@github.com/odyssey-ai/odyssey/client/go/gen/odyssey/v1;odysseyv1\xa2\x02\x03OXX\xaa\x02\n" +
 	"Odyssey.V1\xca\x02\n" +
 	"Odyssey\\V1\xe2\x02\x16Odyssey\\V1\\GPBMetadata\xea\x02\vOdyssey::V1b\x06proto3"
@@ -433,34 +718,47 @@ func file_odyssey_v1_approval_proto_rawDescGZIP() []byte {
 	return file_odyssey_v1_approval_proto_rawDescData
 }
 
-var file_odyssey_v1_approval_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_odyssey_v1_approval_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_odyssey_v1_approval_proto_goTypes = []any{
 	(*Approval)(nil),                // 0: odyssey.v1.Approval
 	(*ListApprovalsRequest)(nil),    // 1: odyssey.v1.ListApprovalsRequest
 	(*ListApprovalsResponse)(nil),   // 2: odyssey.v1.ListApprovalsResponse
 	(*ResolveApprovalRequest)(nil),  // 3: odyssey.v1.ResolveApprovalRequest
 	(*ResolveApprovalResponse)(nil), // 4: odyssey.v1.ResolveApprovalResponse
-	(*structpb.Struct)(nil),         // 5: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),   // 6: google.protobuf.Timestamp
-	(ApprovalDecision)(0),           // 7: odyssey.v1.ApprovalDecision
+	(*WatchApprovalsRequest)(nil),   // 5: odyssey.v1.WatchApprovalsRequest
+	(*WatchApprovalsResponse)(nil),  // 6: odyssey.v1.WatchApprovalsResponse
+	(*ApprovalSnapshot)(nil),        // 7: odyssey.v1.ApprovalSnapshot
+	(*ApprovalsHeartbeat)(nil),      // 8: odyssey.v1.ApprovalsHeartbeat
+	(*structpb.Struct)(nil),         // 9: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),   // 10: google.protobuf.Timestamp
+	(ApprovalDecision)(0),           // 11: odyssey.v1.ApprovalDecision
+	(*ApprovalResolved)(nil),        // 12: odyssey.v1.ApprovalResolved
 }
 var file_odyssey_v1_approval_proto_depIdxs = []int32{
-	5, // 0: odyssey.v1.Approval.arguments:type_name -> google.protobuf.Struct
-	6, // 1: odyssey.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
-	6, // 2: odyssey.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
-	0, // 3: odyssey.v1.ListApprovalsResponse.approvals:type_name -> odyssey.v1.Approval
-	7, // 4: odyssey.v1.ResolveApprovalRequest.decision:type_name -> odyssey.v1.ApprovalDecision
-	0, // 5: odyssey.v1.ResolveApprovalResponse.approval:type_name -> odyssey.v1.Approval
-	7, // 6: odyssey.v1.ResolveApprovalResponse.decision:type_name -> odyssey.v1.ApprovalDecision
-	1, // 7: odyssey.v1.ApprovalService.ListApprovals:input_type -> odyssey.v1.ListApprovalsRequest
-	3, // 8: odyssey.v1.ApprovalService.ResolveApproval:input_type -> odyssey.v1.ResolveApprovalRequest
-	2, // 9: odyssey.v1.ApprovalService.ListApprovals:output_type -> odyssey.v1.ListApprovalsResponse
-	4, // 10: odyssey.v1.ApprovalService.ResolveApproval:output_type -> odyssey.v1.ResolveApprovalResponse
-	9, // [9:11] is the sub-list for method output_type
-	7, // [7:9] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	9,  // 0: odyssey.v1.Approval.arguments:type_name -> google.protobuf.Struct
+	10, // 1: odyssey.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	10, // 2: odyssey.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 3: odyssey.v1.ListApprovalsResponse.approvals:type_name -> odyssey.v1.Approval
+	11, // 4: odyssey.v1.ResolveApprovalRequest.decision:type_name -> odyssey.v1.ApprovalDecision
+	0,  // 5: odyssey.v1.ResolveApprovalResponse.approval:type_name -> odyssey.v1.Approval
+	11, // 6: odyssey.v1.ResolveApprovalResponse.decision:type_name -> odyssey.v1.ApprovalDecision
+	7,  // 7: odyssey.v1.WatchApprovalsResponse.snapshot:type_name -> odyssey.v1.ApprovalSnapshot
+	0,  // 8: odyssey.v1.WatchApprovalsResponse.added:type_name -> odyssey.v1.Approval
+	12, // 9: odyssey.v1.WatchApprovalsResponse.removed:type_name -> odyssey.v1.ApprovalResolved
+	8,  // 10: odyssey.v1.WatchApprovalsResponse.heartbeat:type_name -> odyssey.v1.ApprovalsHeartbeat
+	0,  // 11: odyssey.v1.ApprovalSnapshot.approvals:type_name -> odyssey.v1.Approval
+	10, // 12: odyssey.v1.ApprovalsHeartbeat.sent_at:type_name -> google.protobuf.Timestamp
+	1,  // 13: odyssey.v1.ApprovalService.ListApprovals:input_type -> odyssey.v1.ListApprovalsRequest
+	3,  // 14: odyssey.v1.ApprovalService.ResolveApproval:input_type -> odyssey.v1.ResolveApprovalRequest
+	5,  // 15: odyssey.v1.ApprovalService.WatchApprovals:input_type -> odyssey.v1.WatchApprovalsRequest
+	2,  // 16: odyssey.v1.ApprovalService.ListApprovals:output_type -> odyssey.v1.ListApprovalsResponse
+	4,  // 17: odyssey.v1.ApprovalService.ResolveApproval:output_type -> odyssey.v1.ResolveApprovalResponse
+	6,  // 18: odyssey.v1.ApprovalService.WatchApprovals:output_type -> odyssey.v1.WatchApprovalsResponse
+	16, // [16:19] is the sub-list for method output_type
+	13, // [13:16] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_approval_proto_init() }
@@ -469,13 +767,19 @@ func file_odyssey_v1_approval_proto_init() {
 		return
 	}
 	file_odyssey_v1_events_proto_init()
+	file_odyssey_v1_approval_proto_msgTypes[6].OneofWrappers = []any{
+		(*WatchApprovalsResponse_Snapshot)(nil),
+		(*WatchApprovalsResponse_Added)(nil),
+		(*WatchApprovalsResponse_Removed)(nil),
+		(*WatchApprovalsResponse_Heartbeat)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_approval_proto_rawDesc), len(file_odyssey_v1_approval_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	ApprovalService_ListApprovals_FullMethodName   = "/odyssey.v1.ApprovalService/ListApprovals"
 	ApprovalService_ResolveApproval_FullMethodName = "/odyssey.v1.ApprovalService/ResolveApproval"
+	ApprovalService_WatchApprovals_FullMethodName  = "/odyssey.v1.ApprovalService/WatchApprovals"
 )
 
 // ApprovalServiceClient is the client API for ApprovalService service.
@@ -31,6 +32,13 @@ const (
 type ApprovalServiceClient interface {
 	ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error)
 	ResolveApproval(ctx context.Context, in *ResolveApprovalRequest, opts ...grpc.CallOption) (*ResolveApprovalResponse, error)
+	// Follows the pending requests: first a `snapshot` of every pending request, then each
+	// request filed (`added`) and each that ends (`removed`: decided by this or any other
+	// client, timed out, cancelled with its turn or session, interrupted by a shutdown), in
+	// the order the server saw them. A watcher that falls behind is sent a fresh `snapshot`,
+	// which replaces everything it held; so is one that reconnects (a new call). Heartbeats
+	// arrive at a fixed interval while nothing else does.
+	WatchApprovals(ctx context.Context, in *WatchApprovalsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchApprovalsResponse], error)
 }
 
 type approvalServiceClient struct {
@@ -61,6 +69,25 @@ func (c *approvalServiceClient) ResolveApproval(ctx context.Context, in *Resolve
 	return out, nil
 }
 
+func (c *approvalServiceClient) WatchApprovals(ctx context.Context, in *WatchApprovalsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchApprovalsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ApprovalService_ServiceDesc.Streams[0], ApprovalService_WatchApprovals_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchApprovalsRequest, WatchApprovalsResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ApprovalService_WatchApprovalsClient = grpc.ServerStreamingClient[WatchApprovalsResponse]
+
 // ApprovalServiceServer is the server API for ApprovalService service.
 // All implementations must embed UnimplementedApprovalServiceServer
 // for forward compatibility.
@@ -69,6 +96,13 @@ func (c *approvalServiceClient) ResolveApproval(ctx context.Context, in *Resolve
 type ApprovalServiceServer interface {
 	ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error)
 	ResolveApproval(context.Context, *ResolveApprovalRequest) (*ResolveApprovalResponse, error)
+	// Follows the pending requests: first a `snapshot` of every pending request, then each
+	// request filed (`added`) and each that ends (`removed`: decided by this or any other
+	// client, timed out, cancelled with its turn or session, interrupted by a shutdown), in
+	// the order the server saw them. A watcher that falls behind is sent a fresh `snapshot`,
+	// which replaces everything it held; so is one that reconnects (a new call). Heartbeats
+	// arrive at a fixed interval while nothing else does.
+	WatchApprovals(*WatchApprovalsRequest, grpc.ServerStreamingServer[WatchApprovalsResponse]) error
 	mustEmbedUnimplementedApprovalServiceServer()
 }
 
@@ -84,6 +118,9 @@ func (UnimplementedApprovalServiceServer) ListApprovals(context.Context, *ListAp
 }
 func (UnimplementedApprovalServiceServer) ResolveApproval(context.Context, *ResolveApprovalRequest) (*ResolveApprovalResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResolveApproval not implemented")
+}
+func (UnimplementedApprovalServiceServer) WatchApprovals(*WatchApprovalsRequest, grpc.ServerStreamingServer[WatchApprovalsResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchApprovals not implemented")
 }
 func (UnimplementedApprovalServiceServer) mustEmbedUnimplementedApprovalServiceServer() {}
 func (UnimplementedApprovalServiceServer) testEmbeddedByValue()                         {}
@@ -142,6 +179,17 @@ func _ApprovalService_ResolveApproval_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ApprovalService_WatchApprovals_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchApprovalsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ApprovalServiceServer).WatchApprovals(m, &grpc.GenericServerStream[WatchApprovalsRequest, WatchApprovalsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ApprovalService_WatchApprovalsServer = grpc.ServerStreamingServer[WatchApprovalsResponse]
+
 // ApprovalService_ServiceDesc is the grpc.ServiceDesc for ApprovalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -158,6 +206,12 @@ var ApprovalService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ApprovalService_ResolveApproval_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchApprovals",
+			Handler:       _ApprovalService_WatchApprovals_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "odyssey/v1/approval.proto",
 }

@@ -22,6 +22,61 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SessionState int32
+
+const (
+	SessionState_SESSION_STATE_UNSPECIFIED SessionState = 0
+	// No turn of the session is queued or running.
+	SessionState_SESSION_STATE_IDLE SessionState = 1
+	// A turn is queued or running and no tool call of it waits for a human.
+	SessionState_SESSION_STATE_RUNNING SessionState = 2
+	// A tool call waits for a human decision (a request ListApprovals and WatchApprovals show).
+	SessionState_SESSION_STATE_WAITING_FOR_APPROVAL SessionState = 3
+)
+
+// Enum value maps for SessionState.
+var (
+	SessionState_name = map[int32]string{
+		0: "SESSION_STATE_UNSPECIFIED",
+		1: "SESSION_STATE_IDLE",
+		2: "SESSION_STATE_RUNNING",
+		3: "SESSION_STATE_WAITING_FOR_APPROVAL",
+	}
+	SessionState_value = map[string]int32{
+		"SESSION_STATE_UNSPECIFIED":          0,
+		"SESSION_STATE_IDLE":                 1,
+		"SESSION_STATE_RUNNING":              2,
+		"SESSION_STATE_WAITING_FOR_APPROVAL": 3,
+	}
+)
+
+func (x SessionState) Enum() *SessionState {
+	p := new(SessionState)
+	*p = x
+	return p
+}
+
+func (x SessionState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SessionState) Descriptor() protoreflect.EnumDescriptor {
+	return file_odyssey_v1_session_proto_enumTypes[0].Descriptor()
+}
+
+func (SessionState) Type() protoreflect.EnumType {
+	return &file_odyssey_v1_session_proto_enumTypes[0]
+}
+
+func (x SessionState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SessionState.Descriptor instead.
+func (SessionState) EnumDescriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{0}
+}
+
 type Session struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -41,7 +96,10 @@ type Session struct {
 	Usage          *TokenUsage            `protobuf:"bytes,13,opt,name=usage,proto3" json:"usage,omitempty"`
 	// Tokens (input + output) the session may spend; 0 when it has no budget. A turn on a
 	// session that has spent it is refused with FAILED_PRECONDITION.
-	TokenBudget   uint64 `protobuf:"varint,14,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
+	TokenBudget uint64 `protobuf:"varint,14,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
+	// What the session is doing now, derived by the server when the session is read (never
+	// stored: after a restart every session is idle, its interrupted turns recorded so).
+	State         SessionState `protobuf:"varint,15,opt,name=state,proto3,enum=odyssey.v1.SessionState" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -172,6 +230,13 @@ func (x *Session) GetTokenBudget() uint64 {
 		return x.TokenBudget
 	}
 	return 0
+}
+
+func (x *Session) GetState() SessionState {
+	if x != nil {
+		return x.State
+	}
+	return SessionState_SESSION_STATE_UNSPECIFIED
 }
 
 type CreateSessionRequest struct {
@@ -887,7 +952,7 @@ var File_odyssey_v1_session_proto protoreflect.FileDescriptor
 const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"\x18odyssey/v1/session.proto\x12\n" +
-	"odyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\x1a\x17odyssey/v1/events.proto\"\xc3\x05\n" +
+	"odyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\x1a\x17odyssey/v1/events.proto\"\xf3\x05\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12)\n" +
 	"\x10bundle_reference\x18\x02 \x01(\tR\x0fbundleReference\x12-\n" +
@@ -906,7 +971,8 @@ const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\rlast_sequence\x18\v \x01(\x04R\flastSequence\x12=\n" +
 	"\bmetadata\x18\f \x03(\v2!.odyssey.v1.Session.MetadataEntryR\bmetadata\x12,\n" +
 	"\x05usage\x18\r \x01(\v2\x16.odyssey.v1.TokenUsageR\x05usage\x12!\n" +
-	"\ftoken_budget\x18\x0e \x01(\x04R\vtokenBudget\x1a;\n" +
+	"\ftoken_budget\x18\x0e \x01(\x04R\vtokenBudget\x12.\n" +
+	"\x05state\x18\x0f \x01(\x0e2\x18.odyssey.v1.SessionStateR\x05state\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb6\x03\n" +
@@ -956,7 +1022,12 @@ const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"5\n" +
 	"\x1dExportSessionCassetteResponse\x12\x14\n" +
-	"\x05chunk\x18\x01 \x01(\fR\x05chunk2\xad\x04\n" +
+	"\x05chunk\x18\x01 \x01(\fR\x05chunk*\x88\x01\n" +
+	"\fSessionState\x12\x1d\n" +
+	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n" +
+	"\x15SESSION_STATE_RUNNING\x10\x02\x12&\n" +
+	"\"SESSION_STATE_WAITING_FOR_APPROVAL\x10\x032\xad\x04\n" +
 	"\x0eSessionService\x12T\n" +
 	"\rCreateSession\x12 .odyssey.v1.CreateSessionRequest\x1a!.odyssey.v1.CreateSessionResponse\x12K\n" +
 	"\n" +
@@ -981,68 +1052,71 @@ func file_odyssey_v1_session_proto_rawDescGZIP() []byte {
 	return file_odyssey_v1_session_proto_rawDescData
 }
 
+var file_odyssey_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_odyssey_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_odyssey_v1_session_proto_goTypes = []any{
-	(*Session)(nil),                       // 0: odyssey.v1.Session
-	(*CreateSessionRequest)(nil),          // 1: odyssey.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),         // 2: odyssey.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),             // 3: odyssey.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),            // 4: odyssey.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),           // 5: odyssey.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),          // 6: odyssey.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),          // 7: odyssey.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),         // 8: odyssey.v1.DeleteSessionResponse
-	(*SubscribeSessionRequest)(nil),       // 9: odyssey.v1.SubscribeSessionRequest
-	(*SubscribeSessionResponse)(nil),      // 10: odyssey.v1.SubscribeSessionResponse
-	(*Heartbeat)(nil),                     // 11: odyssey.v1.Heartbeat
-	(*ExportSessionCassetteRequest)(nil),  // 12: odyssey.v1.ExportSessionCassetteRequest
-	(*ExportSessionCassetteResponse)(nil), // 13: odyssey.v1.ExportSessionCassetteResponse
-	nil,                                   // 14: odyssey.v1.Session.MetadataEntry
-	nil,                                   // 15: odyssey.v1.CreateSessionRequest.MetadataEntry
-	(*BundleRef)(nil),                     // 16: odyssey.v1.BundleRef
-	(*ModelSpec)(nil),                     // 17: odyssey.v1.ModelSpec
-	(SandboxMode)(0),                      // 18: odyssey.v1.SandboxMode
-	(ApprovalPolicy)(0),                   // 19: odyssey.v1.ApprovalPolicy
-	(*timestamppb.Timestamp)(nil),         // 20: google.protobuf.Timestamp
-	(*TokenUsage)(nil),                    // 21: odyssey.v1.TokenUsage
-	(*SessionEvent)(nil),                  // 22: odyssey.v1.SessionEvent
+	(SessionState)(0),                     // 0: odyssey.v1.SessionState
+	(*Session)(nil),                       // 1: odyssey.v1.Session
+	(*CreateSessionRequest)(nil),          // 2: odyssey.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),         // 3: odyssey.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),             // 4: odyssey.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),            // 5: odyssey.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),           // 6: odyssey.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),          // 7: odyssey.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),          // 8: odyssey.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),         // 9: odyssey.v1.DeleteSessionResponse
+	(*SubscribeSessionRequest)(nil),       // 10: odyssey.v1.SubscribeSessionRequest
+	(*SubscribeSessionResponse)(nil),      // 11: odyssey.v1.SubscribeSessionResponse
+	(*Heartbeat)(nil),                     // 12: odyssey.v1.Heartbeat
+	(*ExportSessionCassetteRequest)(nil),  // 13: odyssey.v1.ExportSessionCassetteRequest
+	(*ExportSessionCassetteResponse)(nil), // 14: odyssey.v1.ExportSessionCassetteResponse
+	nil,                                   // 15: odyssey.v1.Session.MetadataEntry
+	nil,                                   // 16: odyssey.v1.CreateSessionRequest.MetadataEntry
+	(*BundleRef)(nil),                     // 17: odyssey.v1.BundleRef
+	(*ModelSpec)(nil),                     // 18: odyssey.v1.ModelSpec
+	(SandboxMode)(0),                      // 19: odyssey.v1.SandboxMode
+	(ApprovalPolicy)(0),                   // 20: odyssey.v1.ApprovalPolicy
+	(*timestamppb.Timestamp)(nil),         // 21: google.protobuf.Timestamp
+	(*TokenUsage)(nil),                    // 22: odyssey.v1.TokenUsage
+	(*SessionEvent)(nil),                  // 23: odyssey.v1.SessionEvent
 }
 var file_odyssey_v1_session_proto_depIdxs = []int32{
-	16, // 0: odyssey.v1.Session.bundle:type_name -> odyssey.v1.BundleRef
-	17, // 1: odyssey.v1.Session.model:type_name -> odyssey.v1.ModelSpec
-	18, // 2: odyssey.v1.Session.sandbox_mode:type_name -> odyssey.v1.SandboxMode
-	19, // 3: odyssey.v1.Session.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
-	20, // 4: odyssey.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	20, // 5: odyssey.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	14, // 6: odyssey.v1.Session.metadata:type_name -> odyssey.v1.Session.MetadataEntry
-	21, // 7: odyssey.v1.Session.usage:type_name -> odyssey.v1.TokenUsage
-	17, // 8: odyssey.v1.CreateSessionRequest.model:type_name -> odyssey.v1.ModelSpec
-	18, // 9: odyssey.v1.CreateSessionRequest.sandbox_mode:type_name -> odyssey.v1.SandboxMode
-	19, // 10: odyssey.v1.CreateSessionRequest.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
-	15, // 11: odyssey.v1.CreateSessionRequest.metadata:type_name -> odyssey.v1.CreateSessionRequest.MetadataEntry
-	0,  // 12: odyssey.v1.CreateSessionResponse.session:type_name -> odyssey.v1.Session
-	0,  // 13: odyssey.v1.GetSessionResponse.session:type_name -> odyssey.v1.Session
-	0,  // 14: odyssey.v1.ListSessionsResponse.sessions:type_name -> odyssey.v1.Session
-	22, // 15: odyssey.v1.SubscribeSessionResponse.event:type_name -> odyssey.v1.SessionEvent
-	11, // 16: odyssey.v1.SubscribeSessionResponse.heartbeat:type_name -> odyssey.v1.Heartbeat
-	20, // 17: odyssey.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
-	1,  // 18: odyssey.v1.SessionService.CreateSession:input_type -> odyssey.v1.CreateSessionRequest
-	3,  // 19: odyssey.v1.SessionService.GetSession:input_type -> odyssey.v1.GetSessionRequest
-	5,  // 20: odyssey.v1.SessionService.ListSessions:input_type -> odyssey.v1.ListSessionsRequest
-	7,  // 21: odyssey.v1.SessionService.DeleteSession:input_type -> odyssey.v1.DeleteSessionRequest
-	9,  // 22: odyssey.v1.SessionService.SubscribeSession:input_type -> odyssey.v1.SubscribeSessionRequest
-	12, // 23: odyssey.v1.SessionService.ExportSessionCassette:input_type -> odyssey.v1.ExportSessionCassetteRequest
-	2,  // 24: odyssey.v1.SessionService.CreateSession:output_type -> odyssey.v1.CreateSessionResponse
-	4,  // 25: odyssey.v1.SessionService.GetSession:output_type -> odyssey.v1.GetSessionResponse
-	6,  // 26: odyssey.v1.SessionService.ListSessions:output_type -> odyssey.v1.ListSessionsResponse
-	8,  // 27: odyssey.v1.SessionService.DeleteSession:output_type -> odyssey.v1.DeleteSessionResponse
-	10, // 28: odyssey.v1.SessionService.SubscribeSession:output_type -> odyssey.v1.SubscribeSessionResponse
-	13, // 29: odyssey.v1.SessionService.ExportSessionCassette:output_type -> odyssey.v1.ExportSessionCassetteResponse
-	24, // [24:30] is the sub-list for method output_type
-	18, // [18:24] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	17, // 0: odyssey.v1.Session.bundle:type_name -> odyssey.v1.BundleRef
+	18, // 1: odyssey.v1.Session.model:type_name -> odyssey.v1.ModelSpec
+	19, // 2: odyssey.v1.Session.sandbox_mode:type_name -> odyssey.v1.SandboxMode
+	20, // 3: odyssey.v1.Session.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
+	21, // 4: odyssey.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	21, // 5: odyssey.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	15, // 6: odyssey.v1.Session.metadata:type_name -> odyssey.v1.Session.MetadataEntry
+	22, // 7: odyssey.v1.Session.usage:type_name -> odyssey.v1.TokenUsage
+	0,  // 8: odyssey.v1.Session.state:type_name -> odyssey.v1.SessionState
+	18, // 9: odyssey.v1.CreateSessionRequest.model:type_name -> odyssey.v1.ModelSpec
+	19, // 10: odyssey.v1.CreateSessionRequest.sandbox_mode:type_name -> odyssey.v1.SandboxMode
+	20, // 11: odyssey.v1.CreateSessionRequest.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
+	16, // 12: odyssey.v1.CreateSessionRequest.metadata:type_name -> odyssey.v1.CreateSessionRequest.MetadataEntry
+	1,  // 13: odyssey.v1.CreateSessionResponse.session:type_name -> odyssey.v1.Session
+	1,  // 14: odyssey.v1.GetSessionResponse.session:type_name -> odyssey.v1.Session
+	1,  // 15: odyssey.v1.ListSessionsResponse.sessions:type_name -> odyssey.v1.Session
+	23, // 16: odyssey.v1.SubscribeSessionResponse.event:type_name -> odyssey.v1.SessionEvent
+	12, // 17: odyssey.v1.SubscribeSessionResponse.heartbeat:type_name -> odyssey.v1.Heartbeat
+	21, // 18: odyssey.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
+	2,  // 19: odyssey.v1.SessionService.CreateSession:input_type -> odyssey.v1.CreateSessionRequest
+	4,  // 20: odyssey.v1.SessionService.GetSession:input_type -> odyssey.v1.GetSessionRequest
+	6,  // 21: odyssey.v1.SessionService.ListSessions:input_type -> odyssey.v1.ListSessionsRequest
+	8,  // 22: odyssey.v1.SessionService.DeleteSession:input_type -> odyssey.v1.DeleteSessionRequest
+	10, // 23: odyssey.v1.SessionService.SubscribeSession:input_type -> odyssey.v1.SubscribeSessionRequest
+	13, // 24: odyssey.v1.SessionService.ExportSessionCassette:input_type -> odyssey.v1.ExportSessionCassetteRequest
+	3,  // 25: odyssey.v1.SessionService.CreateSession:output_type -> odyssey.v1.CreateSessionResponse
+	5,  // 26: odyssey.v1.SessionService.GetSession:output_type -> odyssey.v1.GetSessionResponse
+	7,  // 27: odyssey.v1.SessionService.ListSessions:output_type -> odyssey.v1.ListSessionsResponse
+	9,  // 28: odyssey.v1.SessionService.DeleteSession:output_type -> odyssey.v1.DeleteSessionResponse
+	11, // 29: odyssey.v1.SessionService.SubscribeSession:output_type -> odyssey.v1.SubscribeSessionResponse
+	14, // 30: odyssey.v1.SessionService.ExportSessionCassette:output_type -> odyssey.v1.ExportSessionCassetteResponse
+	25, // [25:31] is the sub-list for method output_type
+	19, // [19:25] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_session_proto_init() }
@@ -1061,13 +1135,14 @@ func file_odyssey_v1_session_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_session_proto_rawDesc), len(file_odyssey_v1_session_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_odyssey_v1_session_proto_goTypes,
 		DependencyIndexes: file_odyssey_v1_session_proto_depIdxs,
+		EnumInfos:         file_odyssey_v1_session_proto_enumTypes,
 		MessageInfos:      file_odyssey_v1_session_proto_msgTypes,
 	}.Build()
 	File_odyssey_v1_session_proto = out.File

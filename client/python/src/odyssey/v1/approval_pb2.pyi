@@ -12,7 +12,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Approval(_message.Message):
-    __slots__ = ("request_id", "session_id", "execution_id", "call_id", "tool", "arguments", "summary", "requested_at", "expires_at", "display", "control_characters")
+    __slots__ = ("request_id", "session_id", "execution_id", "call_id", "tool", "arguments", "summary", "requested_at", "expires_at", "display", "control_characters", "reason")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -24,6 +24,7 @@ class Approval(_message.Message):
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_FIELD_NUMBER: _ClassVar[int]
     CONTROL_CHARACTERS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     session_id: str
     execution_id: str
@@ -35,7 +36,8 @@ class Approval(_message.Message):
     expires_at: _timestamp_pb2.Timestamp
     display: str
     control_characters: bool
-    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[str] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., display: _Optional[str] = ..., control_characters: _Optional[bool] = ...) -> None: ...
+    reason: str
+    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[str] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., display: _Optional[str] = ..., control_characters: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ListApprovalsRequest(_message.Message):
     __slots__ = ("session_id", "page_size", "page_token")
@@ -72,3 +74,35 @@ class ResolveApprovalResponse(_message.Message):
     approval: Approval
     decision: _events_pb2.ApprovalDecision
     def __init__(self, approval: _Optional[_Union[Approval, _Mapping]] = ..., decision: _Optional[_Union[_events_pb2.ApprovalDecision, str]] = ...) -> None: ...
+
+class WatchApprovalsRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class WatchApprovalsResponse(_message.Message):
+    __slots__ = ("snapshot", "added", "removed", "heartbeat")
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    snapshot: ApprovalSnapshot
+    added: Approval
+    removed: _events_pb2.ApprovalResolved
+    heartbeat: ApprovalsHeartbeat
+    def __init__(self, snapshot: _Optional[_Union[ApprovalSnapshot, _Mapping]] = ..., added: _Optional[_Union[Approval, _Mapping]] = ..., removed: _Optional[_Union[_events_pb2.ApprovalResolved, _Mapping]] = ..., heartbeat: _Optional[_Union[ApprovalsHeartbeat, _Mapping]] = ...) -> None: ...
+
+class ApprovalSnapshot(_message.Message):
+    __slots__ = ("approvals",)
+    APPROVALS_FIELD_NUMBER: _ClassVar[int]
+    approvals: _containers.RepeatedCompositeFieldContainer[Approval]
+    def __init__(self, approvals: _Optional[_Iterable[_Union[Approval, _Mapping]]] = ...) -> None: ...
+
+class ApprovalsHeartbeat(_message.Message):
+    __slots__ = ("sent_at", "pending")
+    SENT_AT_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    sent_at: _timestamp_pb2.Timestamp
+    pending: int
+    def __init__(self, sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending: _Optional[int] = ...) -> None: ...

@@ -45,6 +45,11 @@ class ApprovalServiceStub:
                 request_serializer=odyssey_dot_v1_dot_approval__pb2.ResolveApprovalRequest.SerializeToString,
                 response_deserializer=odyssey_dot_v1_dot_approval__pb2.ResolveApprovalResponse.FromString,
                 _registered_method=True)
+        self.WatchApprovals = channel.unary_stream(
+                '/odyssey.v1.ApprovalService/WatchApprovals',
+                request_serializer=odyssey_dot_v1_dot_approval__pb2.WatchApprovalsRequest.SerializeToString,
+                response_deserializer=odyssey_dot_v1_dot_approval__pb2.WatchApprovalsResponse.FromString,
+                _registered_method=True)
 
 
 class ApprovalServiceServicer:
@@ -63,6 +68,18 @@ class ApprovalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchApprovals(self, request, context):
+        """Follows the pending requests: first a `snapshot` of every pending request, then each
+        request filed (`added`) and each that ends (`removed`: decided by this or any other
+        client, timed out, cancelled with its turn or session, interrupted by a shutdown), in
+        the order the server saw them. A watcher that falls behind is sent a fresh `snapshot`,
+        which replaces everything it held; so is one that reconnects (a new call). Heartbeats
+        arrive at a fixed interval while nothing else does.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ApprovalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -75,6 +92,11 @@ def add_ApprovalServiceServicer_to_server(servicer, server):
                     servicer.ResolveApproval,
                     request_deserializer=odyssey_dot_v1_dot_approval__pb2.ResolveApprovalRequest.FromString,
                     response_serializer=odyssey_dot_v1_dot_approval__pb2.ResolveApprovalResponse.SerializeToString,
+            ),
+            'WatchApprovals': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchApprovals,
+                    request_deserializer=odyssey_dot_v1_dot_approval__pb2.WatchApprovalsRequest.FromString,
+                    response_serializer=odyssey_dot_v1_dot_approval__pb2.WatchApprovalsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -132,6 +154,33 @@ class ApprovalService:
             '/odyssey.v1.ApprovalService/ResolveApproval',
             odyssey_dot_v1_dot_approval__pb2.ResolveApprovalRequest.SerializeToString,
             odyssey_dot_v1_dot_approval__pb2.ResolveApprovalResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchApprovals(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/odyssey.v1.ApprovalService/WatchApprovals',
+            odyssey_dot_v1_dot_approval__pb2.WatchApprovalsRequest.SerializeToString,
+            odyssey_dot_v1_dot_approval__pb2.WatchApprovalsResponse.FromString,
             options,
             channel_credentials,
             insecure,

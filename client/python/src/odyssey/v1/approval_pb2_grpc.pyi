@@ -35,6 +35,14 @@ class ApprovalServiceStub:
     def __new__(cls, channel: _aio.Channel) -> ApprovalServiceAsyncStub: ...
     ListApprovals: _grpc.UnaryUnaryMultiCallable[_approval_pb2.ListApprovalsRequest, _approval_pb2.ListApprovalsResponse]
     ResolveApproval: _grpc.UnaryUnaryMultiCallable[_approval_pb2.ResolveApprovalRequest, _approval_pb2.ResolveApprovalResponse]
+    WatchApprovals: _grpc.UnaryStreamMultiCallable[_approval_pb2.WatchApprovalsRequest, _approval_pb2.WatchApprovalsResponse]
+    """Follows the pending requests: first a `snapshot` of every pending request, then each
+    request filed (`added`) and each that ends (`removed`: decided by this or any other
+    client, timed out, cancelled with its turn or session, interrupted by a shutdown), in
+    the order the server saw them. A watcher that falls behind is sent a fresh `snapshot`,
+    which replaces everything it held; so is one that reconnects (a new call). Heartbeats
+    arrive at a fixed interval while nothing else does.
+    """
 
 @_typing.type_check_only
 class ApprovalServiceAsyncStub(ApprovalServiceStub):
@@ -43,6 +51,14 @@ class ApprovalServiceAsyncStub(ApprovalServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     ListApprovals: _aio.UnaryUnaryMultiCallable[_approval_pb2.ListApprovalsRequest, _approval_pb2.ListApprovalsResponse]  # type: ignore[assignment]
     ResolveApproval: _aio.UnaryUnaryMultiCallable[_approval_pb2.ResolveApprovalRequest, _approval_pb2.ResolveApprovalResponse]  # type: ignore[assignment]
+    WatchApprovals: _aio.UnaryStreamMultiCallable[_approval_pb2.WatchApprovalsRequest, _approval_pb2.WatchApprovalsResponse]  # type: ignore[assignment]
+    """Follows the pending requests: first a `snapshot` of every pending request, then each
+    request filed (`added`) and each that ends (`removed`: decided by this or any other
+    client, timed out, cancelled with its turn or session, interrupted by a shutdown), in
+    the order the server saw them. A watcher that falls behind is sent a fresh `snapshot`,
+    which replaces everything it held; so is one that reconnects (a new call). Heartbeats
+    arrive at a fixed interval while nothing else does.
+    """
 
 class ApprovalServiceServicer(metaclass=_abc_1.ABCMeta):
     """Human decisions on tool calls that wait for approval."""
@@ -60,5 +76,19 @@ class ApprovalServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _approval_pb2.ResolveApprovalRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_approval_pb2.ResolveApprovalResponse, _abc.Awaitable[_approval_pb2.ResolveApprovalResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def WatchApprovals(
+        self,
+        request: _approval_pb2.WatchApprovalsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_approval_pb2.WatchApprovalsResponse], _abc.AsyncIterator[_approval_pb2.WatchApprovalsResponse]]:
+        """Follows the pending requests: first a `snapshot` of every pending request, then each
+        request filed (`added`) and each that ends (`removed`: decided by this or any other
+        client, timed out, cancelled with its turn or session, interrupted by a shutdown), in
+        the order the server saw them. A watcher that falls behind is sent a fresh `snapshot`,
+        which replaces everything it held; so is one that reconnects (a new call). Heartbeats
+        arrive at a fixed interval while nothing else does.
+        """
 
 def add_ApprovalServiceServicer_to_server(servicer: ApprovalServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

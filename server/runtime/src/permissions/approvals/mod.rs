@@ -11,6 +11,7 @@
 mod key;
 mod state;
 mod waiter;
+mod watch;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -22,6 +23,7 @@ use uuid::Uuid;
 use self::key::argument_key;
 use self::state::{Entry, State};
 pub use self::waiter::ApprovalWaiter;
+pub use self::watch::{ApprovalChange, ApprovalUpdate, ApprovalWatch};
 use super::display::CallDisplay;
 use super::error::ApprovalError;
 use crate::events::{ApprovalDecision, ApprovalResolution, now_ms};
@@ -139,6 +141,9 @@ impl ApprovalStore {
             let seq = state.next_seq;
             state.next_seq += 1;
             state.ids.insert(request_id.clone(), seq);
+            state
+                .changes
+                .publish(ApprovalChange::Added(approval.clone()));
             state.pending.insert(
                 seq,
                 Entry {
@@ -212,6 +217,44 @@ impl ApprovalStore {
             items: page.items.into_iter().map(|(_, a)| a.clone()).collect(),
             next_token: page.next_token,
         })
+    }
+
+    /// Whether a request of this session waits for a human now.
+    pub fn has_pending(&self, session_id: Uuid) -> bool {
+        let mut state = self.lock();
+        state.expire_overdue();
+        state
+            .pending
+            .values()
+            .any(|e| e.approval.request.session_id == session_id)
+    }
+
+    /// Follows the pending requests (of one session, when given): a snapshot, then each
+    /// request filed and each that ends, however it ends.
+    pub fn watch(&self, session: Option<Uuid>) -> ApprovalWatch {
+        ApprovalWatch::start(self.clone(), session)
+    }
+
+    /// The pending requests and a subscription to the changes after them, taken under one
+    /// lock so that no change falls between the two.
+    fn snapshot_and_subscribe(
+        &self,
+        session: Option<Uuid>,
+    ) -> (
+        Vec<Approval>,
+        tokio::sync::broadcast::Receiver<ApprovalChange>,
+    ) {
+        let mut state = self.lock();
+        state.expire_overdue();
+        let receiver = state.changes.subscribe();
+        let snapshot = state
+            .pending
+            .values()
+            .map(|e| &e.approval)
+            .filter(|a| session.is_none_or(|s| a.request.session_id == s))
+            .cloned()
+            .collect();
+        (snapshot, receiver)
     }
 
     /// One request, pending or resolved (resolved ones only while they are remembered).

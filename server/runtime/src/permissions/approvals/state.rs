@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::key::argument_key;
+use super::watch::{ApprovalChange, Changes};
 use super::{Approval, Resolution};
 use crate::events::{ApprovalDecision, ApprovalResolution};
 
@@ -29,6 +30,8 @@ pub(super) struct State {
     pub(super) resolved_order: VecDeque<(String, Instant)>,
     /// Per session: (tool, argument key) pairs a human allowed always.
     pub(super) remembered: HashMap<Uuid, HashSet<(String, String)>>,
+    /// Where requests filed and ended are published to watchers.
+    pub(super) changes: Changes,
 }
 
 /// A pending request and the channel its waiter listens on.
@@ -74,6 +77,8 @@ impl State {
         let _ = sender.send(resolution.clone());
         self.remember_resolved(request_id, resolution.resolution);
         approval.resolution = Some(resolution);
+        self.changes
+            .publish(ApprovalChange::Removed(approval.clone()));
         Ok(approval)
     }
 

@@ -336,3 +336,108 @@ async fn listing_is_oldest_first_filtered_and_paged() {
         Some(ErrorKind::InvalidArgument)
     );
 }
+
+/// The next update of a watch, failing the test instead of hanging.
+async fn next_update(
+    watch: &mut crate::permissions::ApprovalWatch,
+) -> crate::permissions::ApprovalUpdate {
+    tokio::time::timeout(Duration::from_secs(10), watch.next())
+        .await
+        .unwrap_or_else(|_| panic!("no update came"))
+        .unwrap_or_else(|| panic!("the watch ended"))
+}
+
+#[tokio::test]
+async fn a_watch_starts_with_the_pending_requests_then_follows_filed_and_ended_ones() {
+    use crate::permissions::{ApprovalChange, ApprovalUpdate};
+    let store = ApprovalStore::default();
+    let (session, other) = (Uuid::new_v4(), Uuid::new_v4());
+    let (first, _w1) = store.request(bash(session, Uuid::new_v4(), "rm a"));
+    let (_, _w2) = store.request(bash(other, Uuid::new_v4(), "rm b"));
+    let mut all = store.watch(None);
+    let mut mine = store.watch(Some(session));
+    match next_update(&mut all).await {
+        ApprovalUpdate::Snapshot(s) => assert_eq!(s.len(), 2),
+        u => panic!("expected a snapshot, got {u:?}"),
+    }
+    match next_update(&mut mine).await {
+        ApprovalUpdate::Snapshot(s) => {
+            assert_eq!(
+                s.iter().map(|a| &a.request_id).collect::<Vec<_>>(),
+                [&first]
+            );
+        }
+        u => panic!("expected a snapshot, got {u:?}"),
+    }
+    // Filed in the other session: only the unfiltered watch sees it.
+    let (third, w3) = store.request(bash(other, Uuid::new_v4(), "rm c"));
+    match next_update(&mut all).await {
+        ApprovalUpdate::Change(ApprovalChange::Added(a)) => assert_eq!(a.request_id, third),
+        u => panic!("expected the added request, got {u:?}"),
+    }
+    // Decided elsewhere: removed, with how it ended.
+    store
+        .resolve(&first, ApprovalDecision::Deny, "not today")
+        .unwrap_or_else(|e| panic!("{e}"));
+    for watch in [&mut all, &mut mine] {
+        match next_update(watch).await {
+            ApprovalUpdate::Change(ApprovalChange::Removed(a)) => {
+                assert_eq!(a.request_id, first);
+                let resolution = a.resolution.unwrap_or_else(|| panic!("no resolution"));
+                assert_eq!(resolution.decision, ApprovalDecision::Deny);
+                assert_eq!(resolution.reason, "not today");
+            }
+            u => panic!("expected the removed request, got {u:?}"),
+        }
+    }
+    // A waiter dropped (its turn stopped) ends its request too.
+    drop(w3);
+    match next_update(&mut all).await {
+        ApprovalUpdate::Change(ApprovalChange::Removed(a)) => {
+            assert_eq!(a.request_id, third);
+            assert_eq!(
+                a.resolution.map(|r| r.resolution),
+                Some(ApprovalResolution::Cancelled)
+            );
+        }
+        u => panic!("expected the cancelled request, got {u:?}"),
+    }
+    assert!(!store.has_pending(session));
+    assert!(store.has_pending(other));
+}
+
+#[tokio::test]
+async fn a_watch_that_falls_behind_is_sent_a_fresh_snapshot() {
+    use crate::permissions::ApprovalUpdate;
+    let store = ApprovalStore::default();
+    let session = Uuid::new_v4();
+    let mut watch = store.watch(None);
+    assert_eq!(
+        next_update(&mut watch).await,
+        ApprovalUpdate::Snapshot(Vec::new())
+    );
+    // More changes than the channel holds, without the watcher reading.
+    let mut waiters = Vec::new();
+    for i in 0..1500 {
+        let (id, waiter) = store.request(bash(session, Uuid::new_v4(), &format!("rm {i}")));
+        if i % 2 == 0 {
+            store
+                .resolve(&id, ApprovalDecision::AllowOnce, "")
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        waiters.push(waiter);
+    }
+    match next_update(&mut watch).await {
+        ApprovalUpdate::Snapshot(s) => {
+            assert_eq!(
+                s,
+                store
+                    .list(None, &PageRequest::first(1000))
+                    .map(|p| p.items)
+                    .unwrap_or_default()
+            );
+            assert_eq!(s.len(), 750);
+        }
+        u => panic!("expected a fresh snapshot, got {u:?}"),
+    }
+}

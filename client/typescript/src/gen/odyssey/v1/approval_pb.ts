@@ -6,7 +6,7 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { ApprovalDecision } from "./events_pb.js";
+import type { ApprovalDecision, ApprovalResolved } from "./events_pb.js";
 import { file_odyssey_v1_events } from "./events_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file odyssey/v1/approval.proto.
  */
 export const file_odyssey_v1_approval: GenFile = /*@__PURE__*/
-  fileDesc("ChlvZHlzc2V5L3YxL2FwcHJvdmFsLnByb3RvEgpvZHlzc2V5LnYxIrMCCghBcHByb3ZhbBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSFAoMZXhlY3V0aW9uX2lkGAMgASgJEg8KB2NhbGxfaWQYBCABKAkSDAoEdG9vbBgFIAEoCRIqCglhcmd1bWVudHMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB3N1bW1hcnkYByABKAkSMAoMcmVxdWVzdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdkaXNwbGF5GAogASgJEhoKEmNvbnRyb2xfY2hhcmFjdGVycxgLIAEoCCJRChRMaXN0QXBwcm92YWxzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIlkKFUxpc3RBcHByb3ZhbHNSZXNwb25zZRInCglhcHByb3ZhbHMYASADKAsyFC5vZHlzc2V5LnYxLkFwcHJvdmFsEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJsChZSZXNvbHZlQXBwcm92YWxSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSLgoIZGVjaXNpb24YAiABKA4yHC5vZHlzc2V5LnYxLkFwcHJvdmFsRGVjaXNpb24SDgoGcmVhc29uGAMgASgJInEKF1Jlc29sdmVBcHByb3ZhbFJlc3BvbnNlEiYKCGFwcHJvdmFsGAEgASgLMhQub2R5c3NleS52MS5BcHByb3ZhbBIuCghkZWNpc2lvbhgCIAEoDjIcLm9keXNzZXkudjEuQXBwcm92YWxEZWNpc2lvbjLDAQoPQXBwcm92YWxTZXJ2aWNlElQKDUxpc3RBcHByb3ZhbHMSIC5vZHlzc2V5LnYxLkxpc3RBcHByb3ZhbHNSZXF1ZXN0GiEub2R5c3NleS52MS5MaXN0QXBwcm92YWxzUmVzcG9uc2USWgoPUmVzb2x2ZUFwcHJvdmFsEiIub2R5c3NleS52MS5SZXNvbHZlQXBwcm92YWxSZXF1ZXN0GiMub2R5c3NleS52MS5SZXNvbHZlQXBwcm92YWxSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_odyssey_v1_events]);
+  fileDesc("ChlvZHlzc2V5L3YxL2FwcHJvdmFsLnByb3RvEgpvZHlzc2V5LnYxIsMCCghBcHByb3ZhbBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSFAoMZXhlY3V0aW9uX2lkGAMgASgJEg8KB2NhbGxfaWQYBCABKAkSDAoEdG9vbBgFIAEoCRIqCglhcmd1bWVudHMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB3N1bW1hcnkYByABKAkSMAoMcmVxdWVzdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdkaXNwbGF5GAogASgJEhoKEmNvbnRyb2xfY2hhcmFjdGVycxgLIAEoCBIOCgZyZWFzb24YDCABKAkiUQoUTGlzdEFwcHJvdmFsc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJZChVMaXN0QXBwcm92YWxzUmVzcG9uc2USJwoJYXBwcm92YWxzGAEgAygLMhQub2R5c3NleS52MS5BcHByb3ZhbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkibAoWUmVzb2x2ZUFwcHJvdmFsUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEi4KCGRlY2lzaW9uGAIgASgOMhwub2R5c3NleS52MS5BcHByb3ZhbERlY2lzaW9uEg4KBnJlYXNvbhgDIAEoCSJxChdSZXNvbHZlQXBwcm92YWxSZXNwb25zZRImCghhcHByb3ZhbBgBIAEoCzIULm9keXNzZXkudjEuQXBwcm92YWwSLgoIZGVjaXNpb24YAiABKA4yHC5vZHlzc2V5LnYxLkFwcHJvdmFsRGVjaXNpb24iKwoVV2F0Y2hBcHByb3ZhbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAki3wEKFldhdGNoQXBwcm92YWxzUmVzcG9uc2USMAoIc25hcHNob3QYASABKAsyHC5vZHlzc2V5LnYxLkFwcHJvdmFsU25hcHNob3RIABIlCgVhZGRlZBgCIAEoCzIULm9keXNzZXkudjEuQXBwcm92YWxIABIvCgdyZW1vdmVkGAMgASgLMhwub2R5c3NleS52MS5BcHByb3ZhbFJlc29sdmVkSAASMwoJaGVhcnRiZWF0GAQgASgLMh4ub2R5c3NleS52MS5BcHByb3ZhbHNIZWFydGJlYXRIAEIGCgRpdGVtIjsKEEFwcHJvdmFsU25hcHNob3QSJwoJYXBwcm92YWxzGAEgAygLMhQub2R5c3NleS52MS5BcHByb3ZhbCJSChJBcHByb3ZhbHNIZWFydGJlYXQSKwoHc2VudF9hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHcGVuZGluZxgCIAEoDTKeAgoPQXBwcm92YWxTZXJ2aWNlElQKDUxpc3RBcHByb3ZhbHMSIC5vZHlzc2V5LnYxLkxpc3RBcHByb3ZhbHNSZXF1ZXN0GiEub2R5c3NleS52MS5MaXN0QXBwcm92YWxzUmVzcG9uc2USWgoPUmVzb2x2ZUFwcHJvdmFsEiIub2R5c3NleS52MS5SZXNvbHZlQXBwcm92YWxSZXF1ZXN0GiMub2R5c3NleS52MS5SZXNvbHZlQXBwcm92YWxSZXNwb25zZRJZCg5XYXRjaEFwcHJvdmFscxIhLm9keXNzZXkudjEuV2F0Y2hBcHByb3ZhbHNSZXF1ZXN0GiIub2R5c3NleS52MS5XYXRjaEFwcHJvdmFsc1Jlc3BvbnNlMAFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_odyssey_v1_events]);
 
 /**
  * @generated from message odyssey.v1.Approval
@@ -77,6 +77,13 @@ export type Approval = Message<"odyssey.v1.Approval"> & {
    * @generated from field: bool control_characters = 11;
    */
   controlCharacters: boolean;
+
+  /**
+   * Why the call needs a human: the rule (or policy) that asked.
+   *
+   * @generated from field: string reason = 12;
+   */
+  reason: string;
 };
 
 /**
@@ -189,6 +196,114 @@ export const ResolveApprovalResponseSchema: GenMessage<ResolveApprovalResponse> 
   messageDesc(file_odyssey_v1_approval, 4);
 
 /**
+ * @generated from message odyssey.v1.WatchApprovalsRequest
+ */
+export type WatchApprovalsRequest = Message<"odyssey.v1.WatchApprovalsRequest"> & {
+  /**
+   * Only requests of this session, when set.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message odyssey.v1.WatchApprovalsRequest.
+ * Use `create(WatchApprovalsRequestSchema)` to create a new message.
+ */
+export const WatchApprovalsRequestSchema: GenMessage<WatchApprovalsRequest> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_approval, 5);
+
+/**
+ * @generated from message odyssey.v1.WatchApprovalsResponse
+ */
+export type WatchApprovalsResponse = Message<"odyssey.v1.WatchApprovalsResponse"> & {
+  /**
+   * @generated from oneof odyssey.v1.WatchApprovalsResponse.item
+   */
+  item: {
+    /**
+     * Every pending request (of the session asked for), oldest first. Replaces whatever
+     * the watcher held.
+     *
+     * @generated from field: odyssey.v1.ApprovalSnapshot snapshot = 1;
+     */
+    value: ApprovalSnapshot;
+    case: "snapshot";
+  } | {
+    /**
+     * A request now waits for a human.
+     *
+     * @generated from field: odyssey.v1.Approval added = 2;
+     */
+    value: Approval;
+    case: "added";
+  } | {
+    /**
+     * A request ended and is no longer pending: how, and with which decision.
+     *
+     * @generated from field: odyssey.v1.ApprovalResolved removed = 3;
+     */
+    value: ApprovalResolved;
+    case: "removed";
+  } | {
+    /**
+     * @generated from field: odyssey.v1.ApprovalsHeartbeat heartbeat = 4;
+     */
+    value: ApprovalsHeartbeat;
+    case: "heartbeat";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message odyssey.v1.WatchApprovalsResponse.
+ * Use `create(WatchApprovalsResponseSchema)` to create a new message.
+ */
+export const WatchApprovalsResponseSchema: GenMessage<WatchApprovalsResponse> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_approval, 6);
+
+/**
+ * @generated from message odyssey.v1.ApprovalSnapshot
+ */
+export type ApprovalSnapshot = Message<"odyssey.v1.ApprovalSnapshot"> & {
+  /**
+   * @generated from field: repeated odyssey.v1.Approval approvals = 1;
+   */
+  approvals: Approval[];
+};
+
+/**
+ * Describes the message odyssey.v1.ApprovalSnapshot.
+ * Use `create(ApprovalSnapshotSchema)` to create a new message.
+ */
+export const ApprovalSnapshotSchema: GenMessage<ApprovalSnapshot> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_approval, 7);
+
+/**
+ * @generated from message odyssey.v1.ApprovalsHeartbeat
+ */
+export type ApprovalsHeartbeat = Message<"odyssey.v1.ApprovalsHeartbeat"> & {
+  /**
+   * @generated from field: google.protobuf.Timestamp sent_at = 1;
+   */
+  sentAt?: Timestamp | undefined;
+
+  /**
+   * How many requests the watcher should hold now.
+   *
+   * @generated from field: uint32 pending = 2;
+   */
+  pending: number;
+};
+
+/**
+ * Describes the message odyssey.v1.ApprovalsHeartbeat.
+ * Use `create(ApprovalsHeartbeatSchema)` to create a new message.
+ */
+export const ApprovalsHeartbeatSchema: GenMessage<ApprovalsHeartbeat> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_approval, 8);
+
+/**
  * Human decisions on tool calls that wait for approval.
  *
  * @generated from service odyssey.v1.ApprovalService
@@ -209,6 +324,21 @@ export const ApprovalService: GenService<{
     methodKind: "unary";
     input: typeof ResolveApprovalRequestSchema;
     output: typeof ResolveApprovalResponseSchema;
+  },
+  /**
+   * Follows the pending requests: first a `snapshot` of every pending request, then each
+   * request filed (`added`) and each that ends (`removed`: decided by this or any other
+   * client, timed out, cancelled with its turn or session, interrupted by a shutdown), in
+   * the order the server saw them. A watcher that falls behind is sent a fresh `snapshot`,
+   * which replaces everything it held; so is one that reconnects (a new call). Heartbeats
+   * arrive at a fixed interval while nothing else does.
+   *
+   * @generated from rpc odyssey.v1.ApprovalService.WatchApprovals
+   */
+  watchApprovals: {
+    methodKind: "server_streaming";
+    input: typeof WatchApprovalsRequestSchema;
+    output: typeof WatchApprovalsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_odyssey_v1_approval, 0);
