@@ -1,9 +1,17 @@
-//! MCP servers of bundles: what CreateSession refuses, naming the operator's setting.
+//! MCP servers of bundles: what CreateSession refuses, naming the operator's setting, and
+//! real stdio servers (`@modelcontextprotocol/server-everything`, and a small server made
+//! with the official TypeScript SDK that fails on purpose) run in the session's sandbox
+//! and called by turns whose model is the loopback OpenAI wire server.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use odyssey_api::v1 as pb;
+use odyssey_runtime::provider::ProviderSettings;
+use odyssey_testing::openai_wire::{OpenAiWireServer, Reply, Script, StreamBuilder};
 use tonic::Code;
 
-use crate::support::{Project, TestServer, error_reason};
+use crate::support::{Project, TestServer, error_reason, payload_kind};
 
 /// A replay project declaring `servers` (YAML lines under `spec.mcp_servers`) and an
 /// agent using `uses`.
@@ -86,4 +94,366 @@ fn servers_names(servers: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+const KEY: &str = "sk-test-loopback-key-mcp";
+
+/// Where the test MCP servers are installed (`scripts/install-tools`), or
+/// `ODYSSEY_TEST_NODE_MODULES`.
+fn node_modules() -> PathBuf {
+    let dir = std::env::var_os("ODYSSEY_TEST_NODE_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/tools/node_modules"));
+    let dir = dir.canonicalize().unwrap_or(dir);
+    assert!(
+        dir.join("@modelcontextprotocol/server-everything/dist/index.js")
+            .is_file(),
+        "the test MCP servers are not installed in {}: run scripts/install-tools",
+        dir.display()
+    );
+    dir
+}
+
+/// One model reply calling `tool` with `arguments`.
+fn call(id: &str, tool: &str, arguments: &str) -> Reply {
+    StreamBuilder::new()
+        .tool_call(0, id, tool, arguments, 2)
+        .finish("tool_calls")
+        .done()
+        .build()
+}
+
+fn text(answer: &str) -> Reply {
+    StreamBuilder::new()
+        .text(answer, 1)
+        .finish("stop")
+        .done()
+        .build()
+}
+
+/// A server whose provider `openai` is `model`, whose sessions may mount `modules`, and
+/// whose MCP calls time out after `call_timeout`.
+async fn server_for(
+    model: &OpenAiWireServer,
+    modules: &Path,
+    call_timeout: Duration,
+) -> TestServer {
+    let base_url = model.base_url();
+    let modules = modules.to_path_buf();
+    TestServer::start_configured(
+        move |args| {
+            args.mount_roots = vec![modules];
+            args.env_allowlist = vec!["PATH".into()];
+        },
+        move |config| {
+            config.providers.insert(
+                "openai".into(),
+                ProviderSettings {
+                    base_url: Some(base_url),
+                    api_key: Some(KEY.into()),
+                    ..ProviderSettings::default()
+                },
+            );
+            config.mcp.call_timeout = call_timeout;
+        },
+    )
+    .await
+}
+
+/// A bundle whose agent talks to `openai`, uses the MCP server `name` (started with
+/// `command`) and has the given rules; the sandbox may read `modules`.
+fn mcp_project(name: &str, command: &[String], modules: &Path, allow: &str, deny: &str) -> Project {
+    let project = Project::empty();
+    let command = serde_json::to_string(command).expect("json");
+    project.write(
+        "odyssey.bundle.yaml",
+        &format!(
+            "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: mcp-{name}\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      default: true\n  mcp_servers:\n    - name: {name}\n      command: {command}\n      env: {{ FROM_HOST: PATH }}\n  sandbox:\n    mode: workspace_write\n    permissions:\n      filesystem:\n        mounts:\n          read: [\"{}\"]\n",
+            modules.display()
+        ),
+    );
+    project.write(
+        "agents/main/agent.yaml",
+        &format!("apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\nspec:\n  kind: prompt\n  prompt: You are a test agent.\n  model:\n    provider: openai\n    name: gpt-test\n  mcp_servers: [{name}]\n  tools:\n    allow: {allow}\n    deny: {deny}\n"),
+    );
+    project
+}
+
+/// The finished tool calls of a turn's events, in order: (tool, success, result).
+fn finished(events: &[pb::SessionEvent]) -> Vec<(String, bool, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.payload {
+            Some(pb::session_event::Payload::ToolCallFinished(f)) => {
+                Some((f.tool.clone(), f.success, f.result.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The MCP server processes recorded as running under the server's sandbox folder.
+fn running_servers(server: &TestServer) -> Vec<String> {
+    let dir = server.home().join("sandbox/.running");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|name| name.starts_with("mcp-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_turn_calls_a_stdio_server_in_the_sandbox_which_stays_up_across_turns() {
+    let modules = node_modules();
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(call(
+                "c1",
+                "mcp__everything__echo",
+                r#"{"message": "hello from the model"}"#,
+            ))
+            .reply(text("Echoed."))
+            .reply(call("c2", "mcp__everything__get-env", "{}"))
+            .reply(text("Listed.")),
+    )
+    .await
+    .expect("loopback model");
+    let server = server_for(&model, &modules, Duration::from_secs(60)).await;
+    let command = vec![
+        "node".to_owned(),
+        modules
+            .join("@modelcontextprotocol/server-everything/dist/index.js")
+            .display()
+            .to_string(),
+        "stdio".to_owned(),
+    ];
+    let project = mcp_project(
+        "everything",
+        &command,
+        &modules,
+        "[\"mcp__everything__*\"]",
+        "[\"mcp__everything__get-tiny-image\"]",
+    );
+    let session = server.session_on(&project).await;
+
+    let status = server.run(&session.id, "Echo something.").await;
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{status:?}"
+    );
+    assert_eq!(status.response, "Echoed.");
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let calls = finished(&events);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].0, "mcp__everything__echo");
+    assert!(calls[0].1, "{calls:?}");
+    assert!(calls[0].2.contains("hello from the model"), "{calls:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| payload_kind(e) == "approval_requested"),
+        "the server's wildcard allows its tools"
+    );
+
+    // What the model was offered: the server's tools under their mapped names, with the
+    // server's JSON schema, minus the one a rule denies outright.
+    let requests = model.requests();
+    let tools: Vec<&serde_json::Value> = requests[0]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| &t["function"])
+        .collect();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"mcp__everything__echo"), "{names:?}");
+    assert!(
+        !names.contains(&"mcp__everything__get-tiny-image"),
+        "{names:?}"
+    );
+    let echo = tools
+        .iter()
+        .find(|t| t["name"] == "mcp__everything__echo")
+        .expect("echo offered");
+    assert_eq!(
+        echo["parameters"]["properties"]["message"]["type"],
+        "string"
+    );
+    let first = running_servers(&server);
+    assert_eq!(first.len(), 1, "one server runs between turns: {first:?}");
+
+    // The next turn uses the same process, which runs in the session's cell.
+    let status = server.run(&session.id, "List the environment.").await;
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{status:?}"
+    );
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let calls = finished(&events);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let env = &calls[1].2;
+    assert!(calls[1].1, "{env}");
+    assert!(
+        env.contains("\"HOME\": \"/workspace\""),
+        "HOME is the cell's workspace: {env}"
+    );
+    assert!(
+        env.contains("FROM_HOST"),
+        "the mapped variable is set: {env}"
+    );
+    assert_eq!(running_servers(&server), first, "the same server answered");
+
+    // Deleting the session stops it.
+    server
+        .sessions()
+        .delete_session(pb::DeleteSessionRequest {
+            session_id: session.id.clone(),
+        })
+        .await
+        .expect("delete");
+    assert!(
+        running_servers(&server).is_empty(),
+        "{:?}",
+        running_servers(&server)
+    );
+}
+
+/// A stdio server made with the official TypeScript SDK whose tools fail on purpose.
+fn faulty_server(modules: &Path) -> String {
+    let sdk = modules.join("@modelcontextprotocol/sdk/dist/esm");
+    format!(
+        r#"import {{ writeFileSync }} from "node:fs";
+import {{ Server }} from "{sdk}/server/index.js";
+import {{ StdioServerTransport }} from "{sdk}/server/stdio.js";
+import {{ ListToolsRequestSchema, CallToolRequestSchema }} from "{sdk}/types.js";
+
+const server = new Server({{ name: "faulty", version: "1.0.0" }}, {{ capabilities: {{ tools: {{}} }} }});
+const tool = (name, properties = {{}}) => ({{ name, description: name, inputSchema: {{ type: "object", properties }} }});
+server.setRequestHandler(ListToolsRequestSchema, async () => ({{
+  tools: [tool("fail"), tool("hang"), tool("crash"), tool("ping"), tool("write", {{ path: {{ type: "string" }} }})],
+}}));
+server.setRequestHandler(CallToolRequestSchema, async (request) => {{
+  const text = (t) => [{{ type: "text", text: t }}];
+  switch (request.params.name) {{
+    case "fail": return {{ content: text("it failed on purpose"), isError: true }};
+    case "hang": return new Promise(() => {{}});
+    case "crash": process.exit(3);
+    case "ping": return {{ content: text("pong") }};
+    case "write":
+      try {{
+        writeFileSync(request.params.arguments.path, "written by the MCP server");
+        return {{ content: text("wrote " + request.params.arguments.path) }};
+      }} catch (e) {{
+        return {{ content: text("cannot write: " + e.code), isError: true }};
+      }}
+  }}
+  return {{ content: text("unknown tool"), isError: true }};
+}});
+await server.connect(new StdioServerTransport());
+"#,
+        sdk = sdk.display()
+    )
+}
+
+#[tokio::test]
+async fn failing_hanging_and_crashing_servers_give_error_results_and_come_back() {
+    let modules = node_modules();
+    let after = |delay_ms: u64, reply: Reply| reply.delayed(Duration::from_millis(delay_ms));
+    let outside = tempfile::tempdir().expect("outside folder");
+    let escape = outside.path().join("escaped.txt");
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(call("c1", "mcp__faulty__fail", "{}"))
+            .reply(call("c2", "mcp__faulty__hang", "{}"))
+            // Past the one-second delay before a stopped server starts again.
+            .reply(after(1500, call("c3", "mcp__faulty__ping", "{}")))
+            .reply(call("c4", "mcp__faulty__crash", "{}"))
+            .reply(call("c5", "mcp__faulty__ping", "{}"))
+            .reply(after(1500, call("c6", "mcp__faulty__ping", "{}")))
+            .reply(call(
+                "c7",
+                "mcp__faulty__write",
+                &serde_json::json!({ "path": escape.display().to_string() }).to_string(),
+            ))
+            .reply(call(
+                "c8",
+                "mcp__faulty__write",
+                r#"{"path": "inside.txt"}"#,
+            ))
+            .reply(text("Survived.")),
+    )
+    .await
+    .expect("loopback model");
+    let server = server_for(&model, &modules, Duration::from_secs(2)).await;
+    let project = mcp_project(
+        "faulty",
+        &["node".to_owned(), "/app/faulty.mjs".to_owned()],
+        &modules,
+        "[\"mcp__faulty__*\"]",
+        "[]",
+    );
+    project.write("faulty.mjs", &faulty_server(&modules));
+    let session = server.session_on(&project).await;
+
+    let status = tokio::time::timeout(
+        Duration::from_secs(60),
+        server.run(&session.id, "Try every tool."),
+    )
+    .await
+    .expect("the turn never hangs");
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{status:?}"
+    );
+    assert_eq!(status.response, "Survived.");
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let calls = finished(&events);
+    let outcome: Vec<(&str, bool)> = calls
+        .iter()
+        .map(|(tool, ok, _)| (tool.trim_start_matches("mcp__faulty__"), *ok))
+        .collect();
+    assert_eq!(
+        outcome,
+        [
+            ("fail", false),
+            ("hang", false),
+            ("ping", true),
+            ("crash", false),
+            ("ping", false),
+            ("ping", true),
+            ("write", false),
+            ("write", true),
+        ],
+        "{calls:#?}"
+    );
+    assert_eq!(calls[0].2, "it failed on purpose");
+    assert!(
+        calls[1].2.contains("did not finish within 2s"),
+        "{}",
+        calls[1].2
+    );
+    assert!(
+        calls[3].2.contains("ended during the call"),
+        "{}",
+        calls[3].2
+    );
+    assert!(calls[4].2.contains("started again in"), "{}", calls[4].2);
+    assert!(calls[6].2.contains("cannot write"), "{}", calls[6].2);
+    assert!(!escape.exists(), "the server wrote outside its cell");
+    let inside = server
+        .home()
+        .join("sandbox")
+        .join(&session.id)
+        .join("data/inside.txt");
+    assert_eq!(
+        std::fs::read_to_string(&inside).expect("written in the workspace"),
+        "written by the MCP server"
+    );
 }

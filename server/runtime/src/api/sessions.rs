@@ -250,6 +250,7 @@ impl OdysseyRuntime {
         }
         self.inner.approvals.forget_session(id);
         self.inner.recorder.forget(id);
+        self.inner.mcp.forget_session(id).await;
         let cell = CellPaths::under(self.inner.config.sandbox_dir().join(id.to_string()));
         if cell.root.exists() {
             self.inner.sandbox.remove_cell(&cell).await?;

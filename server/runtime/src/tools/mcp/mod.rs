@@ -2,9 +2,16 @@
 //! (`spec.mcp_servers`) or the operator offers (`[mcp.servers.NAME]`), through the
 //! official SDK (`rmcp`).
 
+mod connection;
+pub mod names;
+mod result;
+mod servers;
 mod settings;
+mod tool;
 
+pub use servers::McpServers;
 pub use settings::{McpLaunch, McpSettings, OperatorMcpServer, ResolvedMcpServer};
+pub use tool::McpTool;
 
 use crate::error::{Result, RuntimeError};
 
