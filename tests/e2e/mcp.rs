@@ -11,6 +11,8 @@ use odyssey_runtime::provider::ProviderSettings;
 use odyssey_testing::openai_wire::{OpenAiWireServer, Reply, Script, StreamBuilder};
 use tonic::Code;
 
+use odyssey_api::v1::approval_service_client::ApprovalServiceClient;
+
 use crate::support::{Project, TestServer, error_reason, payload_kind};
 
 /// A replay project declaring `servers` (YAML lines under `spec.mcp_servers`) and an
@@ -138,6 +140,16 @@ async fn server_for(
     modules: &Path,
     call_timeout: Duration,
 ) -> TestServer {
+    server_with(model, modules, call_timeout, Duration::from_secs(600)).await
+}
+
+/// [`server_for`] with MCP servers stopped after `idle_timeout` without a call.
+async fn server_with(
+    model: &OpenAiWireServer,
+    modules: &Path,
+    call_timeout: Duration,
+    idle_timeout: Duration,
+) -> TestServer {
     let base_url = model.base_url();
     let modules = modules.to_path_buf();
     TestServer::start_configured(
@@ -155,6 +167,7 @@ async fn server_for(
                 },
             );
             config.mcp.call_timeout = call_timeout;
+            config.mcp.idle_timeout = idle_timeout;
         },
     )
     .await
@@ -224,14 +237,7 @@ async fn a_turn_calls_a_stdio_server_in_the_sandbox_which_stays_up_across_turns(
     .await
     .expect("loopback model");
     let server = server_for(&model, &modules, Duration::from_secs(60)).await;
-    let command = vec![
-        "node".to_owned(),
-        modules
-            .join("@modelcontextprotocol/server-everything/dist/index.js")
-            .display()
-            .to_string(),
-        "stdio".to_owned(),
-    ];
+    let command = everything(&modules);
     let project = mcp_project(
         "everything",
         &command,
@@ -257,7 +263,7 @@ async fn a_turn_calls_a_stdio_server_in_the_sandbox_which_stays_up_across_turns(
     assert!(
         !events
             .iter()
-            .any(|e| payload_kind(e) == "approval_requested"),
+            .any(|e| payload_kind(e) == "permission_requested"),
         "the server's wildcard allows its tools"
     );
 
@@ -304,8 +310,8 @@ async fn a_turn_calls_a_stdio_server_in_the_sandbox_which_stays_up_across_turns(
         "HOME is the cell's workspace: {env}"
     );
     assert!(
-        env.contains("FROM_HOST"),
-        "the mapped variable is set: {env}"
+        env.contains("\"FROM_HOST\": \"********\""),
+        "the mapped variable is set, and its value never shown: {env}"
     );
     assert_eq!(running_servers(&server), first, "the same server answered");
 
@@ -456,4 +462,134 @@ async fn failing_hanging_and_crashing_servers_give_error_results_and_come_back()
         std::fs::read_to_string(&inside).expect("written in the workspace"),
         "written by the MCP server"
     );
+}
+
+fn everything(modules: &Path) -> Vec<String> {
+    vec![
+        "node".to_owned(),
+        modules
+            .join("@modelcontextprotocol/server-everything/dist/index.js")
+            .display()
+            .to_string(),
+        "stdio".to_owned(),
+    ]
+}
+
+/// Answers the session's next approval request with `decision`.
+async fn answer(
+    server: &TestServer,
+    session_id: &str,
+    decision: pb::ApprovalDecision,
+) -> pb::Approval {
+    let mut approvals = ApprovalServiceClient::new(server.channel.clone());
+    for _ in 0..400 {
+        let pending = approvals
+            .list_approvals(pb::ListApprovalsRequest {
+                session_id: session_id.into(),
+                ..Default::default()
+            })
+            .await
+            .expect("list approvals")
+            .into_inner()
+            .approvals;
+        if let Some(request) = pending.into_iter().next() {
+            approvals
+                .resolve_approval(pb::ResolveApprovalRequest {
+                    request_id: request.request_id.clone(),
+                    decision: decision as i32,
+                    reason: "not now".into(),
+                })
+                .await
+                .expect("resolve");
+            return request;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no approval request appeared");
+}
+
+#[tokio::test]
+async fn an_ask_rule_on_an_mcp_tool_waits_for_a_human_and_idle_servers_stop() {
+    let modules = node_modules();
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(call(
+                "c1",
+                "mcp__everything__echo",
+                r#"{"message": "first"}"#,
+            ))
+            .reply(call(
+                "c2",
+                "mcp__everything__echo",
+                r#"{"message": "second"}"#,
+            ))
+            .reply(text("Asked twice."))
+            .reply(call(
+                "c3",
+                "mcp__everything__get-sum",
+                r#"{"a": 2, "b": 3}"#,
+            ))
+            .reply(text("Summed.")),
+    )
+    .await
+    .expect("loopback model");
+    let server = server_with(
+        &model,
+        &modules,
+        Duration::from_secs(60),
+        Duration::from_millis(300),
+    )
+    .await;
+    let project = mcp_project(
+        "everything",
+        &everything(&modules),
+        &modules,
+        "[\"mcp__everything__*\"]",
+        "[]",
+    );
+    // The tool's own rule beats the server's wildcard.
+    project.write(
+        "agents/main/agent.yaml",
+        "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\nspec:\n  kind: prompt\n  prompt: You are a test agent.\n  model:\n    provider: openai\n    name: gpt-test\n  mcp_servers: [everything]\n  tools:\n    allow: [\"mcp__everything__*\"]\n    ask: [mcp__everything__echo]\n",
+    );
+    let session = server.session_on(&project).await;
+    let execution = server
+        .submit(&session.id, "Echo twice.")
+        .await
+        .expect("submit");
+    let asked = answer(&server, &session.id, pb::ApprovalDecision::AllowOnce).await;
+    assert_eq!(asked.tool, "mcp__everything__echo");
+    let denied = answer(&server, &session.id, pb::ApprovalDecision::Deny).await;
+    assert_eq!(denied.tool, "mcp__everything__echo");
+    server
+        .wait_for_state(&execution, pb::ExecutionState::Completed)
+        .await;
+    let status = server.status(&execution).await;
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let calls = finished(&events);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls[0].1 && calls[0].2.contains("first"), "{calls:?}");
+    assert!(!calls[1].1 && calls[1].2.contains("not now"), "{calls:?}");
+    assert!(
+        !calls[1].2.contains("second"),
+        "the denied call never ran: {calls:?}"
+    );
+
+    // Unused past the idle time, the server is stopped; the next turn starts it again.
+    let mut waited = 0;
+    while !running_servers(&server).is_empty() {
+        assert!(waited < 100, "the idle server was never stopped");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    let status = server.run(&session.id, "Add.").await;
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{status:?}"
+    );
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let calls = finished(&events);
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert!(calls[2].1 && calls[2].2.contains('5'), "{calls:?}");
 }

@@ -62,6 +62,9 @@ pub struct ServiceLog {
     pub label: String,
     /// The most bytes of stderr written to the log; a note says when more was dropped.
     pub max_bytes: usize,
+    /// Values never written to the log (the service's credentials), masked where they
+    /// appear.
+    pub masked: Vec<String>,
 }
 
 impl Sandbox {
@@ -167,7 +170,10 @@ async fn log_stderr(stderr: ChildStderr, log: ServiceLog) {
             Ok(n) => {
                 if logged + n <= log.max_bytes {
                     logged += n;
-                    let text = String::from_utf8_lossy(&line);
+                    let mut text = String::from_utf8_lossy(&line).into_owned();
+                    for secret in &log.masked {
+                        text = text.replace(secret.as_str(), crate::secrets::MASK);
+                    }
                     tracing::info!(service = %log.label, "stderr: {}", text.trim_end());
                 } else if !dropped {
                     dropped = true;

@@ -112,9 +112,14 @@ impl McpServers {
             Err(message) => return ToolOutput::error(message),
         };
         slot.touch();
-        let called = connection
-            .call(tool, arguments, self.settings.call_timeout)
-            .await;
+        let called = tokio::select! {
+            called = connection.call(tool, arguments, self.settings.call_timeout) => called,
+            () = ctx.cancel.cancelled() => {
+                // Dropping the request tells the server the call is cancelled.
+                slot.touch();
+                return ToolOutput::error("the call was cancelled with its turn");
+            }
+        };
         slot.touch();
         match called {
             Ok(result) => {
@@ -124,10 +129,13 @@ impl McpServers {
                     .and_then(Value::as_array)
                     .cloned()
                     .unwrap_or_default();
-                let text = render(
-                    &content,
-                    result.get("structuredContent"),
-                    self.settings.max_output_bytes,
+                let text = mask(
+                    render(
+                        &content,
+                        result.get("structuredContent"),
+                        self.settings.max_output_bytes,
+                    ),
+                    &secrets(server),
                 );
                 if result.get("isError").and_then(Value::as_bool) == Some(true) {
                     ToolOutput::error(text)
@@ -326,6 +334,7 @@ impl Slot {
         let log = ServiceLog {
             label: format!("mcp server {} of session {}", server.name, ctx.session_id),
             max_bytes: settings.max_stderr_log_bytes,
+            masked: secrets(server),
         };
         let started = Connection::start(
             &servers.sandbox,
@@ -392,4 +401,33 @@ impl SlotState {
         self.retry_at = Some(Instant::now() + delay);
         self.last_error = message.to_owned();
     }
+}
+
+/// The shortest value masked: shorter ones (`1`, `true`) would mask ordinary text.
+const MIN_MASKED_LEN: usize = 6;
+
+/// The values a server was given in its environment (the operator's, or the host's the
+/// bundle mapped), which may be credentials: never shown in results or logs.
+fn secrets(server: &ResolvedMcpServer) -> Vec<String> {
+    let values: Vec<&String> = match &server.launch {
+        McpLaunch::Stdio { env, .. } => env.values().collect(),
+        McpLaunch::Http { headers, .. } => headers.values().collect(),
+    };
+    let mut values: Vec<String> = values
+        .into_iter()
+        .filter(|v| v.len() >= MIN_MASKED_LEN)
+        .cloned()
+        .collect();
+    // Longer first, so a value containing another is masked whole.
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    values
+}
+
+fn mask(mut text: String, secrets: &[String]) -> String {
+    for secret in secrets {
+        if text.contains(secret.as_str()) {
+            text = text.replace(secret.as_str(), crate::secrets::MASK);
+        }
+    }
+    text
 }
