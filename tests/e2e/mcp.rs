@@ -207,7 +207,11 @@ fn finished(events: &[pb::SessionEvent]) -> Vec<(String, bool, String)> {
 
 /// The MCP server processes recorded as running under the server's sandbox folder.
 fn running_servers(server: &TestServer) -> Vec<String> {
-    let dir = server.home().join("sandbox/.running");
+    running_under(server.home())
+}
+
+fn running_under(home: &Path) -> Vec<String> {
+    let dir = home.join("sandbox/.running");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .map(|entries| {
             entries
@@ -592,4 +596,13 @@ async fn an_ask_rule_on_an_mcp_tool_waits_for_a_human_and_idle_servers_stop() {
     let calls = finished(&events);
     assert_eq!(calls.len(), 3, "{calls:?}");
     assert!(calls[2].1 && calls[2].2.contains('5'), "{calls:?}");
+
+    // A server shutting down stops the servers it started.
+    assert_eq!(running_servers(&server).len(), 1);
+    let stopped = server.stop().await;
+    assert!(
+        running_under(stopped.home()).is_empty(),
+        "{:?}",
+        running_under(stopped.home())
+    );
 }

@@ -160,4 +160,10 @@ impl Connection {
     pub fn stop(&self) {
         self.process.stop();
     }
+
+    /// Kills the server and waits, at most `limit`, until it is reaped.
+    pub async fn stop_and_wait(&self, limit: Duration) {
+        self.process.stop();
+        let _ = tokio::time::timeout(limit, self.process.ended().cancelled()).await;
+    }
 }

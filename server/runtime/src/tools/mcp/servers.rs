@@ -20,6 +20,8 @@ use crate::tools::{Tool, ToolContext, ToolOutput};
 /// The first delay before a dead server is started again; it doubles with each failure.
 const FIRST_RETRY_DELAY: Duration = Duration::from_secs(1);
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+/// How long stopping a server waits for it to be reaped.
+const STOP_WAIT: Duration = Duration::from_secs(5);
 /// How often idle servers are looked for, at most.
 const MAX_SWEEP_PERIOD: Duration = Duration::from_secs(30);
 
@@ -174,28 +176,7 @@ impl McpServers {
             .drain()
             .map(|(_, s)| s)
             .collect();
-        for slot in slots {
-            slot.stop().await;
-        }
-    }
-
-    /// How many servers run now.
-    pub async fn running(&self) -> usize {
-        let slots: Vec<Arc<Slot>> = crate::sync::lock(&self.slots).values().cloned().collect();
-        let mut count = 0;
-        for slot in slots {
-            if slot
-                .state
-                .lock()
-                .await
-                .connection
-                .as_ref()
-                .is_some_and(|c| c.is_alive())
-            {
-                count += 1;
-            }
-        }
-        count
+        futures::future::join_all(slots.iter().map(|slot| slot.stop())).await;
     }
 
     fn slot(self: &Arc<Self>, session: Uuid, name: &str) -> Arc<Slot> {
@@ -383,10 +364,12 @@ impl Slot {
         }
     }
 
+    /// Stops the server and waits (a little) until it is reaped, so a server that shuts
+    /// down leaves nothing running.
     async fn stop(&self) {
-        let mut state = self.state.lock().await;
-        if let Some(connection) = state.connection.take() {
-            connection.stop();
+        let connection = self.state.lock().await.connection.take();
+        if let Some(connection) = connection {
+            connection.stop_and_wait(STOP_WAIT).await;
         }
     }
 }
