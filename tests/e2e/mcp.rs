@@ -1,7 +1,8 @@
-//! MCP servers of bundles: what CreateSession refuses, naming the operator's setting, and
+//! MCP servers of bundles: what CreateSession refuses, naming the operator's setting;
 //! real stdio servers (`@modelcontextprotocol/server-everything`, and a small server made
-//! with the official TypeScript SDK that fails on purpose) run in the session's sandbox
-//! and called by turns whose model is the loopback OpenAI wire server.
+//! with the official TypeScript SDK that fails on purpose) run in the session's sandbox;
+//! a remote streamable-HTTP server made with the Python `mcp` package; all called by
+//! turns whose model is the loopback OpenAI wire server.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -604,5 +605,168 @@ async fn an_ask_rule_on_an_mcp_tool_waits_for_a_human_and_idle_servers_stop() {
         running_under(stopped.home()).is_empty(),
         "{:?}",
         running_under(stopped.home())
+    );
+}
+
+/// The interpreter with the Python `mcp` package (`scripts/install-tools`), or
+/// `ODYSSEY_TEST_PYTHON`.
+fn mcp_python() -> PathBuf {
+    let python = std::env::var_os("ODYSSEY_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/tools/venv/bin/python")
+        });
+    let found = std::process::Command::new(&python)
+        .args(["-c", "import mcp.server.mcpserver"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "{} cannot import the Python `mcp` package: run scripts/install-tools",
+        python.display()
+    );
+    python
+}
+
+/// A streamable-HTTP MCP server made with the Python `mcp` package, on a loopback port;
+/// killed when dropped.
+struct RemoteServer {
+    _child: tokio::process::Child,
+    _dir: tempfile::TempDir,
+    url: String,
+}
+
+const REMOTE_SERVER: &str = r#"import sys
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("remote-notes")
+
+
+@server.tool()
+def shout(text: str) -> str:
+    """Returns the text in capitals."""
+    return text.upper()
+
+
+@server.tool()
+def whoami(ctx: Context) -> str:
+    """Says which Authorization header the request carried."""
+    request = ctx.request_context.request
+    header = request.headers.get("authorization", "none") if request is not None else "none"
+    return "authorization: " + header
+
+
+server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+"#;
+
+async fn start_remote() -> RemoteServer {
+    let python = mcp_python();
+    let dir = tempfile::tempdir().expect("script folder");
+    let script = dir.path().join("remote.py");
+    std::fs::write(&script, REMOTE_SERVER).expect("write the script");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let child = tokio::process::Command::new(python)
+        .arg(&script)
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the remote server");
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return RemoteServer {
+                _child: child,
+                _dir: dir,
+                url: format!("http://127.0.0.1:{port}/mcp"),
+            };
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the remote MCP server never listened on port {port}");
+}
+
+#[tokio::test]
+async fn remote_servers_the_operator_allows_are_called_with_only_the_operators_headers() {
+    const SECRET: &str = "Bearer vault-secret-4242";
+    let remote = start_remote().await;
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(call("c1", "mcp__notes__shout", r#"{"text": "quiet"}"#))
+            .reply(call("c2", "mcp__notes__whoami", "{}"))
+            .reply(call("c3", "mcp__vault__whoami", "{}"))
+            .reply(text("Done.")),
+    )
+    .await
+    .expect("loopback model");
+    let base_url = model.base_url();
+    let url = remote.url.clone();
+    let server = TestServer::start_configured(
+        |_| {},
+        move |config| {
+            config.providers.insert(
+                "openai".into(),
+                ProviderSettings {
+                    base_url: Some(base_url),
+                    api_key: Some(KEY.into()),
+                    ..ProviderSettings::default()
+                },
+            );
+            let origin = url.trim_end_matches("/mcp");
+            config.mcp.allowed_urls = vec![format!("{origin}/*").parse().expect("pattern")];
+            config.mcp.servers.insert(
+                "vault".into(),
+                odyssey_runtime::tools::mcp::OperatorMcpServer {
+                    url: Some(url.clone()),
+                    headers: [("Authorization".to_owned(), SECRET.to_owned())].into(),
+                    ..Default::default()
+                },
+            );
+        },
+    )
+    .await;
+    let project = Project::empty();
+    project.write(
+        "odyssey.bundle.yaml",
+        &format!(
+            "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: remote\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      default: true\n  mcp_servers:\n    - {{ name: notes, url: \"{}\" }}\n    - name: vault\n",
+            remote.url
+        ),
+    );
+    project.write(
+        "agents/main/agent.yaml",
+        "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\nspec:\n  kind: prompt\n  prompt: You are a test agent.\n  model:\n    provider: openai\n    name: gpt-test\n  mcp_servers: [notes, vault]\n  tools:\n    allow: [\"mcp__notes__*\", \"mcp__vault__*\"]\n",
+    );
+    let session = server.session_on(&project).await;
+    let status = server
+        .run(&session.id, "Shout, then say who you are.")
+        .await;
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{status:?}"
+    );
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let calls = finished(&events);
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert!(calls[0].1 && calls[0].2.contains("QUIET"), "{calls:?}");
+    assert!(
+        calls[1].1 && calls[1].2.contains("authorization: none"),
+        "the bundle's server gets no credentials: {calls:?}"
+    );
+    assert!(
+        calls[2].1 && calls[2].2.contains("authorization: ********"),
+        "the operator's header reached its server, and is masked in the result: {calls:?}"
+    );
+    let recorded = format!("{events:?}");
+    assert!(
+        !recorded.contains("vault-secret-4242"),
+        "a credential reached the events"
     );
 }

@@ -107,12 +107,10 @@ impl OdysseyRuntime {
             .check_declared(&bundle.id.to_string(), &manifest.tools)?;
         let sandbox_mode = self.effective_sandbox_mode(spec.sandbox_mode, manifest.sandbox.mode)?;
         self.inner.config.access.grant(&manifest.sandbox)?;
-        let mcp = self
-            .inner
+        self.inner
             .config
             .mcp
             .resolve(manifest, agent, &self.inner.config.access)?;
-        crate::tools::mcp::check_supported(&mcp)?;
         let record = SessionRecord {
             id: Uuid::now_v7(),
             bundle_reference: spec.bundle_reference,

@@ -45,7 +45,6 @@ impl OdysseyRuntime {
         let servers = config
             .mcp
             .resolve(&bundle.manifest, agent, &config.access)?;
-        crate::tools::mcp::check_supported(&servers)?;
         for tool in self.inner.mcp.tools(ctx, &servers, offered).await {
             tools.insert(tool);
         }

@@ -1,6 +1,8 @@
-//! One running stdio MCP server of a session: the sandboxed process and the `rmcp`
-//! client speaking to it over its standard input and output.
+//! One MCP server of a session in use: a stdio server (the sandboxed process and the
+//! `rmcp` client speaking to it over its standard input and output), or a remote one
+//! (the `rmcp` client speaking streamable HTTP to the operator-allowed URL).
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -9,7 +11,10 @@ use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool as McpTool,
 };
 use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use tokio_util::sync::CancellationToken;
 
 use crate::sandbox::{CellPaths, ExecRequest, Sandbox, ServiceLog, ServiceProcess};
 
@@ -62,17 +67,20 @@ impl ClientHandler for Handler {
     }
 }
 
-/// A started, initialized server with its tool list.
+/// A started, initialized server.
 pub struct Connection {
     client: RunningService<RoleClient, Handler>,
-    process: ServiceProcess,
+    /// The stdio server's process; `None` for a remote server.
+    process: Option<ServiceProcess>,
+    /// Fires when the process ended or the connection was stopped.
+    ended: CancellationToken,
     tools_changed: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
-            .field("pid", &self.process.pid())
+            .field("pid", &self.process.as_ref().map(ServiceProcess::pid))
             .finish_non_exhaustive()
     }
 }
@@ -105,14 +113,58 @@ impl Connection {
         };
         Ok(Self {
             client,
-            process,
+            process: Some(process),
+            ended,
+            tools_changed,
+        })
+    }
+
+    /// Connects to the remote server at `url` over streamable HTTP, sending `headers`
+    /// (the operator's) with every request, and initializes the client within `timeout`.
+    /// Redirects are not followed: the URL is the one the operator allowed.
+    pub async fn connect(
+        url: &str,
+        headers: &BTreeMap<String, String>,
+        timeout: Duration,
+    ) -> Result<Self, ConnectionError> {
+        let mut custom = HashMap::new();
+        for (name, value) in headers {
+            let header = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                ConnectionError::Initialize(format!("`{name}` is not an HTTP header name"))
+            })?;
+            let value = http::HeaderValue::from_str(value).map_err(|_| {
+                ConnectionError::Initialize(format!("the value of header `{name}` is not valid"))
+            })?;
+            custom.insert(header, value);
+        }
+        crate::provider::install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(timeout)
+            .user_agent(concat!("odysseyd/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ConnectionError::Initialize(crate::error::chain(&e)))?;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+        config.custom_headers = custom;
+        let transport = StreamableHttpClientTransport::with_client(http, config);
+        let handler = Handler::default();
+        let tools_changed = handler.tools_changed.clone();
+        let client = match tokio::time::timeout(timeout, handler.serve(transport)).await {
+            Ok(Ok(client)) => client,
+            Ok(Err(e)) => return Err(ConnectionError::Initialize(e.to_string())),
+            Err(_) => return Err(ConnectionError::StartTimeout(timeout)),
+        };
+        Ok(Self {
+            client,
+            process: None,
+            ended: CancellationToken::new(),
             tools_changed,
         })
     }
 
     /// Whether the process still runs and the client still talks to it.
     pub fn is_alive(&self) -> bool {
-        !self.process.ended().is_cancelled() && !self.client.is_closed()
+        !self.ended.is_cancelled() && !self.client.is_closed()
     }
 
     /// Whether the server said its tools changed since they were last listed.
@@ -123,7 +175,7 @@ impl Connection {
     /// Every tool of the server, within `timeout`.
     pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<McpTool>, ConnectionError> {
         self.tools_changed.store(false, Ordering::Release);
-        let ended = self.process.ended();
+        let ended = self.ended.clone();
         tokio::select! {
             listed = tokio::time::timeout(timeout, self.client.list_all_tools()) => match listed {
                 Ok(Ok(tools)) => Ok(tools),
@@ -143,7 +195,7 @@ impl Connection {
         timeout: Duration,
     ) -> Result<serde_json::Value, ConnectionError> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let ended = self.process.ended();
+        let ended = self.ended.clone();
         let result = tokio::select! {
             called = tokio::time::timeout(timeout, self.client.call_tool(params)) => match called {
                 Ok(Ok(result)) => result,
@@ -156,14 +208,20 @@ impl Connection {
         serde_json::to_value(result).map_err(|e| ConnectionError::Call(e.to_string()))
     }
 
-    /// Kills the server.
+    /// Kills the server (a stdio one), or closes the connection (a remote one).
     pub fn stop(&self) {
-        self.process.stop();
+        match &self.process {
+            Some(process) => process.stop(),
+            None => {
+                self.client.cancellation_token().cancel();
+                self.ended.cancel();
+            }
+        }
     }
 
-    /// Kills the server and waits, at most `limit`, until it is reaped.
+    /// [`Connection::stop`], then waits, at most `limit`, until the process is reaped.
     pub async fn stop_and_wait(&self, limit: Duration) {
-        self.process.stop();
-        let _ = tokio::time::timeout(limit, self.process.ended().cancelled()).await;
+        self.stop();
+        let _ = tokio::time::timeout(limit, self.ended.cancelled()).await;
     }
 }

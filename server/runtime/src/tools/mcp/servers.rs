@@ -195,24 +195,21 @@ impl McpServers {
             .clone()
     }
 
-    /// The request that starts `server` in the session's cell: its command, the sandbox's
-    /// environment with the server's own on top, the session's network and mounts.
+    /// The request that starts stdio server `name` in the session's cell: its command, the
+    /// sandbox's environment with the server's own on top, the session's network and
+    /// mounts.
     fn request(
         &self,
         ctx: &ToolContext,
-        server: &ResolvedMcpServer,
-    ) -> Result<ExecRequest, String> {
-        let McpLaunch::Stdio { command, env } = &server.launch else {
-            return Err(format!(
-                "MCP server `{}` is a remote server, which this server does not run yet",
-                server.name
-            ));
-        };
+        name: &str,
+        command: &[String],
+        env: &BTreeMap<String, String>,
+    ) -> ExecRequest {
         let mut all: BTreeMap<String, String> = ctx.env.clone();
         all.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        Ok(ExecRequest {
-            exec_id: format!("mcp-{}-{}", server.name, Uuid::now_v7()),
-            argv: command.clone(),
+        ExecRequest {
+            exec_id: format!("mcp-{name}-{}", Uuid::now_v7()),
+            argv: command.to_vec(),
             cwd: ctx.view.workspace.clone(),
             mode: ctx.mode,
             env: all,
@@ -225,7 +222,7 @@ impl McpServers {
             timeout: Duration::ZERO,
             memory_mb: ctx.memory_mb,
             cpu_seconds: None,
-        })
+        }
     }
 
     /// Stops the servers no call used for the idle time.
@@ -311,20 +308,27 @@ impl Slot {
             ));
         }
         self.touch();
-        let request = servers.request(ctx, server)?;
-        let log = ServiceLog {
-            label: format!("mcp server {} of session {}", server.name, ctx.session_id),
-            max_bytes: settings.max_stderr_log_bytes,
-            masked: secrets(server),
+        let started = match &server.launch {
+            McpLaunch::Stdio { command, env } => {
+                let request = servers.request(ctx, &server.name, command, env);
+                let log = ServiceLog {
+                    label: format!("mcp server {} of session {}", server.name, ctx.session_id),
+                    max_bytes: settings.max_stderr_log_bytes,
+                    masked: secrets(server),
+                };
+                Connection::start(
+                    &servers.sandbox,
+                    &ctx.cell,
+                    request,
+                    log,
+                    settings.start_timeout,
+                )
+                .await
+            }
+            McpLaunch::Http { url, headers } => {
+                Connection::connect(url, headers, settings.start_timeout).await
+            }
         };
-        let started = Connection::start(
-            &servers.sandbox,
-            &ctx.cell,
-            request,
-            log,
-            settings.start_timeout,
-        )
-        .await;
         let listed = match started {
             Ok(connection) => match connection.list_tools(settings.start_timeout).await {
                 Ok(tools) => Ok((Arc::new(connection), tools)),
