@@ -770,3 +770,71 @@ async fn remote_servers_the_operator_allows_are_called_with_only_the_operators_h
         "a credential reached the events"
     );
 }
+
+#[tokio::test]
+async fn a_filesystem_server_told_to_serve_a_host_folder_reaches_only_its_cell() {
+    let modules = node_modules();
+    let outside = tempfile::tempdir().expect("a host folder outside the cell");
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "host secret").expect("write the host file");
+    let escape = outside.path().join("escaped.txt");
+    let args = |path: &Path, content: Option<&str>| {
+        let mut args = serde_json::json!({ "path": path.display().to_string() });
+        if let Some(content) = content {
+            args["content"] = content.into();
+        }
+        args.to_string()
+    };
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(call(
+                "c1",
+                "mcp__fs__write_file",
+                &args(Path::new("/workspace/note.txt"), Some("kept")),
+            ))
+            .reply(call("c2", "mcp__fs__read_text_file", &args(&secret, None)))
+            .reply(call(
+                "c3",
+                "mcp__fs__write_file",
+                &args(&escape, Some("escaped")),
+            ))
+            .reply(text("Tried.")),
+    )
+    .await
+    .expect("loopback model");
+    let server = server_for(&model, &modules, Duration::from_secs(60)).await;
+    // The server is told to serve the host folder too: in the sandbox that folder does
+    // not exist, so the server can only serve the workspace.
+    let command = vec![
+        "node".to_owned(),
+        modules
+            .join("@modelcontextprotocol/server-filesystem/dist/index.js")
+            .display()
+            .to_string(),
+        "/workspace".to_owned(),
+        outside.path().display().to_string(),
+    ];
+    let project = mcp_project("fs", &command, &modules, "[\"mcp__fs__*\"]", "[]");
+    let session = server.session_on(&project).await;
+    let status = server.run(&session.id, "Write, then read the host.").await;
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{status:?}"
+    );
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let calls = finished(&events);
+    let outcome: Vec<bool> = calls.iter().map(|(_, ok, _)| *ok).collect();
+    assert_eq!(outcome, [true, false, false], "{calls:#?}");
+    assert!(!calls[1].2.contains("host secret"), "{calls:?}");
+    assert!(!escape.exists(), "the server wrote outside its cell");
+    let note = server
+        .home()
+        .join("sandbox")
+        .join(&session.id)
+        .join("data/note.txt");
+    assert_eq!(
+        std::fs::read_to_string(note).expect("written in the workspace"),
+        "kept"
+    );
+}
