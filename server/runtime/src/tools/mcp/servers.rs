@@ -1,6 +1,7 @@
-//! The stdio MCP servers of every session: started in the session's sandbox cell when a
-//! turn first needs their tools, kept across turns, stopped when idle, when the session is
-//! deleted and at shutdown, and started again with a growing delay after they die.
+//! The MCP servers of every session: stdio ones started in the session's sandbox cell
+//! (remote ones connected to) when a turn first needs their tools, kept across turns,
+//! stopped when idle, when the session is deleted and at shutdown, and started again with
+//! a growing delay after they die.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
@@ -40,6 +41,8 @@ struct Slot {
     name: String,
     state: tokio::sync::Mutex<SlotState>,
     last_used: Mutex<Instant>,
+    /// Calls in progress: a server busy with one is not idle, however long it takes.
+    calls: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -92,7 +95,20 @@ impl McpServers {
 
     /// Calls `tool` of `server` for the session of `ctx`. Every failure is an error result
     /// the model reads: a server that died or hung is stopped, and started again later.
+    /// The values the server was given (its credentials) are masked in what it answers.
     pub async fn call(
+        self: &Arc<Self>,
+        ctx: &ToolContext,
+        server: &ResolvedMcpServer,
+        tool: &str,
+        arguments: Value,
+    ) -> ToolOutput {
+        let mut output = self.call_unmasked(ctx, server, tool, arguments).await;
+        output.content = mask(output.content, &secrets(server));
+        output
+    }
+
+    async fn call_unmasked(
         self: &Arc<Self>,
         ctx: &ToolContext,
         server: &ResolvedMcpServer,
@@ -114,6 +130,7 @@ impl McpServers {
             Err(message) => return ToolOutput::error(message),
         };
         slot.touch();
+        let _busy = Busy::new(&slot);
         let called = tokio::select! {
             called = connection.call(tool, arguments, self.settings.call_timeout) => called,
             () = ctx.cancel.cancelled() => {
@@ -131,13 +148,10 @@ impl McpServers {
                     .and_then(Value::as_array)
                     .cloned()
                     .unwrap_or_default();
-                let text = mask(
-                    render(
-                        &content,
-                        result.get("structuredContent"),
-                        self.settings.max_output_bytes,
-                    ),
-                    &secrets(server),
+                let text = render(
+                    &content,
+                    result.get("structuredContent"),
+                    self.settings.max_output_bytes,
                 );
                 if result.get("isError").and_then(Value::as_bool) == Some(true) {
                     ToolOutput::error(text)
@@ -190,6 +204,7 @@ impl McpServers {
                     name: name.to_owned(),
                     state: tokio::sync::Mutex::default(),
                     last_used: Mutex::new(Instant::now()),
+                    calls: std::sync::atomic::AtomicUsize::new(0),
                 })
             })
             .clone()
@@ -229,7 +244,9 @@ impl McpServers {
     async fn sweep_once(&self) {
         let slots: Vec<Arc<Slot>> = crate::sync::lock(&self.slots).values().cloned().collect();
         for slot in slots {
-            if slot.idle_for() < self.settings.idle_timeout {
+            if slot.idle_for() < self.settings.idle_timeout
+                || slot.calls.load(std::sync::atomic::Ordering::Acquire) > 0
+            {
                 continue;
             }
             // A server busy starting is not idle.
@@ -252,6 +269,25 @@ async fn sweep(servers: Weak<McpServers>, idle: Duration) {
             return;
         };
         servers.sweep_once().await;
+    }
+}
+
+/// Counts a call in progress for as long as it lives.
+struct Busy<'a>(&'a Slot);
+
+impl<'a> Busy<'a> {
+    fn new(slot: &'a Slot) -> Self {
+        slot.calls.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Self(slot)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0
+            .calls
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        self.0.touch();
     }
 }
 
