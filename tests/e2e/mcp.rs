@@ -838,3 +838,93 @@ async fn a_filesystem_server_told_to_serve_a_host_folder_reaches_only_its_cell()
         "kept"
     );
 }
+
+/// A stdio server whose `grow` tool adds a tool and says so (`tools/list_changed`).
+fn growing_server(modules: &Path) -> String {
+    let sdk = modules.join("@modelcontextprotocol/sdk/dist/esm");
+    format!(
+        r#"import {{ Server }} from "{sdk}/server/index.js";
+import {{ StdioServerTransport }} from "{sdk}/server/stdio.js";
+import {{ ListToolsRequestSchema, CallToolRequestSchema }} from "{sdk}/types.js";
+
+const server = new Server({{ name: "growing", version: "1.0.0" }}, {{ capabilities: {{ tools: {{ listChanged: true }} }} }});
+let grown = false;
+const tool = (name) => ({{ name, description: name, inputSchema: {{ type: "object", properties: {{}} }} }});
+server.setRequestHandler(ListToolsRequestSchema, async () => ({{
+  tools: grown ? [tool("grow"), tool("grown")] : [tool("grow")],
+}}));
+server.setRequestHandler(CallToolRequestSchema, async (request) => {{
+  if (request.params.name === "grow") {{
+    grown = true;
+    setTimeout(() => server.sendToolListChanged(), 0);
+    return {{ content: [{{ type: "text", text: "grew" }}] }};
+  }}
+  return {{ content: [{{ type: "text", text: "I am new" }}] }};
+}});
+await server.connect(new StdioServerTransport());
+"#,
+        sdk = sdk.display()
+    )
+}
+
+#[tokio::test]
+async fn a_servers_tool_list_change_reaches_the_next_turn() {
+    let modules = node_modules();
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(call("c1", "mcp__growing__grow", "{}"))
+            .reply(text("Grown."))
+            .reply(call("c2", "mcp__growing__grown", "{}"))
+            .reply(text("Used.")),
+    )
+    .await
+    .expect("loopback model");
+    let server = server_for(&model, &modules, Duration::from_secs(60)).await;
+    let project = mcp_project(
+        "growing",
+        &["node".to_owned(), "/app/growing.mjs".to_owned()],
+        &modules,
+        "[\"mcp__growing__*\"]",
+        "[]",
+    );
+    project.write("growing.mjs", &growing_server(&modules));
+    let session = server.session_on(&project).await;
+    let first = server.run(&session.id, "Grow.").await;
+    assert_eq!(
+        first.state,
+        pb::ExecutionState::Completed as i32,
+        "{first:?}"
+    );
+    let second = server.run(&session.id, "Use the new tool.").await;
+    assert_eq!(
+        second.state,
+        pb::ExecutionState::Completed as i32,
+        "{second:?}"
+    );
+    let offered = |request: &serde_json::Value| -> Vec<String> {
+        request["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let requests = model.requests();
+    assert_eq!(offered(&requests[0]), ["mcp__growing__grow"]);
+    assert_eq!(
+        offered(&requests[2]),
+        ["mcp__growing__grow", "mcp__growing__grown"]
+    );
+    let events = server.events(&session.id, 0, second.last_sequence).await;
+    let calls = finished(&events);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls[1].1 && calls[1].2 == "I am new", "{calls:?}");
+    assert_eq!(
+        running_servers(&server).len(),
+        1,
+        "the same server answered"
+    );
+}
