@@ -154,7 +154,21 @@ const MAX_LINE_BYTES: u64 = 8 * 1024;
 /// Writes a service's stderr to the log line by line, up to `log.max_bytes`, then reads
 /// the rest without logging it (so the process never blocks on a full pipe).
 async fn log_stderr(stderr: ChildStderr, log: ServiceLog) {
-    let mut lines = BufReader::new(stderr);
+    let label = log.label.clone();
+    read_lines(stderr, &log, |line| {
+        tracing::info!(service = %label, "stderr: {line}");
+    })
+    .await;
+}
+
+/// Hands `emit` each line of `stream` (masked, without its end) while they fit in
+/// `log.max_bytes`, then one note saying the rest is not logged; reads to the end.
+async fn read_lines(
+    stream: impl tokio::io::AsyncRead + Unpin,
+    log: &ServiceLog,
+    mut emit: impl FnMut(&str),
+) {
+    let mut lines = BufReader::new(stream);
     let mut logged = 0usize;
     let mut dropped = false;
     let mut line = Vec::new();
@@ -174,16 +188,41 @@ async fn log_stderr(stderr: ChildStderr, log: ServiceLog) {
                     for secret in &log.masked {
                         text = text.replace(secret.as_str(), crate::secrets::MASK);
                     }
-                    tracing::info!(service = %log.label, "stderr: {}", text.trim_end());
+                    emit(text.trim_end());
                 } else if !dropped {
                     dropped = true;
-                    tracing::info!(
-                        service = %log.label,
-                        "stderr past {} bytes is not logged",
+                    emit(&format!(
+                        "(stderr past {} bytes is not logged)",
                         log.max_bytes
-                    );
+                    ));
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn stderr_is_logged_masked_and_bounded() {
+        let log = ServiceLog {
+            label: "test".into(),
+            max_bytes: 40,
+            masked: vec!["sk-live-123456".into()],
+        };
+        let long = "x".repeat(20_000);
+        let stderr = format!("starting\nkey is sk-live-123456\n{long}\nlast words\n");
+        let mut lines = Vec::new();
+        read_lines(stderr.as_bytes(), &log, |line| lines.push(line.to_owned())).await;
+        assert_eq!(
+            lines,
+            [
+                "starting",
+                "key is ********",
+                "(stderr past 40 bytes is not logged)"
+            ]
+        );
     }
 }
