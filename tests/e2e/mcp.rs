@@ -928,3 +928,76 @@ async fn a_servers_tool_list_change_reaches_the_next_turn() {
         "the same server answered"
     );
 }
+
+#[tokio::test]
+async fn cancelling_a_turn_ends_its_mcp_call_and_the_server_serves_the_next_turn() {
+    let modules = node_modules();
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(call("c1", "mcp__faulty__hang", "{}"))
+            .reply(call("c2", "mcp__faulty__ping", "{}"))
+            .reply(text("Pinged.")),
+    )
+    .await
+    .expect("loopback model");
+    // A call timeout far beyond the test: only the cancellation can end the call.
+    let server = server_for(&model, &modules, Duration::from_secs(600)).await;
+    let project = mcp_project(
+        "faulty",
+        &["node".to_owned(), "/app/faulty.mjs".to_owned()],
+        &modules,
+        "[\"mcp__faulty__*\"]",
+        "[]",
+    );
+    project.write("faulty.mjs", &faulty_server(&modules));
+    let session = server.session_on(&project).await;
+    let execution = server.submit(&session.id, "Hang.").await.expect("submit");
+    let mut waited = 0;
+    while !server
+        .events(
+            &session.id,
+            0,
+            server.get_session(&session.id).await.last_sequence,
+        )
+        .await
+        .iter()
+        .any(|e| payload_kind(e) == "tool_call_started")
+    {
+        assert!(waited < 200, "the call never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    server
+        .executions()
+        .cancel_execution(pb::CancelExecutionRequest {
+            execution_id: execution.clone(),
+        })
+        .await
+        .expect("cancel");
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        server.wait_for_state(&execution, pb::ExecutionState::Cancelled),
+    )
+    .await
+    .expect("the cancelled turn ends without waiting for the call");
+
+    let status = server.run(&session.id, "Ping.").await;
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{status:?}"
+    );
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let calls = finished(&events);
+    assert!(
+        calls
+            .iter()
+            .any(|(tool, ok, out)| tool == "mcp__faulty__ping" && *ok && out == "pong"),
+        "{calls:?}"
+    );
+    assert_eq!(
+        running_servers(&server).len(),
+        1,
+        "the same server answered"
+    );
+}
