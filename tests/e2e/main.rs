@@ -20,6 +20,7 @@ mod grpc_web;
 mod grpcurl;
 mod hosts;
 mod hub;
+mod mcp;
 mod memory;
 mod model_json;
 mod operations;

@@ -17,6 +17,7 @@ use crate::prompt::PromptLimits;
 use crate::provider::{CredentialSettings, ProviderSettings};
 use crate::requirements::Requirements;
 use crate::sandbox::SandboxSettings;
+use crate::tools::mcp::McpSettings;
 
 #[derive(Clone, Debug)]
 pub struct RuntimeConfig {
@@ -84,6 +85,8 @@ pub struct RuntimeConfig {
     /// How hooks receive an event. A server installs the API's public JSON form; the
     /// default, for a runtime embedded without one, is the runtime's own serde form.
     pub event_hook_encoder: EventEncoder,
+    /// MCP servers: the operator's, the URLs bundles may use, lifetimes and limits.
+    pub mcp: McpSettings,
 }
 
 impl RuntimeConfig {
@@ -118,6 +121,7 @@ impl RuntimeConfig {
             model_overrides: Vec::new(),
             event_hooks: Vec::new(),
             event_hook_encoder: EventEncoder::default(),
+            mcp: McpSettings::default(),
         }
     }
 

@@ -55,7 +55,7 @@ pub fn is_secret_name(name: &str) -> bool {
 
 /// Whether a key holds HTTP headers (`headers`, `extra_headers`, `default_headers`): any
 /// value in it may be a credential (`Authorization`, `x-api-key`, a custom one).
-fn is_headers_name(name: &str) -> bool {
+pub fn is_headers_name(name: &str) -> bool {
     name.trim().to_ascii_lowercase().ends_with("headers")
 }
 

@@ -102,6 +102,8 @@ pub(crate) struct Inner {
     pub(crate) event_hooks: Arc<EventHooks>,
     /// Live event subscriptions, for [`ServerInfo::activity`].
     pub(crate) subscriptions: Arc<AtomicUsize>,
+    /// The sessions' MCP servers.
+    pub(crate) mcp: Arc<crate::tools::mcp::McpServers>,
 }
 
 impl OdysseyRuntime {
@@ -170,8 +172,11 @@ impl OdysseyRuntime {
                 },
             ))
         });
+        let sandbox = Arc::new(sandbox);
+        let mcp = crate::tools::mcp::McpServers::new(sandbox.clone(), config.mcp.clone());
         let runtime = Self {
             inner: Arc::new(Inner {
+                mcp,
                 memory,
                 metrics,
                 event_hooks,
@@ -183,7 +188,7 @@ impl OdysseyRuntime {
                 shutting_down: AtomicBool::new(false),
                 bundles: Arc::new(bundles),
                 hub,
-                sandbox: Arc::new(sandbox),
+                sandbox,
                 approvals: ApprovalStore::new(config.approval_timeout),
                 capabilities,
                 sessions,
@@ -230,6 +235,7 @@ impl OdysseyRuntime {
             return;
         }
         self.stop_turns(grace).await;
+        self.inner.mcp.shutdown().await;
         self.inner.sandbox.shutdown().await;
         // The interrupted turns' last events reach the hooks before they stop.
         self.inner.event_hooks.close(operations::HOOK_GRACE).await;

@@ -107,6 +107,10 @@ impl OdysseyRuntime {
             .check_declared(&bundle.id.to_string(), &manifest.tools)?;
         let sandbox_mode = self.effective_sandbox_mode(spec.sandbox_mode, manifest.sandbox.mode)?;
         self.inner.config.access.grant(&manifest.sandbox)?;
+        self.inner
+            .config
+            .mcp
+            .resolve(manifest, agent, &self.inner.config.access)?;
         let record = SessionRecord {
             id: Uuid::now_v7(),
             bundle_reference: spec.bundle_reference,
@@ -265,6 +269,7 @@ impl OdysseyRuntime {
         }
         self.inner.approvals.forget_session(id);
         self.inner.recorder.forget(id);
+        self.inner.mcp.forget_session(id).await;
         let cell = CellPaths::under(self.inner.config.sandbox_dir().join(id.to_string()));
         if cell.root.exists() {
             self.inner.sandbox.remove_cell(&cell).await?;

@@ -58,6 +58,9 @@ struct AgentSpec {
     #[serde(default)]
     tools: AgentTools,
     memory: Option<AgentMemorySpec>,
+    /// Names of the bundle's MCP servers this agent uses.
+    #[serde(default, rename = "mcp_servers")]
+    mcp_servers: Vec<String>,
 }
 
 /// `spec.memory`: long-term memory for this agent.
@@ -204,6 +207,7 @@ pub(crate) fn load_agent(
         memory: AgentMemory {
             enabled: spec.memory.and_then(|m| m.enabled).unwrap_or(true),
         },
+        mcp_servers: spec.mcp_servers,
         is_default: src.is_default,
     })
 }

@@ -46,6 +46,22 @@ pub(crate) struct Spec {
     #[serde(default)]
     pub tools: Vec<ToolRef>,
     pub sandbox: Option<Sandbox>,
+    /// The MCP servers the bundle's agents may use (spelled as the issue of the format
+    /// does, not in camelCase).
+    #[serde(default, rename = "mcp_servers")]
+    pub mcp_servers: Vec<McpServerRef>,
+}
+
+/// One entry of `spec.mcp_servers`: a stdio server (`command`, `env`), a remote one
+/// (`url`), or only a `name`, which asks for the operator's server of that name.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct McpServerRef {
+    pub name: Option<String>,
+    pub command: Option<Vec<String>>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub url: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -25,6 +25,7 @@ mod files;
 mod installed;
 mod manifest;
 mod markdown;
+mod mcp;
 mod names;
 mod paths;
 mod project;
@@ -46,6 +47,7 @@ pub use error::{BundleError, REFERENCE_FORMS};
 pub use installed::{InstalledBundle, RECORD_FILE};
 pub use manifest::MANIFEST_FILE;
 pub(crate) use markdown::truncate;
+pub use mcp::{MAX_MCP_SERVER_NAME_LEN, mcp_server_name_problem};
 pub use names::MAX_NAME_LEN;
 pub(crate) use names::check_name;
 pub(crate) use names::name_problem;
@@ -55,6 +57,6 @@ pub use scaffold::{scaffold_archive, write_scaffold};
 pub(crate) use skill::{parse_skill, skill_body};
 pub use store::{BundleStore, InstallOptions};
 pub use types::{
-    AgentDefinition, AgentMemory, BundleId, BundleManifest, SandboxSpec, SkillSummary, ToolEntry,
-    ToolRules,
+    AgentDefinition, AgentMemory, BundleId, BundleManifest, McpServerSource, McpServerSpec,
+    SandboxSpec, SkillSummary, ToolEntry, ToolRules,
 };

@@ -16,6 +16,7 @@ use super::error::BundleError;
 use super::files::collect_files;
 use super::manifest::{BUNDLE_API_VERSION, BUNDLE_KIND, MANIFEST_FILE, ManifestFile, parse_yaml};
 use super::markdown::{FrontMatter, first_paragraph, split_front_matter, truncate};
+use super::mcp::{check_agent_servers, mcp_servers};
 use super::names::name_problem;
 use super::sandbox::sandbox_spec;
 use super::skill::parse_skill;
@@ -109,6 +110,7 @@ pub(crate) fn read_manifest(root: &Path) -> Result<BundleManifest, BundleError> 
     let skill_refs = check_skills(&root, &spec.skills)?;
     let tools = check_tools(&spec.tools)?;
     let sandbox = sandbox_spec(spec.sandbox)?;
+    let mcp_servers = mcp_servers(spec.mcp_servers)?;
 
     let description = match &readme {
         Some(path) => {
@@ -125,7 +127,9 @@ pub(crate) fn read_manifest(root: &Path) -> Result<BundleManifest, BundleError> 
             is_default: agent.is_default,
             bundle_version: &version,
         };
-        agents.push(load_agent(&source, &text)?);
+        let loaded = load_agent(&source, &text)?;
+        check_agent_servers(&agent.file, &loaded.mcp_servers, &mcp_servers)?;
+        agents.push(loaded);
     }
     let mut skills = Vec::with_capacity(skill_refs.len());
     for (skill_name, path) in skill_refs {
@@ -146,6 +150,7 @@ pub(crate) fn read_manifest(root: &Path) -> Result<BundleManifest, BundleError> 
         skills,
         tools,
         sandbox,
+        mcp_servers,
     })
 }
 

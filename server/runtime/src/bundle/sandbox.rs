@@ -64,7 +64,7 @@ pub(crate) fn sandbox_spec(raw: Option<Sandbox>) -> Result<SandboxSpec, BundleEr
 }
 
 /// `[A-Za-z_][A-Za-z0-9_]*`: what shells and `env` accept without quoting.
-fn is_env_name(name: &str) -> bool {
+pub(crate) fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()

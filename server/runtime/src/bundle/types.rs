@@ -37,6 +37,9 @@ pub struct AgentDefinition {
     pub model: ModelSpec,
     pub tools: ToolRules,
     pub memory: AgentMemory,
+    /// The bundle's MCP servers this agent uses (`spec.mcp_servers` of its agent.yaml),
+    /// each declared in the manifest.
+    pub mcp_servers: Vec<String>,
     pub is_default: bool,
 }
 
@@ -96,6 +99,32 @@ impl ToolEntry {
     }
 }
 
+/// An MCP server a bundle declares. What it asks for is a request: the operator's
+/// configuration decides at session creation whether it is allowed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpServerSpec {
+    /// Letters, digits, `-` and single `_`s: it becomes part of tool names
+    /// (`mcp__<name>__<tool>`).
+    pub name: String,
+    pub source: McpServerSource,
+}
+
+/// Where an MCP server comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum McpServerSource {
+    /// A program speaking MCP on its stdin and stdout, run in the session's sandbox cell.
+    /// `env` maps variables inside the sandbox to host variables, exactly as
+    /// `spec.sandbox.env` does (and within the same operator allowlist).
+    Stdio {
+        command: Vec<String>,
+        env: BTreeMap<String, String>,
+    },
+    /// A remote server speaking streamable HTTP; the operator must allow the URL.
+    Url(String),
+    /// The operator's server of the same name (`[mcp.servers.NAME]`).
+    Operator,
+}
+
 /// What the bundle asks of the sandbox. These are requests: the operator's configuration
 /// can only narrow them (see DESIGN.md, "Safe by default").
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,6 +175,8 @@ pub struct BundleManifest {
     pub skills: Vec<SkillSummary>,
     pub tools: Vec<ToolEntry>,
     pub sandbox: SandboxSpec,
+    /// The MCP servers the agents may use (`spec.mcp_servers`).
+    pub mcp_servers: Vec<McpServerSpec>,
 }
 
 impl BundleManifest {
@@ -163,6 +194,10 @@ impl BundleManifest {
 
     pub fn agent(&self, id: &str) -> Option<&AgentDefinition> {
         self.agents.iter().find(|a| a.id == id)
+    }
+
+    pub fn mcp_server(&self, name: &str) -> Option<&McpServerSpec> {
+        self.mcp_servers.iter().find(|s| s.name == name)
     }
 
     pub fn skill(&self, name: &str) -> Option<&SkillSummary> {

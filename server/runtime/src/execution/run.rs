@@ -351,7 +351,7 @@ impl OdysseyRuntime {
                 memory_section,
             )
             .await?;
-        Ok(Turn {
+        let mut turn = Turn {
             session: session.clone(),
             turn_id,
             model: context.model.clone(),
@@ -387,7 +387,16 @@ impl OdysseyRuntime {
                 session_spent: tokens_spent(&stats.usage),
             },
             memory,
-        })
+        };
+        self.add_mcp_tools(
+            &bundle,
+            &agent,
+            &mut turn.tools,
+            &turn.tool_context,
+            |name| turn.gate.offered(name),
+        )
+        .await?;
+        Ok(turn)
     }
 
     /// A turn stopped while it waited for a human: its request ends, and the log says how.

@@ -73,7 +73,18 @@ impl Rule {
         if tool.is_empty() {
             return Err(err("the entry names no tool"));
         }
-        if let Some(c) = tool
+        // `mcp__<server>__*`: every tool of one MCP server, the only wildcard a name takes.
+        let name = match tool.strip_suffix('*') {
+            Some(prefix) if is_mcp_server_prefix(prefix) => prefix,
+            Some(_) => {
+                return Err(err(
+                    "tool names take no wildcards, except `mcp__<server>__*` (every tool of \
+                     one MCP server); put patterns in parentheses",
+                ));
+            }
+            None => tool,
+        };
+        if let Some(c) = name
             .chars()
             .find(|c| !(c.is_ascii_alphanumeric() || "_-.".contains(*c)))
         {
@@ -104,11 +115,21 @@ impl Rule {
         })
     }
 
-    /// How specific the rule is: any pattern beats a bare tool name; between patterns, the
-    /// longer literal part wins.
+    /// Whether the rule is about `tool`: its name, or, for `mcp__<server>__*`, any tool of
+    /// that server.
+    pub fn applies_to(&self, tool: &str) -> bool {
+        match self.tool.strip_suffix('*') {
+            Some(prefix) => tool.starts_with(prefix) && tool.len() > prefix.len(),
+            None => self.tool == tool,
+        }
+    }
+
+    /// How specific the rule is: any pattern beats a bare tool name, which beats a
+    /// server's `mcp__<server>__*`; between patterns, the longer literal part wins.
     pub fn specificity(&self) -> (bool, usize) {
         match &self.pattern {
-            None => (false, 0),
+            None if self.tool.ends_with('*') => (false, 0),
+            None => (false, 1),
             Some(RulePattern::Command(p)) => (true, p.literal_len()),
             Some(RulePattern::Path(p)) => (true, p.literal_len()),
         }
@@ -154,6 +175,14 @@ impl PermissionRules {
 
     /// The rules about one tool.
     pub(crate) fn for_tool<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a Rule> + 'a {
-        self.rules.iter().filter(move |r| r.tool == tool)
+        self.rules.iter().filter(move |r| r.applies_to(tool))
     }
+}
+
+/// `mcp__<server>__` with a well-formed server name.
+fn is_mcp_server_prefix(prefix: &str) -> bool {
+    prefix
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.strip_suffix("__"))
+        .is_some_and(|server| crate::bundle::mcp_server_name_problem(server).is_none())
 }

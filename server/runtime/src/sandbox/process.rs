@@ -62,13 +62,18 @@ pub(crate) struct Supervision<'a> {
 
 /// Starts `launch` in its own process group with piped output and no stdin.
 pub(crate) fn spawn(launch: Launch) -> io::Result<Child> {
+    spawn_with(launch, Stdio::null())
+}
+
+/// Starts `launch` in its own process group with piped output and `stdin`.
+pub(crate) fn spawn_with(launch: Launch, stdin: Stdio) -> io::Result<Child> {
     let mut command = Command::new(&launch.program);
     command
         .args(&launch.args)
         .env_clear()
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&launch.cwd)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -233,19 +238,19 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 }
 
 /// A pidfd of `pid`, readable once the process has exited.
-fn pidfd(pid: i32) -> io::Result<AsyncFd<OwnedFd>> {
+pub(crate) fn pidfd(pid: i32) -> io::Result<AsyncFd<OwnedFd>> {
     odyssey_sandbox::host::pidfd(pid)
 }
 
 /// Kills the process group; also when the run is abandoned (its future dropped) before
 /// the leader was reaped, so nothing outlives a caller that went away.
-struct GroupKiller {
-    pgid: i32,
-    armed: bool,
+pub(crate) struct GroupKiller {
+    pub(crate) pgid: i32,
+    pub(crate) armed: bool,
 }
 
 impl GroupKiller {
-    fn kill(&self) {
+    pub(crate) fn kill(&self) {
         // The leader has not been reaped yet, so the group id still names this group.
         if let Some(group) = rustix::process::Pid::from_raw(self.pgid) {
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);

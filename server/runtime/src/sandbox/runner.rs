@@ -28,10 +28,10 @@ use crate::policy::SandboxMode;
 const MAX_EXEC_ID_LEN: usize = 128;
 
 /// A request with its paths resolved and checked.
-struct Checked {
-    cell: CellPaths,
-    sandbox_root: PathBuf,
-    run_dir: PathBuf,
+pub(super) struct Checked {
+    pub(super) cell: CellPaths,
+    pub(super) sandbox_root: PathBuf,
+    pub(super) run_dir: PathBuf,
     cwd: PathBuf,
     mounts_read: Vec<PathBuf>,
     mounts_write: Vec<PathBuf>,
@@ -110,7 +110,11 @@ impl Sandbox {
         outcome
     }
 
-    fn check(&self, cell: &CellPaths, request: &ExecRequest) -> Result<Checked, SandboxError> {
+    pub(super) fn check(
+        &self,
+        cell: &CellPaths,
+        request: &ExecRequest,
+    ) -> Result<Checked, SandboxError> {
         check_exec_id(&request.exec_id)?;
         if request.argv.is_empty() || request.argv[0].is_empty() {
             return Err(SandboxError::invalid("argv", "no program to run"));
@@ -184,7 +188,7 @@ impl Sandbox {
     /// `danger_full_access`: the command itself, on the host, with a clean environment.
     /// `RLIMIT_NPROC` is left out: on the host it would count every process of the
     /// server's user, not just this command's.
-    fn direct_launch(&self, request: &ExecRequest, checked: &Checked) -> Launch {
+    pub(super) fn direct_launch(&self, request: &ExecRequest, checked: &Checked) -> Launch {
         let limits = self
             .settings
             .limits
@@ -204,7 +208,7 @@ impl Sandbox {
     }
 
     /// `read_only` / `workspace_write`: bubblewrap, then the helper, then the command.
-    fn bwrap_launch(
+    pub(super) fn bwrap_launch(
         &self,
         request: &ExecRequest,
         checked: &Checked,
@@ -324,7 +328,7 @@ impl Sandbox {
 }
 
 /// The session a cell belongs to: its folder's name.
-fn session_name(cell: &CellPaths) -> Result<String, SandboxError> {
+pub(super) fn session_name(cell: &CellPaths) -> Result<String, SandboxError> {
     cell.root
         .file_name()
         .and_then(|name| name.to_str())

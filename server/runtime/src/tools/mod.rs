@@ -5,6 +5,7 @@
 pub mod bash;
 pub mod builtin;
 mod host;
+pub mod mcp;
 
 pub use host::HostTools;
 

@@ -3,7 +3,7 @@
 //! and where its value lands. A new setting is one more entry here (plus its flag in
 //! `ServeArgs`, when it has one).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use odyssey_runtime::provider::{
 use odyssey_runtime::sandbox::DomainList;
 use odyssey_runtime::sandbox::egress::IpNet;
 use odyssey_runtime::secrets;
+use odyssey_runtime::tools::mcp::OperatorMcpServer;
 use odyssey_runtime::{RuntimeConfig, SandboxMode};
 
 /// The configuration while layers are applied: the server's, plus values that only
@@ -798,6 +799,63 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
                 Ok(())
             },
         ),
+        // [mcp]: MCP servers agents may use.
+        server(
+            "mcp.servers",
+            |d| {
+                let servers = &d.server.runtime.mcp.servers;
+                if servers.is_empty() {
+                    return None;
+                }
+                let table: toml::Table = servers
+                    .iter()
+                    .filter_map(|(name, server)| {
+                        Some((
+                            name.clone(),
+                            toml::Value::try_from(McpServerEntry::from(server)).ok()?,
+                        ))
+                    })
+                    .collect();
+                Some(table)
+            },
+            |d, v: toml::Table| {
+                d.server.runtime.mcp.servers = v
+                    .into_iter()
+                    .map(|(name, entry)| {
+                        McpServerEntry::parse(&name, entry)
+                            .map(|server| (name.clone(), server))
+                            .map_err(|message| {
+                                ValueError::from(format!("mcp.servers.{name}: {message}"))
+                            })
+                    })
+                    .collect::<Result<_, _>>()?;
+                Ok(())
+            },
+        ),
+        server(
+            "mcp.allowed_urls",
+            |d| Some(texts(&d.server.runtime.mcp.allowed_urls)),
+            |d, v| {
+                d.server.runtime.mcp.allowed_urls = patterns(v)?;
+                Ok(())
+            },
+        ),
+        server(
+            "mcp.idle_timeout_seconds",
+            |d| Some(d.server.runtime.mcp.idle_timeout.as_secs()),
+            |d, v| {
+                d.server.runtime.mcp.idle_timeout = Duration::from_secs(at_least(v, 1)?);
+                Ok(())
+            },
+        ),
+        server(
+            "mcp.call_timeout_seconds",
+            |d| Some(d.server.runtime.mcp.call_timeout.as_secs()),
+            |d, v| {
+                d.server.runtime.mcp.call_timeout = Duration::from_secs(at_least(v, 1)?);
+                Ok(())
+            },
+        ),
     ]
 }
 
@@ -1032,6 +1090,72 @@ impl From<&ModelOverride> for OverrideEntry {
             agent: rule.agent.clone(),
             model: format!("{}/{}", rule.model.provider, rule.model.name),
             config,
+        }
+    }
+}
+
+/// One `[mcp.servers.NAME]` table: `command` (with `env`) or `url` (with `headers`).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct McpServerEntry {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    command: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    headers: BTreeMap<String, String>,
+}
+
+impl McpServerEntry {
+    fn parse(name: &str, value: toml::Value) -> Result<OperatorMcpServer, String> {
+        if let Some(problem) = odyssey_runtime::bundle::mcp_server_name_problem(name) {
+            return Err(format!("invalid server name: {problem}"));
+        }
+        let entry = Self::deserialize(value).map_err(|e| e.message().to_owned())?;
+        match (entry.command, entry.url) {
+            (Some(_), Some(_)) => Err("give `command` or `url`, not both".into()),
+            (None, None) => Err("give `command` (a stdio server) or `url` (a remote one)".into()),
+            (Some(command), None) => {
+                if command.first().is_none_or(|p| p.trim().is_empty()) {
+                    return Err("`command` names no program".into());
+                }
+                if !entry.headers.is_empty() {
+                    return Err("`headers` go with `url`, not `command`".into());
+                }
+                Ok(OperatorMcpServer {
+                    command,
+                    env: entry.env,
+                    ..OperatorMcpServer::default()
+                })
+            }
+            (None, Some(url)) => {
+                let parsed = reqwest::Url::parse(&url)
+                    .map_err(|e| format!("`url`: `{url}` is not a URL: {e}"))?;
+                if !matches!(parsed.scheme(), "http" | "https") {
+                    return Err(format!("`url`: `{url}` must be an http or https URL"));
+                }
+                if !entry.env.is_empty() {
+                    return Err("`env` goes with `command`, not `url`".into());
+                }
+                Ok(OperatorMcpServer {
+                    url: Some(url),
+                    headers: entry.headers,
+                    ..OperatorMcpServer::default()
+                })
+            }
+        }
+    }
+}
+
+impl From<&OperatorMcpServer> for McpServerEntry {
+    fn from(server: &OperatorMcpServer) -> Self {
+        Self {
+            command: (!server.command.is_empty()).then(|| server.command.clone()),
+            env: server.env.clone(),
+            url: server.url.clone(),
+            headers: server.headers.clone(),
         }
     }
 }

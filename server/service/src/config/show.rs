@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::schema::Schema;
 use super::{Entry, Loaded, MASK};
-use odyssey_runtime::secrets::{is_secret_name, mask_url};
+use odyssey_runtime::secrets::{is_headers_name, is_secret_name, mask_url};
 
 /// The section of `key`: `server` for `server.listen`, `providers.openai` for
 /// `providers.openai.base_url`.
@@ -85,6 +85,16 @@ pub(super) fn masked(value: &toml::Value) -> toml::Value {
                 .map(|(key, value)| {
                     let value = if is_secret_name(key) {
                         Value::from(MASK)
+                    } else if let (true, Value::Table(inner)) =
+                        (is_headers_name(key) || key == "env", value)
+                    {
+                        // Header values and an MCP server's variables may hold keys.
+                        Value::Table(
+                            inner
+                                .keys()
+                                .map(|k| (k.clone(), Value::from(MASK)))
+                                .collect(),
+                        )
                     } else {
                         masked(value)
                     };

@@ -1061,3 +1061,66 @@ fn allow_base_url_adds_to_a_providers_allowed_urls() {
     let e = error(machine.load(&["--allow-base-url", "nosuch=https://x.example.com/v1"]));
     assert!(e.contains("providers.nosuch.allowed_base_urls"), "{e}");
 }
+
+#[test]
+fn mcp_servers_are_read_checked_and_their_keys_masked() {
+    let machine = Machine::new();
+    let path = machine.write(
+        "ops/mcp.toml",
+        "[mcp]\nallowed_urls = [\"https://mcp.example.com/*\"]\nidle_timeout_seconds = 30\n\n\
+         [mcp.servers.github]\nurl = \"https://api.githubcopilot.com/mcp/\"\nheaders = { Authorization = \"Bearer ghp-mcp-555\", X-Team = \"team-666\" }\n\n\
+         [mcp.servers.notes]\ncommand = [\"node\", \"/opt/notes/index.js\"]\nenv = { NOTES_TOKEN = \"notes-777\" }\n",
+    );
+    let loaded = machine.load(&["--config", &path_text(&path)]).unwrap();
+    let mcp = &loaded.config.runtime.mcp;
+    assert_eq!(mcp.idle_timeout, Duration::from_secs(30));
+    assert_eq!(mcp.allowed_urls.len(), 1);
+    assert_eq!(
+        mcp.servers["github"].headers["Authorization"],
+        "Bearer ghp-mcp-555"
+    );
+    assert_eq!(
+        mcp.servers["notes"].command,
+        ["node", "/opt/notes/index.js"]
+    );
+    assert_eq!(mcp.servers["notes"].env["NOTES_TOKEN"], "notes-777");
+    let outputs = [
+        to_toml(&loaded, true),
+        serde_json::to_string(&to_json(&loaded, false)).unwrap(),
+        format!("{:?}", loaded.config),
+    ];
+    for output in &outputs {
+        for secret in ["ghp-mcp-555", "team-666", "notes-777"] {
+            assert!(!output.contains(secret), "{secret} leaked:\n{output}");
+        }
+    }
+    assert!(outputs[0].contains("/opt/notes/index.js"), "{}", outputs[0]);
+
+    for (table, expected) in [
+        (
+            "[mcp.servers.a]\n",
+            "give `command` (a stdio server) or `url`",
+        ),
+        (
+            "[mcp.servers.a]\ncommand = [\"x\"]\nurl = \"https://a.example/\"\n",
+            "not both",
+        ),
+        (
+            "[mcp.servers.a__b]\ncommand = [\"x\"]\n",
+            "mcp.servers.a__b: invalid server name",
+        ),
+        (
+            "[mcp.servers.a]\ncommand = [\"x\"]\nheaders = { A = \"b\" }\n",
+            "`headers` go with `url`",
+        ),
+        (
+            "[mcp.servers.a]\nurl = \"ftp://a.example/\"\n",
+            "http or https",
+        ),
+        ("[mcp.servers.a]\ncomand = [\"x\"]\n", "unknown field"),
+    ] {
+        let bad = machine.write("ops/bad.toml", table);
+        let e = error(machine.load(&["--config", &path_text(&bad)]));
+        assert!(e.contains(expected), "{table}: {e}");
+    }
+}

@@ -106,7 +106,7 @@ fn compatibility_fields_load_unchanged() {
 }
 
 /// Asserts loading fails as an invalid manifest whose message contains every `parts`.
-fn assert_invalid(dir: &Path, location: &str, parts: &[&str]) {
+pub(super) fn assert_invalid(dir: &Path, location: &str, parts: &[&str]) {
     let err = load_err(dir);
     let message = err.to_string();
     assert!(

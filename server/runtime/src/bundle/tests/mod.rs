@@ -4,6 +4,7 @@ mod archive;
 mod digest;
 mod fixtures;
 mod manifest;
+mod mcp;
 mod reference;
 mod scaffold;
 mod skill;

@@ -528,3 +528,29 @@ fn a_command_with_control_characters_always_asks() {
         &[("Bash", Some("git push \r"), Ask, "; also `git push")],
     );
 }
+
+#[test]
+fn a_servers_wildcard_covers_its_mcp_tools_and_a_named_tool_beats_it() {
+    let rules = Rules {
+        allow: &["mcp__fs__*", "mcp__github__get_issue"],
+        ask: &["mcp__github__*"],
+        deny: &["mcp__fs__write_file"],
+    };
+    #[rustfmt::skip]
+    assert_table(&rules, ON_REQUEST, &[
+        ("mcp__fs__read_file", None, Allow, ""),
+        ("mcp__fs__write_file", None, Deny, "`mcp__fs__write_file` (tools.deny)"),
+        ("mcp__github__create_issue", None, Ask, "`mcp__github__*` (tools.ask)"),
+        ("mcp__github__get_issue", None, Allow, ""),
+        // Another server's tools, and the prefix alone, are not covered.
+        ("mcp__fsx__read_file", None, Ask, "no rule allows it"),
+        ("mcp__fs__", None, Ask, "no rule allows it"),
+    ]);
+    let denied = parse(&Rules {
+        allow: &[],
+        ask: &[],
+        deny: &["mcp__fs__*"],
+    });
+    assert!(!denied.offered("mcp__fs__read_file"));
+    assert!(denied.offered("mcp__other__read_file"));
+}

@@ -1,0 +1,227 @@
+//! One MCP server of a session in use: a stdio server (the sandboxed process and the
+//! `rmcp` client speaking to it over its standard input and output), or a remote one
+//! (the `rmcp` client speaking streamable HTTP to the operator-allowed URL).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool as McpTool,
+};
+use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::sandbox::{CellPaths, ExecRequest, Sandbox, ServiceLog, ServiceProcess};
+
+/// Why a server could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    #[error("it could not be started: {0}")]
+    Start(#[from] crate::sandbox::SandboxError),
+    #[error("it did not answer `initialize` and `tools/list` within {0:?}")]
+    StartTimeout(Duration),
+    #[error("it failed to initialize: {0}")]
+    Initialize(String),
+    #[error("it failed to list its tools: {0}")]
+    ListTools(String),
+    #[error("the call did not finish within {0:?}")]
+    CallTimeout(Duration),
+    #[error("it ended during the call")]
+    Ended,
+    #[error("the call failed: {0}")]
+    Call(String),
+}
+
+impl ConnectionError {
+    /// Whether the server can no longer be used and must be started again.
+    pub fn is_fatal(&self) -> bool {
+        !matches!(self, Self::Call(_))
+    }
+}
+
+/// Notes what the server tells the client; `tools/list_changed` marks the tool list stale.
+#[derive(Clone, Debug, Default)]
+struct Handler {
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Handler {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.tools_changed.store(true, Ordering::Release);
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("odysseyd", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// A started, initialized server.
+pub struct Connection {
+    client: RunningService<RoleClient, Handler>,
+    /// The stdio server's process; `None` for a remote server.
+    process: Option<ServiceProcess>,
+    /// Fires when the process ended or the connection was stopped.
+    ended: CancellationToken,
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("pid", &self.process.as_ref().map(ServiceProcess::pid))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// Starts `request` in `cell` and initializes the client, within `timeout`.
+    pub async fn start(
+        sandbox: &Sandbox,
+        cell: &CellPaths,
+        request: ExecRequest,
+        log: ServiceLog,
+        timeout: Duration,
+    ) -> Result<Self, ConnectionError> {
+        let mut process = sandbox.start_service(cell, request, log).await?;
+        let (Some(stdout), Some(stdin)) = (process.stdout.take(), process.stdin.take()) else {
+            return Err(ConnectionError::Initialize(
+                "the process has no standard input or output".into(),
+            ));
+        };
+        let handler = Handler::default();
+        let tools_changed = handler.tools_changed.clone();
+        let ended = process.ended();
+        let client = tokio::select! {
+            started = tokio::time::timeout(timeout, handler.serve((stdout, stdin))) => match started {
+                Ok(Ok(client)) => client,
+                Ok(Err(e)) => return Err(ConnectionError::Initialize(e.to_string())),
+                Err(_) => return Err(ConnectionError::StartTimeout(timeout)),
+            },
+            () = ended.cancelled() => return Err(ConnectionError::Initialize("the process ended before it answered".into())),
+        };
+        Ok(Self {
+            client,
+            process: Some(process),
+            ended,
+            tools_changed,
+        })
+    }
+
+    /// Connects to the remote server at `url` over streamable HTTP, sending `headers`
+    /// (the operator's) with every request, and initializes the client within `timeout`.
+    /// Redirects are not followed: the URL is the one the operator allowed.
+    pub async fn connect(
+        url: &str,
+        headers: &BTreeMap<String, String>,
+        timeout: Duration,
+    ) -> Result<Self, ConnectionError> {
+        let mut custom = HashMap::new();
+        for (name, value) in headers {
+            let header = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                ConnectionError::Initialize(format!("`{name}` is not an HTTP header name"))
+            })?;
+            let value = http::HeaderValue::from_str(value).map_err(|_| {
+                ConnectionError::Initialize(format!("the value of header `{name}` is not valid"))
+            })?;
+            custom.insert(header, value);
+        }
+        crate::provider::install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(timeout)
+            .user_agent(concat!("odysseyd/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ConnectionError::Initialize(crate::error::chain(&e)))?;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+        config.custom_headers = custom;
+        let transport = StreamableHttpClientTransport::with_client(http, config);
+        let handler = Handler::default();
+        let tools_changed = handler.tools_changed.clone();
+        let client = match tokio::time::timeout(timeout, handler.serve(transport)).await {
+            Ok(Ok(client)) => client,
+            Ok(Err(e)) => return Err(ConnectionError::Initialize(e.to_string())),
+            Err(_) => return Err(ConnectionError::StartTimeout(timeout)),
+        };
+        Ok(Self {
+            client,
+            process: None,
+            ended: CancellationToken::new(),
+            tools_changed,
+        })
+    }
+
+    /// Whether the process still runs and the client still talks to it.
+    pub fn is_alive(&self) -> bool {
+        !self.ended.is_cancelled() && !self.client.is_closed()
+    }
+
+    /// Whether the server said its tools changed since they were last listed.
+    pub fn tools_changed(&self) -> bool {
+        self.tools_changed.load(Ordering::Acquire)
+    }
+
+    /// Every tool of the server, within `timeout`.
+    pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<McpTool>, ConnectionError> {
+        self.tools_changed.store(false, Ordering::Release);
+        let ended = self.ended.clone();
+        tokio::select! {
+            listed = tokio::time::timeout(timeout, self.client.list_all_tools()) => match listed {
+                Ok(Ok(tools)) => Ok(tools),
+                Ok(Err(e)) => Err(ConnectionError::ListTools(e.to_string())),
+                Err(_) => Err(ConnectionError::StartTimeout(timeout)),
+            },
+            () = ended.cancelled() => Err(ConnectionError::Ended),
+        }
+    }
+
+    /// Calls `tool` with `arguments`; the result as JSON (`content`, `structuredContent`,
+    /// `isError`). Ends early when the process ends or `timeout` passes.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, ConnectionError> {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let ended = self.ended.clone();
+        let result = tokio::select! {
+            called = tokio::time::timeout(timeout, self.client.call_tool(params)) => match called {
+                Ok(Ok(result)) => result,
+                Ok(Err(_)) if !self.is_alive() => return Err(ConnectionError::Ended),
+                Ok(Err(e)) => return Err(ConnectionError::Call(e.to_string())),
+                Err(_) => return Err(ConnectionError::CallTimeout(timeout)),
+            },
+            () = ended.cancelled() => return Err(ConnectionError::Ended),
+        };
+        serde_json::to_value(result).map_err(|e| ConnectionError::Call(e.to_string()))
+    }
+
+    /// Kills the server (a stdio one), or closes the connection (a remote one).
+    pub fn stop(&self) {
+        match &self.process {
+            Some(process) => process.stop(),
+            None => {
+                self.client.cancellation_token().cancel();
+                self.ended.cancel();
+            }
+        }
+    }
+
+    /// [`Connection::stop`], then waits, at most `limit`, until the process is reaped.
+    pub async fn stop_and_wait(&self, limit: Duration) {
+        self.stop();
+        let _ = tokio::time::timeout(limit, self.ended.cancelled()).await;
+    }
+}

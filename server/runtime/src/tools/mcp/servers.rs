@@ -1,0 +1,456 @@
+//! The MCP servers of every session: stdio ones started in the session's sandbox cell
+//! (remote ones connected to) when a turn first needs their tools, kept across turns,
+//! stopped when idle, when the session is deleted and at shutdown, and started again with
+//! a growing delay after they die.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use rmcp::model::Tool as ListedTool;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::connection::Connection;
+use super::result::render;
+use super::settings::{McpLaunch, McpSettings, ResolvedMcpServer};
+use super::tool::McpTool;
+use crate::sandbox::{ExecRequest, NetworkGrant, Sandbox, ServiceLog};
+use crate::tools::{Tool, ToolContext, ToolOutput};
+
+/// The first delay before a dead server is started again; it doubles with each failure.
+const FIRST_RETRY_DELAY: Duration = Duration::from_secs(1);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+/// How long stopping a server waits for it to be reaped.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+/// How often idle servers are looked for, at most.
+const MAX_SWEEP_PERIOD: Duration = Duration::from_secs(30);
+
+/// Every session's MCP servers; one per runtime.
+#[derive(Debug)]
+pub struct McpServers {
+    sandbox: Arc<Sandbox>,
+    settings: McpSettings,
+    slots: Mutex<HashMap<(Uuid, String), Arc<Slot>>>,
+    sweeping: std::sync::OnceLock<()>,
+}
+
+/// One server of one session.
+#[derive(Debug)]
+struct Slot {
+    name: String,
+    state: tokio::sync::Mutex<SlotState>,
+    last_used: Mutex<Instant>,
+    /// Calls in progress: a server busy with one is not idle, however long it takes.
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct SlotState {
+    connection: Option<Arc<Connection>>,
+    tools: Vec<ListedTool>,
+    /// Failures since the last call that worked.
+    failures: u32,
+    retry_at: Option<Instant>,
+    last_error: String,
+}
+
+impl McpServers {
+    pub fn new(sandbox: Arc<Sandbox>, settings: McpSettings) -> Arc<Self> {
+        Arc::new(Self {
+            sandbox,
+            settings,
+            slots: Mutex::default(),
+            sweeping: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The tools of `servers` that `offered` accepts, starting the servers that are not
+    /// running. A server that cannot be started offers no tools this turn (logged).
+    pub async fn tools(
+        self: &Arc<Self>,
+        ctx: &ToolContext,
+        servers: &[ResolvedMcpServer],
+        offered: impl Fn(&str) -> bool,
+    ) -> Vec<Arc<dyn Tool>> {
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        for server in servers {
+            let slot = self.slot(ctx.session_id, &server.name);
+            let listed = match slot.ready(self, ctx, server).await {
+                Ok((_, listed)) => listed,
+                Err(message) => {
+                    tracing::warn!(session = %ctx.session_id, server = %server.name, "MCP server offers no tools this turn: {message}");
+                    continue;
+                }
+            };
+            for listed in listed {
+                let tool = McpTool::new(self.clone(), server.clone(), &listed);
+                if offered(&tool.spec().name) {
+                    tools.push(Arc::new(tool));
+                }
+            }
+        }
+        tools
+    }
+
+    /// Calls `tool` of `server` for the session of `ctx`. Every failure is an error result
+    /// the model reads: a server that died or hung is stopped, and started again later.
+    /// The values the server was given (its credentials) are masked in what it answers.
+    pub async fn call(
+        self: &Arc<Self>,
+        ctx: &ToolContext,
+        server: &ResolvedMcpServer,
+        tool: &str,
+        arguments: Value,
+    ) -> ToolOutput {
+        let mut output = self.call_unmasked(ctx, server, tool, arguments).await;
+        output.content = mask(output.content, &secrets(server));
+        output
+    }
+
+    async fn call_unmasked(
+        self: &Arc<Self>,
+        ctx: &ToolContext,
+        server: &ResolvedMcpServer,
+        tool: &str,
+        arguments: Value,
+    ) -> ToolOutput {
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            Value::Null => serde_json::Map::new(),
+            other => {
+                return ToolOutput::error(format!(
+                    "the arguments must be a JSON object, not {other}"
+                ));
+            }
+        };
+        let slot = self.slot(ctx.session_id, &server.name);
+        let connection = match slot.ready(self, ctx, server).await {
+            Ok((connection, _)) => connection,
+            Err(message) => return ToolOutput::error(message),
+        };
+        slot.touch();
+        let _busy = Busy::new(&slot);
+        let called = tokio::select! {
+            called = connection.call(tool, arguments, self.settings.call_timeout) => called,
+            () = ctx.cancel.cancelled() => {
+                // Dropping the request tells the server the call is cancelled.
+                slot.touch();
+                return ToolOutput::error("the call was cancelled with its turn");
+            }
+        };
+        slot.touch();
+        match called {
+            Ok(result) => {
+                slot.state.lock().await.failures = 0;
+                let content = result
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let text = render(
+                    &content,
+                    result.get("structuredContent"),
+                    self.settings.max_output_bytes,
+                );
+                if result.get("isError").and_then(Value::as_bool) == Some(true) {
+                    ToolOutput::error(text)
+                } else {
+                    ToolOutput::ok(text)
+                }
+            }
+            Err(e) if e.is_fatal() => {
+                connection.stop();
+                let message = format!("MCP server `{}`: {e}", server.name);
+                slot.failed(&connection, &message).await;
+                tracing::warn!(session = %ctx.session_id, server = %server.name, "{message}; stopped");
+                ToolOutput::error(format!(
+                    "{message}; it was stopped and starts again when next needed"
+                ))
+            }
+            Err(e) => ToolOutput::error(format!("MCP server `{}`: {e}", server.name)),
+        }
+    }
+
+    /// Stops the servers of a session and forgets them (the session is being deleted).
+    pub async fn forget_session(&self, session: Uuid) {
+        let slots: Vec<Arc<Slot>> = {
+            let mut all = crate::sync::lock(&self.slots);
+            let keys: Vec<_> = all.keys().filter(|(s, _)| *s == session).cloned().collect();
+            keys.iter().filter_map(|k| all.remove(k)).collect()
+        };
+        for slot in slots {
+            slot.stop().await;
+        }
+    }
+
+    /// Stops every server (the runtime is shutting down).
+    pub async fn shutdown(&self) {
+        let slots: Vec<Arc<Slot>> = crate::sync::lock(&self.slots)
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        futures::future::join_all(slots.iter().map(|slot| slot.stop())).await;
+    }
+
+    fn slot(self: &Arc<Self>, session: Uuid, name: &str) -> Arc<Slot> {
+        self.sweeping.get_or_init(|| {
+            tokio::spawn(sweep(Arc::downgrade(self), self.settings.idle_timeout));
+        });
+        crate::sync::lock(&self.slots)
+            .entry((session, name.to_owned()))
+            .or_insert_with(|| {
+                Arc::new(Slot {
+                    name: name.to_owned(),
+                    state: tokio::sync::Mutex::default(),
+                    last_used: Mutex::new(Instant::now()),
+                    calls: std::sync::atomic::AtomicUsize::new(0),
+                })
+            })
+            .clone()
+    }
+
+    /// The request that starts stdio server `name` in the session's cell: its command, the
+    /// sandbox's environment with the server's own on top, the session's network and
+    /// mounts.
+    fn request(
+        &self,
+        ctx: &ToolContext,
+        name: &str,
+        command: &[String],
+        env: &BTreeMap<String, String>,
+    ) -> ExecRequest {
+        let mut all: BTreeMap<String, String> = ctx.env.clone();
+        all.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        ExecRequest {
+            exec_id: format!("mcp-{name}-{}", Uuid::now_v7()),
+            argv: command.to_vec(),
+            cwd: ctx.view.workspace.clone(),
+            mode: ctx.mode,
+            env: all,
+            network: ctx
+                .network
+                .clone()
+                .map(|domains| NetworkGrant::new(domains, ctx.events.connection_reporter())),
+            mounts_read: ctx.mounts_read.clone(),
+            mounts_write: ctx.mounts_write.clone(),
+            timeout: Duration::ZERO,
+            memory_mb: ctx.memory_mb,
+            cpu_seconds: None,
+        }
+    }
+
+    /// Stops the servers no call used for the idle time.
+    async fn sweep_once(&self) {
+        let slots: Vec<Arc<Slot>> = crate::sync::lock(&self.slots).values().cloned().collect();
+        for slot in slots {
+            if slot.idle_for() < self.settings.idle_timeout
+                || slot.calls.load(std::sync::atomic::Ordering::Acquire) > 0
+            {
+                continue;
+            }
+            // A server busy starting is not idle.
+            if let Ok(mut state) = slot.state.try_lock()
+                && let Some(connection) = state.connection.take()
+            {
+                connection.stop();
+                state.tools.clear();
+                tracing::debug!(server = %slot.name, "idle MCP server stopped");
+            }
+        }
+    }
+}
+
+async fn sweep(servers: Weak<McpServers>, idle: Duration) {
+    let period = (idle / 2).clamp(Duration::from_millis(50), MAX_SWEEP_PERIOD);
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(servers) = servers.upgrade() else {
+            return;
+        };
+        servers.sweep_once().await;
+    }
+}
+
+/// Counts a call in progress for as long as it lives.
+struct Busy<'a>(&'a Slot);
+
+impl<'a> Busy<'a> {
+    fn new(slot: &'a Slot) -> Self {
+        slot.calls.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Self(slot)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0
+            .calls
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        self.0.touch();
+    }
+}
+
+impl Slot {
+    fn touch(&self) {
+        *crate::sync::lock(&self.last_used) = Instant::now();
+    }
+
+    fn idle_for(&self) -> Duration {
+        crate::sync::lock(&self.last_used).elapsed()
+    }
+
+    /// The running connection and its tools, starting the server (or listing its tools
+    /// again after `tools/list_changed`) when needed.
+    async fn ready(
+        &self,
+        servers: &McpServers,
+        ctx: &ToolContext,
+        server: &ResolvedMcpServer,
+    ) -> Result<(Arc<Connection>, Vec<ListedTool>), String> {
+        let settings = &servers.settings;
+        let mut state = self.state.lock().await;
+        if let Some(connection) = state.connection.clone() {
+            if connection.is_alive() && !connection.tools_changed() {
+                return Ok((connection, state.tools.clone()));
+            }
+            if connection.is_alive() {
+                match connection.list_tools(settings.start_timeout).await {
+                    Ok(tools) => {
+                        state.tools = tools.clone();
+                        return Ok((connection, tools));
+                    }
+                    Err(e) => {
+                        connection.stop();
+                        let message = format!("MCP server `{}`: {e}", server.name);
+                        state.record_failure(&message);
+                        return Err(message);
+                    }
+                }
+            }
+            // It died since its last call.
+            state.connection = None;
+            state.record_failure(&format!("MCP server `{}` ended", server.name));
+        }
+        if let Some(at) = state.retry_at
+            && at > Instant::now()
+        {
+            return Err(format!(
+                "{} ({} failure{} in a row); it is started again in {} ms",
+                state.last_error,
+                state.failures,
+                if state.failures == 1 { "" } else { "s" },
+                at.saturating_duration_since(Instant::now()).as_millis()
+            ));
+        }
+        self.touch();
+        let started = match &server.launch {
+            McpLaunch::Stdio { command, env } => {
+                let request = servers.request(ctx, &server.name, command, env);
+                let log = ServiceLog {
+                    label: format!("mcp server {} of session {}", server.name, ctx.session_id),
+                    max_bytes: settings.max_stderr_log_bytes,
+                    masked: secrets(server),
+                };
+                Connection::start(
+                    &servers.sandbox,
+                    &ctx.cell,
+                    request,
+                    log,
+                    settings.start_timeout,
+                )
+                .await
+            }
+            McpLaunch::Http { url, headers } => {
+                Connection::connect(url, headers, settings.start_timeout).await
+            }
+        };
+        let listed = match started {
+            Ok(connection) => match connection.list_tools(settings.start_timeout).await {
+                Ok(tools) => Ok((Arc::new(connection), tools)),
+                Err(e) => {
+                    connection.stop();
+                    Err(e)
+                }
+            },
+            Err(e) => Err(e),
+        };
+        match listed {
+            Ok((connection, tools)) => {
+                tracing::info!(session = %ctx.session_id, server = %server.name, tools = tools.len(), "MCP server started");
+                state.connection = Some(connection.clone());
+                state.tools = tools.clone();
+                state.retry_at = None;
+                Ok((connection, tools))
+            }
+            Err(e) => {
+                let message = format!("MCP server `{}`: {e}", server.name);
+                state.record_failure(&message);
+                Err(message)
+            }
+        }
+    }
+
+    /// Records that `connection` failed, unless another one already replaced it.
+    async fn failed(&self, connection: &Arc<Connection>, message: &str) {
+        let mut state = self.state.lock().await;
+        if state
+            .connection
+            .as_ref()
+            .is_some_and(|c| Arc::ptr_eq(c, connection))
+        {
+            state.connection = None;
+            state.record_failure(message);
+        }
+    }
+
+    /// Stops the server and waits (a little) until it is reaped, so a server that shuts
+    /// down leaves nothing running.
+    async fn stop(&self) {
+        let connection = self.state.lock().await.connection.take();
+        if let Some(connection) = connection {
+            connection.stop_and_wait(STOP_WAIT).await;
+        }
+    }
+}
+
+impl SlotState {
+    fn record_failure(&mut self, message: &str) {
+        self.failures = self.failures.saturating_add(1);
+        let exponent = self.failures.saturating_sub(1).min(16);
+        let delay = FIRST_RETRY_DELAY
+            .saturating_mul(1 << exponent)
+            .min(MAX_RETRY_DELAY);
+        self.retry_at = Some(Instant::now() + delay);
+        self.last_error = message.to_owned();
+    }
+}
+
+/// The shortest value masked: shorter ones (`1`, `true`) would mask ordinary text.
+const MIN_MASKED_LEN: usize = 6;
+
+/// The values a server was given in its environment (the operator's, or the host's the
+/// bundle mapped), which may be credentials: never shown in results or logs.
+fn secrets(server: &ResolvedMcpServer) -> Vec<String> {
+    let values: Vec<&String> = match &server.launch {
+        McpLaunch::Stdio { env, .. } => env.values().collect(),
+        McpLaunch::Http { headers, .. } => headers.values().collect(),
+    };
+    let mut values: Vec<String> = values
+        .into_iter()
+        .filter(|v| v.len() >= MIN_MASKED_LEN)
+        .cloned()
+        .collect();
+    // Longer first, so a value containing another is masked whole.
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    values
+}
+
+fn mask(mut text: String, secrets: &[String]) -> String {
+    for secret in secrets {
+        if text.contains(secret.as_str()) {
+            text = text.replace(secret.as_str(), crate::secrets::MASK);
+        }
+    }
+    text
+}
