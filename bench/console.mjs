@@ -3,7 +3,8 @@
 // then the sessions page after login), and how long a session of 10,000 events takes to
 // show its last event after opening. Prints one JSON object.
 //
-// Usage: node bench.mjs   (needs what test/browser.test.mjs needs)
+// Usage: node bench/console.mjs   (after `cd console && npm ci`; needs what the console's
+// browser test needs: Debian chromium and the debug odysseyd and odyssey binaries)
 
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -15,10 +16,12 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
 
-import { chromium } from "playwright-core";
+import { createRequire } from "node:module";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const REPO = resolve(here, "..");
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const CONSOLE = join(REPO, "console");
+// The browser driver the console's test uses, from the console's own packages.
+const { chromium } = createRequire(join(CONSOLE, "package.json"))("playwright-core");
 const ODYSSEYD = process.env.ODYSSEYD || join(REPO, "target", "debug", "odysseyd");
 const CLI = process.env.ODYSSEY_CLI || join(REPO, "target", "debug", "odyssey");
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
@@ -28,7 +31,7 @@ const EVENTS = 10_000;
 const figures = {};
 let gzipped = 0;
 for (const name of ["index.html", "console.js", "console.css"]) {
-  gzipped += gzipSync(await readFile(join(here, "dist", name))).length;
+  gzipped += gzipSync(await readFile(join(CONSOLE, "dist", name))).length;
 }
 figures.assets_gzipped_bytes = gzipped;
 
