@@ -3,6 +3,7 @@
 
 mod support;
 
+mod a2a;
 mod approval_display;
 mod approvals;
 mod bad_input;
