@@ -537,3 +537,99 @@ async fn a2a_calls_need_the_servers_token_and_health_lists_the_service() {
         tonic_health::pb::health_check_response::ServingStatus::Serving as i32
     );
 }
+
+#[tokio::test]
+async fn agent_cards_are_public_declare_the_token_and_lead_to_the_agent_over_grpc() {
+    const TOKEN: &str = "card-token";
+    let server = TestServer::start_with(|args| {
+        args.auth_token = Some(TOKEN.into());
+        args.http_listen = Some(crate::support::loopback());
+    })
+    .await;
+    let base = format!(
+        "http://{}",
+        server.handle.http_addr().expect("the gateway runs")
+    );
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let get = |path: &str| http.get(format!("{base}{path}")).send();
+
+    // No bundle yet: no default agent, hence no card.
+    let none = get("/.well-known/agent-card.json").await.expect("get");
+    assert_eq!(none.status(), reqwest::StatusCode::NOT_FOUND);
+
+    let project = Project::replay("cardy", &[r#"{"text": ["From the card"]}"#]);
+    server
+        .handle
+        .runtime()
+        .build_and_install(project.path(), Default::default())
+        .await
+        .expect("install");
+    // Public: no token needed to read a card.
+    let response = get("/.well-known/agent-card.json").await.expect("get");
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+    let card: serde_json::Value = response.json().await.expect("card JSON");
+    assert_eq!(card["name"], "main", "{card}");
+    assert_eq!(card["description"], "test agent", "{card}");
+    assert_eq!(card["capabilities"]["streaming"], true, "{card}");
+    assert_eq!(
+        card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer",
+        "{card}"
+    );
+    assert!(
+        card["securityRequirements"][0]["schemes"]["bearer"].is_object(),
+        "{card}"
+    );
+    assert_eq!(card["skills"][0]["id"], "main", "{card}");
+    let interface = &card["supportedInterfaces"][0];
+    assert_eq!(interface["protocolBinding"], "GRPC", "{card}");
+    assert_eq!(interface["protocolVersion"], "1.0", "{card}");
+    assert_eq!(interface["tenant"], "cardy.main", "{card}");
+    assert_eq!(
+        interface["url"],
+        format!("127.0.0.1:{}", server.handle.addr().port()),
+        "{card}"
+    );
+
+    // The per-agent URL gives the same card; an agent the bundle lacks has none.
+    let same: serde_json::Value = get("/a2a/agents/cardy/main/agent-card.json")
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("card JSON");
+    assert_eq!(same, card);
+    let missing = get("/a2a/agents/cardy/nobody/agent-card.json")
+        .await
+        .expect("get");
+    assert_eq!(missing.status(), reqwest::StatusCode::NOT_FOUND);
+    // The rest of the gateway still needs the token.
+    let refused = get("/approvals").await.expect("get");
+    assert_eq!(refused.status(), reqwest::StatusCode::UNAUTHORIZED);
+
+    // What the card says is enough to run a task: its URL, its tenant, the token.
+    let url = interface["url"].as_str().expect("url");
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{url}"))
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let mut request = tonic::Request::new(send(
+        interface["tenant"].as_str().expect("tenant"),
+        "",
+        "m-1",
+        "Hello card",
+    ));
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {TOKEN}").parse().expect("header"),
+    );
+    let task = task_of(
+        A2aServiceClient::new(channel)
+            .send_message(request)
+            .await
+            .expect("send message")
+            .into_inner(),
+    );
+    assert_eq!(texts(&task.artifacts[0].parts), "From the card");
+}

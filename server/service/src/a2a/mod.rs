@@ -6,12 +6,14 @@
 //! one opens a new session on that agent); a task is one turn. Translation only: what a
 //! task shows is read from the turn's status and the session's event log.
 
+pub mod card;
 mod error;
 mod service;
 mod stream;
 mod task;
 mod tenant;
 
+pub use card::CardOptions;
 pub use error::{A2A_ERROR_DOMAIN, A2aError};
 pub use service::A2a;
 pub use task::{MESSAGE_ID_KEY, SEQUENCE_KEY};

@@ -47,6 +47,8 @@ pub struct HttpOptions {
     /// Host names requests may name besides IP literals, `localhost` and the certificate's
     /// names (see [`crate::grpc::host`]).
     pub allowed_hosts: Vec<String>,
+    /// Serve A2A agent cards (see [`crate::a2a::card`]), public like A2A discovery needs.
+    pub a2a_cards: Option<crate::a2a::CardOptions>,
 }
 
 /// What every handler reaches: the core, and the signal that ends live streams.
@@ -63,12 +65,16 @@ pub fn router(
     options: &HttpOptions,
     shutdown: CancellationToken,
 ) -> Router {
+    let cards = options
+        .a2a_cards
+        .clone()
+        .map(|cards| crate::a2a::card::routes(runtime.clone(), cards));
     let gateway = Gateway {
         runtime,
         heartbeat: options.heartbeat,
         shutdown,
     };
-    Router::new()
+    let authenticated = Router::new()
         .route("/sessions/{session_id}/events", get(events::stream))
         .route("/approvals", get(approvals::list))
         .route("/approvals/{request_id}", post(approvals::resolve))
@@ -77,7 +83,10 @@ pub fn router(
         .layer(axum::middleware::from_fn_with_state(
             auth::Token::new(options.auth_token.clone()),
             auth::require,
-        ))
+        ));
+    cards
+        .into_iter()
+        .fold(authenticated, Router::merge)
         .layer(crate::grpc::web::cors(&options.cors_origins))
         .layer(axum::middleware::from_fn_with_state(
             hosts::allowed(&options.allowed_hosts, options.tls.as_ref()),
