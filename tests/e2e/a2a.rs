@@ -633,3 +633,102 @@ async fn agent_cards_are_public_declare_the_token_and_lead_to_the_agent_over_grp
     );
     assert_eq!(texts(&task.artifacts[0].parts), "From the card");
 }
+
+#[tokio::test]
+async fn a_turn_waiting_for_an_approval_is_input_required_until_it_is_decided() {
+    const BASH_CALL: &str = r#"{"tool_calls": [{"id": "call_a", "name": "Bash", "arguments": {"command": "echo asked"}}]}"#;
+    let server = TestServer::start().await;
+    server
+        .install(&Project::with_tools(
+            "asker",
+            &[BASH_CALL, r#"{"text": ["Understood, ", "not run."]}"#],
+            &["Bash"],
+            "[]",
+            "[Bash]",
+            "[]",
+        ))
+        .await;
+    let mut a2a = client(&server);
+
+    // SendMessage comes back when the turn stops to wait for a person.
+    let task = task_of(
+        a2a.send_message(send("asker.main", "", "m-1", "Run it"))
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&task), a2a::TaskState::InputRequired, "{task:?}");
+    let asking = task
+        .status
+        .as_ref()
+        .and_then(|s| s.message.as_ref())
+        .map(|m| texts(&m.parts))
+        .unwrap_or_default();
+    assert!(asking.contains("waiting for an approval"), "{asking}");
+
+    // A subscriber replays the turn up to the question, then follows it live.
+    let mut stream = a2a
+        .subscribe_to_task(a2a::SubscribeToTaskRequest {
+            id: task.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("subscribe")
+        .into_inner();
+    use a2a::stream_response::Payload;
+    let mut states = Vec::new();
+    while states.last() != Some(&a2a::TaskState::InputRequired) {
+        match stream.next().await.expect("more").expect("ok").payload {
+            Some(Payload::Task(current)) => {
+                assert_eq!(state(&current), a2a::TaskState::InputRequired)
+            }
+            Some(Payload::StatusUpdate(update)) => {
+                states.push(update.status.expect("status").state())
+            }
+            other => panic!("no text before the question: {other:?}"),
+        }
+    }
+    assert_eq!(
+        states,
+        [a2a::TaskState::Working, a2a::TaskState::InputRequired]
+    );
+
+    // Decided through Odyssey's approvals, the task goes on to its end.
+    let mut approvals = odyssey_api::v1::approval_service_client::ApprovalServiceClient::new(
+        server.channel.clone(),
+    );
+    let pending = approvals
+        .list_approvals(pb::ListApprovalsRequest {
+            session_id: task.context_id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("list approvals")
+        .into_inner()
+        .approvals;
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0].execution_id, task.id);
+    approvals
+        .resolve_approval(pb::ResolveApprovalRequest {
+            request_id: pending[0].request_id.clone(),
+            decision: pb::ApprovalDecision::Deny as i32,
+            reason: "not now".into(),
+        })
+        .await
+        .expect("deny");
+    let mut answer = String::new();
+    let mut rest = Vec::new();
+    while let Some(item) = stream.next().await {
+        match item.expect("ok").payload {
+            Some(Payload::StatusUpdate(update)) => {
+                rest.push(update.status.expect("status").state())
+            }
+            Some(Payload::ArtifactUpdate(update)) => {
+                answer.push_str(&texts(&update.artifact.expect("artifact").parts));
+            }
+            other => panic!("an update, not {other:?}"),
+        }
+    }
+    assert_eq!(rest, [a2a::TaskState::Working, a2a::TaskState::Completed]);
+    assert_eq!(answer, "Understood, not run.");
+}
