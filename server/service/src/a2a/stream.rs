@@ -84,7 +84,7 @@ impl Progress {
                     .then(|| completed.error.clone());
                 let mut items = Vec::new();
                 if self.chunk_sent {
-                    // The artifact is whole: an empty last chunk says so.
+                    // The artifact is whole: a last chunk of empty text says so.
                     items.push(self.chunk(event.sequence, String::new(), true, true));
                 }
                 items.push(status(state, word));
@@ -95,11 +95,9 @@ impl Progress {
     }
 
     fn chunk(&self, sequence: u64, text: String, append: bool, last: bool) -> pb::StreamResponse {
-        let parts = if text.is_empty() {
-            Vec::new()
-        } else {
-            vec![text_part(text)]
-        };
+        // A chunk always has a part (the closing one an empty text): an artifact's parts
+        // are required.
+        let parts = vec![text_part(text)];
         item(pb::stream_response::Payload::ArtifactUpdate(
             pb::TaskArtifactUpdateEvent {
                 task_id: self.ids.task_id.clone(),
