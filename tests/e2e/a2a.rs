@@ -677,20 +677,27 @@ async fn a_turn_waiting_for_an_approval_is_input_required_until_it_is_decided() 
         .into_inner();
     use a2a::stream_response::Payload;
     let mut states = Vec::new();
-    while states.last() != Some(&a2a::TaskState::InputRequired) {
+    while states.last().map(|(s, _)| *s) != Some(a2a::TaskState::InputRequired) {
         match stream.next().await.expect("more").expect("ok").payload {
             Some(Payload::Task(current)) => {
                 assert_eq!(state(&current), a2a::TaskState::InputRequired)
             }
-            Some(Payload::StatusUpdate(update)) => {
-                states.push(update.status.expect("status").state())
-            }
+            Some(Payload::StatusUpdate(update)) => states.push(status_of(update)),
             other => panic!("no text before the question: {other:?}"),
         }
     }
     assert_eq!(
         states,
-        [a2a::TaskState::Working, a2a::TaskState::InputRequired]
+        [
+            (a2a::TaskState::Working, None),
+            (
+                a2a::TaskState::Working,
+                Some(serde_json::json!({"toolCall": {
+                    "callId": "call_a", "tool": "Bash", "arguments": {"command": "echo asked"}
+                }}))
+            ),
+            (a2a::TaskState::InputRequired, None),
+        ]
     );
 
     // Decided through Odyssey's approvals, the task goes on to its end.
@@ -720,15 +727,53 @@ async fn a_turn_waiting_for_an_approval_is_input_required_until_it_is_decided() 
     let mut rest = Vec::new();
     while let Some(item) = stream.next().await {
         match item.expect("ok").payload {
-            Some(Payload::StatusUpdate(update)) => {
-                rest.push(update.status.expect("status").state())
-            }
+            Some(Payload::StatusUpdate(update)) => rest.push(status_of(update)),
             Some(Payload::ArtifactUpdate(update)) => {
                 answer.push_str(&texts(&update.artifact.expect("artifact").parts));
             }
             other => panic!("an update, not {other:?}"),
         }
     }
-    assert_eq!(rest, [a2a::TaskState::Working, a2a::TaskState::Completed]);
+    let rest_states: Vec<a2a::TaskState> = rest.iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        rest_states,
+        [
+            a2a::TaskState::Working,
+            a2a::TaskState::Working,
+            a2a::TaskState::Completed
+        ]
+    );
+    let result = rest[1].1.as_ref().expect("the tool's result as data");
+    assert_eq!(result["toolResult"]["tool"], "Bash", "{result}");
+    assert_eq!(result["toolResult"]["success"], false, "denied: {result}");
     assert_eq!(answer, "Understood, not run.");
+}
+
+/// A status update's state, and the data part of its message (tool activity), as JSON.
+fn status_of(update: a2a::TaskStatusUpdateEvent) -> (a2a::TaskState, Option<serde_json::Value>) {
+    let status = update.status.expect("status");
+    let data = status.message.as_ref().and_then(|m| {
+        m.parts.iter().find_map(|p| match &p.content {
+            Some(a2a::part::Content::Data(value)) => Some(value_json(value)),
+            _ => None,
+        })
+    });
+    (status.state(), data)
+}
+
+fn value_json(value: &prost_types::Value) -> serde_json::Value {
+    use prost_types::value::Kind;
+    match &value.kind {
+        Some(Kind::StringValue(s)) => serde_json::json!(s),
+        Some(Kind::NumberValue(n)) => serde_json::json!(n),
+        Some(Kind::BoolValue(b)) => serde_json::json!(b),
+        Some(Kind::StructValue(s)) => serde_json::Value::Object(
+            s.fields
+                .iter()
+                .map(|(k, v)| (k.clone(), value_json(v)))
+                .collect(),
+        ),
+        Some(Kind::ListValue(l)) => l.values.iter().map(value_json).collect(),
+        Some(Kind::NullValue(_)) | None => serde_json::Value::Null,
+    }
 }

@@ -46,20 +46,37 @@ impl Progress {
         if event.turn_id != Some(self.execution_id) {
             return Vec::new();
         }
-        let status = |state: pb::TaskState, word: Option<String>| {
-            let ids = &self.ids;
+        let ids = &self.ids;
+        let message_id = format!("{}-{}", ids.task_id, event.sequence);
+        let update = |state: pb::TaskState, message: Option<pb::Message>| {
             item(Payload::StatusUpdate(pb::TaskStatusUpdateEvent {
                 task_id: ids.task_id.clone(),
                 context_id: ids.context_id.clone(),
                 status: Some(pb::TaskStatus {
                     state: state as i32,
-                    message: word.map(|text| {
-                        agent_message(ids, format!("{}-{}", ids.task_id, event.sequence), text)
-                    }),
+                    message,
                     timestamp: Some(crate::grpc::convert::timestamp_ms(event.created_at_ms)),
                 }),
                 metadata: Some(sequence_metadata(event.sequence)),
             }))
+        };
+        let status = |state: pb::TaskState, word: Option<String>| {
+            update(
+                state,
+                word.map(|text| agent_message(ids, message_id.clone(), text)),
+            )
+        };
+        // Tool activity: a working status whose message carries the call as a data part.
+        let tool = |data: serde_json::Value| {
+            let mut message = agent_message(ids, message_id.clone(), String::new());
+            message.parts = vec![pb::Part {
+                content: Some(pb::part::Content::Data(
+                    crate::grpc::convert::json_to_value(&data),
+                )),
+                media_type: "application/json".into(),
+                ..Default::default()
+            }];
+            vec![update(pb::TaskState::Working, Some(message))]
         };
         match &event.payload {
             EventPayload::TurnStarted(_) => vec![status(pb::TaskState::Working, None)],
@@ -73,6 +90,21 @@ impl Progress {
                 Some(format!("waiting for an approval: {summary}")),
             )],
             EventPayload::ApprovalResolved { .. } => vec![status(pb::TaskState::Working, None)],
+            EventPayload::ToolCallStarted {
+                call_id,
+                tool: name,
+                arguments,
+            } => tool(serde_json::json!({
+                "toolCall": {"callId": call_id, "tool": name, "arguments": arguments},
+            })),
+            EventPayload::ToolCallFinished {
+                call_id,
+                tool: name,
+                success,
+                result,
+            } => tool(serde_json::json!({
+                "toolResult": {"callId": call_id, "tool": name, "success": success, "result": result},
+            })),
             EventPayload::TurnCompleted(completed) => {
                 self.ended = true;
                 let state = match completed.outcome {
