@@ -13,6 +13,8 @@ const FILES: &[&str] = &[
     "odyssey/v1/execution.proto",
     "odyssey/v1/approval.proto",
     "odyssey/v1/server.proto",
+    // The Agent2Agent protocol's gRPC binding, served beside the API (not part of it).
+    "lf/a2a/v1/a2a.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -3,6 +3,8 @@
 
 mod support;
 
+mod a2a;
+mod a2a_sdk;
 mod approval_display;
 mod approval_watch;
 mod approvals;

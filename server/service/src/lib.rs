@@ -3,6 +3,7 @@
 //! ([`config`]) and TLS for its ports ([`tls`]). Adapters only: they translate between the
 //! wire and the runtime.
 
+pub mod a2a;
 pub mod config;
 pub mod grpc;
 pub mod http;

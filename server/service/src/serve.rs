@@ -194,7 +194,11 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
     let rpc_metrics = metrics_listener
         .is_some()
         .then(|| Arc::new(grpc::RpcMetrics::new()));
-    let http = http_options(&config, identity.clone());
+    let mut http = http_options(&config, identity.clone());
+    http.a2a_cards = Some(crate::a2a::CardOptions {
+        grpc_port: addr.port(),
+        bearer: config.grpc.auth_token.is_some(),
+    });
     let allowed_hosts = config.grpc.allowed_hosts.clone();
     let metrics_tls = identity.clone();
     let grpc = GrpcOptions::new(config.grpc, identity, rpc_metrics.clone());
@@ -282,6 +286,7 @@ fn http_options(config: &ServerConfig, tls: Option<TlsIdentity>) -> HttpOptions 
         allowed_hosts: config.grpc.allowed_hosts.clone(),
         console: config.console,
         max_message_bytes: config.grpc.max_message_bytes,
+        a2a_cards: None,
     }
 }
 

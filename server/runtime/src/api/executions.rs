@@ -77,6 +77,24 @@ impl OdysseyRuntime {
         Ok(status.clone())
     }
 
+    /// Waits until an execution ends or stops to wait for an approval, and returns its
+    /// status then: the point where a caller who is not following its events must act.
+    pub async fn wait_until_settled(&self, execution_id: Uuid) -> Result<ExecutionStatus> {
+        let mut rx = self
+            .inner
+            .executions
+            .watch(execution_id)
+            .ok_or_else(|| RuntimeError::not_found("execution", execution_id.to_string()))?;
+        let status = rx
+            .wait_for(|s| {
+                s.state.is_terminal()
+                    || s.state == crate::execution::ExecutionState::WaitingApproval
+            })
+            .await
+            .map_err(|_| RuntimeError::not_found("execution", execution_id.to_string()))?;
+        Ok(status.clone())
+    }
+
     pub fn execution_status(&self, execution_id: Uuid) -> Result<ExecutionStatus> {
         self.inner.executions.get(execution_id).ok_or_else(|| {
             RuntimeError::not_found(

@@ -21,6 +21,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use odyssey_api::a2a::v1::a2a_service_server::A2aServiceServer;
 use odyssey_api::v1::{
     approval_service_server::ApprovalServiceServer, bundle_service_server::BundleServiceServer,
     execution_service_server::ExecutionServiceServer, server_service_server::ServerServiceServer,
@@ -31,8 +32,8 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::Server;
 
 pub use metrics::RpcMetrics;
-pub(crate) use status::shorten;
 pub use status::{ERROR_DOMAIN, to_status};
+pub(crate) use status::{invalid, shorten, to_status_at};
 
 use crate::config::ApiSettings;
 use crate::tls::{GRPC_ALPN, TlsIdentity, TlsListener};
@@ -117,6 +118,7 @@ pub const SERVICE_NAMES: &[&str] = &[
     "odyssey.v1.ExecutionService",
     "odyssey.v1.ApprovalService",
     "odyssey.v1.ServerService",
+    crate::a2a::SERVICE_NAME,
 ];
 
 /// Serves the API on `listener` until `stop` fires. Then health turns NOT_SERVING, the
@@ -153,6 +155,7 @@ pub async fn serve(
         .ok();
 
     let streams = CancellationToken::new();
+    let a2a_streams = streams.clone();
     let max = options.max_message_bytes;
     let shutdown = {
         let runtime = runtime.clone();
@@ -219,6 +222,11 @@ pub async fn serve(
             ))
             .max_decoding_message_size(max)
             .max_encoding_message_size(max),
+        )
+        .add_service(
+            A2aServiceServer::new(crate::a2a::A2a::new(runtime.clone(), a2a_streams))
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max),
         )
         .add_service(
             ServerServiceServer::new(server_info::ServerInfo::new(runtime, max))

@@ -56,6 +56,8 @@ pub struct HttpOptions {
     pub console: bool,
     /// Largest gRPC-Web message accepted or sent, as on the gRPC port.
     pub max_message_bytes: usize,
+    /// Serve A2A agent cards (see [`crate::a2a::card`]), public like A2A discovery needs.
+    pub a2a_cards: Option<crate::a2a::CardOptions>,
 }
 
 /// What every handler reaches: the core, and the signal that ends live streams.
@@ -72,8 +74,13 @@ pub fn router(
     options: &HttpOptions,
     shutdown: CancellationToken,
 ) -> Router {
+    // Public, as A2A discovery needs: beside the routes behind the token.
+    let cards = options
+        .a2a_cards
+        .clone()
+        .map(|cards| crate::a2a::card::routes(runtime.clone(), cards));
     if options.console {
-        return with_console(runtime, options, shutdown);
+        return with_console(runtime, options, shutdown, cards);
     }
     let gateway = Gateway {
         runtime,
@@ -81,7 +88,7 @@ pub fn router(
         shutdown,
     };
     let archive_limit = bundles::body_limit(&gateway);
-    Router::new()
+    let authenticated = Router::new()
         .route("/sessions/{session_id}/events", get(events::stream))
         .route("/approvals", get(approvals::list))
         .route("/approvals/{request_id}", post(approvals::resolve))
@@ -94,7 +101,10 @@ pub fn router(
         .layer(axum::middleware::from_fn_with_state(
             auth::Token::new(options.auth_token.clone()),
             auth::require,
-        ))
+        ));
+    cards
+        .into_iter()
+        .fold(authenticated, Router::merge)
         .layer(crate::grpc::web::cors(&options.cors_origins))
         .layer(axum::middleware::from_fn_with_state(
             hosts::allowed(&options.allowed_hosts, options.tls.as_ref()),
@@ -109,6 +119,7 @@ fn with_console(
     runtime: OdysseyRuntime,
     options: &HttpOptions,
     shutdown: CancellationToken,
+    cards: Option<Router>,
 ) -> Router {
     let console = console::Console::new(options.auth_token.clone(), options.tls.is_some());
     let gateway = Gateway {
@@ -137,9 +148,12 @@ fn with_console(
         max_message_bytes: options.max_message_bytes,
         streams: shutdown,
     });
-    gateway_routes
+    let routes = gateway_routes
         .merge(web)
-        .merge(console::router(console.clone()))
+        .merge(console::router(console.clone()));
+    cards
+        .into_iter()
+        .fold(routes, Router::merge)
         .fallback(error::no_route)
         .layer(axum::middleware::from_fn_with_state(
             console,

@@ -1,0 +1,22 @@
+//! The Agent2Agent protocol (A2A v1.0), gRPC binding: `lf.a2a.v1.A2AService` over the
+//! runtime core, on the main gRPC port beside `odyssey.v1`, behind the same token and TLS.
+//!
+//! The mapping: a request's `tenant` names the agent (`<bundle>.<agent>`, empty for the
+//! server's default agent, see [`tenant`]); a `contextId` is a session (a message without
+//! one opens a new session on that agent); a task is one turn. Translation only: what a
+//! task shows is read from the turn's status and the session's event log.
+
+pub mod card;
+mod error;
+mod service;
+mod stream;
+mod task;
+mod tenant;
+
+pub use card::CardOptions;
+pub use error::{A2A_ERROR_DOMAIN, A2aError};
+pub use service::A2a;
+pub use task::{MESSAGE_ID_KEY, SEQUENCE_KEY};
+
+/// The fully qualified name of the A2A service.
+pub const SERVICE_NAME: &str = "lf.a2a.v1.A2AService";

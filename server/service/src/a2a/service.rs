@@ -1,0 +1,578 @@
+//! `lf.a2a.v1.A2AService` over the runtime.
+
+use std::collections::BTreeMap;
+
+use odyssey_api::a2a::v1 as pb;
+use odyssey_api::a2a::v1::a2a_service_server::A2aService;
+use odyssey_runtime::session::Subscription;
+use odyssey_runtime::{
+    ErrorKind, ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus, OdysseyRuntime,
+    SessionSpec,
+};
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status};
+use uuid::Uuid;
+
+use super::error::A2aError;
+use super::stream::{TaskStream, task_stream};
+use super::task::{self, Ids, MESSAGE_ID_KEY, Turn, turn_events};
+use super::tenant::{self, AgentRef};
+use crate::grpc::{invalid, shorten, to_status, to_status_at};
+
+/// The longest `messageId` taken (it is kept in the turn's metadata).
+const MAX_MESSAGE_ID_BYTES: usize = 256;
+
+/// Where the core's names of a turn's values sit in a SendMessageRequest.
+const TURN_FIELDS: &[(&str, &str)] = &[("prompt", "message.parts")];
+
+pub struct A2a {
+    runtime: OdysseyRuntime,
+    /// Fires when the server stops: open task streams end then.
+    shutdown: CancellationToken,
+}
+
+impl A2a {
+    pub fn new(runtime: OdysseyRuntime, shutdown: CancellationToken) -> Self {
+        Self { runtime, shutdown }
+    }
+
+    /// The turn behind task `id`, if it is one of `tenant`'s (any agent's when empty).
+    async fn find_task(&self, tenant: &str, id: &str) -> Result<ExecutionStatus, Status> {
+        let not_found = || Status::from(A2aError::task_not_found(id));
+        let execution_id = Uuid::parse_str(id).map_err(|_| not_found())?;
+        let status = self
+            .runtime
+            .execution_status(execution_id)
+            .map_err(|e| match e.kind() {
+                ErrorKind::NotFound => not_found(),
+                _ => to_status(e),
+            })?;
+        if !tenant.is_empty() {
+            let agent = tenant::resolve(&self.runtime, tenant).await?;
+            if !self.session_is_agents(status.session_id, &agent).await? {
+                return Err(not_found());
+            }
+        }
+        Ok(status)
+    }
+
+    async fn session_is_agents(&self, session_id: Uuid, agent: &AgentRef) -> Result<bool, Status> {
+        let session = self
+            .runtime
+            .get_session(session_id)
+            .await
+            .map_err(to_status)?;
+        let record = &session.record;
+        Ok(agent.owns(
+            &record.bundle.namespace,
+            &record.bundle.name,
+            &record.agent_id,
+        ))
+    }
+
+    /// The task of turn `status` as the log has it now.
+    async fn task(
+        &self,
+        status: &ExecutionStatus,
+        history_length: Option<usize>,
+    ) -> Result<pb::Task, Status> {
+        let events = turn_events(&self.runtime, status).await?;
+        Ok(task::task(
+            status,
+            &Turn::from_events(&events),
+            history_length,
+        ))
+    }
+
+    /// Checks a SendMessage, finds or opens its session, and queues its turn; with
+    /// `follow`, subscribes to the session first so that no event of the turn is missed.
+    async fn start(
+        &self,
+        request: pb::SendMessageRequest,
+        follow: bool,
+    ) -> Result<Started, Status> {
+        let message = request
+            .message
+            .ok_or_else(|| invalid("message", "is required"))?;
+        let prompt = checked_prompt(&message)?;
+        if !message.task_id.is_empty() {
+            return Err(self.continuation_refused(&request.tenant, &message).await);
+        }
+        let (session_id, created) = self.session_for(&request.tenant, &message).await?;
+        let subscription = match follow {
+            true => Some(self.subscribe_at_end(session_id).await?),
+            false => None,
+        };
+        let submitted = self
+            .runtime
+            .submit(ExecutionRequest {
+                session_id,
+                prompt,
+                metadata: BTreeMap::from([(MESSAGE_ID_KEY.to_owned(), message.message_id.clone())]),
+                ..Default::default()
+            })
+            .await;
+        let handle = match submitted {
+            Ok(handle) => handle,
+            Err(e) => {
+                if created && let Err(cleanup) = self.runtime.delete_session(session_id).await {
+                    tracing::warn!(session = %session_id, error = %cleanup, "cannot remove the session of a refused A2A message");
+                }
+                return Err(to_status_at(e, TURN_FIELDS));
+            }
+        };
+        Ok(Started {
+            handle,
+            message,
+            subscription,
+        })
+    }
+
+    /// A message naming a task continues it, which an Odyssey turn cannot be yet; the
+    /// answer says why, with A2A's error for the case.
+    async fn continuation_refused(&self, tenant: &str, message: &pb::Message) -> Status {
+        let status = match self.find_task(tenant, &message.task_id).await {
+            Ok(status) => status,
+            Err(refusal) => return refusal,
+        };
+        let context = status.session_id.to_string();
+        if !message.context_id.is_empty() && message.context_id != context {
+            return invalid(
+                "message.context_id",
+                format!(
+                    "task {} belongs to context {context}, not `{}`",
+                    status.execution_id,
+                    shorten(&message.context_id)
+                ),
+            );
+        }
+        let why = if status.state.is_terminal() {
+            format!(
+                "task {} has ended ({}); send the message with its contextId and no taskId to \
+                 start a new task in the same context",
+                status.execution_id,
+                state_name(status.state)
+            )
+        } else {
+            format!(
+                "task {} is still running; answering a task with a message is not supported \
+                 yet (decide its approval through odyssey.v1.ApprovalService)",
+                status.execution_id
+            )
+        };
+        A2aError::UnsupportedOperation(why).into()
+    }
+
+    /// The session the message goes to: its context, or a new session of the tenant's
+    /// agent. Says whether the session was created for it.
+    async fn session_for(
+        &self,
+        tenant: &str,
+        message: &pb::Message,
+    ) -> Result<(Uuid, bool), Status> {
+        if message.context_id.is_empty() {
+            let agent = tenant::resolve(&self.runtime, tenant).await?;
+            let session = self
+                .runtime
+                .create_session(SessionSpec {
+                    bundle_reference: agent.reference.clone(),
+                    agent_id: Some(agent.agent_id.clone()),
+                    ..Default::default()
+                })
+                .await
+                .map_err(to_status)?;
+            return Ok((session.record.id, true));
+        }
+        let session_id = Uuid::parse_str(&message.context_id).map_err(|_| {
+            invalid(
+                "message.context_id",
+                format!(
+                    "`{}` is not a context of this server (contexts are session ids)",
+                    shorten(&message.context_id)
+                ),
+            )
+        })?;
+        let session = self
+            .runtime
+            .get_session(session_id)
+            .await
+            .map_err(|e| match e.kind() {
+                ErrorKind::NotFound => invalid(
+                    "message.context_id",
+                    format!("no context {session_id} on this server"),
+                ),
+                _ => to_status(e),
+            })?;
+        if !tenant.is_empty() {
+            let agent = tenant::resolve(&self.runtime, tenant).await?;
+            if !self.session_is_agents(session_id, &agent).await? {
+                let record = &session.record;
+                return Err(invalid(
+                    "tenant",
+                    format!(
+                        "context {session_id} belongs to agent `{}/{}.{}`, not `{}`",
+                        record.bundle.namespace,
+                        record.bundle.name,
+                        record.agent_id,
+                        agent.tenant()
+                    ),
+                ));
+            }
+        }
+        Ok((session_id, false))
+    }
+
+    /// Follows `session_id` from its last event on.
+    async fn subscribe_at_end(&self, session_id: Uuid) -> Result<Subscription, Status> {
+        let last = self
+            .runtime
+            .get_session(session_id)
+            .await
+            .map_err(to_status)?
+            .stats
+            .last_sequence;
+        self.runtime
+            .subscribe_session(session_id, last)
+            .await
+            .map_err(to_status)
+    }
+
+    /// Follows the turn of `status` from its first event; for a turn still queued, from
+    /// the session's end (where its first event will come).
+    async fn subscribe_to_turn(&self, status: &ExecutionStatus) -> Result<Subscription, Status> {
+        let from = |first: u64| {
+            self.runtime
+                .subscribe_session(status.session_id, first.saturating_sub(1))
+        };
+        if status.first_sequence > 0 {
+            return from(status.first_sequence).await.map_err(to_status);
+        }
+        let subscription = self.subscribe_at_end(status.session_id).await?;
+        // The turn may have started in between: then follow it from its start.
+        let now = self
+            .runtime
+            .execution_status(status.execution_id)
+            .map_err(to_status)?;
+        if now.first_sequence > 0 && now.first_sequence <= subscription.cursor() {
+            return from(now.first_sequence).await.map_err(to_status);
+        }
+        Ok(subscription)
+    }
+}
+
+/// A queued turn of an A2A message.
+struct Started {
+    handle: ExecutionHandle,
+    message: pb::Message,
+    subscription: Option<Subscription>,
+}
+
+impl Started {
+    /// The task as it is when queued: submitted, with the client's message.
+    fn submitted(&self, history_length: Option<usize>) -> pb::Task {
+        let ids = Ids {
+            task_id: self.handle.execution_id.to_string(),
+            context_id: self.handle.session_id.to_string(),
+        };
+        let mut message = self.message.clone();
+        message.task_id = ids.task_id.clone();
+        message.context_id = ids.context_id.clone();
+        message.role = pb::Role::User as i32;
+        let history = match history_length {
+            Some(0) => Vec::new(),
+            _ => vec![message],
+        };
+        pb::Task {
+            id: ids.task_id,
+            context_id: ids.context_id,
+            status: Some(pb::TaskStatus {
+                state: pb::TaskState::Submitted as i32,
+                message: None,
+                timestamp: Some(crate::grpc::convert::timestamp(std::time::SystemTime::now())),
+            }),
+            artifacts: Vec::new(),
+            history,
+            metadata: None,
+        }
+    }
+}
+
+/// The prompt of a message: its text parts, in order. Every other kind of part is refused
+/// (nothing else reaches a turn yet), as is a message without text.
+fn checked_prompt(message: &pb::Message) -> Result<String, Status> {
+    if message.message_id.is_empty() {
+        return Err(invalid("message.message_id", "is required"));
+    }
+    if message.message_id.len() > MAX_MESSAGE_ID_BYTES {
+        return Err(invalid(
+            "message.message_id",
+            format!("is at most {MAX_MESSAGE_ID_BYTES} bytes"),
+        ));
+    }
+    if message.role == pb::Role::Agent as i32 {
+        return Err(invalid(
+            "message.role",
+            "a client's message has role ROLE_USER, not ROLE_AGENT",
+        ));
+    }
+    if message.parts.is_empty() {
+        return Err(invalid("message.parts", "must hold at least one text part"));
+    }
+    let mut texts = Vec::with_capacity(message.parts.len());
+    for (i, part) in message.parts.iter().enumerate() {
+        use pb::part::Content;
+        let kind = match &part.content {
+            Some(Content::Text(text)) => {
+                texts.push(text.as_str());
+                continue;
+            }
+            None => return Err(invalid(&format!("message.parts[{i}]"), "has no content")),
+            Some(Content::Raw(_)) => "raw bytes",
+            Some(Content::Url(_)) => "a URL",
+            Some(Content::Data(_)) => "data",
+        };
+        return Err(A2aError::ContentTypeNotSupported(format!(
+            "message.parts[{i}] holds {kind}; this agent takes text parts only"
+        ))
+        .into());
+    }
+    Ok(texts.join("\n"))
+}
+
+/// `history_length`: unset is no limit, a negative count is refused.
+fn history_length(value: Option<i32>, field: &str) -> Result<Option<usize>, Status> {
+    match value {
+        None => Ok(None),
+        Some(n) if n < 0 => Err(invalid(field, format!("is {n}; it must not be negative"))),
+        Some(n) => Ok(Some(n as usize)),
+    }
+}
+
+fn state_name(state: ExecutionState) -> &'static str {
+    match task::task_state(state) {
+        pb::TaskState::Completed => "completed",
+        pb::TaskState::Failed => "failed",
+        pb::TaskState::Canceled => "canceled",
+        pb::TaskState::InputRequired => "input-required",
+        pb::TaskState::Working => "working",
+        _ => "submitted",
+    }
+}
+
+fn unimplemented_yet(what: &str) -> Status {
+    Status::unimplemented(format!("{what} is not offered by this server yet"))
+}
+
+#[tonic::async_trait]
+impl A2aService for A2a {
+    async fn send_message(
+        &self,
+        request: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<pb::SendMessageResponse>, Status> {
+        let request = request.into_inner();
+        let configuration = request.configuration.clone().unwrap_or_default();
+        if configuration.task_push_notification_config.is_some() {
+            return Err(A2aError::PushNotificationNotSupported.into());
+        }
+        let limit = history_length(configuration.history_length, "configuration.history_length")?;
+        let started = self.start(request, false).await?;
+        let task = if configuration.return_immediately {
+            started.submitted(limit)
+        } else {
+            let status = self
+                .runtime
+                .wait_until_settled(started.handle.execution_id)
+                .await
+                .map_err(to_status)?;
+            self.task(&status, limit).await?
+        };
+        Ok(Response::new(pb::SendMessageResponse {
+            payload: Some(pb::send_message_response::Payload::Task(task)),
+        }))
+    }
+
+    type SendStreamingMessageStream = TaskStream;
+
+    async fn send_streaming_message(
+        &self,
+        request: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
+        let request = request.into_inner();
+        let configuration = request.configuration.clone().unwrap_or_default();
+        if configuration.task_push_notification_config.is_some() {
+            return Err(A2aError::PushNotificationNotSupported.into());
+        }
+        let limit = history_length(configuration.history_length, "configuration.history_length")?;
+        let mut started = self.start(request, true).await?;
+        let first = started.submitted(limit);
+        let subscription = started
+            .subscription
+            .take()
+            .ok_or_else(|| Status::internal("the task's subscription is missing"))?;
+        Ok(Response::new(task_stream(
+            first,
+            started.handle.execution_id,
+            subscription,
+            self.shutdown.clone(),
+        )))
+    }
+
+    async fn get_task(
+        &self,
+        request: Request<pb::GetTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let r = request.into_inner();
+        let limit = history_length(r.history_length, "history_length")?;
+        let status = self.find_task(&r.tenant, &r.id).await?;
+        Ok(Response::new(self.task(&status, limit).await?))
+    }
+
+    async fn list_tasks(
+        &self,
+        _request: Request<pb::ListTasksRequest>,
+    ) -> Result<Response<pb::ListTasksResponse>, Status> {
+        Err(unimplemented_yet("ListTasks"))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: Request<pb::CancelTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let r = request.into_inner();
+        let status = self.find_task(&r.tenant, &r.id).await?;
+        let status = match status.state {
+            ExecutionState::Cancelled => status,
+            state if state.is_terminal() => {
+                return Err(A2aError::TaskNotCancelable {
+                    id: status.execution_id.to_string(),
+                    state: state_name(state),
+                }
+                .into());
+            }
+            _ => self
+                .runtime
+                .cancel(status.execution_id)
+                .await
+                .map_err(to_status)?,
+        };
+        Ok(Response::new(self.task(&status, None).await?))
+    }
+
+    type SubscribeToTaskStream = TaskStream;
+
+    async fn subscribe_to_task(
+        &self,
+        request: Request<pb::SubscribeToTaskRequest>,
+    ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
+        let r = request.into_inner();
+        let status = self.find_task(&r.tenant, &r.id).await?;
+        if status.state.is_terminal() {
+            return Err(A2aError::UnsupportedOperation(format!(
+                "task {} has ended ({}); GetTask shows it",
+                status.execution_id,
+                state_name(status.state)
+            ))
+            .into());
+        }
+        let subscription = self.subscribe_to_turn(&status).await?;
+        // The task as it stands, without the answer so far: the stream replays the turn
+        // from its start, the answer's chunks included.
+        let mut first = self.task(&status, None).await?;
+        first.artifacts.clear();
+        Ok(Response::new(task_stream(
+            first,
+            status.execution_id,
+            subscription,
+            self.shutdown.clone(),
+        )))
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        _request: Request<pb::TaskPushNotificationConfig>,
+    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        Err(A2aError::PushNotificationNotSupported.into())
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        _request: Request<pb::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        Err(A2aError::PushNotificationNotSupported.into())
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        _request: Request<pb::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
+        Err(A2aError::PushNotificationNotSupported.into())
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        _request: Request<pb::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<pb::AgentCard>, Status> {
+        Err(A2aError::ExtendedAgentCardNotConfigured.into())
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        _request: Request<pb::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<()>, Status> {
+        Err(A2aError::PushNotificationNotSupported.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a2a::task::text_part;
+
+    fn message(parts: Vec<pb::Part>) -> pb::Message {
+        pb::Message {
+            message_id: "m1".into(),
+            role: pb::Role::User as i32,
+            parts,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn text_parts_make_the_prompt_in_order() {
+        let m = message(vec![text_part("one".into()), text_part("two".into())]);
+        assert_eq!(checked_prompt(&m).unwrap(), "one\ntwo");
+    }
+
+    #[test]
+    fn a_part_other_than_text_is_refused_as_an_unsupported_content_type() {
+        let m = message(vec![
+            text_part("look".into()),
+            pb::Part {
+                content: Some(pb::part::Content::Url("https://example.com/a.png".into())),
+                ..Default::default()
+            },
+        ]);
+        let status = checked_prompt(&m).unwrap_err();
+        assert_eq!(status.code(), tonic::Code::InvalidArgument);
+        assert!(status.message().contains("message.parts[1]"), "{status:?}");
+    }
+
+    #[test]
+    fn a_message_without_id_parts_or_with_the_agents_role_is_refused() {
+        let mut m = message(vec![text_part("hi".into())]);
+        m.message_id.clear();
+        assert!(checked_prompt(&m).is_err());
+        let m = message(Vec::new());
+        assert!(checked_prompt(&m).is_err());
+        let mut m = message(vec![text_part("hi".into())]);
+        m.role = pb::Role::Agent as i32;
+        assert!(checked_prompt(&m).is_err());
+    }
+
+    #[test]
+    fn a_negative_history_length_is_refused() {
+        assert_eq!(history_length(None, "h").unwrap(), None);
+        assert_eq!(history_length(Some(0), "h").unwrap(), Some(0));
+        assert!(history_length(Some(-1), "h").is_err());
+    }
+}

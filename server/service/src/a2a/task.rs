@@ -1,0 +1,231 @@
+//! A task is one Odyssey turn (execution); its context is the turn's session. Everything
+//! a task shows is read from the execution's status and the session's event log, so the
+//! adapter keeps no state of its own.
+
+use std::sync::Arc;
+
+use odyssey_api::a2a::v1 as pb;
+use odyssey_runtime::events::{Event, EventPayload};
+use odyssey_runtime::{ExecutionState, ExecutionStatus, OdysseyRuntime};
+use prost_types::{Struct, Value, value::Kind};
+use tonic::Status;
+
+use crate::grpc::convert;
+use crate::grpc::to_status;
+
+/// The turn metadata key that keeps the client's `messageId`, so that the task's history
+/// shows the message as the client sent it.
+pub const MESSAGE_ID_KEY: &str = "a2a.message_id";
+
+/// The id of the one artifact a task produces: the agent's answer.
+pub const RESPONSE_ARTIFACT: &str = "response";
+
+/// The metadata key of streamed events that carries the session's sequence number.
+pub const SEQUENCE_KEY: &str = "odysseySequence";
+
+/// The task state a turn's state maps to. A turn waiting for an approval waits for a
+/// person's answer: input-required. An interrupted turn (the server stopped) failed.
+pub fn task_state(state: ExecutionState) -> pb::TaskState {
+    match state {
+        ExecutionState::Queued => pb::TaskState::Submitted,
+        ExecutionState::Running => pb::TaskState::Working,
+        ExecutionState::WaitingApproval => pb::TaskState::InputRequired,
+        ExecutionState::Completed => pb::TaskState::Completed,
+        ExecutionState::Failed | ExecutionState::Interrupted => pb::TaskState::Failed,
+        ExecutionState::Cancelled => pb::TaskState::Canceled,
+    }
+}
+
+/// A message of the agent's, with one text part.
+pub fn agent_message(task: &Ids, message_id: String, text: String) -> pb::Message {
+    pb::Message {
+        message_id,
+        context_id: task.context_id.clone(),
+        task_id: task.task_id.clone(),
+        role: pb::Role::Agent as i32,
+        parts: vec![text_part(text)],
+        ..Default::default()
+    }
+}
+
+pub fn text_part(text: String) -> pb::Part {
+    pb::Part {
+        content: Some(pb::part::Content::Text(text)),
+        ..Default::default()
+    }
+}
+
+/// A task's id and its context's.
+#[derive(Clone, Debug)]
+pub struct Ids {
+    pub task_id: String,
+    pub context_id: String,
+}
+
+impl Ids {
+    pub fn of(status: &ExecutionStatus) -> Self {
+        Self {
+            task_id: status.execution_id.to_string(),
+            context_id: status.session_id.to_string(),
+        }
+    }
+}
+
+/// What the log holds of one turn.
+#[derive(Default)]
+pub struct Turn {
+    pub prompt: Option<String>,
+    pub message_id: Option<String>,
+    /// The agent's text so far.
+    pub text: String,
+    /// What the pending approval asks, while one is pending.
+    pub asking: Option<String>,
+    pub last_at_ms: u64,
+}
+
+impl Turn {
+    pub fn from_events(events: &[Arc<Event>]) -> Self {
+        let mut turn = Self::default();
+        for event in events {
+            turn.last_at_ms = event.created_at_ms;
+            match &event.payload {
+                EventPayload::TurnStarted(started) => {
+                    turn.prompt = Some(started.prompt.clone());
+                    turn.message_id = started.context.metadata.get(MESSAGE_ID_KEY).cloned();
+                }
+                EventPayload::AgentMessageDelta { delta } => turn.text.push_str(delta),
+                EventPayload::PermissionRequested { summary, .. } => {
+                    turn.asking = Some(summary.clone());
+                }
+                EventPayload::ApprovalResolved { .. } => turn.asking = None,
+                _ => {}
+            }
+        }
+        turn
+    }
+}
+
+/// The events of the turn `status` describes, as far as the log has them now.
+pub async fn turn_events(
+    runtime: &OdysseyRuntime,
+    status: &ExecutionStatus,
+) -> Result<Vec<Arc<Event>>, Status> {
+    if status.first_sequence == 0 {
+        return Ok(Vec::new());
+    }
+    let mut subscription = runtime
+        .subscribe_session(status.session_id, status.first_sequence - 1)
+        .await
+        .map_err(to_status)?;
+    let visible = subscription.session().visible_sequence();
+    let end = if status.state.is_terminal() {
+        status.last_sequence.min(visible)
+    } else {
+        visible
+    };
+    let mut events = Vec::new();
+    while subscription.cursor() < end {
+        match subscription.next_batch().await.map_err(to_status)? {
+            Some(batch) => events.extend(
+                batch
+                    .into_iter()
+                    .filter(|e| e.sequence <= end && e.turn_id == Some(status.execution_id)),
+            ),
+            None => break,
+        }
+    }
+    Ok(events)
+}
+
+/// The task of turn `status`, its history cut to the last `history_length` messages.
+pub fn task(status: &ExecutionStatus, turn: &Turn, history_length: Option<usize>) -> pb::Task {
+    let ids = Ids::of(status);
+    let state = task_state(status.state);
+    let answer = if status.state.is_terminal() {
+        status.response.clone()
+    } else {
+        turn.text.clone()
+    };
+    let mut history = Vec::new();
+    if let Some(prompt) = &turn.prompt {
+        history.push(pb::Message {
+            message_id: turn
+                .message_id
+                .clone()
+                .unwrap_or_else(|| format!("{}-prompt", ids.task_id)),
+            context_id: ids.context_id.clone(),
+            task_id: ids.task_id.clone(),
+            role: pb::Role::User as i32,
+            parts: vec![text_part(prompt.clone())],
+            ..Default::default()
+        });
+    }
+    if status.state == ExecutionState::Completed && !answer.is_empty() {
+        history.push(agent_message(
+            &ids,
+            format!("{}-response", ids.task_id),
+            answer.clone(),
+        ));
+    }
+    if let Some(limit) = history_length {
+        let drop = history.len().saturating_sub(limit);
+        history.drain(..drop);
+    }
+    let artifacts = if answer.is_empty() {
+        Vec::new()
+    } else {
+        vec![pb::Artifact {
+            artifact_id: RESPONSE_ARTIFACT.into(),
+            name: RESPONSE_ARTIFACT.into(),
+            parts: vec![text_part(answer)],
+            ..Default::default()
+        }]
+    };
+    pb::Task {
+        status: Some(task_status(&ids, state, status, turn)),
+        id: ids.task_id,
+        context_id: ids.context_id,
+        artifacts,
+        history,
+        metadata: None,
+    }
+}
+
+/// The status of a task in `state`, with the agent's word where there is one to say: what
+/// it waits for, or why it failed.
+pub fn task_status(
+    ids: &Ids,
+    state: pb::TaskState,
+    status: &ExecutionStatus,
+    turn: &Turn,
+) -> pb::TaskStatus {
+    let word = match state {
+        pb::TaskState::InputRequired => turn
+            .asking
+            .clone()
+            .map(|asking| format!("waiting for an approval: {asking}")),
+        pb::TaskState::Failed | pb::TaskState::Canceled => {
+            Some(status.error.clone()).filter(|e| !e.is_empty())
+        }
+        _ => None,
+    };
+    pb::TaskStatus {
+        state: state as i32,
+        message: word.map(|text| agent_message(ids, format!("{}-status", ids.task_id), text)),
+        timestamp: (turn.last_at_ms > 0).then(|| convert::timestamp_ms(turn.last_at_ms)),
+    }
+}
+
+/// Metadata carrying the session's sequence number of the event an update comes from, so
+/// a client can tell where it is in the log.
+pub fn sequence_metadata(sequence: u64) -> Struct {
+    Struct {
+        fields: [(
+            SEQUENCE_KEY.to_owned(),
+            Value {
+                kind: Some(Kind::NumberValue(sequence as f64)),
+            },
+        )]
+        .into(),
+    }
+}

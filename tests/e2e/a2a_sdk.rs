@@ -1,0 +1,114 @@
+//! Interop with the official A2A Python SDK (`a2a-sdk`, pinned in
+//! scripts/tools/a2a-requirements.txt, installed by scripts/install-tools): its client
+//! discovers an Odyssey agent from the card, runs tasks over gRPC (plain, streamed,
+//! cancelled) and reads A2A's errors, against a real server whose agent talks to the
+//! loopback OpenAI wire server.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use odyssey_runtime::provider::ProviderSettings;
+use odyssey_testing::openai_wire::{OpenAiWireServer, Script, StreamBuilder};
+
+use crate::support::{Project, TestServer, loopback};
+
+const KEY: &str = "sk-test-a2a-interop-0123456789";
+const TOKEN: &str = "a2a-sdk-test-token";
+
+/// The Python of the virtual environment holding `a2a-sdk`.
+fn python() -> PathBuf {
+    if let Some(path) = std::env::var_os("A2A_PYTHON") {
+        return PathBuf::from(path);
+    }
+    let installed =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.ci/tools/a2a-venv/bin/python");
+    assert!(
+        installed.is_file(),
+        "the a2a-sdk environment is not at {}: run scripts/install-tools (or set A2A_PYTHON)",
+        installed.display()
+    );
+    installed
+}
+
+#[tokio::test]
+async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks() {
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(
+                StreamBuilder::new()
+                    .text("Hello from Odyssey", 3)
+                    .finish("stop")
+                    .done()
+                    .build(),
+            )
+            .reply(
+                StreamBuilder::new()
+                    .text("one two three", 3)
+                    .finish("stop")
+                    .done()
+                    .build(),
+            )
+            .reply(
+                StreamBuilder::new()
+                    .text("Slowly ", 1)
+                    .pause(Duration::from_secs(60))
+                    .text("never sent", 1)
+                    .finish("stop")
+                    .done()
+                    .build(),
+            ),
+    )
+    .await
+    .expect("loopback model");
+    let base_url = model.base_url();
+    let server = TestServer::start_configured(
+        |args| {
+            args.auth_token = Some(TOKEN.into());
+            args.http_listen = Some(loopback());
+        },
+        move |config| {
+            config.providers.insert(
+                "openai".into(),
+                ProviderSettings {
+                    base_url: Some(base_url),
+                    api_key: Some(KEY.into()),
+                    ..ProviderSettings::default()
+                },
+            );
+        },
+    )
+    .await;
+    let project = Project::openai("interop");
+    server
+        .handle
+        .runtime()
+        .build_and_install(project.path(), Default::default())
+        .await
+        .expect("install");
+
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("e2e/a2a_sdk/client.py");
+    let base = format!(
+        "http://{}",
+        server.handle.http_addr().expect("the gateway runs")
+    );
+    let run = tokio::process::Command::new(python())
+        .arg(&script)
+        .arg(&base)
+        .arg(TOKEN)
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the client finishes within 2 minutes")
+        .expect("the client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "a2a-sdk client failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains("ok: an unknown task is TaskNotFoundError"),
+        "every check ran:\n{stdout}"
+    );
+}

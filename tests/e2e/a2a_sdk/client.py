@@ -1,0 +1,130 @@
+"""The official A2A Python SDK (`a2a-sdk`) against a real odysseyd: it discovers the
+agent from its card, then runs a task, a streamed task, and a cancelled one over gRPC,
+and asks for a task that does not exist. Run by tests/e2e/a2a_sdk.rs, which starts the
+server and its model; prints one line per check and exits non-zero on the first failure.
+
+Usage: client.py HTTP_BASE_URL TOKEN
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+
+import grpc
+from a2a.client import (
+    AuthInterceptor,
+    ClientCallContext,
+    ClientConfig,
+    ClientFactory,
+    CredentialService,
+)
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    TaskNotFoundError,
+    TaskState,
+)
+
+
+class Token(CredentialService):
+    """The server's token, for the bearer scheme its card declares."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    async def get_credentials(
+        self, security_scheme_name: str, context: ClientCallContext | None
+    ) -> str | None:
+        return self.token
+
+
+def message(text: str) -> SendMessageRequest:
+    return SendMessageRequest(
+        message=Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.ROLE_USER,
+            parts=[Part(text=text)],
+        )
+    )
+
+
+def check(condition: bool, what: str) -> None:
+    if not condition:
+        raise AssertionError(what)
+    print(f"ok: {what}", flush=True)
+
+
+async def client(base: str, token: str, *, streaming: bool, polling: bool = False):
+    config = ClientConfig(
+        streaming=streaming,
+        polling=polling,
+        supported_protocol_bindings=["GRPC"],
+        grpc_channel_factory=grpc.aio.insecure_channel,
+    )
+    return await ClientFactory(config).create_from_url(
+        base, interceptors=[AuthInterceptor(Token(token))]
+    )
+
+
+async def main(base: str, token: str) -> None:
+    # A task over gRPC, the client found from the card alone.
+    plain = await client(base, token, streaming=False)
+    responses = [r async for r in plain.send_message(message("Say hello"))]
+    check(len(responses) == 1 and responses[0].HasField("task"), "SendMessage answers a task")
+    task = responses[0].task
+    check(task.status.state == TaskState.TASK_STATE_COMPLETED, "the task completed")
+    answer = "".join(p.text for p in task.artifacts[0].parts)
+    check(answer == "Hello from Odyssey", f"its artifact is the model's answer: {answer!r}")
+    again = await plain.get_task(GetTaskRequest(id=task.id, history_length=1))
+    check(
+        again.id == task.id and len(again.history) == 1,
+        "GetTask finds it, history cut to one message",
+    )
+
+    # A streamed task: the task, then status updates and the answer in chunks.
+    streamed = await client(base, token, streaming=True)
+    kinds, chunks, states = [], [], []
+    async for response in streamed.send_message(message("Count to three")):
+        kind = response.WhichOneof("payload")
+        kinds.append(kind)
+        if kind == "artifact_update":
+            chunks.append("".join(p.text for p in response.artifact_update.artifact.parts))
+        elif kind == "status_update":
+            states.append(response.status_update.status.state)
+    check(kinds[0] == "task", "the stream starts with the task")
+    check("".join(chunks) == "one two three", f"the chunks make the answer: {chunks!r}")
+    check(states[-1] == TaskState.TASK_STATE_COMPLETED, "the stream ends completed")
+
+    # A task cancelled while it runs.
+    polling = await client(base, token, streaming=False, polling=True)
+    responses = [r async for r in polling.send_message(message("Take your time"))]
+    slow = responses[0].task
+    for _ in range(200):
+        state = (await polling.get_task(GetTaskRequest(id=slow.id))).status.state
+        if state == TaskState.TASK_STATE_WORKING:
+            break
+        await asyncio.sleep(0.05)
+    check(state == TaskState.TASK_STATE_WORKING, "the slow task works")
+    cancelled = await polling.cancel_task(CancelTaskRequest(id=slow.id))
+    check(cancelled.status.state == TaskState.TASK_STATE_CANCELED, "CancelTask cancels it")
+
+    # A2A's own error, as the SDK reads it.
+    try:
+        await plain.get_task(GetTaskRequest(id=str(uuid.uuid4())))
+    except TaskNotFoundError:
+        check(True, "an unknown task is TaskNotFoundError")
+    else:
+        check(False, "an unknown task is TaskNotFoundError")
+
+    for c in (plain, streamed, polling):
+        await c.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
