@@ -1,0 +1,155 @@
+//! odysseyd served over MCP (`/mcp`), driven by the official MCP Python client (`mcp`,
+//! pinned in scripts/tools/requirements.txt): it lists the agents, runs one against the
+//! loopback OpenAI wire server, continues its session, cancels a slow turn and reads the
+//! errors of bad calls and a wrong token.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use odyssey_runtime::events::{EventPayload, TurnOutcome};
+use odyssey_runtime::provider::ProviderSettings;
+use odyssey_testing::openai_wire::{OpenAiWireServer, Reply, Script, StreamBuilder};
+
+use crate::support::{Project, TestServer, loopback};
+
+const KEY: &str = "sk-test-mcp-serve-0123456789";
+const TOKEN: &str = "mcp-serve-test-token";
+
+/// The interpreter with the Python `mcp` package, or `ODYSSEY_TEST_PYTHON`.
+fn python() -> PathBuf {
+    let python = std::env::var_os("ODYSSEY_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/tools/venv/bin/python")
+        });
+    let found = std::process::Command::new(&python)
+        .args(["-c", "import mcp.client.streamable_http"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "{} cannot import the Python `mcp` package: run scripts/install-tools",
+        python.display()
+    );
+    python
+}
+
+fn reply(text: &str) -> Reply {
+    StreamBuilder::new()
+        .text(text, 3)
+        .finish("stop")
+        .done()
+        .build()
+}
+
+#[tokio::test]
+async fn the_official_mcp_python_client_lists_runs_continues_and_cancels_agents() {
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(reply("Hello from Odyssey"))
+            .reply(reply("one two three"))
+            .reply(
+                StreamBuilder::new()
+                    .text("Slowly ", 1)
+                    .pause(Duration::from_secs(60))
+                    .text("never sent", 1)
+                    .finish("stop")
+                    .done()
+                    .build(),
+            )
+            .reply(reply("After the cancel")),
+    )
+    .await
+    .expect("loopback model");
+    let base_url = model.base_url();
+    let server = TestServer::start_configured(
+        |args| {
+            args.auth_token = Some(TOKEN.into());
+            args.http_listen = Some(loopback());
+        },
+        move |config| {
+            config.providers.insert(
+                "openai".into(),
+                ProviderSettings {
+                    base_url: Some(base_url),
+                    api_key: Some(KEY.into()),
+                    ..ProviderSettings::default()
+                },
+            );
+        },
+    )
+    .await;
+    let project = Project::openai("mcpserve");
+    server
+        .handle
+        .runtime()
+        .build_and_install(project.path(), Default::default())
+        .await
+        .expect("install");
+
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("e2e/mcp_serve/client.py");
+    let url = format!(
+        "http://{}/mcp",
+        server.handle.http_addr().expect("the gateway runs")
+    );
+    let run = tokio::process::Command::new(python())
+        .arg(&script)
+        .arg(&url)
+        .arg(TOKEN)
+        .arg("mcpserve__main")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the client finishes within 2 minutes")
+        .expect("the client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "mcp client failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stdout.contains("\ndone"), "every check ran:\n{stdout}");
+
+    // The session the calls ran in holds four turns, the third cancelled.
+    let session_id: uuid::Uuid = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("session: "))
+        .expect("the client names the session")
+        .parse()
+        .expect("a session id");
+    let runtime = server.handle.runtime();
+    let last = runtime
+        .get_session(session_id)
+        .await
+        .expect("the session")
+        .stats
+        .last_sequence;
+    let mut subscription = runtime
+        .subscribe_session(session_id, 0)
+        .await
+        .expect("subscribe");
+    let mut outcomes = Vec::new();
+    while subscription.cursor() < last {
+        let batch = tokio::time::timeout(Duration::from_secs(20), subscription.next_batch())
+            .await
+            .expect("events keep coming")
+            .expect("events")
+            .expect("the log goes on");
+        for event in batch {
+            if let EventPayload::TurnCompleted(turn) = &event.payload {
+                outcomes.push(turn.outcome);
+            }
+        }
+    }
+    assert_eq!(
+        outcomes,
+        vec![
+            TurnOutcome::Completed,
+            TurnOutcome::Completed,
+            TurnOutcome::Cancelled,
+            TurnOutcome::Completed,
+        ],
+        "{stdout}"
+    );
+}
