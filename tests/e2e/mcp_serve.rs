@@ -92,6 +92,19 @@ async fn the_official_mcp_python_client_lists_runs_continues_and_cancels_agents(
         "http://{}/mcp",
         server.handle.http_addr().expect("the gateway runs")
     );
+    // A page rebinding its own name to the server reaches no agent, token or not.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rebound = reqwest::Client::new()
+        .post(&url)
+        .header("host", "rebound.example")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .expect("the gateway answers");
+    assert_eq!(rebound.status(), reqwest::StatusCode::MISDIRECTED_REQUEST);
+
     let run = tokio::process::Command::new(python())
         .arg(&script)
         .arg(&url)
