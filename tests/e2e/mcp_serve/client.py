@@ -1,15 +1,17 @@
 """The official MCP Python client (`mcp`) against a real odysseyd's `/mcp`: it lists the
 agents as tools, runs one (with progress), continues its session, cancels a slow turn,
-and is refused a bad argument, an unknown tool and a wrong token. Run by
-tests/e2e/mcp_serve.rs, which starts the server and its model; prints one line per check
-and exits non-zero on the first failure.
+reads the session's events as a resource, and is refused a bad argument, an unknown tool
+and a wrong token. Run by tests/e2e/mcp_serve.rs, which starts the server and its model;
+prints one line per check and exits non-zero on the first failure.
 
 Usage: client.py MCP_URL TOKEN TOOL
 """
 
 from __future__ import annotations
 
+import json
 import sys
+import uuid
 
 import anyio
 import httpx2
@@ -75,6 +77,21 @@ async def main(url: str, token: str, tool: str) -> None:
             with anyio.fail_after(30):
                 after = await session.call_tool(tool, {"prompt": "Still there?", "session_id": session_id})
             check(text_of(after) == "After the cancel", "a cancelled call's turn ends and the session goes on")
+
+            templates = (await session.list_resource_templates()).resource_templates
+            template = "odyssey://sessions/{session_id}/events"
+            check([t.uri_template for t in templates] == [template], "sessions are resources")
+            uri = template.replace("{session_id}", session_id)
+            contents = (await session.read_resource(uri)).contents
+            events = [json.loads(line) for line in contents[0].text.splitlines()]
+            completed = [e["event"]["turnCompleted"] for e in events if "turnCompleted" in e["event"]]
+            check(len(completed) == 4, f"the session's resource holds its four turns ({len(completed)}: {events[-1:]})")
+            check(completed[0].get("response") == "Hello from Odyssey", "with their answers, in the API's JSON form")
+            try:
+                await session.read_resource(template.replace("{session_id}", str(uuid.uuid4())))
+                check(False, "an unknown session is not a resource")
+            except MCPError as e:
+                check("no session" in e.error.message, f"an unknown session is an error saying so ({e.error.message})")
 
             try:
                 await session.call_tool(tool, {"session_id": session_id})

@@ -15,7 +15,8 @@ use rmcp::RoleServer;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    JsonObject, ListResourceTemplatesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
     ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{Peer, RequestContext};
@@ -23,6 +24,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::agents::{self, AgentTool};
+use super::resources;
 use odyssey_runtime::error::shorten;
 
 /// The agents of one runtime, as one MCP session sees them.
@@ -170,13 +172,19 @@ impl Agents {
 
 impl ServerHandler for Agents {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("odysseyd", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Each tool is an installed agent: call it with a `prompt` to run a turn in a \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("odysseyd", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Each tool is an installed agent: call it with a `prompt` to run a turn in a \
                  new session, or with a `session_id` from an earlier answer to continue that \
-                 session. The answer is the turn's final text.",
-            )
+                 session. The answer is the turn's final text. A session's events are the resource \
+                 odyssey://sessions/{session_id}/events.",
+        )
     }
 
     async fn list_tools(
@@ -188,6 +196,24 @@ impl ServerHandler for Agents {
         Ok(ListToolsResult::with_all_items(
             tools.iter().map(tool).collect(),
         ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        Ok(resources::read(&self.runtime, &request.uri).await?.into())
     }
 
     async fn call_tool(
@@ -347,7 +373,7 @@ impl Drop for CancelOnDrop {
 
 /// A core error as an MCP error: the client's mistakes as invalid params, the rest with
 /// their message; internal errors go to the log, not to the client.
-fn runtime_error(error: RuntimeError) -> McpError {
+pub(super) fn runtime_error(error: RuntimeError) -> McpError {
     let data = Some(json!({"reason": error.reason()}));
     match error.kind() {
         ErrorKind::Internal => {

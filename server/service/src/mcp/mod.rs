@@ -2,11 +2,13 @@
 //! HTTP at `/mcp` on the HTTP gateway, behind the gateway's token and Host checks.
 //!
 //! A call runs one turn of the agent (in a new session, or in the one its `session_id`
-//! names) and answers with the turn's final text. Like `crate::grpc` and `crate::a2a`, an
+//! names) and answers with the turn's final text. Sessions are resources
+//! (`odyssey://sessions/{id}/events`). Like `crate::grpc` and `crate::a2a`, an
 //! adapter only: listing and running go through the runtime core.
 
 mod agents;
 mod handler;
+mod resources;
 
 use std::sync::Arc;
 
