@@ -21,6 +21,7 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RequestContext};
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::agents::{self, AgentTool};
@@ -31,11 +32,14 @@ use odyssey_runtime::error::shorten;
 #[derive(Clone)]
 pub struct Agents {
     runtime: OdysseyRuntime,
+    /// Fires when the server stops: calls cut off by it leave their turns to the runtime's
+    /// shutdown (finished or recorded as interrupted) instead of cancelling them.
+    shutdown: CancellationToken,
 }
 
 impl Agents {
-    pub fn new(runtime: OdysseyRuntime) -> Self {
-        Self { runtime }
+    pub fn new(runtime: OdysseyRuntime, shutdown: CancellationToken) -> Self {
+        Self { runtime, shutdown }
     }
 
     /// The agent tool `name` names.
@@ -129,6 +133,7 @@ impl Agents {
         let mut guard = CancelOnDrop {
             runtime: self.runtime.clone(),
             execution_id: Some(handle.execution_id),
+            shutdown: self.shutdown.clone(),
         };
         let forward = progress.map(|(token, subscription)| {
             tokio::spawn(forward_progress(
@@ -140,7 +145,20 @@ impl Agents {
         });
         let ended = tokio::select! {
             ended = self.runtime.wait(handle.execution_id) => ended,
-            () = context.ct.cancelled() => self.runtime.cancel(handle.execution_id).await,
+            () = context.ct.cancelled() => {
+                guard.execution_id = None;
+                if self.shutdown.is_cancelled() {
+                    return Err(McpError::internal_error(
+                        format!(
+                            "the server is stopping; turn {} of session {session_id} is \
+                             finished or recorded as interrupted by it",
+                            handle.execution_id
+                        ),
+                        None,
+                    ));
+                }
+                self.runtime.cancel(handle.execution_id).await
+            }
         };
         guard.execution_id = None;
         if let Some(mut forward) = forward {
@@ -352,14 +370,19 @@ async fn forward_progress(
     }
 }
 
-/// Cancels the turn if the call is dropped before the turn ends (the client went away).
+/// Cancels the turn if the call is dropped before the turn ends (the client went away),
+/// unless the server is stopping.
 struct CancelOnDrop {
     runtime: OdysseyRuntime,
     execution_id: Option<Uuid>,
+    shutdown: CancellationToken,
 }
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
+        if self.shutdown.is_cancelled() {
+            return;
+        }
         if let Some(id) = self.execution_id.take() {
             let runtime = self.runtime.clone();
             tokio::spawn(async move {

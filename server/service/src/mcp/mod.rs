@@ -11,6 +11,7 @@ mod handler;
 mod resources;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use odyssey_runtime::OdysseyRuntime;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -22,7 +23,13 @@ pub use handler::Agents;
 /// Where the service is mounted on the gateway.
 pub const PATH: &str = "/mcp";
 
-/// The streamable-HTTP MCP service over `runtime`; its sessions end when `shutdown` fires.
+/// An MCP session with no message either way for this long is closed. rmcp's default (5
+/// minutes) would close the session of a call whose turn waits on an approval (10 minutes
+/// by default) without sending progress.
+pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// The streamable-HTTP MCP service over `runtime`; its sessions end when `shutdown` fires
+/// (their calls' turns then go on, as the runtime's shutdown decides).
 ///
 /// The gateway's own middleware checks the token and the Host header (which also allows
 /// the operator's host names), so rmcp's loopback-only Host list is turned off here.
@@ -33,9 +40,11 @@ pub fn service(
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_cancellation_token(shutdown.child_token());
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
     StreamableHttpService::new(
-        move || Ok(Agents::new(runtime.clone())),
-        Arc::new(LocalSessionManager::default()),
+        move || Ok(Agents::new(runtime.clone(), shutdown.clone())),
+        Arc::new(sessions),
         config,
     )
 }
