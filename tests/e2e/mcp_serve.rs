@@ -166,3 +166,117 @@ async fn the_official_mcp_python_client_lists_runs_continues_and_cancels_agents(
         "{stdout}"
     );
 }
+
+#[tokio::test]
+async fn a_call_whose_turn_asks_for_an_approval_waits_for_it_and_then_answers() {
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(
+                StreamBuilder::new()
+                    .tool_call(
+                        0,
+                        "call_1",
+                        "Write",
+                        r#"{"path": "note.txt", "content": "hi"}"#,
+                        2,
+                    )
+                    .finish("tool_calls")
+                    .done()
+                    .build(),
+            )
+            .reply(reply("The note is written")),
+    )
+    .await
+    .expect("loopback model");
+    let base_url = model.base_url();
+    let server = TestServer::start_configured(
+        |args| {
+            args.auth_token = Some(TOKEN.into());
+            args.http_listen = Some(loopback());
+        },
+        move |config| {
+            config.providers.insert(
+                "openai".into(),
+                ProviderSettings {
+                    base_url: Some(base_url),
+                    api_key: Some(KEY.into()),
+                    ..ProviderSettings::default()
+                },
+            );
+        },
+    )
+    .await;
+    let project = Project::openai("asking");
+    project.write(
+        "odyssey.bundle.yaml",
+        "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: asking\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      default: true\n  tools:\n    - { name: Write, source: builtin }\n  sandbox:\n    mode: workspace_write\n",
+    );
+    project.write(
+        "agents/main/agent.yaml",
+        "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\n  version: 0.1.0\nspec:\n  kind: prompt\n  prompt: You are a test agent.\n  model:\n    provider: openai\n    name: gpt-test\n  tools:\n    ask: [Write]\n",
+    );
+    let runtime = server.handle.runtime();
+    runtime
+        .build_and_install(project.path(), Default::default())
+        .await
+        .expect("install");
+
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("e2e/mcp_serve/client.py");
+    let url = format!(
+        "http://{}/mcp",
+        server.handle.http_addr().expect("the gateway runs")
+    );
+    let mut child = tokio::process::Command::new(python())
+        .arg(&script)
+        .arg(&url)
+        .arg(TOKEN)
+        .arg("asking__main")
+        .arg("one")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the client runs");
+
+    // The turn asks; the MCP call waits for a person's answer on ApprovalService.
+    let approval = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let page = runtime
+                .list_approvals(None, odyssey_runtime::PageRequest::first(10))
+                .expect("approvals");
+            if let Some(approval) = page.items.into_iter().next() {
+                return approval;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the turn asks for an approval");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        child.try_wait().expect("the client's state").is_none(),
+        "the call is still waiting while the approval is pending"
+    );
+    runtime
+        .resolve_approval(
+            &approval.request_id,
+            odyssey_runtime::events::ApprovalDecision::AllowOnce,
+            String::new(),
+        )
+        .expect("resolve");
+
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the call answers once approved")
+        .expect("the client's output");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "mcp client failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains("answer: The note is written (error: False)"),
+        "{stdout}"
+    );
+}

@@ -4,7 +4,7 @@ reads the session's events as a resource, and is refused a bad argument, an unkn
 and a wrong token. Run by tests/e2e/mcp_serve.rs, which starts the server and its model;
 prints one line per check and exits non-zero on the first failure.
 
-Usage: client.py MCP_URL TOKEN TOOL
+Usage: client.py MCP_URL TOKEN TOOL [one]   (`one`: make one call and print its answer)
 """
 
 from __future__ import annotations
@@ -113,5 +113,18 @@ async def main(url: str, token: str, tool: str) -> None:
     print("done", flush=True)
 
 
+async def one_call(url: str, token: str, tool: str) -> None:
+    """One call, its answer printed: for a turn that waits on an approval."""
+    http = create_mcp_http_client(headers={"authorization": f"Bearer {token}"})
+    async with http, streamable_http_client(url, http_client=http) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool(tool, {"prompt": "Write a note"})
+            print(f"answer: {text_of(result)} (error: {result.is_error})", flush=True)
+
+
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3])
+    if sys.argv[4:] == ["one"]:
+        anyio.run(one_call, sys.argv[1], sys.argv[2], sys.argv[3])
+    else:
+        anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3])
