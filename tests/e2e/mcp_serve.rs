@@ -104,6 +104,17 @@ async fn the_official_mcp_python_client_lists_runs_continues_and_cancels_agents(
         .await
         .expect("the gateway answers");
     assert_eq!(rebound.status(), reqwest::StatusCode::MISDIRECTED_REQUEST);
+    // What a page may post cross-site without a CORS preflight (`text/plain`) is refused.
+    let form = reqwest::Client::new()
+        .post(&url)
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "text/plain")
+        .body(r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}"#)
+        .send()
+        .await
+        .expect("the gateway answers");
+    assert_eq!(form.status(), reqwest::StatusCode::UNSUPPORTED_MEDIA_TYPE);
 
     let run = tokio::process::Command::new(python())
         .arg(&script)
