@@ -7,8 +7,8 @@ use std::time::Duration;
 use odyssey_runtime::events::EventPayload;
 use odyssey_runtime::session::Subscription;
 use odyssey_runtime::{
-    ErrorKind, ExecutionRequest, ExecutionState, ExecutionStatus, OdysseyRuntime, RuntimeError,
-    SessionSpec,
+    ErrorKind, ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus, OdysseyRuntime,
+    RuntimeError, SessionSpec,
 };
 use rmcp::ErrorData as McpError;
 use rmcp::RoleServer;
@@ -109,20 +109,15 @@ impl Agents {
         let (session_id, created) = self
             .session_for(agent, arguments.session_id.as_deref())
             .await?;
-        let progress = match context.meta.get_progress_token() {
-            Some(token) => Some((token, self.subscribe_at_end(session_id).await?)),
-            None => None,
-        };
-        let submitted = self
-            .runtime
-            .submit(ExecutionRequest {
+        let started = self
+            .start(
                 session_id,
-                prompt: arguments.prompt,
-                ..Default::default()
-            })
+                arguments.prompt,
+                context.meta.get_progress_token(),
+            )
             .await;
-        let handle = match submitted {
-            Ok(handle) => handle,
+        let (handle, progress) = match started {
+            Ok(started) => started,
             Err(e) => {
                 if created && let Err(cleanup) = self.runtime.delete_session(session_id).await {
                     tracing::warn!(session = %session_id, error = %cleanup, "cannot remove the session of a refused MCP call");
@@ -173,18 +168,36 @@ impl Agents {
         Ok(answer(&ended.map_err(runtime_error)?))
     }
 
-    async fn subscribe_at_end(&self, session_id: Uuid) -> Result<Subscription, McpError> {
-        let last = self
+    /// Queues the turn; with a progress token, follows the session from its end first so
+    /// that no event of the turn is missed.
+    async fn start(
+        &self,
+        session_id: Uuid,
+        prompt: String,
+        progress: Option<ProgressToken>,
+    ) -> Result<(ExecutionHandle, Option<(ProgressToken, Subscription)>), RuntimeError> {
+        let progress = match progress {
+            Some(token) => {
+                let last = self
+                    .runtime
+                    .get_session(session_id)
+                    .await?
+                    .stats
+                    .last_sequence;
+                let subscription = self.runtime.subscribe_session(session_id, last).await?;
+                Some((token, subscription))
+            }
+            None => None,
+        };
+        let handle = self
             .runtime
-            .get_session(session_id)
-            .await
-            .map_err(runtime_error)?
-            .stats
-            .last_sequence;
-        self.runtime
-            .subscribe_session(session_id, last)
-            .await
-            .map_err(runtime_error)
+            .submit(ExecutionRequest {
+                session_id,
+                prompt,
+                ..Default::default()
+            })
+            .await?;
+        Ok((handle, progress))
     }
 }
 
