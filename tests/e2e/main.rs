@@ -23,6 +23,7 @@ mod grpcurl;
 mod hosts;
 mod hub;
 mod mcp;
+mod mcp_serve;
 mod memory;
 mod model_json;
 mod operations;

@@ -7,5 +7,6 @@ pub mod a2a;
 pub mod config;
 pub mod grpc;
 pub mod http;
+pub mod mcp;
 pub mod serve;
 pub mod tls;

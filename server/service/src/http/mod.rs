@@ -5,7 +5,8 @@
 //! beside the gRPC port. `GET /sessions/{id}/events` streams a session's events as
 //! server-sent events (each `id:` is the event's sequence; `Last-Event-ID` resumes with no
 //! gap), `GET /approvals` lists the tool calls waiting for a human and
-//! `POST /approvals/{request_id}` answers one, `POST /bundles` installs a bundle archive.
+//! `POST /approvals/{request_id}` answers one, `POST /bundles` installs a bundle archive,
+//! `/mcp` serves the installed agents as MCP tools (see [`crate::mcp`]).
 //! Every JSON answer is an `odyssey.v1` message
 //! in its proto3 canonical JSON form (see [`json`]), never the on-disk log's. Same bearer token,
 //! CORS origins and TLS certificate as the gRPC port. Like `crate::grpc`, an adapter only:
@@ -88,7 +89,9 @@ pub fn router(
         shutdown,
     };
     let archive_limit = bundles::body_limit(&gateway);
+    let mcp = crate::mcp::service(gateway.runtime.clone(), gateway.shutdown.clone());
     let authenticated = Router::new()
+        .route_service(crate::mcp::PATH, mcp)
         .route("/sessions/{session_id}/events", get(events::stream))
         .route("/approvals", get(approvals::list))
         .route("/approvals/{request_id}", post(approvals::resolve))
@@ -128,7 +131,9 @@ fn with_console(
         shutdown: shutdown.clone(),
     };
     let archive_limit = bundles::body_limit(&gateway);
+    let mcp = crate::mcp::service(gateway.runtime.clone(), gateway.shutdown.clone());
     let gateway_routes = Router::new()
+        .route_service(crate::mcp::PATH, mcp)
         .route("/sessions/{session_id}/events", get(events::stream))
         .route("/approvals", get(approvals::list))
         .route("/approvals/{request_id}", post(approvals::resolve))
