@@ -1,8 +1,8 @@
 //! Interop with the official A2A Python SDK (`a2a-sdk`, pinned in
 //! scripts/tools/a2a-requirements.txt, installed by scripts/install-tools): its client
-//! discovers an Odyssey agent from the card, runs tasks over gRPC (plain, streamed,
-//! cancelled) and reads A2A's errors, against a real server whose agent talks to the
-//! loopback OpenAI wire server.
+//! discovers an Odyssey agent from the card, runs tasks over gRPC and over JSON-RPC (plain,
+//! streamed, cancelled) and reads A2A's errors, against a real server whose agent talks
+//! to the loopback OpenAI wire server.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,7 +31,17 @@ fn python() -> PathBuf {
 }
 
 #[tokio::test]
-async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks() {
+async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks_over_grpc() {
+    drive("GRPC").await;
+}
+
+#[tokio::test]
+async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks_over_jsonrpc() {
+    drive("JSONRPC").await;
+}
+
+/// Runs the client's checks over `binding`, the card's name of an interface.
+async fn drive(binding: &str) {
     let model = OpenAiWireServer::start(
         Script::new(KEY)
             .reply(
@@ -95,6 +105,7 @@ async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks
         .arg(&script)
         .arg(&base)
         .arg(TOKEN)
+        .arg(binding)
         .kill_on_drop(true)
         .output();
     let output = tokio::time::timeout(Duration::from_secs(120), run)
@@ -105,7 +116,11 @@ async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "a2a-sdk client failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        "a2a-sdk client failed over {binding}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!("ok: the card offers {binding}: ")),
+        "the client took the card's {binding} interface:\n{stdout}"
     );
     assert!(
         stdout.contains("ok: an unknown task is TaskNotFoundError"),

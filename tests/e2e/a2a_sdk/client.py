@@ -1,9 +1,10 @@
 """The official A2A Python SDK (`a2a-sdk`) against a real odysseyd: it discovers the
-agent from its card, then runs a task, a streamed task, and a cancelled one over gRPC,
-and asks for a task that does not exist. Run by tests/e2e/a2a_sdk.rs, which starts the
-server and its model; prints one line per check and exits non-zero on the first failure.
+agent from its card, then runs a task, a streamed task, and a cancelled one over the
+binding named (GRPC or JSONRPC, one of the card's interfaces), and asks for a task that
+does not exist. Run by tests/e2e/a2a_sdk.rs, which starts the server and its model; prints
+one line per check and exits non-zero on the first failure.
 
-Usage: client.py HTTP_BASE_URL TOKEN
+Usage: client.py HTTP_BASE_URL TOKEN BINDING
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import sys
 import uuid
 
 import grpc
+import httpx
 from a2a.client import (
+    A2ACardResolver,
     AuthInterceptor,
     ClientCallContext,
     ClientConfig,
@@ -60,11 +63,13 @@ def check(condition: bool, what: str) -> None:
     print(f"ok: {what}", flush=True)
 
 
-async def client(base: str, token: str, *, streaming: bool, polling: bool = False):
+async def client(
+    base: str, token: str, binding: str, *, streaming: bool, polling: bool = False
+):
     config = ClientConfig(
         streaming=streaming,
         polling=polling,
-        supported_protocol_bindings=["GRPC"],
+        supported_protocol_bindings=[binding],
         grpc_channel_factory=grpc.aio.insecure_channel,
     )
     return await ClientFactory(config).create_from_url(
@@ -72,9 +77,13 @@ async def client(base: str, token: str, *, streaming: bool, polling: bool = Fals
     )
 
 
-async def main(base: str, token: str) -> None:
-    # A task over gRPC, the client found from the card alone.
-    plain = await client(base, token, streaming=False)
+async def main(base: str, token: str, binding: str) -> None:
+    # A task over the binding, the client found from the card alone.
+    async with httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, base).get_agent_card()
+    used = [i for i in card.supported_interfaces if i.protocol_binding == binding]
+    check(len(used) == 1, f"the card offers {binding}: {used[0].url if used else None}")
+    plain = await client(base, token, binding, streaming=False)
     responses = [r async for r in plain.send_message(message("Say hello"))]
     check(len(responses) == 1 and responses[0].HasField("task"), "SendMessage answers a task")
     task = responses[0].task
@@ -88,7 +97,7 @@ async def main(base: str, token: str) -> None:
     )
 
     # A streamed task: the task, then status updates and the answer in chunks.
-    streamed = await client(base, token, streaming=True)
+    streamed = await client(base, token, binding, streaming=True)
     kinds, chunks, states = [], [], []
     async for response in streamed.send_message(message("Count to three")):
         kind = response.WhichOneof("payload")
@@ -102,7 +111,7 @@ async def main(base: str, token: str) -> None:
     check(states[-1] == TaskState.TASK_STATE_COMPLETED, "the stream ends completed")
 
     # A task cancelled while it runs.
-    polling = await client(base, token, streaming=False, polling=True)
+    polling = await client(base, token, binding, streaming=False, polling=True)
     responses = [r async for r in polling.send_message(message("Take your time"))]
     slow = responses[0].task
     for _ in range(200):
@@ -127,4 +136,4 @@ async def main(base: str, token: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))

@@ -1,5 +1,7 @@
-//! The Agent2Agent protocol (A2A v1.0), gRPC binding: `lf.a2a.v1.A2AService` over the
-//! runtime core, on the main gRPC port beside `odyssey.v1`, behind the same token and TLS.
+//! The Agent2Agent protocol (A2A v1.0) over the runtime core: the gRPC binding,
+//! `lf.a2a.v1.A2AService` on the main gRPC port beside `odyssey.v1`, and the JSON-RPC
+//! binding on the HTTP listener ([`jsonrpc`], translated by the gRPC binding's code), both
+//! behind the same token and TLS.
 //!
 //! The mapping: a request's `tenant` names the agent (`<bundle>.<agent>`, empty for the
 //! server's default agent, see [`tenant`]); a `contextId` is a session (a message without
@@ -8,6 +10,7 @@
 
 pub mod card;
 mod error;
+pub mod jsonrpc;
 mod service;
 mod stream;
 mod task;
