@@ -1,6 +1,7 @@
 //! The Agent2Agent protocol's JSON-RPC binding (`POST /a2a/jsonrpc` on the HTTP listener):
 //! behind the token, a message runs a task, a streamed one comes as server-sent events of
-//! JSON-RPC responses, and bad requests get JSON-RPC's and A2A's codes and change nothing.
+//! JSON-RPC responses, an input-required task is answered with a decision, and bad
+//! requests get JSON-RPC's and A2A's codes and change nothing.
 
 use odyssey_runtime::{PageRequest, SessionFilter};
 use serde_json::{Value, json};
@@ -112,6 +113,17 @@ async fn jsonrpc_runs_tasks_streams_them_as_events_and_answers_bad_calls_with_a2
     assert_eq!(interface["url"], format!("{base}/a2a/jsonrpc"), "{card}");
     assert_eq!(interface["tenant"], "rpcy.main", "{card}");
     assert_eq!(interface["protocolVersion"], "1.0", "{card}");
+    // How to answer an input-required task is declared beside it.
+    let extension = &card["capabilities"]["extensions"][0];
+    assert_eq!(
+        extension["uri"], "urn:odyssey:a2a:approval-decision:v1",
+        "{card}"
+    );
+    assert_eq!(
+        extension["params"]["decisionSchema"]["properties"]["decision"]["enum"],
+        json!(["allow_once", "allow_always", "deny"]),
+        "{card}"
+    );
     let rpc = Rpc {
         http: http.clone(),
         url: interface["url"].as_str().expect("url").to_owned(),
@@ -279,4 +291,89 @@ async fn jsonrpc_runs_tasks_streams_them_as_events_and_answers_bad_calls_with_a2
         "{response}"
     );
     assert_eq!(session_count(&server).await, 1);
+}
+
+#[tokio::test]
+async fn jsonrpc_answers_an_input_required_task_with_the_decision_of_a_data_part() {
+    const CALL: &str = r#"{"tool_calls": [{"id": "call_a", "name": "Bash", "arguments": {"command": "echo asked"}}]}"#;
+    let server = TestServer::start_with(|args| {
+        args.auth_token = Some(TOKEN.into());
+        args.http_listen = Some(loopback());
+    })
+    .await;
+    let project = Project::with_tools(
+        "asky",
+        &[CALL, r#"{"text": ["Not run."]}"#],
+        &["Bash"],
+        "[]",
+        "[Bash]",
+        "[]",
+    );
+    server
+        .handle
+        .runtime()
+        .build_and_install(project.path(), Default::default())
+        .await
+        .expect("install");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rpc = Rpc {
+        http: reqwest::Client::new(),
+        url: format!(
+            "http://{}/a2a/jsonrpc",
+            server.handle.http_addr().expect("the gateway runs")
+        ),
+    };
+    let response = rpc
+        .call("SendMessage", message("m-1", json!([{"text": "Run it"}])))
+        .await;
+    let task = &response["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{response}"
+    );
+    let (task_id, context_id) = (task["id"].clone(), task["contextId"].clone());
+    let answer = |message_id: &str, data: Value| {
+        json!({"message": {
+            "messageId": message_id, "role": "ROLE_USER", "taskId": task_id,
+            "contextId": context_id, "parts": [{"data": data}],
+        }})
+    };
+
+    // A decision of the wrong shape is invalid params, and the task still waits.
+    let response = rpc
+        .call("SendMessage", answer("m-2", json!({"decision": "yes"})))
+        .await;
+    assert_eq!(error_of(&response).0, -32602, "{response}");
+    let field = &response["error"]["data"][1]["fieldViolations"][0]["field"];
+    assert_eq!(field, "message.parts[0].data", "{response}");
+    let response = rpc.call("GetTask", json!({"id": task_id})).await;
+    assert_eq!(
+        response["result"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{response}"
+    );
+
+    // The deny resolves the approval: the turn goes on to its end without the call.
+    let response = rpc
+        .call(
+            "SendMessage",
+            answer("m-3", json!({"decision": "deny", "reason": "not today"})),
+        )
+        .await;
+    let task = &response["result"]["task"];
+    assert_eq!(task["id"], task_id, "{response}");
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_COMPLETED",
+        "{response}"
+    );
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"], "Not run.",
+        "{response}"
+    );
+    let pending = server
+        .handle
+        .runtime()
+        .list_approvals(None, PageRequest::first(10))
+        .expect("approvals")
+        .items;
+    assert!(pending.is_empty(), "nothing waits any more");
 }

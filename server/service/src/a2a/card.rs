@@ -229,7 +229,7 @@ pub fn card(
         capabilities: Some(pb::AgentCapabilities {
             streaming: Some(true),
             push_notifications: Some(false),
-            extensions: Vec::new(),
+            extensions: vec![super::answer::extension()],
             extended_agent_card: Some(false),
         }),
         security_schemes,

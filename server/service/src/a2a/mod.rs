@@ -8,6 +8,7 @@
 //! one opens a new session on that agent); a task is one turn. Translation only: what a
 //! task shows is read from the turn's status and the session's event log.
 
+mod answer;
 pub mod card;
 mod error;
 pub mod jsonrpc;
@@ -16,6 +17,7 @@ mod stream;
 mod task;
 mod tenant;
 
+pub use answer::DECISION_EXTENSION;
 pub use card::CardOptions;
 pub use error::{A2A_ERROR_DOMAIN, A2aError};
 pub use service::A2a;
