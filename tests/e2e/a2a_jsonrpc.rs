@@ -155,6 +155,20 @@ async fn jsonrpc_runs_tasks_streams_them_as_events_and_answers_bad_calls_with_a2
         .expect("json");
     assert_eq!(error_of(&response).0, -32600, "{response}");
     assert_eq!(response["id"], 5);
+    let form = http
+        .post(&rpc.url)
+        .bearer_auth(TOKEN)
+        .header("content-type", "text/plain")
+        .body(json!({"jsonrpc": "2.0", "id": 6, "method": "SendMessage"}).to_string())
+        .send()
+        .await
+        .expect("post");
+    let response: Value = form.json().await.expect("json");
+    assert_eq!(
+        error_of(&response).0,
+        -32600,
+        "not JSON by its type: {response}"
+    );
     let response = rpc.call("SendMail", json!({})).await;
     assert_eq!(error_of(&response).0, -32601, "{response}");
     let response = rpc.call("GetTask", json!({"id": 7, "colour": "red"})).await;

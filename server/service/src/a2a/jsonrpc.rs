@@ -258,7 +258,24 @@ where
     result(response.get_ref())
 }
 
-async fn call(State(binding): State<Binding>, body: Bytes) -> Response {
+/// Whether the request says its body is JSON (`application/json`, parameters allowed).
+/// Required, so that a browser's plain form post can never be taken for a call.
+fn is_json(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+async fn call(State(binding): State<Binding>, headers: http::HeaderMap, body: Bytes) -> Response {
+    if !is_json(&headers) {
+        let error = RpcError::new(
+            INVALID_REQUEST,
+            "the body must be sent as `content-type: application/json`",
+        );
+        return Json(failure(&Value::Null, &error)).into_response();
+    }
     let call = match envelope(&body) {
         Ok(call) => call,
         Err((id, error)) => return Json(failure(&id, &error)).into_response(),
@@ -385,6 +402,20 @@ mod tests {
         let data = e.data.unwrap();
         assert_eq!(data[1]["fieldViolations"][0]["field"], "message.message_id");
         assert_eq!(RpcError::from(Status::unimplemented("no")).code, -32004);
+    }
+
+    #[test]
+    fn only_a_json_body_is_taken() {
+        let with = |value: &str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(http::header::CONTENT_TYPE, value.parse().unwrap());
+            is_json(&headers)
+        };
+        assert!(with("application/json"));
+        assert!(with("Application/JSON; charset=utf-8"));
+        assert!(!with("text/plain"));
+        assert!(!with("application/x-www-form-urlencoded"));
+        assert!(!is_json(&http::HeaderMap::new()));
     }
 
     #[test]
