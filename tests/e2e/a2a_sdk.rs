@@ -1,7 +1,7 @@
 //! Interop with the official A2A Python SDK (`a2a-sdk`, pinned in
 //! scripts/tools/a2a-requirements.txt, installed by scripts/install-tools): its client
 //! discovers an Odyssey agent from the card, runs tasks over gRPC and over JSON-RPC (plain,
-//! streamed, cancelled) and reads A2A's errors, against a real server whose agent talks
+//! streamed, cancelled, input-required answered with a decision) and reads A2A's errors, against a real server whose agent talks
 //! to the loopback OpenAI wire server.
 
 use std::path::PathBuf;
@@ -60,6 +60,21 @@ async fn drive(binding: &str) {
             )
             .reply(
                 StreamBuilder::new()
+                    .tool_call(0, "call_1", "Bash", r#"{"command": "echo decided"}"#, 2)
+                    .finish("tool_calls")
+                    .done()
+                    .build(),
+            )
+            .reply(
+                StreamBuilder::new()
+                    .text("Denied as asked", 2)
+                    .finish("stop")
+                    .done()
+                    .build(),
+            )
+            // Last: a task cancelled before its model call starts leaves it unused.
+            .reply(
+                StreamBuilder::new()
                     .text("Slowly ", 1)
                     .pause(Duration::from_secs(60))
                     .text("never sent", 1)
@@ -89,6 +104,15 @@ async fn drive(binding: &str) {
     )
     .await;
     let project = Project::openai("interop");
+    // Bash asks a person first: its call makes the task input-required.
+    project.write(
+        "odyssey.bundle.yaml",
+        "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: interop\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      default: true\n  tools:\n    - { name: Bash, source: builtin }\n  sandbox:\n    mode: workspace_write\n",
+    );
+    project.write(
+        "agents/main/agent.yaml",
+        "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\n  version: 0.1.0\n  description: test agent\nspec:\n  kind: prompt\n  prompt: You are a test agent.\n  model:\n    provider: openai\n    name: gpt-test\n  tools:\n    allow: []\n    ask: [Bash]\n    deny: []\n",
+    );
     server
         .handle
         .runtime()
@@ -121,6 +145,10 @@ async fn drive(binding: &str) {
     assert!(
         stdout.contains(&format!("ok: the card offers {binding}: ")),
         "the client took the card's {binding} interface:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("ok: the decision resolves the approval"),
+        "the input-required task was answered:\n{stdout}"
     );
     assert!(
         stdout.contains("ok: an unknown task is TaskNotFoundError"),

@@ -1,7 +1,7 @@
 """The official A2A Python SDK (`a2a-sdk`) against a real odysseyd: it discovers the
-agent from its card, then runs a task, a streamed task, and a cancelled one over the
-binding named (GRPC or JSONRPC, one of the card's interfaces), and asks for a task that
-does not exist. Run by tests/e2e/a2a_sdk.rs, which starts the server and its model; prints
+agent from its card, then runs a task, a streamed task, a cancelled one, and one that
+waits for an approval (answered with a decision) over the binding named (GRPC or JSONRPC,
+one of the card's interfaces), and asks for a task that does not exist. Run by tests/e2e/a2a_sdk.rs, which starts the server and its model; prints
 one line per check and exits non-zero on the first failure.
 
 Usage: client.py HTTP_BASE_URL TOKEN BINDING
@@ -15,6 +15,7 @@ import uuid
 
 import grpc
 import httpx
+from google.protobuf import struct_pb2
 from a2a.client import (
     A2ACardResolver,
     AuthInterceptor,
@@ -109,6 +110,34 @@ async def main(base: str, token: str, binding: str) -> None:
     check(kinds[0] == "task", "the stream starts with the task")
     check("".join(chunks) == "one two three", f"the chunks make the answer: {chunks!r}")
     check(states[-1] == TaskState.TASK_STATE_COMPLETED, "the stream ends completed")
+
+    # A call waiting for a person makes the task input-required; a message on the task
+    # whose data part is the decision answers it.
+    responses = [r async for r in plain.send_message(message("Run a command"))]
+    asking = responses[0].task
+    check(
+        asking.status.state == TaskState.TASK_STATE_INPUT_REQUIRED,
+        "a call waiting for approval makes the task input-required",
+    )
+    decision = struct_pb2.Value()
+    decision.struct_value.update({"decision": "deny", "reason": "not in a test"})
+    answer = SendMessageRequest(
+        message=Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.ROLE_USER,
+            task_id=asking.id,
+            context_id=asking.context_id,
+            parts=[Part(data=decision)],
+        )
+    )
+    responses = [r async for r in plain.send_message(answer)]
+    decided = responses[0].task
+    check(
+        decided.id == asking.id and decided.status.state == TaskState.TASK_STATE_COMPLETED,
+        "the decision resolves the approval and the task completes",
+    )
+    answer_text = "".join(p.text for p in decided.artifacts[0].parts)
+    check(answer_text == "Denied as asked", f"with the agent's answer: {answer_text!r}")
 
     # A task cancelled while it runs.
     polling = await client(base, token, binding, streaming=False, polling=True)
