@@ -10,7 +10,8 @@
 //! in its proto3 canonical JSON form (see [`json`]), never the on-disk log's. Same bearer token,
 //! CORS origins and TLS certificate as the gRPC port. Like `crate::grpc`, an adapter only:
 //! every request is one call on the runtime core. With `--console`, the web console and
-//! the API over gRPC-Web are served here too (see [`console`]).
+//! the API over gRPC-Web are served here too (see [`console`]); A2A's agent cards (public)
+//! and its JSON-RPC binding, `POST /a2a/jsonrpc`, too (see [`crate::a2a`]).
 
 mod approvals;
 mod auth;
