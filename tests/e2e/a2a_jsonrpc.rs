@@ -169,6 +169,22 @@ async fn jsonrpc_runs_tasks_streams_them_as_events_and_answers_bad_calls_with_a2
         -32600,
         "not JSON by its type: {response}"
     );
+    let old: Value = http
+        .post(&rpc.url)
+        .bearer_auth(TOKEN)
+        .header("a2a-version", "0.3")
+        .json(&json!({"jsonrpc": "2.0", "id": 8, "method": "GetTask", "params": {"id": "x"}}))
+        .send()
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        error_of(&old),
+        (-32009, Some("VERSION_NOT_SUPPORTED".into())),
+        "{old}"
+    );
     let response = rpc.call("SendMail", json!({})).await;
     assert_eq!(error_of(&response).0, -32601, "{response}");
     let response = rpc.call("GetTask", json!({"id": 7, "colour": "red"})).await;

@@ -43,6 +43,11 @@ const INVALID_PARAMS: i64 = -32602;
 const INTERNAL_ERROR: i64 = -32603;
 /// A2A's code for an operation the server does not offer.
 const UNSUPPORTED_OPERATION: i64 = -32004;
+/// A2A's code for a protocol version the server does not speak.
+const VERSION_NOT_SUPPORTED: i64 = -32009;
+
+/// The header in which a client names the A2A version it speaks.
+const VERSION_HEADER: &str = "a2a-version";
 
 const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
 const BAD_REQUEST_TYPE: &str = "type.googleapis.com/google.rpc.BadRequest";
@@ -268,6 +273,33 @@ fn is_json(headers: &http::HeaderMap) -> bool {
         .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
 }
 
+/// A version the client asks for that is not this server's (major and minor compared;
+/// a request without the header is taken as this server's version).
+fn unsupported_version(headers: &http::HeaderMap) -> Option<RpcError> {
+    let asked = headers.get(VERSION_HEADER)?;
+    let asked = asked.to_str().unwrap_or("").trim();
+    let mut numbers = asked.split('.').map(|n| n.parse::<u32>().ok());
+    let major_minor = (numbers.next().flatten(), numbers.next().unwrap_or(Some(0)));
+    if major_minor == (Some(1), Some(0)) {
+        return None;
+    }
+    let mut error = RpcError::new(
+        VERSION_NOT_SUPPORTED,
+        format!(
+            "this server speaks A2A {}; the request asks for `{}`",
+            super::card::PROTOCOL_VERSION,
+            crate::grpc::shorten(asked)
+        ),
+    );
+    error.data = Some(json!([{
+        "@type": ERROR_INFO_TYPE,
+        "reason": "VERSION_NOT_SUPPORTED",
+        "domain": A2A_ERROR_DOMAIN,
+        "metadata": {},
+    }]));
+    Some(error)
+}
+
 async fn call(State(binding): State<Binding>, headers: http::HeaderMap, body: Bytes) -> Response {
     if !is_json(&headers) {
         let error = RpcError::new(
@@ -280,6 +312,9 @@ async fn call(State(binding): State<Binding>, headers: http::HeaderMap, body: By
         Ok(call) => call,
         Err((id, error)) => return Json(failure(&id, &error)).into_response(),
     };
+    if let Some(error) = unsupported_version(&headers) {
+        return Json(failure(&call.id, &error)).into_response();
+    }
     let a2a = &binding.a2a;
     let p = &call.params;
     let answer = match call.method.as_str() {
@@ -402,6 +437,24 @@ mod tests {
         let data = e.data.unwrap();
         assert_eq!(data[1]["fieldViolations"][0]["field"], "message.message_id");
         assert_eq!(RpcError::from(Status::unimplemented("no")).code, -32004);
+    }
+
+    #[test]
+    fn a_version_other_than_1_0_is_refused_and_none_is_taken_as_1_0() {
+        let asking = |value: Option<&str>| {
+            let mut headers = http::HeaderMap::new();
+            if let Some(value) = value {
+                headers.insert(VERSION_HEADER, value.parse().unwrap());
+            }
+            unsupported_version(&headers).map(|e| e.code)
+        };
+        assert_eq!(asking(None), None);
+        assert_eq!(asking(Some("1.0")), None);
+        assert_eq!(asking(Some("1.0.3")), None);
+        assert_eq!(asking(Some("1")), None);
+        assert_eq!(asking(Some("0.3")), Some(VERSION_NOT_SUPPORTED));
+        assert_eq!(asking(Some("2.0")), Some(VERSION_NOT_SUPPORTED));
+        assert_eq!(asking(Some("latest")), Some(VERSION_NOT_SUPPORTED));
     }
 
     #[test]
