@@ -407,3 +407,79 @@ async fn jsonrpc_answers_an_input_required_task_with_the_decision_of_a_data_part
         .items;
     assert!(pending.is_empty(), "nothing waits any more");
 }
+
+/// The results of a JSON-RPC event stream's events, read until it ends or `enough` of
+/// them came (then the connection is dropped).
+async fn read_events(response: reqwest::Response, enough: usize) -> Vec<Value> {
+    use futures::StreamExt;
+    let mut body = response.bytes_stream();
+    let mut text = String::new();
+    let mut results = Vec::new();
+    while results.len() < enough {
+        let Some(chunk) = body.next().await else {
+            break;
+        };
+        text.push_str(std::str::from_utf8(&chunk.expect("chunk")).expect("UTF-8"));
+        while let Some(end) = text.find("\n\n") {
+            let event: String = text.drain(..end + 2).collect();
+            for data in event.lines().filter_map(|l| l.strip_prefix("data:")) {
+                let response: Value = serde_json::from_str(data.trim()).expect("JSON");
+                results.push(response["result"].clone());
+            }
+        }
+    }
+    results
+}
+
+#[tokio::test]
+async fn jsonrpc_subscribers_that_reconnect_get_the_whole_turn_again() {
+    let server = TestServer::start_with(|args| {
+        args.auth_token = Some(TOKEN.into());
+        args.http_listen = Some(loopback());
+    })
+    .await;
+    let project = Project::replay(
+        "slowy",
+        &[r#"{"text": ["w0 ", "w1 ", "w2 ", "w3 ", "w4 ", "w5"], "chunk_delay_ms": 150}"#],
+    );
+    server
+        .handle
+        .runtime()
+        .build_and_install(project.path(), Default::default())
+        .await
+        .expect("install");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rpc = Rpc {
+        http: reqwest::Client::new(),
+        url: format!(
+            "http://{}/a2a/jsonrpc",
+            server.handle.http_addr().expect("the gateway runs")
+        ),
+    };
+    let mut params = message("m-1", json!([{"text": "Go slowly"}]));
+    params["configuration"] = json!({"returnImmediately": true});
+    let response = rpc.call("SendMessage", params).await;
+    let task_id = response["result"]["task"]["id"].clone();
+    assert!(task_id.is_string(), "{response}");
+    let subscribe =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "SubscribeToTask", "params": {"id": task_id}})
+            .to_string();
+
+    // A first subscriber leaves after a few events.
+    let first = read_events(rpc.post(subscribe.clone()).await, 3).await;
+    assert_eq!(first.len(), 3, "{first:?}");
+    assert_eq!(first[0]["task"]["id"], task_id);
+
+    // Subscribing again replays the turn from its start: the whole answer, then the end.
+    let again = read_events(rpc.post(subscribe).await, usize::MAX).await;
+    let text: String = again
+        .iter()
+        .filter_map(|r| r["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str())
+        .collect();
+    assert_eq!(text, "w0 w1 w2 w3 w4 w5", "{again:?}");
+    let last = again.last().expect("events");
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{again:?}"
+    );
+}
