@@ -777,3 +777,166 @@ fn value_json(value: &prost_types::Value) -> serde_json::Value {
         Some(Kind::NullValue(_)) | None => serde_json::Value::Null,
     }
 }
+
+/// A message answering task `task`: one data part, an object of the string `fields`.
+fn answer(task: &a2a::Task, message_id: &str, fields: &[(&str, &str)]) -> a2a::SendMessageRequest {
+    use prost_types::value::Kind;
+    let string = |s: &str| prost_types::Value {
+        kind: Some(Kind::StringValue(s.into())),
+    };
+    let json = prost_types::Value {
+        kind: Some(Kind::StructValue(prost_types::Struct {
+            fields: fields
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), string(v)))
+                .collect(),
+        })),
+    };
+    a2a::SendMessageRequest {
+        message: Some(a2a::Message {
+            message_id: message_id.into(),
+            context_id: task.context_id.clone(),
+            task_id: task.id.clone(),
+            role: a2a::Role::User as i32,
+            parts: vec![a2a::Part {
+                content: Some(a2a::part::Content::Data(json)),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn an_input_required_task_is_answered_by_a_message_whose_data_part_is_the_decision() {
+    const FIRST_CALL: &str = r#"{"tool_calls": [{"id": "call_a", "name": "Bash", "arguments": {"command": "echo first"}}]}"#;
+    const SECOND_CALL: &str = r#"{"tool_calls": [{"id": "call_b", "name": "Bash", "arguments": {"command": "echo second"}}]}"#;
+    let server = TestServer::start().await;
+    server
+        .install(&Project::with_tools(
+            "decider",
+            &[
+                FIRST_CALL,
+                r#"{"text": ["Denied, ", "fine."]}"#,
+                SECOND_CALL,
+                r#"{"text": ["It ran."]}"#,
+            ],
+            &["Bash"],
+            "[]",
+            "[Bash]",
+            "[]",
+        ))
+        .await;
+    let mut a2a = client(&server);
+    let task = task_of(
+        a2a.send_message(send("decider.main", "", "m-1", "Run the first"))
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&task), a2a::TaskState::InputRequired, "{task:?}");
+
+    // Answers that are not a decision are refused and leave the approval waiting.
+    let field_of = |status: &tonic::Status| {
+        status
+            .get_details_bad_request()
+            .and_then(|b| b.field_violations.first().map(|v| v.field.clone()))
+            .unwrap_or_default()
+    };
+    let mut text_answer = send("", &task.context_id, "m-2", "yes please");
+    if let Some(message) = text_answer.message.as_mut() {
+        message.task_id = task.id.clone();
+    }
+    let refused = a2a.send_message(text_answer).await.expect_err("text");
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+    assert_eq!(field_of(&refused), "message.parts[0]", "{refused:?}");
+    let refused = a2a
+        .send_message(answer(&task, "m-3", &[("decision", "maybe")]))
+        .await
+        .expect_err("not a decision");
+    assert_eq!(field_of(&refused), "message.parts[0].data", "{refused:?}");
+    let mut elsewhere = answer(&task, "m-4", &[("decision", "deny")]);
+    if let Some(message) = elsewhere.message.as_mut() {
+        message.context_id = uuid::Uuid::now_v7().to_string();
+    }
+    let refused = a2a
+        .send_message(elsewhere)
+        .await
+        .expect_err("wrong context");
+    assert_eq!(field_of(&refused), "message.context_id", "{refused:?}");
+    let mut unknown = answer(&task, "m-5", &[("decision", "deny")]);
+    if let Some(message) = unknown.message.as_mut() {
+        message.task_id = uuid::Uuid::now_v7().to_string();
+    }
+    let refused = a2a.send_message(unknown).await.expect_err("unknown task");
+    assert_a2a_error(&refused, Code::NotFound, "TASK_NOT_FOUND");
+    let still = a2a
+        .get_task(a2a::GetTaskRequest {
+            id: task.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(state(&still), a2a::TaskState::InputRequired);
+
+    // A deny with its reason: the call does not run and the turn ends.
+    let denied = task_of(
+        a2a.send_message(answer(
+            &task,
+            "m-6",
+            &[("decision", "deny"), ("reason", "not now")],
+        ))
+        .await
+        .expect("deny")
+        .into_inner(),
+    );
+    assert_eq!(denied.id, task.id);
+    assert_eq!(state(&denied), a2a::TaskState::Completed, "{denied:?}");
+    assert_eq!(texts(&denied.artifacts[0].parts), "Denied, fine.");
+    // An ended task takes no more answers.
+    let refused = a2a
+        .send_message(answer(&task, "m-7", &[("decision", "allow_once")]))
+        .await
+        .expect_err("ended");
+    assert_a2a_error(&refused, Code::FailedPrecondition, "UNSUPPORTED_OPERATION");
+
+    // The next task of the context, allowed once through a stream: the stream replays the
+    // turn, then the call runs and the turn completes.
+    let second = task_of(
+        a2a.send_message(send("", &task.context_id, "m-8", "Run the second"))
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&second), a2a::TaskState::InputRequired, "{second:?}");
+    let mut stream = a2a
+        .send_streaming_message(answer(&second, "m-9", &[("decision", "allow_once")]))
+        .await
+        .expect("allow once")
+        .into_inner();
+    use a2a::stream_response::Payload;
+    let mut states = Vec::new();
+    let mut text = String::new();
+    while let Some(item) = stream.next().await {
+        match item.expect("ok").payload {
+            Some(Payload::Task(first)) => assert_eq!(first.id, second.id),
+            Some(Payload::StatusUpdate(update)) => states.push(status_of(update)),
+            Some(Payload::ArtifactUpdate(update)) => {
+                text.push_str(&texts(&update.artifact.expect("artifact").parts))
+            }
+            other => panic!("a task or an update, not {other:?}"),
+        }
+    }
+    let result = states
+        .iter()
+        .find_map(|(_, data)| data.as_ref().filter(|d| d.get("toolResult").is_some()))
+        .expect("the tool's result");
+    assert_eq!(result["toolResult"]["success"], true, "allowed: {result}");
+    assert_eq!(
+        states.last().map(|(s, _)| *s),
+        Some(a2a::TaskState::Completed)
+    );
+    assert_eq!(text, "It ran.");
+}

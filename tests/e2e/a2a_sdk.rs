@@ -1,8 +1,8 @@
 //! Interop with the official A2A Python SDK (`a2a-sdk`, pinned in
 //! scripts/tools/a2a-requirements.txt, installed by scripts/install-tools): its client
-//! discovers an Odyssey agent from the card, runs tasks over gRPC (plain, streamed,
-//! cancelled) and reads A2A's errors, against a real server whose agent talks to the
-//! loopback OpenAI wire server.
+//! discovers an Odyssey agent from the card, runs tasks over gRPC and over JSON-RPC (plain,
+//! streamed, cancelled, input-required answered with a decision) and reads A2A's errors, against a real server whose agent talks
+//! to the loopback OpenAI wire server.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,7 +31,17 @@ fn python() -> PathBuf {
 }
 
 #[tokio::test]
-async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks() {
+async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks_over_grpc() {
+    drive("GRPC").await;
+}
+
+#[tokio::test]
+async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks_over_jsonrpc() {
+    drive("JSONRPC").await;
+}
+
+/// Runs the client's checks over `binding`, the card's name of an interface.
+async fn drive(binding: &str) {
     let model = OpenAiWireServer::start(
         Script::new(KEY)
             .reply(
@@ -48,6 +58,21 @@ async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks
                     .done()
                     .build(),
             )
+            .reply(
+                StreamBuilder::new()
+                    .tool_call(0, "call_1", "Bash", r#"{"command": "echo decided"}"#, 2)
+                    .finish("tool_calls")
+                    .done()
+                    .build(),
+            )
+            .reply(
+                StreamBuilder::new()
+                    .text("Denied as asked", 2)
+                    .finish("stop")
+                    .done()
+                    .build(),
+            )
+            // Last: a task cancelled before its model call starts leaves it unused.
             .reply(
                 StreamBuilder::new()
                     .text("Slowly ", 1)
@@ -79,6 +104,15 @@ async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks
     )
     .await;
     let project = Project::openai("interop");
+    // Bash asks a person first: its call makes the task input-required.
+    project.write(
+        "odyssey.bundle.yaml",
+        "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: interop\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      default: true\n  tools:\n    - { name: Bash, source: builtin }\n  sandbox:\n    mode: workspace_write\n",
+    );
+    project.write(
+        "agents/main/agent.yaml",
+        "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\n  version: 0.1.0\n  description: test agent\nspec:\n  kind: prompt\n  prompt: You are a test agent.\n  model:\n    provider: openai\n    name: gpt-test\n  tools:\n    allow: []\n    ask: [Bash]\n    deny: []\n",
+    );
     server
         .handle
         .runtime()
@@ -95,6 +129,7 @@ async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks
         .arg(&script)
         .arg(&base)
         .arg(TOKEN)
+        .arg(binding)
         .kill_on_drop(true)
         .output();
     let output = tokio::time::timeout(Duration::from_secs(120), run)
@@ -105,7 +140,15 @@ async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "a2a-sdk client failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        "a2a-sdk client failed over {binding}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!("ok: the card offers {binding}: ")),
+        "the client took the card's {binding} interface:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("ok: the decision resolves the approval"),
+        "the input-required task was answered:\n{stdout}"
     );
     assert!(
         stdout.contains("ok: an unknown task is TaskNotFoundError"),

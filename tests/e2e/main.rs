@@ -4,6 +4,7 @@
 mod support;
 
 mod a2a;
+mod a2a_jsonrpc;
 mod a2a_sdk;
 mod approval_display;
 mod approval_watch;

@@ -198,6 +198,8 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
     http.a2a_cards = Some(crate::a2a::CardOptions {
         grpc_port: addr.port(),
         bearer: config.grpc.auth_token.is_some(),
+        // Set by the HTTP listener, which knows whether it speaks HTTPS.
+        http_tls: false,
     });
     let allowed_hosts = config.grpc.allowed_hosts.clone();
     let metrics_tls = identity.clone();

@@ -1,9 +1,10 @@
 """The official A2A Python SDK (`a2a-sdk`) against a real odysseyd: it discovers the
-agent from its card, then runs a task, a streamed task, and a cancelled one over gRPC,
-and asks for a task that does not exist. Run by tests/e2e/a2a_sdk.rs, which starts the
-server and its model; prints one line per check and exits non-zero on the first failure.
+agent from its card, then runs a task, a streamed task, a cancelled one, and one that
+waits for an approval (answered with a decision) over the binding named (GRPC or JSONRPC,
+one of the card's interfaces), and asks for a task that does not exist. Run by tests/e2e/a2a_sdk.rs, which starts the server and its model; prints
+one line per check and exits non-zero on the first failure.
 
-Usage: client.py HTTP_BASE_URL TOKEN
+Usage: client.py HTTP_BASE_URL TOKEN BINDING
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ import sys
 import uuid
 
 import grpc
+import httpx
+from google.protobuf import struct_pb2
 from a2a.client import (
+    A2ACardResolver,
     AuthInterceptor,
     ClientCallContext,
     ClientConfig,
@@ -60,11 +64,13 @@ def check(condition: bool, what: str) -> None:
     print(f"ok: {what}", flush=True)
 
 
-async def client(base: str, token: str, *, streaming: bool, polling: bool = False):
+async def client(
+    base: str, token: str, binding: str, *, streaming: bool, polling: bool = False
+):
     config = ClientConfig(
         streaming=streaming,
         polling=polling,
-        supported_protocol_bindings=["GRPC"],
+        supported_protocol_bindings=[binding],
         grpc_channel_factory=grpc.aio.insecure_channel,
     )
     return await ClientFactory(config).create_from_url(
@@ -72,9 +78,13 @@ async def client(base: str, token: str, *, streaming: bool, polling: bool = Fals
     )
 
 
-async def main(base: str, token: str) -> None:
-    # A task over gRPC, the client found from the card alone.
-    plain = await client(base, token, streaming=False)
+async def main(base: str, token: str, binding: str) -> None:
+    # A task over the binding, the client found from the card alone.
+    async with httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, base).get_agent_card()
+    used = [i for i in card.supported_interfaces if i.protocol_binding == binding]
+    check(len(used) == 1, f"the card offers {binding}: {used[0].url if used else None}")
+    plain = await client(base, token, binding, streaming=False)
     responses = [r async for r in plain.send_message(message("Say hello"))]
     check(len(responses) == 1 and responses[0].HasField("task"), "SendMessage answers a task")
     task = responses[0].task
@@ -88,7 +98,7 @@ async def main(base: str, token: str) -> None:
     )
 
     # A streamed task: the task, then status updates and the answer in chunks.
-    streamed = await client(base, token, streaming=True)
+    streamed = await client(base, token, binding, streaming=True)
     kinds, chunks, states = [], [], []
     async for response in streamed.send_message(message("Count to three")):
         kind = response.WhichOneof("payload")
@@ -101,8 +111,36 @@ async def main(base: str, token: str) -> None:
     check("".join(chunks) == "one two three", f"the chunks make the answer: {chunks!r}")
     check(states[-1] == TaskState.TASK_STATE_COMPLETED, "the stream ends completed")
 
+    # A call waiting for a person makes the task input-required; a message on the task
+    # whose data part is the decision answers it.
+    responses = [r async for r in plain.send_message(message("Run a command"))]
+    asking = responses[0].task
+    check(
+        asking.status.state == TaskState.TASK_STATE_INPUT_REQUIRED,
+        "a call waiting for approval makes the task input-required",
+    )
+    decision = struct_pb2.Value()
+    decision.struct_value.update({"decision": "deny", "reason": "not in a test"})
+    answer = SendMessageRequest(
+        message=Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.ROLE_USER,
+            task_id=asking.id,
+            context_id=asking.context_id,
+            parts=[Part(data=decision)],
+        )
+    )
+    responses = [r async for r in plain.send_message(answer)]
+    decided = responses[0].task
+    check(
+        decided.id == asking.id and decided.status.state == TaskState.TASK_STATE_COMPLETED,
+        "the decision resolves the approval and the task completes",
+    )
+    answer_text = "".join(p.text for p in decided.artifacts[0].parts)
+    check(answer_text == "Denied as asked", f"with the agent's answer: {answer_text!r}")
+
     # A task cancelled while it runs.
-    polling = await client(base, token, streaming=False, polling=True)
+    polling = await client(base, token, binding, streaming=False, polling=True)
     responses = [r async for r in polling.send_message(message("Take your time"))]
     slow = responses[0].task
     for _ in range(200):
@@ -127,4 +165,4 @@ async def main(base: str, token: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))

@@ -2,8 +2,8 @@
 //! default agent at `/.well-known/agent-card.json`, and every installed agent at
 //! `/a2a/agents/{bundle}/{agent}/agent-card.json` (`{bundle}` is the bundle's name, or
 //! `namespace%2Fname` outside the `local` namespace). Cards are public, as A2A discovery
-//! needs: they tell an agent's name, description, skills and how to reach it, and declare
-//! the bearer token the API itself needs.
+//! needs: they tell an agent's name, description, skills and how to reach it (gRPC on the
+//! gRPC port, JSON-RPC on this listener), and declare the bearer token the API itself needs.
 
 use axum::Json;
 use axum::Router;
@@ -30,6 +30,8 @@ pub struct CardOptions {
     pub grpc_port: u16,
     /// Whether calls need `authorization: Bearer <token>`.
     pub bearer: bool,
+    /// Whether the HTTP listener (which serves the JSON-RPC binding) speaks HTTPS.
+    pub http_tls: bool,
 }
 
 #[derive(Clone)]
@@ -88,31 +90,52 @@ async fn served(
         ))
         .into_response();
     };
-    let url = grpc_url(parts, cards.options.grpc_port);
-    let card = card(&bundle, agent, url, cards.options.bearer);
+    let urls = Urls {
+        grpc: grpc_url(parts, cards.options.grpc_port),
+        jsonrpc: jsonrpc_url(parts, cards.options.http_tls),
+    };
+    let card = card(&bundle, agent, urls, cards.options.bearer);
     match odyssey_api::json::to_value(&card) {
         Ok(json) => ([(http::header::CACHE_CONTROL, "max-age=60")], Json(json)).into_response(),
         Err(e) => HttpError::unencodable(&e).into_response(),
     }
 }
 
+/// Where a card says the agent is reached.
+pub struct Urls {
+    /// `host:port` of the gRPC listener.
+    pub grpc: String,
+    /// The JSON-RPC binding's URL on this listener.
+    pub jsonrpc: String,
+}
+
+/// The authority the client named to reach this listener (the host check let it through).
+fn named_authority(parts: &http::request::Parts) -> Option<http::uri::Authority> {
+    parts.uri.authority().cloned().or_else(|| {
+        parts
+            .headers
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.parse::<http::uri::Authority>().ok())
+    })
+}
+
 /// `host:port` of the gRPC listener as the client reached this one: the host it named
-/// (the host check let it through) with the gRPC port.
+/// with the gRPC port.
 fn grpc_url(parts: &http::request::Parts, port: u16) -> String {
-    let named = parts
-        .uri
-        .authority()
+    let named = named_authority(parts)
         .map(|a| a.host().to_owned())
-        .or_else(|| {
-            parts
-                .headers
-                .get(http::header::HOST)
-                .and_then(|h| h.to_str().ok())
-                .and_then(|h| h.parse::<http::uri::Authority>().ok())
-                .map(|a| a.host().to_owned())
-        })
         .unwrap_or_else(|| "localhost".to_owned());
     format!("{named}:{port}")
+}
+
+/// The JSON-RPC binding's URL as the client reached this listener.
+fn jsonrpc_url(parts: &http::request::Parts, tls: bool) -> String {
+    let authority = named_authority(parts)
+        .map(|a| a.as_str().to_owned())
+        .unwrap_or_else(|| "localhost".to_owned());
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{authority}{}", super::jsonrpc::PATH)
 }
 
 /// The tenant that names `agent` of `bundle` in A2A requests.
@@ -125,11 +148,11 @@ pub fn tenant_of(bundle: &InstalledBundle, agent: &AgentDefinition) -> String {
     }
 }
 
-/// The card of `agent`, reached over gRPC at `grpc_url`.
+/// The card of `agent`, reached over gRPC and JSON-RPC at `urls`.
 pub fn card(
     bundle: &InstalledBundle,
     agent: &AgentDefinition,
-    grpc_url: String,
+    urls: Urls,
     bearer: bool,
 ) -> pb::AgentCard {
     let description = [&agent.description, &bundle.manifest.description]
@@ -186,19 +209,27 @@ pub fn card(
     pb::AgentCard {
         name: agent.name.clone(),
         description,
-        supported_interfaces: vec![pb::AgentInterface {
-            url: grpc_url,
-            protocol_binding: "GRPC".into(),
-            tenant: tenant_of(bundle, agent),
-            protocol_version: PROTOCOL_VERSION.into(),
-        }],
+        supported_interfaces: vec![
+            pb::AgentInterface {
+                url: urls.grpc,
+                protocol_binding: "GRPC".into(),
+                tenant: tenant_of(bundle, agent),
+                protocol_version: PROTOCOL_VERSION.into(),
+            },
+            pb::AgentInterface {
+                url: urls.jsonrpc,
+                protocol_binding: "JSONRPC".into(),
+                tenant: tenant_of(bundle, agent),
+                protocol_version: PROTOCOL_VERSION.into(),
+            },
+        ],
         provider: None,
         version: agent.version.clone(),
         documentation_url: None,
         capabilities: Some(pb::AgentCapabilities {
             streaming: Some(true),
             push_notifications: Some(false),
-            extensions: Vec::new(),
+            extensions: vec![super::answer::extension()],
             extended_agent_card: Some(false),
         }),
         security_schemes,

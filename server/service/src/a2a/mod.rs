@@ -1,18 +1,23 @@
-//! The Agent2Agent protocol (A2A v1.0), gRPC binding: `lf.a2a.v1.A2AService` over the
-//! runtime core, on the main gRPC port beside `odyssey.v1`, behind the same token and TLS.
+//! The Agent2Agent protocol (A2A v1.0) over the runtime core: the gRPC binding,
+//! `lf.a2a.v1.A2AService` on the main gRPC port beside `odyssey.v1`, and the JSON-RPC
+//! binding on the HTTP listener ([`jsonrpc`], translated by the gRPC binding's code), both
+//! behind the same token and TLS.
 //!
 //! The mapping: a request's `tenant` names the agent (`<bundle>.<agent>`, empty for the
 //! server's default agent, see [`tenant`]); a `contextId` is a session (a message without
 //! one opens a new session on that agent); a task is one turn. Translation only: what a
 //! task shows is read from the turn's status and the session's event log.
 
+mod answer;
 pub mod card;
 mod error;
+pub mod jsonrpc;
 mod service;
 mod stream;
 mod task;
 mod tenant;
 
+pub use answer::DECISION_EXTENSION;
 pub use card::CardOptions;
 pub use error::{A2A_ERROR_DOMAIN, A2aError};
 pub use service::A2a;

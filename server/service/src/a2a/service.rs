@@ -4,15 +4,17 @@ use std::collections::BTreeMap;
 
 use odyssey_api::a2a::v1 as pb;
 use odyssey_api::a2a::v1::a2a_service_server::A2aService;
+use odyssey_runtime::events::EventPayload;
 use odyssey_runtime::session::Subscription;
 use odyssey_runtime::{
     ErrorKind, ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus, OdysseyRuntime,
-    SessionSpec,
+    PageRequest, SessionSpec,
 };
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
+use super::answer;
 use super::error::A2aError;
 use super::stream::{TaskStream, task_stream};
 use super::task::{self, Ids, MESSAGE_ID_KEY, Turn, turn_events};
@@ -24,6 +26,9 @@ const MAX_MESSAGE_ID_BYTES: usize = 256;
 
 /// Where the core's names of a turn's values sit in a SendMessageRequest.
 const TURN_FIELDS: &[(&str, &str)] = &[("prompt", "message.parts")];
+
+/// Where the core's names of a decision's values sit in an answering message.
+const ANSWER_FIELDS: &[(&str, &str)] = &[("reason", "message.parts[0].data.reason")];
 
 pub struct A2a {
     runtime: OdysseyRuntime,
@@ -95,9 +100,6 @@ impl A2a {
             .message
             .ok_or_else(|| invalid("message", "is required"))?;
         let prompt = checked_prompt(&message)?;
-        if !message.task_id.is_empty() {
-            return Err(self.continuation_refused(&request.tenant, &message).await);
-        }
         let (session_id, created) = self.session_for(&request.tenant, &message).await?;
         let subscription = match follow {
             true => Some(self.subscribe_at_end(session_id).await?),
@@ -128,39 +130,97 @@ impl A2a {
         })
     }
 
-    /// A message naming a task continues it, which an Odyssey turn cannot be yet; the
-    /// answer says why, with A2A's error for the case.
-    async fn continuation_refused(&self, tenant: &str, message: &pb::Message) -> Status {
-        let status = match self.find_task(tenant, &message.task_id).await {
-            Ok(status) => status,
-            Err(refusal) => return refusal,
-        };
+    /// A message naming a task answers it: only a task waiting for an approval
+    /// (input-required) takes one, whose data part is the decision (see [`answer`]). The
+    /// approval is resolved after `follow` subscribed, so that no event after it is missed:
+    /// from the turn's start for a stream (which replays the turn), else from now.
+    async fn answer(
+        &self,
+        tenant: &str,
+        message: &pb::Message,
+        follow: Follow,
+    ) -> Result<Answered, Status> {
+        checked_sender(message)?;
+        let status = self.find_task(tenant, &message.task_id).await?;
         let context = status.session_id.to_string();
         if !message.context_id.is_empty() && message.context_id != context {
-            return invalid(
+            return Err(invalid(
                 "message.context_id",
                 format!(
                     "task {} belongs to context {context}, not `{}`",
                     status.execution_id,
                     shorten(&message.context_id)
                 ),
-            );
+            ));
         }
-        let why = if status.state.is_terminal() {
-            format!(
-                "task {} has ended ({}); send the message with its contextId and no taskId to \
-                 start a new task in the same context",
-                status.execution_id,
-                state_name(status.state)
-            )
-        } else {
-            format!(
-                "task {} is still running; answering a task with a message is not supported \
-                 yet (decide its approval through odyssey.v1.ApprovalService)",
+        if status.state != ExecutionState::WaitingApproval {
+            return Err(not_waiting(&status));
+        }
+        let decision = answer::decision(message, &status.execution_id.to_string())?;
+        let runtime = self.runtime.clone();
+        let session_id = status.session_id;
+        // Listing may read the session's log: off the async workers.
+        let pending = tokio::task::spawn_blocking(move || {
+            runtime.list_approvals(Some(session_id), PageRequest::first(100))
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "listing the approvals of an A2A task stopped");
+            Status::internal("internal error; the server log has the details")
+        })?
+        .map_err(to_status)?;
+        // Oldest first: when several calls of the turn wait, the answer decides the oldest.
+        let Some(approval) = pending
+            .items
+            .into_iter()
+            .find(|a| a.request.execution_id == status.execution_id && a.resolution.is_none())
+        else {
+            // Decided by someone else in between.
+            return Err(A2aError::UnsupportedOperation(format!(
+                "task {} no longer waits for an approval; GetTask shows where it is",
                 status.execution_id
-            )
+            ))
+            .into());
         };
-        A2aError::UnsupportedOperation(why).into()
+        let subscription = match follow {
+            Follow::FromNow => self.subscribe_at_end(status.session_id).await?,
+            Follow::TurnFromStart => self.subscribe_to_turn(&status).await?,
+        };
+        self.runtime
+            .resolve_approval(&approval.request_id, decision.decision, decision.reason)
+            .map_err(|e| to_status_at(e, ANSWER_FIELDS))?;
+        let status = self
+            .runtime
+            .execution_status(status.execution_id)
+            .map_err(to_status)?;
+        Ok(Answered {
+            status,
+            subscription,
+        })
+    }
+
+    /// After an answer, waits until the turn ends or waits for another approval.
+    async fn settle(&self, answered: Answered) -> Result<ExecutionStatus, Status> {
+        let Answered {
+            status,
+            mut subscription,
+        } = answered;
+        let id = status.execution_id;
+        'events: loop {
+            let Some(batch) = subscription.next_batch().await.map_err(to_status)? else {
+                return Err(Status::not_found("the task's session was deleted"));
+            };
+            for event in batch {
+                let next_stop = matches!(
+                    event.payload,
+                    EventPayload::PermissionRequested { .. } | EventPayload::TurnCompleted(_)
+                );
+                if event.turn_id == Some(id) && next_stop {
+                    break 'events;
+                }
+            }
+        }
+        self.runtime.wait_until_settled(id).await.map_err(to_status)
     }
 
     /// The session the message goes to: its context, or a new session of the tenant's
@@ -260,6 +320,38 @@ impl A2a {
     }
 }
 
+/// From where an answer's subscription follows the session.
+#[derive(Clone, Copy)]
+enum Follow {
+    FromNow,
+    TurnFromStart,
+}
+
+/// A task whose approval an answer resolved, and the subscription taken before.
+struct Answered {
+    status: ExecutionStatus,
+    subscription: Subscription,
+}
+
+/// Why a task takes no answer now, with A2A's error for the case.
+fn not_waiting(status: &ExecutionStatus) -> Status {
+    let why = if status.state.is_terminal() {
+        format!(
+            "task {} has ended ({}); send the message with its contextId and no taskId to \
+             start a new task in the same context",
+            status.execution_id,
+            state_name(status.state)
+        )
+    } else {
+        format!(
+            "task {} is {}, not waiting for input; only an input-required task takes a message",
+            status.execution_id,
+            state_name(status.state)
+        )
+    };
+    A2aError::UnsupportedOperation(why).into()
+}
+
 /// A queued turn of an A2A message.
 struct Started {
     handle: ExecutionHandle,
@@ -297,9 +389,8 @@ impl Started {
     }
 }
 
-/// The prompt of a message: its text parts, in order. Every other kind of part is refused
-/// (nothing else reaches a turn yet), as is a message without text.
-fn checked_prompt(message: &pb::Message) -> Result<String, Status> {
+/// What every client message needs: an id of bounded size, and the user's role.
+fn checked_sender(message: &pb::Message) -> Result<(), Status> {
     if message.message_id.is_empty() {
         return Err(invalid("message.message_id", "is required"));
     }
@@ -315,6 +406,13 @@ fn checked_prompt(message: &pb::Message) -> Result<String, Status> {
             "a client's message has role ROLE_USER, not ROLE_AGENT",
         ));
     }
+    Ok(())
+}
+
+/// The prompt of a message: its text parts, in order. Every other kind of part is refused
+/// (nothing else reaches a turn yet), as is a message without text.
+fn checked_prompt(message: &pb::Message) -> Result<String, Status> {
+    checked_sender(message)?;
     if message.parts.is_empty() {
         return Err(invalid("message.parts", "must hold at least one text part"));
     }
@@ -337,6 +435,11 @@ fn checked_prompt(message: &pb::Message) -> Result<String, Status> {
         .into());
     }
     Ok(texts.join("\n"))
+}
+
+/// The message of a request that names a task: an answer to it.
+fn answering(request: &pb::SendMessageRequest) -> Option<&pb::Message> {
+    request.message.as_ref().filter(|m| !m.task_id.is_empty())
 }
 
 /// `history_length`: unset is no limit, a negative count is refused.
@@ -375,6 +478,20 @@ impl A2aService for A2a {
             return Err(A2aError::PushNotificationNotSupported.into());
         }
         let limit = history_length(configuration.history_length, "configuration.history_length")?;
+        if let Some(message) = answering(&request) {
+            let answered = self
+                .answer(&request.tenant, message, Follow::FromNow)
+                .await?;
+            let status = match configuration.return_immediately {
+                true => answered.status,
+                false => self.settle(answered).await?,
+            };
+            return Ok(Response::new(pb::SendMessageResponse {
+                payload: Some(pb::send_message_response::Payload::Task(
+                    self.task(&status, limit).await?,
+                )),
+            }));
+        }
         let started = self.start(request, false).await?;
         let task = if configuration.return_immediately {
             started.submitted(limit)
@@ -403,6 +520,21 @@ impl A2aService for A2a {
             return Err(A2aError::PushNotificationNotSupported.into());
         }
         let limit = history_length(configuration.history_length, "configuration.history_length")?;
+        if let Some(message) = answering(&request) {
+            let answered = self
+                .answer(&request.tenant, message, Follow::TurnFromStart)
+                .await?;
+            // The task as it stands, without the answer so far: the stream replays the turn
+            // from its start, as SubscribeToTask does.
+            let mut first = self.task(&answered.status, limit).await?;
+            first.artifacts.clear();
+            return Ok(Response::new(task_stream(
+                first,
+                answered.status.execution_id,
+                answered.subscription,
+                self.shutdown.clone(),
+            )));
+        }
         let mut started = self.start(request, true).await?;
         let first = started.submitted(limit);
         let subscription = started

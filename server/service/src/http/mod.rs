@@ -11,7 +11,8 @@
 //! in its proto3 canonical JSON form (see [`json`]), never the on-disk log's. Same bearer token,
 //! CORS origins and TLS certificate as the gRPC port. Like `crate::grpc`, an adapter only:
 //! every request is one call on the runtime core. With `--console`, the web console and
-//! the API over gRPC-Web are served here too (see [`console`]).
+//! the API over gRPC-Web are served here too (see [`console`]); A2A's agent cards (public)
+//! and its JSON-RPC binding, `POST /a2a/jsonrpc`, too (see [`crate::a2a`]).
 
 mod approvals;
 mod auth;
@@ -76,12 +77,17 @@ pub fn router(
     shutdown: CancellationToken,
 ) -> Router {
     // Public, as A2A discovery needs: beside the routes behind the token.
-    let cards = options
+    let cards = options.a2a_cards.clone().map(|mut cards| {
+        cards.http_tls = options.tls.is_some();
+        crate::a2a::card::routes(runtime.clone(), cards)
+    });
+    // A2A's JSON-RPC binding, behind the token like every call.
+    let a2a = options
         .a2a_cards
-        .clone()
-        .map(|cards| crate::a2a::card::routes(runtime.clone(), cards));
+        .as_ref()
+        .map(|_| crate::a2a::jsonrpc::routes(runtime.clone(), options.heartbeat, shutdown.clone()));
     if options.console {
-        return with_console(runtime, options, shutdown, cards);
+        return with_console(runtime, options, shutdown, cards, a2a);
     }
     let gateway = Gateway {
         runtime,
@@ -100,11 +106,13 @@ pub fn router(
             post(bundles::import).layer(DefaultBodyLimit::max(archive_limit)),
         )
         .fallback(error::no_route)
-        .with_state(gateway)
-        .layer(axum::middleware::from_fn_with_state(
+        .with_state(gateway);
+    let authenticated = a2a.into_iter().fold(authenticated, Router::merge).layer(
+        axum::middleware::from_fn_with_state(
             auth::Token::new(options.auth_token.clone()),
             auth::require,
-        ));
+        ),
+    );
     cards
         .into_iter()
         .fold(authenticated, Router::merge)
@@ -123,6 +131,7 @@ fn with_console(
     options: &HttpOptions,
     shutdown: CancellationToken,
     cards: Option<Router>,
+    a2a: Option<Router>,
 ) -> Router {
     let console = console::Console::new(options.auth_token.clone(), options.tls.is_some());
     let gateway = Gateway {
@@ -141,7 +150,10 @@ fn with_console(
             "/bundles",
             post(bundles::import).layer(DefaultBodyLimit::max(archive_limit)),
         )
-        .with_state(gateway)
+        .with_state(gateway);
+    let gateway_routes = a2a
+        .into_iter()
+        .fold(gateway_routes, Router::merge)
         .route_layer(axum::middleware::from_fn_with_state(
             auth::Token::new(options.auth_token.clone()),
             auth::require,
