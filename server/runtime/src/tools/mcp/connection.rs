@@ -199,7 +199,9 @@ impl Connection {
         let result = tokio::select! {
             called = tokio::time::timeout(timeout, self.client.call_tool(params)) => match called {
                 Ok(Ok(result)) => result,
-                Ok(Err(_)) if !self.is_alive() => return Err(ConnectionError::Ended),
+                // The client may read the end of the server's output before the process
+                // is seen to exit: a closed transport is the server gone either way.
+                Ok(Err(e)) if !self.is_alive() || gone(&e) => return Err(ConnectionError::Ended),
                 Ok(Err(e)) => return Err(ConnectionError::Call(e.to_string())),
                 Err(_) => return Err(ConnectionError::CallTimeout(timeout)),
             },
@@ -224,4 +226,12 @@ impl Connection {
         self.stop();
         let _ = tokio::time::timeout(limit, self.ended.cancelled()).await;
     }
+}
+
+/// Whether a call failed because the connection to the server is gone.
+fn gone(error: &rmcp::ServiceError) -> bool {
+    matches!(
+        error,
+        rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+    )
 }
