@@ -124,6 +124,15 @@ async fn jsonrpc_runs_tasks_streams_them_as_events_and_answers_bad_calls_with_a2
         json!(["allow_once", "allow_always", "deny"]),
         "{card}"
     );
+    // So is the sequence number every streamed update carries.
+    assert_eq!(
+        card["capabilities"]["extensions"][1]["uri"], "urn:odyssey:a2a:event-sequence:v1",
+        "{card}"
+    );
+    assert_eq!(
+        card["capabilities"]["extensions"][1]["params"]["metadataKey"], "odysseySequence",
+        "{card}"
+    );
     let rpc = Rpc {
         http: http.clone(),
         url: interface["url"].as_str().expect("url").to_owned(),

@@ -229,7 +229,10 @@ pub fn card(
         capabilities: Some(pb::AgentCapabilities {
             streaming: Some(true),
             push_notifications: Some(false),
-            extensions: vec![super::answer::extension()],
+            extensions: vec![
+                super::answer::extension(),
+                super::task::sequence_extension(),
+            ],
             extended_agent_card: Some(false),
         }),
         security_schemes,

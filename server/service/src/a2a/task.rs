@@ -23,6 +23,32 @@ pub const RESPONSE_ARTIFACT: &str = "response";
 /// The metadata key of streamed events that carries the session's sequence number.
 pub const SEQUENCE_KEY: &str = "odysseySequence";
 
+/// The extension under which cards declare [`SEQUENCE_KEY`].
+pub const SEQUENCE_EXTENSION: &str = "urn:odyssey:a2a:event-sequence:v1";
+
+/// The card's declaration of the sequence number every streamed update carries.
+pub fn sequence_extension() -> pb::AgentExtension {
+    let mut params = prost_types::Struct::default();
+    params.fields.insert(
+        "metadataKey".into(),
+        prost_types::Value {
+            kind: Some(prost_types::value::Kind::StringValue(SEQUENCE_KEY.into())),
+        },
+    );
+    pb::AgentExtension {
+        uri: SEQUENCE_EXTENSION.into(),
+        description: "Every update of SendStreamingMessage and SubscribeToTask carries, in \
+                      metadata.odysseySequence, the sequence number of the session event it \
+                      comes from (the session is the task's contextId). SubscribeToTask \
+                      replays the task from the session's log, so a client that reconnects \
+                      skips the updates at or below the last sequence it handled and misses \
+                      nothing."
+            .into(),
+        required: false,
+        params: Some(params),
+    }
+}
+
 /// The task state a turn's state maps to. A turn waiting for an approval waits for a
 /// person's answer: input-required. An interrupted turn (the server stopped) failed.
 pub fn task_state(state: ExecutionState) -> pb::TaskState {
