@@ -693,6 +693,66 @@ async fn start_remote() -> RemoteServer {
 }
 
 #[tokio::test]
+async fn allow_always_on_an_mcp_tool_lets_the_same_call_run_again_and_asks_for_another() {
+    let modules = node_modules();
+    let echo = |id: &str, message: &str| {
+        call(
+            id,
+            "mcp__everything__echo",
+            &serde_json::json!({ "message": message }).to_string(),
+        )
+    };
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(echo("c1", "same"))
+            .reply(echo("c2", "same"))
+            .reply(echo("c3", "other"))
+            .reply(text("Done.")),
+    )
+    .await
+    .expect("loopback model");
+    let server = server_for(&model, &modules, Duration::from_secs(60)).await;
+    let project = mcp_project("everything", &everything(&modules), &modules, "[]", "[]");
+    project.write(
+        "agents/main/agent.yaml",
+        "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\nspec:\n  kind: prompt\n  prompt: You are a test agent.\n  model:\n    provider: openai\n    name: gpt-test\n  mcp_servers: [everything]\n  tools:\n    ask: [mcp__everything__echo]\n",
+    );
+    let session = server.session_on(&project).await;
+    let execution = server.submit(&session.id, "Echo.").await.expect("submit");
+    let first = answer(&server, &session.id, pb::ApprovalDecision::AllowAlways).await;
+    assert!(
+        format!("{:?}", first.arguments).contains("same"),
+        "{first:?}"
+    );
+    // The same call again runs without asking; the call with other arguments asks.
+    let other = answer(&server, &session.id, pb::ApprovalDecision::Deny).await;
+    assert!(
+        format!("{:?}", other.arguments).contains("other"),
+        "{other:?}"
+    );
+    server
+        .wait_for_state(&execution, pb::ExecutionState::Completed)
+        .await;
+    let status = server.status(&execution).await;
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let asked = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.payload,
+                Some(pb::session_event::Payload::PermissionRequested(_))
+            )
+        })
+        .count();
+    assert_eq!(asked, 2, "the repeated call asked again");
+    let calls = finished(&events);
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert!(calls[0].1 && calls[0].2.contains("same"), "{calls:?}");
+    assert!(calls[1].1 && calls[1].2.contains("same"), "{calls:?}");
+    assert!(!calls[2].1, "the denied call ran: {calls:?}");
+}
+
+#[tokio::test]
 async fn remote_servers_the_operator_allows_are_called_with_only_the_operators_headers() {
     const SECRET: &str = "Bearer vault-secret-4242";
     let remote = start_remote().await;
