@@ -16,9 +16,8 @@ use odyssey_client::OdysseyClient;
 use odyssey_client::proto as pb;
 use pb::execution_service_server::{ExecutionService, ExecutionServiceServer};
 use pb::session_service_server::{SessionService, SessionServiceServer};
-use tokio::io::AsyncBufReadExt;
 use tokio::net::TcpListener;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tonic::{Request, Response, Status};
 
 use crate::error::{BenchError, ClientContext, Result};
@@ -37,35 +36,7 @@ pub struct EchoServer {
 impl EchoServer {
     /// Starts the echo server's process; a subscription streams `events` events.
     pub async fn start(events: u64) -> Result<Self> {
-        let exe =
-            std::env::current_exe().map_err(|e| BenchError::io("locate", "odyssey-bench", e))?;
-        let mut command = Command::new(&exe);
-        command
-            .arg(ECHO_SERVER_ARG)
-            .arg(events.to_string())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        odyssey_sandbox::host::prepare_child(
-            command.as_std_mut(),
-            odyssey_sandbox::host::ChildSetup {
-                server_pid: std::process::id(),
-                ..Default::default()
-            },
-        );
-        let mut child = command
-            .spawn()
-            .map_err(|e| BenchError::io("start", &exe, e))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| BenchError::check("the echo server has no stdout"))?;
-        let mut line = String::new();
-        tokio::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .await
-            .map_err(|e| BenchError::io("read the address of", &exe, e))?;
-        let url = line.trim().to_owned();
+        let (child, url) = crate::child::start(ECHO_SERVER_ARG, [events.to_string()]).await?;
         if !url.starts_with("http://") {
             return Err(BenchError::check(format!(
                 "the echo server did not start (it said `{url}`)"

@@ -20,6 +20,7 @@
 mod benches;
 mod binaries;
 mod bundle;
+mod child;
 mod daemon;
 mod echo;
 mod env;

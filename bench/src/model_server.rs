@@ -15,6 +15,7 @@
 //! subtract exactly the model's time, delays and timer jitter included.
 
 use std::convert::Infallible;
+use std::ffi::OsStr;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -32,9 +33,8 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode, header};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use odyssey_testing::openai_wire::{Reply, WireEvent};
-use tokio::io::AsyncBufReadExt;
 use tokio::net::TcpListener;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 use crate::daemon::MODEL_KEY;
 use crate::error::{BenchError, Result};
@@ -130,41 +130,17 @@ pub struct ModelServer {
 impl ModelServer {
     /// Starts a server with `transport` whose answers start after `first_token`.
     pub async fn start(transport: Transport, first_token: Duration, tls: &Tls) -> Result<Self> {
-        let exe =
-            std::env::current_exe().map_err(|e| BenchError::io("locate", "odyssey-bench", e))?;
-        let mut command = Command::new(&exe);
-        command
-            .arg(MODEL_SERVER_ARG)
-            .arg(transport.name())
-            .arg(first_token.as_millis().to_string())
-            .arg(&tls.cert_file)
-            .arg(&tls.key_file)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        odyssey_sandbox::host::prepare_child(
-            command.as_std_mut(),
-            odyssey_sandbox::host::ChildSetup {
-                server_pid: std::process::id(),
-                ..Default::default()
-            },
-        );
-        let mut child = command
-            .spawn()
-            .map_err(|e| BenchError::io("start", &exe, e))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| BenchError::check("the model server has no stdout"))?;
-        let mut line = String::new();
-        tokio::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .await
-            .map_err(|e| BenchError::io("read the address of", &exe, e))?;
-        let Some(port) = line.trim().strip_prefix("port ") else {
+        let delay_ms = first_token.as_millis().to_string();
+        let args: [&OsStr; 4] = [
+            transport.name().as_ref(),
+            delay_ms.as_ref(),
+            tls.cert_file.as_os_str(),
+            tls.key_file.as_os_str(),
+        ];
+        let (child, line) = crate::child::start(MODEL_SERVER_ARG, args).await?;
+        let Some(port) = line.strip_prefix("port ") else {
             return Err(BenchError::check(format!(
-                "the model server did not start (it said `{}`)",
-                line.trim()
+                "the model server did not start (it said `{line}`)"
             )));
         };
         let base_url = match transport {
