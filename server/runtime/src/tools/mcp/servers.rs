@@ -14,7 +14,7 @@ use uuid::Uuid;
 use super::connection::Connection;
 use super::result::render;
 use super::settings::{McpLaunch, McpSettings, ResolvedMcpServer};
-use super::tool::McpTool;
+use super::tool::{McpTool, offerable};
 use crate::sandbox::{ExecRequest, NetworkGrant, Sandbox, ServiceLog};
 use crate::tools::{Tool, ToolContext, ToolOutput};
 
@@ -317,6 +317,7 @@ impl Slot {
             if connection.is_alive() {
                 match connection.list_tools(settings.start_timeout).await {
                     Ok(tools) => {
+                        let tools = offerable(&server.name, tools);
                         state.tools = tools.clone();
                         return Ok((connection, tools));
                     }
@@ -367,7 +368,7 @@ impl Slot {
         };
         let listed = match started {
             Ok(connection) => match connection.list_tools(settings.start_timeout).await {
-                Ok(tools) => Ok((Arc::new(connection), tools)),
+                Ok(tools) => Ok((Arc::new(connection), offerable(&server.name, tools))),
                 Err(e) => {
                     connection.stop();
                     Err(e)
