@@ -156,17 +156,7 @@ impl ModelServer {
 
     /// The server's time on each call answered since the last take, in order.
     pub async fn take_timings(&self) -> Result<Vec<Duration>> {
-        let url = format!("{}/timings", self.base_url);
-        let text = self
-            .control
-            .get(&url)
-            .send()
-            .await
-            .and_then(reqwest::Response::error_for_status)
-            .map_err(|e| BenchError::check(format!("GET {url}: {e}")))?
-            .text()
-            .await
-            .map_err(|e| BenchError::check(format!("GET {url}: {e}")))?;
+        let (url, text) = self.control_get("timings").await?;
         text.split_whitespace()
             .map(|n| {
                 n.parse::<u64>()
@@ -178,7 +168,15 @@ impl ModelServer {
 
     /// How many connections have carried model calls so far.
     pub async fn connections(&self) -> Result<u64> {
-        let url = format!("{}/connections", self.base_url);
+        let (url, text) = self.control_get("connections").await?;
+        text.trim()
+            .parse()
+            .map_err(|_| BenchError::check(format!("GET {url} answered `{text}`")))
+    }
+
+    /// The text of the server's control endpoint `name`, with its URL for messages.
+    async fn control_get(&self, name: &str) -> Result<(String, String)> {
+        let url = format!("{}/{name}", self.base_url);
         let text = self
             .control
             .get(&url)
@@ -189,9 +187,7 @@ impl ModelServer {
             .text()
             .await
             .map_err(|e| BenchError::check(format!("GET {url}: {e}")))?;
-        text.trim()
-            .parse()
-            .map_err(|_| BenchError::check(format!("GET {url} answered `{text}`")))
+        Ok((url, text))
     }
 
     /// One call as a client of the model makes it, without the runtime: from sending the
