@@ -139,6 +139,13 @@ impl ExecutionService for Executions {
     ) -> Result<Response<Self::StreamSessionCommandStream>, Status> {
         Err(Status::unimplemented("echo"))
     }
+
+    async fn send_input(
+        &self,
+        _: Request<pb::SendInputRequest>,
+    ) -> Result<Response<pb::SendInputResponse>, Status> {
+        Err(Status::unimplemented("echo"))
+    }
 }
 
 struct Sessions {

@@ -23,6 +23,7 @@ mod grpc_web;
 mod grpcurl;
 mod hosts;
 mod hub;
+mod input;
 mod mcp;
 mod mcp_serve;
 mod memory;

@@ -162,6 +162,9 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
         Payload::HistoryCompacted(p) => history_compacted(p),
         Payload::MemoryRecalled(p) => format!("{} record(s) from earlier sessions", p.records),
         Payload::NetworkConnectionAttempted(p) => network_attempt(p),
+        Payload::UserInputAdded(p) => {
+            shorten(&format!("steered in: {}", quoted(&p.text)), DETAIL_WIDTH)
+        }
     }
 }
 

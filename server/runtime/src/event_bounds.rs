@@ -201,6 +201,7 @@ mod tests {
             usage: TokenUsage::default(),
             messages,
             model_calls: 1,
+            reason: String::new(),
         })
     }
 

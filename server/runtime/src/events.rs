@@ -138,13 +138,19 @@ pub enum EventPayload {
     },
     /// A sandboxed process asked the session's egress proxy for a connection.
     NetworkConnectionAttempted(NetworkConnectionAttempted),
+    /// Input sent while the turn ran joined it: the turn's next model call is sent the
+    /// text as a user message.
+    UserInputAdded {
+        text: String,
+        mode: InputMode,
+    },
 }
 
 impl EventPayload {
     /// Every event type as it is named in the log's `type` field, in the order of
     /// [`EventPayload::type_index`]: metrics count events by it, and event hooks filter
     /// on it.
-    pub const TYPE_NAMES: [&'static str; 19] = [
+    pub const TYPE_NAMES: [&'static str; 20] = [
         "turn_started",
         "turn_completed",
         "agent_message_delta",
@@ -164,6 +170,7 @@ impl EventPayload {
         "history_compacted",
         "memory_recalled",
         "network_connection_attempted",
+        "user_input_added",
     ];
 
     /// This event's position in [`EventPayload::TYPE_NAMES`].
@@ -188,6 +195,7 @@ impl EventPayload {
             Self::HistoryCompacted(_) => 16,
             Self::MemoryRecalled { .. } => 17,
             Self::NetworkConnectionAttempted(_) => 18,
+            Self::UserInputAdded { .. } => 19,
         }
     }
 
@@ -256,6 +264,27 @@ pub struct TurnCompleted {
     pub messages: Vec<ChatMessage>,
     #[serde(default)]
     pub model_calls: u32,
+    /// A machine-readable code for why the turn did not complete, when one is known
+    /// ([`INTERRUPTED_BY_INPUT`]); empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// The [`TurnCompleted::reason`] of a turn stopped by input sent in
+/// [`InputMode::Interrupt`]: its outcome is cancelled, and later turns still remember what
+/// it did (as they do an interrupted turn).
+pub const INTERRUPTED_BY_INPUT: &str = "interrupted_by_input";
+
+/// How input sent to a session while a turn may be running is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputMode {
+    /// Join the running turn before its next model call.
+    Steer,
+    /// Run as a new turn after the running and queued ones.
+    Queue,
+    /// Stop the running turn, then run a turn with the input ahead of queued ones.
+    Interrupt,
 }
 
 /// A summary standing in for the turns up to `through_turn_id` (and any earlier summary).
@@ -354,6 +383,7 @@ mod tests {
                 usage: TokenUsage::default(),
                 messages: Vec::new(),
                 model_calls: 1,
+                reason: String::new(),
             }),
             EventPayload::AgentMessageDelta { delta: text() },
             EventPayload::ReasoningDelta { delta: text() },
@@ -436,6 +466,10 @@ mod tests {
                 allowed: false,
                 reason: text(),
             }),
+            EventPayload::UserInputAdded {
+                text: text(),
+                mode: InputMode::Steer,
+            },
         ]
     }
 

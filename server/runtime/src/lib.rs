@@ -34,13 +34,15 @@ pub mod textfile;
 pub mod tools;
 
 pub use api::{
-    Activity, CommandEvent, CommandEvents, CommandLine, CommandResult, ModelAvailability,
-    OdysseyRuntime, PulledBundle, PushedBundle, RuntimeBuilder, RuntimeCollector,
-    SandboxCapabilities, ServedAgent, ServerInfo, SessionCommand, SessionFilter, SessionSpec,
+    Activity, CommandEvent, CommandEvents, CommandLine, CommandResult, InputDisposition,
+    InputReceipt, ModelAvailability, OdysseyRuntime, PulledBundle, PushedBundle, RuntimeBuilder,
+    RuntimeCollector, SandboxCapabilities, ServedAgent, ServerInfo, SessionCommand, SessionFilter,
+    SessionInput, SessionSpec,
 };
 pub use bundle::InstallOptions;
 pub use config::RuntimeConfig;
 pub use error::{ErrorKind, Result, RuntimeError};
+pub use events::InputMode;
 pub use execution::{ExecutionHandle, ExecutionRequest, ExecutionState, ExecutionStatus};
 pub use model::ModelSpec;
 pub use model_override::ModelOverride;

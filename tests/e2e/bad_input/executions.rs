@@ -50,7 +50,92 @@ pub(super) fn cases() -> Vec<Case> {
     let mut cases = turn_cases();
     cases.extend(execution_id_cases());
     cases.extend(command_cases());
+    cases.extend(input_cases());
     cases
+}
+
+fn send_input(c: &Ctx, text: &str, mode: pb::InputMode) -> pb::SendInputRequest {
+    pb::SendInputRequest {
+        session_id: c.session_id.clone(),
+        text: text.into(),
+        mode: mode as i32,
+    }
+}
+
+/// SendInput: the session, the text (bounded like a prompt) and the mode.
+fn input_cases() -> Vec<Case> {
+    vec![
+        case!(
+            "ExecutionService/SendInput",
+            "missing session id",
+            InvalidArgument,
+            Some("session_id"),
+            |c| {
+                let request = pb::SendInputRequest {
+                    session_id: String::new(),
+                    ..send_input(&c, "hi", pb::InputMode::Steer)
+                };
+                done(c.executions().send_input(request).await)
+            }
+        ),
+        case!(
+            "ExecutionService/SendInput",
+            "unknown session",
+            NotFound,
+            None,
+            |c| {
+                let request = pb::SendInputRequest {
+                    session_id: UNKNOWN_ID.into(),
+                    ..send_input(&c, "hi", pb::InputMode::Queue)
+                };
+                done(c.executions().send_input(request).await)
+            }
+        ),
+        case!(
+            "ExecutionService/SendInput",
+            "empty text",
+            InvalidArgument,
+            Some("text"),
+            |c| {
+                let request = send_input(&c, " ", pb::InputMode::Steer);
+                done(c.executions().send_input(request).await)
+            }
+        ),
+        case!(
+            "ExecutionService/SendInput",
+            "oversized text",
+            InvalidArgument,
+            Some("text"),
+            |c| {
+                let text = format!("{}b", huge());
+                let request = send_input(&c, &text, pb::InputMode::Interrupt);
+                done(c.executions().send_input(request).await)
+            }
+        ),
+        case!(
+            "ExecutionService/SendInput",
+            "unspecified mode",
+            InvalidArgument,
+            Some("mode"),
+            |c| {
+                let request = send_input(&c, "hi", pb::InputMode::Unspecified);
+                done(c.executions().send_input(request).await)
+            }
+        ),
+        case!(
+            "ExecutionService/SendInput",
+            "unknown mode",
+            InvalidArgument,
+            Some("mode"),
+            |c| {
+                let request = pb::SendInputRequest {
+                    mode: 42,
+                    ..send_input(&c, "hi", pb::InputMode::Steer)
+                };
+                done(c.executions().send_input(request).await)
+            }
+        ),
+    ]
 }
 
 /// Run and Submit take the same input; both get every row.

@@ -10,7 +10,8 @@ use crate::bundle::InstalledBundle;
 use crate::error::{Result, RuntimeError};
 use crate::events::TurnOutcome;
 use crate::execution::{
-    ExecutionHandle, ExecutionRequest, ExecutionStatus, Job, PushError, ensure_session_budget,
+    ExecutionHandle, ExecutionRequest, ExecutionStatus, Job, Placed, PushError,
+    ensure_session_budget,
 };
 use crate::sandbox::{AppSource, CellPaths};
 use crate::session::SessionHandle;
@@ -21,6 +22,16 @@ const QUEUE_FULL_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 impl OdysseyRuntime {
     /// Queues a turn and returns its handle at once.
     pub async fn submit(&self, request: ExecutionRequest) -> Result<ExecutionHandle> {
+        self.enqueue(request, false).await.map(|(handle, _)| handle)
+    }
+
+    /// Checks and queues a turn after the session's waiting turns (or, `first`, ahead of
+    /// them); says what of the session was ahead of it.
+    pub(crate) async fn enqueue(
+        &self,
+        request: ExecutionRequest,
+        first: bool,
+    ) -> Result<(ExecutionHandle, Placed)> {
         self.ensure_running()?;
         validate_request(&request)?;
         let session = self.inner.sessions.get(request.session_id).await?;
@@ -36,8 +47,8 @@ impl OdysseyRuntime {
             execution_id,
             request,
         };
-        match self.inner.queue.push(job) {
-            Ok(()) => {}
+        let placed = match self.inner.queue.place(job, first) {
+            Ok(placed) => placed,
             Err(PushError::Full) => {
                 self.inner.executions.forget(execution_id);
                 return Err(RuntimeError::QueueFull {
@@ -49,12 +60,13 @@ impl OdysseyRuntime {
                 self.inner.executions.forget(execution_id);
                 return Err(RuntimeError::ShuttingDown);
             }
-        }
+        };
         self.pump();
-        Ok(ExecutionHandle {
+        let handle = ExecutionHandle {
             execution_id,
             session_id,
-        })
+        };
+        Ok((handle, placed))
     }
 
     /// Runs a turn: submit, then wait for it to end.
@@ -150,21 +162,28 @@ impl OdysseyRuntime {
 /// whole, and each must fit in one message to subscribers.
 pub const MAX_PROMPT_BYTES: usize = 1024 * 1024;
 
-/// Checks a turn request before it is queued, naming the field at fault.
-fn validate_request(request: &ExecutionRequest) -> Result<()> {
-    if request.prompt.trim().is_empty() {
-        return Err(RuntimeError::invalid("prompt", "must not be empty"));
+/// Checks a turn's prompt (or any text that becomes one), naming `field` when it is empty
+/// or too long.
+pub(crate) fn validate_prompt(field: &str, prompt: &str) -> Result<()> {
+    if prompt.trim().is_empty() {
+        return Err(RuntimeError::invalid(field, "must not be empty"));
     }
-    if request.prompt.len() > MAX_PROMPT_BYTES {
+    if prompt.len() > MAX_PROMPT_BYTES {
         return Err(RuntimeError::invalid(
-            "prompt",
+            field,
             format!(
                 "is {} bytes; a prompt is at most {MAX_PROMPT_BYTES} (its turn's events must \
                  each fit in one message)",
-                request.prompt.len()
+                prompt.len()
             ),
         ));
     }
+    Ok(())
+}
+
+/// Checks a turn request before it is queued, naming the field at fault.
+fn validate_request(request: &ExecutionRequest) -> Result<()> {
+    validate_prompt("prompt", &request.prompt)?;
     if let Some(cwd) = &request.cwd {
         super::overrides::check_cwd(cwd)?;
     }

@@ -23,6 +23,7 @@ mod commands;
 mod executions;
 mod hub;
 mod info;
+mod input;
 mod memory;
 mod operations;
 mod overrides;
@@ -44,6 +45,7 @@ pub use bundles::{ModelAvailability, ServedAgent};
 pub use commands::{CommandEvent, CommandEvents, CommandLine, CommandResult, SessionCommand};
 pub use hub::{PulledBundle, PushedBundle};
 pub use info::{Activity, SandboxCapabilities, ServerInfo};
+pub use input::{InputDisposition, InputReceipt, SessionInput};
 pub use operations::RuntimeCollector;
 pub(crate) use overrides::{normalized_cwd, workspace_dir};
 pub use sessions::{SessionFilter, SessionSpec};
@@ -53,7 +55,7 @@ use crate::config::RuntimeConfig;
 use crate::error::{Result, RuntimeError};
 use crate::event_hooks::EventHooks;
 use crate::events::TurnOutcome;
-use crate::execution::{ExecutionTable, Queue};
+use crate::execution::{ExecutionTable, Inboxes, Queue};
 use crate::hub::Hub;
 use crate::memory::{FileMemory, FileMemoryLimits, MemoryProvider};
 use crate::metrics::Metrics;
@@ -90,6 +92,8 @@ pub(crate) struct Inner {
     pub(crate) skills: Arc<ServerSkills>,
     pub(crate) queue: Queue,
     pub(crate) executions: Arc<ExecutionTable>,
+    /// The running turns' inboxes of steered input.
+    pub(crate) inputs: Inboxes,
     pub(crate) slots: Arc<Semaphore>,
     pub(crate) turns: TaskTracker,
     pub(crate) started_at: SystemTime,
@@ -182,6 +186,7 @@ impl OdysseyRuntime {
                 event_hooks,
                 queue: Queue::new(config.queue_capacity),
                 executions,
+                inputs: Inboxes::default(),
                 slots: Arc::new(Semaphore::new(config.worker_count.max(1))),
                 turns: TaskTracker::new(),
                 started_at: SystemTime::now(),

@@ -10,8 +10,9 @@ pub(crate) enum TurnEnd {
     Done,
     /// It failed: an error the log records, with its code.
     Failed(TurnFailure),
-    /// Stopped by a request to cancel it.
-    Cancelled(String),
+    /// Stopped by a request to cancel it: why, in words, and the record's machine-readable
+    /// reason (empty when none was given).
+    Cancelled(String, &'static str),
     /// Stopped by the server shutting down; the turn can be asked again.
     Interrupted(String),
 }
@@ -21,7 +22,7 @@ impl TurnEnd {
     pub fn stopped(signal: &CancelSignal) -> Self {
         match signal.reason() {
             (TurnOutcome::Interrupted, why) => Self::Interrupted(why),
-            (_, why) => Self::Cancelled(why),
+            (_, why) => Self::Cancelled(why, signal.code()),
         }
     }
 
@@ -39,18 +40,18 @@ impl TurnEnd {
     pub fn stopped_by(&self) -> Option<TurnOutcome> {
         match self {
             Self::Done | Self::Failed(_) => None,
-            Self::Cancelled(_) => Some(TurnOutcome::Cancelled),
+            Self::Cancelled(..) => Some(TurnOutcome::Cancelled),
             Self::Interrupted(_) => Some(TurnOutcome::Interrupted),
         }
     }
 
-    /// The turn record's outcome and error text.
-    pub fn into_outcome(self) -> (TurnOutcome, String) {
+    /// The turn record's outcome, error text and reason code.
+    pub fn into_outcome(self) -> (TurnOutcome, String, &'static str) {
         match self {
-            Self::Done => (TurnOutcome::Completed, String::new()),
-            Self::Failed(failure) => (TurnOutcome::Failed, failure.message),
-            Self::Cancelled(why) => (TurnOutcome::Cancelled, why),
-            Self::Interrupted(why) => (TurnOutcome::Interrupted, why),
+            Self::Done => (TurnOutcome::Completed, String::new(), ""),
+            Self::Failed(failure) => (TurnOutcome::Failed, failure.message, ""),
+            Self::Cancelled(why, code) => (TurnOutcome::Cancelled, why, code),
+            Self::Interrupted(why) => (TurnOutcome::Interrupted, why, ""),
         }
     }
 }

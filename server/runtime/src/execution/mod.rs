@@ -1,11 +1,13 @@
 //! Running turns: the bounded queue, the worker slots, execution status, a turn from its
-//! job to its record (`run`), how it ended (`end`), and the ReAct loop of one turn.
+//! job to its record (`run`), how it ended (`end`), the ReAct loop of one turn, and the
+//! input steered into a running turn (`inbox`).
 
 pub mod arguments;
 mod budget;
 mod end;
 mod gate;
 mod history;
+mod inbox;
 mod long_term_memory;
 mod queue;
 mod run;
@@ -20,8 +22,9 @@ pub use status::{
 pub use budget::tokens_spent;
 pub(crate) use budget::{TokenBudgets, ensure_session_budget};
 pub(crate) use gate::Gate;
+pub(crate) use inbox::{Inbox, Inboxes};
 pub(crate) use long_term_memory::TurnMemory;
-pub(crate) use queue::{Job, PushError, Queue};
+pub(crate) use queue::{Job, Placed, PushError, Queue};
 pub(crate) use slot::WorkerSlot;
 pub(crate) use status::ExecutionTable;
 pub(crate) use turn::{Progress, Turn, TurnFailure};

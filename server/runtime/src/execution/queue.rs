@@ -22,7 +22,8 @@ pub(crate) struct Job {
 #[derive(Default)]
 struct SessionQueue {
     pending: VecDeque<Job>,
-    running: bool,
+    /// The execution a worker took, until it finishes.
+    running: Option<Uuid>,
 }
 
 pub(crate) struct Queue {
@@ -44,6 +45,15 @@ pub(crate) enum PushError {
     Closed,
 }
 
+/// Where a job was queued: what of its session was ahead of it then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Placed {
+    /// The session's turn a worker runs.
+    pub running: Option<Uuid>,
+    /// How many of the session's turns wait ahead of the job.
+    pub ahead: usize,
+}
+
 impl Queue {
     pub fn new(capacity: usize) -> Self {
         Self {
@@ -60,7 +70,13 @@ impl Queue {
         self.capacity
     }
 
+    #[cfg(test)]
     pub fn push(&self, job: Job) -> Result<(), PushError> {
+        self.place(job, false).map(|_| ())
+    }
+
+    /// Queues `job` after (or, `first`, ahead of) the session's waiting turns.
+    pub fn place(&self, job: Job, first: bool) -> Result<Placed, PushError> {
         let mut inner = self.lock();
         if inner.closed {
             return Err(PushError::Closed);
@@ -71,12 +87,20 @@ impl Queue {
         inner.queued += 1;
         let session_id = job.request.session_id;
         let queue = inner.sessions.entry(session_id).or_default();
-        let became_ready = queue.pending.is_empty() && !queue.running;
-        queue.pending.push_back(job);
+        let became_ready = queue.pending.is_empty() && queue.running.is_none();
+        let placed = Placed {
+            running: queue.running,
+            ahead: if first { 0 } else { queue.pending.len() },
+        };
+        if first {
+            queue.pending.push_front(job);
+        } else {
+            queue.pending.push_back(job);
+        }
         if became_ready {
             inner.ready.push_back(session_id);
         }
-        Ok(())
+        Ok(placed)
     }
 
     /// The next job to run, marking its session as running.
@@ -85,7 +109,7 @@ impl Queue {
         let session_id = inner.ready.pop_front()?;
         let queue = inner.sessions.get_mut(&session_id)?;
         let job = queue.pending.pop_front()?;
-        queue.running = true;
+        queue.running = Some(job.execution_id);
         inner.queued -= 1;
         Some(job)
     }
@@ -96,7 +120,7 @@ impl Queue {
         let Some(queue) = inner.sessions.get_mut(&session_id) else {
             return;
         };
-        queue.running = false;
+        queue.running = None;
         if queue.pending.is_empty() {
             inner.sessions.remove(&session_id);
         } else {
@@ -116,7 +140,7 @@ impl Queue {
         let queue = inner.sessions.get_mut(&session_id)?;
         let job = queue.pending.remove(position)?;
         let now_empty = queue.pending.is_empty();
-        let running = queue.running;
+        let running = queue.running.is_some();
         inner.queued -= 1;
         if now_empty {
             inner.ready.retain(|s| *s != session_id);
@@ -134,7 +158,7 @@ impl Queue {
             return Vec::new();
         };
         let jobs: Vec<Job> = queue.pending.drain(..).collect();
-        let running = queue.running;
+        let running = queue.running.is_some();
         inner.queued -= jobs.len();
         inner.ready.retain(|s| *s != session_id);
         if !running {
@@ -191,6 +215,48 @@ mod tests {
         q.finish(a);
         assert_eq!(q.pop().map(|j| j.execution_id), Some(ids.1));
         assert_eq!(q.queued(), 0);
+    }
+
+    #[test]
+    fn a_job_placed_first_runs_next_and_is_told_what_runs_ahead() {
+        let q = Queue::new(10);
+        let s = Uuid::new_v4();
+        let (running, waiting, urgent) = (job(s), job(s), job(s));
+        let ids = (
+            running.execution_id,
+            waiting.execution_id,
+            urgent.execution_id,
+        );
+        let placed = q.place(running, false).ok();
+        assert_eq!(
+            placed,
+            Some(Placed {
+                running: None,
+                ahead: 0
+            })
+        );
+        assert_eq!(q.pop().map(|j| j.execution_id), Some(ids.0));
+        let placed = q.place(waiting, false).ok();
+        assert_eq!(
+            placed,
+            Some(Placed {
+                running: Some(ids.0),
+                ahead: 0
+            })
+        );
+        let placed = q.place(urgent, true).ok();
+        assert_eq!(
+            placed,
+            Some(Placed {
+                running: Some(ids.0),
+                ahead: 0
+            })
+        );
+        assert!(q.pop().is_none(), "the session's turn still runs");
+        q.finish(s);
+        assert_eq!(q.pop().map(|j| j.execution_id), Some(ids.2));
+        q.finish(s);
+        assert_eq!(q.pop().map(|j| j.execution_id), Some(ids.1));
     }
 
     #[test]

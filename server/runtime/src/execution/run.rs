@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::end::TurnEnd;
 use super::{
-    CancelSignal, ExecutionRequest, ExecutionState, Gate, Job, Progress, TokenBudgets, Turn,
+    CancelSignal, ExecutionRequest, ExecutionState, Gate, Inbox, Job, Progress, TokenBudgets, Turn,
     TurnFailure, WorkerSlot, ensure_session_budget, tokens_spent,
 };
 use crate::api::OdysseyRuntime;
@@ -88,7 +88,7 @@ impl OdysseyRuntime {
             prompt: job.request.prompt.clone(),
             context,
         };
-        let record = completed(outcome, String::new(), why.into(), Progress::default());
+        let record = completed(outcome, String::new(), why.into(), Progress::default(), "");
         let appended =
             match session.append_now(Some(execution_id), EventPayload::TurnStarted(started)) {
                 Ok(_) => {
@@ -176,6 +176,7 @@ impl OdysseyRuntime {
             s.state = ExecutionState::Running;
             s.first_sequence = first_sequence;
         });
+        let inbox = self.inner.inputs.open(session.id(), execution_id);
 
         let mut progress = Progress::default();
         let prepared = self
@@ -185,6 +186,7 @@ impl OdysseyRuntime {
                 &context,
                 &job.request.prompt,
                 signal,
+                inbox,
             )
             .await;
         let end = match prepared {
@@ -210,6 +212,12 @@ impl OdysseyRuntime {
                 }
             }
         };
+        // Input steered in that no model call took stays in the turn's record, after what
+        // the turn did (its events already say it arrived).
+        let untaken = self.inner.inputs.close(session.id(), execution_id);
+        progress
+            .messages
+            .extend(untaken.into_iter().map(crate::chat::ChatMessage::user));
         self.close_pending_approval(&session, execution_id, &mut progress, end.stopped_by())
             .await;
         if let TurnEnd::Failed(failure) = &end {
@@ -222,7 +230,7 @@ impl OdysseyRuntime {
                 },
             );
         }
-        let (outcome, error) = end.into_outcome();
+        let (outcome, error, reason) = end.into_outcome();
         // The status shows what the record keeps, so no answer is larger in one than in the
         // other (nor than a message may be).
         let mut response = std::mem::take(&mut progress.response);
@@ -232,7 +240,7 @@ impl OdysseyRuntime {
         let usage = progress.usage;
         let model_calls = progress.model_calls;
         let remembering = progress.remembering.take();
-        let record = completed(outcome, response.clone(), error.clone(), progress);
+        let record = completed(outcome, response.clone(), error.clone(), progress, reason);
         let executions = &self.inner.executions;
         // The answer's long-term memory record is written while the end is synced: a
         // caller that sees the turn ended finds it recalled by a new session.
@@ -293,6 +301,7 @@ impl OdysseyRuntime {
         context: &TurnContext,
         input: &str,
         signal: &CancelSignal,
+        inbox: Arc<Inbox>,
     ) -> Result<Turn> {
         let record = session.record().clone();
         let bundle = self.resolve_bundle(record.bundle.reference()).await?;
@@ -387,6 +396,7 @@ impl OdysseyRuntime {
                 session_spent: tokens_spent(&stats.usage),
             },
             memory,
+            inbox,
         };
         self.add_mcp_tools(
             &bundle,
@@ -435,6 +445,7 @@ fn completed(
     response: String,
     error: String,
     progress: Progress,
+    reason: &str,
 ) -> EventPayload {
     EventPayload::TurnCompleted(TurnCompleted {
         outcome,
@@ -443,5 +454,6 @@ fn completed(
         usage: progress.usage,
         messages: progress.messages,
         model_calls: progress.model_calls,
+        reason: reason.into(),
     })
 }

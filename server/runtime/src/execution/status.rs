@@ -76,13 +76,32 @@ pub struct ExecutionStatus {
 #[derive(Default)]
 pub struct CancelSignal {
     token: CancellationToken,
-    why: OnceLock<(TurnOutcome, String)>,
+    why: OnceLock<Stop>,
+}
+
+/// Why an execution was asked to stop.
+#[derive(Clone, Debug)]
+struct Stop {
+    outcome: TurnOutcome,
+    why: String,
+    /// The turn record's machine-readable reason, if any.
+    code: &'static str,
 }
 
 impl CancelSignal {
     /// Asks the execution to stop; the first reason given wins.
     pub fn cancel(&self, outcome: TurnOutcome, why: impl Into<String>) {
-        let _ = self.why.set((outcome, why.into()));
+        self.stop(outcome, why, "");
+    }
+
+    /// Like [`cancel`](Self::cancel), with the machine-readable reason its turn record
+    /// carries (`interrupted_by_input`).
+    pub fn stop(&self, outcome: TurnOutcome, why: impl Into<String>, code: &'static str) {
+        let _ = self.why.set(Stop {
+            outcome,
+            why: why.into(),
+            code,
+        });
         self.token.cancel();
     }
 
@@ -93,8 +112,13 @@ impl CancelSignal {
     pub fn reason(&self) -> (TurnOutcome, String) {
         self.why
             .get()
-            .cloned()
+            .map(|s| (s.outcome, s.why.clone()))
             .unwrap_or((TurnOutcome::Cancelled, "cancelled".into()))
+    }
+
+    /// The machine-readable reason given with the stop; empty when none was.
+    pub fn code(&self) -> &'static str {
+        self.why.get().map_or("", |s| s.code)
     }
 }
 

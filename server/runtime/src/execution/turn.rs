@@ -18,6 +18,7 @@ use crate::tools::{ToolContext, ToolOutput, ToolSet};
 use super::arguments;
 use super::budget::TokenBudgets;
 use super::gate::{Call, Gate, Verdict};
+use super::inbox::Inbox;
 use super::long_term_memory::TurnMemory;
 use super::slot::WorkerSlot;
 
@@ -39,6 +40,8 @@ pub(crate) struct Turn {
     pub budgets: TokenBudgets,
     /// Long-term memory, when it is on for this agent.
     pub memory: Option<TurnMemory>,
+    /// Input steered into the turn while it runs.
+    pub inbox: Arc<Inbox>,
 }
 
 /// What a turn produced so far. Kept outside the loop's future so that a cancelled or
@@ -101,6 +104,10 @@ impl Turn {
         let history = self.windowed_history(prompt, &specs, progress).await?;
         for _ in 0..self.max_steps {
             self.budgets.check_session(progress)?;
+            // Input steered in since the last call joins here, after the tool results.
+            progress
+                .messages
+                .extend(self.inbox.take().into_iter().map(ChatMessage::user));
             let mut messages = history.clone();
             messages.extend(progress.messages.iter().cloned());
             let request = ModelRequest {
@@ -118,7 +125,9 @@ impl Turn {
                 ..ChatMessage::assistant(text.clone(), calls.clone())
             });
             self.budgets.check_output(progress)?;
-            if calls.is_empty() {
+            // An answer is final unless input was steered in meanwhile: then the model is
+            // asked again, with it.
+            if calls.is_empty() && self.inbox.close_if_empty() {
                 progress.remembering = self.remember(prompt, &text);
                 progress.response = text;
                 return Ok(());

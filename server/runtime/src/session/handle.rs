@@ -579,6 +579,7 @@ impl SessionHandle {
             usage: open.so_far.usage,
             messages: open.so_far.messages(),
             model_calls: open.so_far.model_calls,
+            reason: String::new(),
         });
         let end = self.write_locked(&mut state, Some(open.turn_id), completed, false)?;
         *wrote = true;

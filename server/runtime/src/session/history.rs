@@ -1,6 +1,7 @@
 //! A session's conversation memory, held while the session is open and rebuilt from its
-//! log when it is opened: the latest compaction summary, the completed (and interrupted)
-//! turns after it, and the long-term memory section recalled at its first turn.
+//! log when it is opened: the latest compaction summary, the completed (and interrupted,
+//! by the server or by input) turns after it, and the long-term memory section recalled
+//! at its first turn.
 //!
 //! Each turn's token estimate is computed once, when the turn is added, so sizing a
 //! turn's window costs one addition per remembered turn.
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::chat::ChatMessage;
-use crate::events::{Event, EventPayload, TurnOutcome};
+use crate::events::{Event, EventPayload, INTERRUPTED_BY_INPUT, TurnOutcome};
 use crate::memory::compaction::summary_message;
 use crate::memory::estimate::{message_tokens, messages_tokens};
 use crate::memory::interrupted;
@@ -80,6 +81,11 @@ impl History {
                 let messages = match done.outcome {
                     TurnOutcome::Completed => done.messages.clone(),
                     TurnOutcome::Interrupted => {
+                        interrupted::remembered(&done.messages, prompt.as_deref(), &done.error)
+                    }
+                    // Stopped for the input that runs next: that turn is sent what this
+                    // one did, as for a turn the server interrupted.
+                    TurnOutcome::Cancelled if done.reason == INTERRUPTED_BY_INPUT => {
                         interrupted::remembered(&done.messages, prompt.as_deref(), &done.error)
                     }
                     TurnOutcome::Failed | TurnOutcome::Cancelled => return,
@@ -153,6 +159,7 @@ mod tests {
                 ChatMessage::assistant(text, vec![]),
             ],
             model_calls: 1,
+            reason: String::new(),
         })
     }
 

@@ -494,6 +494,7 @@ async fn listing_folds_in_what_the_summary_does_not_cover() {
             },
             messages: Vec::new(),
             model_calls: 1,
+            reason: String::new(),
         })
     };
     let id;
@@ -565,6 +566,7 @@ async fn nothing_from_an_unsynced_turn_start_on_is_visible_until_it_is_durable()
         usage: Default::default(),
         messages: Vec::new(),
         model_calls: 1,
+        reason: String::new(),
     });
     handle
         .append(turn, completed)

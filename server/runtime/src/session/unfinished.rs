@@ -25,6 +25,8 @@ pub(crate) struct TurnSoFar {
     /// The prompt, then each completed step's messages.
     messages: Vec<ChatMessage>,
     step: Option<Step>,
+    /// Input steered into the turn and not yet sent: the next model call takes it.
+    steered: Vec<String>,
 }
 
 /// The model call in progress, as far as the log shows.
@@ -110,16 +112,19 @@ impl TurnSoFar {
                 self.model_calls = self.model_calls.saturating_add(1);
                 self.usage += compacted.usage;
             }
+            EventPayload::UserInputAdded { text, .. } => self.steered.push(text.clone()),
             _ => {}
         }
     }
 
-    /// The prompt and the completed steps' messages.
+    /// The prompt and the completed steps' messages, then the input steered in that no
+    /// model call took yet.
     pub fn messages(&self) -> Vec<ChatMessage> {
         let mut messages = self.messages.clone();
         if let Some(step) = self.step.as_ref().filter(|s| s.is_complete()) {
             push_step(&mut messages, step.clone());
         }
+        messages.extend(self.steered.iter().map(ChatMessage::user));
         messages
     }
 
@@ -138,6 +143,9 @@ impl TurnSoFar {
         if let Some(done) = self.step.take().filter(Step::is_complete) {
             push_step(&mut self.messages, done);
         }
+        // The live turn adds steered input just before the model call it joins.
+        self.messages
+            .extend(self.steered.drain(..).map(ChatMessage::user));
         self.model_calls = self.model_calls.saturating_add(1);
         self.step.insert(Step::default())
     }
@@ -243,6 +251,46 @@ mod tests {
         let messages = turn.messages();
         assert_eq!(messages.len(), 6, "{messages:?}");
         assert_eq!(messages[5].tool_call_id.as_deref(), Some("c"));
+    }
+
+    fn steered(text: &str) -> EventPayload {
+        EventPayload::UserInputAdded {
+            text: text.into(),
+            mode: crate::events::InputMode::Steer,
+        }
+    }
+
+    /// Input steered in joins where the live turn put it: before the model call after it,
+    /// after the step the turn was running; input no call took yet comes last.
+    #[test]
+    fn steered_input_is_rebuilt_before_the_model_call_that_took_it() {
+        let mut turn = TurnSoFar::new("fix it", 1);
+        for payload in [
+            usage(10, 1),
+            started("a"),
+            steered("use the tests"),
+            finished("a"),
+            usage(20, 2),
+            started("b"),
+            finished("b"),
+            steered("and be quick"),
+        ] {
+            turn.observe(&event(payload));
+        }
+        let messages = turn.messages();
+        let users: Vec<(usize, &str)> = messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == crate::chat::Role::User)
+            .map(|(i, m)| (i, m.content.as_str()))
+            .collect();
+        assert_eq!(
+            users,
+            [(0, "fix it"), (3, "use the tests"), (6, "and be quick")],
+            "{messages:?}"
+        );
+        assert_eq!(messages[2].tool_call_id.as_deref(), Some("a"));
+        assert_eq!(messages[5].tool_call_id.as_deref(), Some("b"));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use odyssey_runtime::permissions::Approval;
 use odyssey_runtime::policy::{ApprovalPolicy, SandboxMode};
 use odyssey_runtime::session::{SessionInfo, SessionState};
 use odyssey_runtime::skills::{SkillListing, SkillSource};
-use odyssey_runtime::{ModelAvailability, ModelSpec, ServedAgent};
+use odyssey_runtime::{InputDisposition, InputReceipt, ModelAvailability, ModelSpec, ServedAgent};
 
 pub fn timestamp(at: SystemTime) -> Timestamp {
     let since = at.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
@@ -472,6 +472,7 @@ fn payload(p: &EventPayload) -> pb::session_event::Payload {
             usage: Some(usage(&t.usage)),
             messages: t.messages.iter().map(chat_message).collect(),
             model_calls: t.model_calls,
+            reason: t.reason.clone(),
         }),
         EventPayload::AgentMessageDelta { delta } => P::AgentMessageDelta(pb::AgentMessageDelta {
             delta: delta.clone(),
@@ -620,5 +621,51 @@ fn payload(p: &EventPayload) -> pb::session_event::Payload {
                 reason: a.reason.clone(),
             })
         }
+        EventPayload::UserInputAdded { text, mode } => P::UserInputAdded(pb::UserInputAdded {
+            text: text.clone(),
+            mode: input_mode(*mode),
+        }),
+    }
+}
+
+pub fn input_mode(mode: ev::InputMode) -> i32 {
+    match mode {
+        ev::InputMode::Steer => pb::InputMode::Steer,
+        ev::InputMode::Queue => pb::InputMode::Queue,
+        ev::InputMode::Interrupt => pb::InputMode::Interrupt,
+    }
+    .into()
+}
+
+/// An `InputMode` of a request; `UNSPECIFIED` and unknown values are refused.
+pub fn input_mode_from(value: i32) -> Result<ev::InputMode, String> {
+    match pb::InputMode::try_from(value) {
+        Ok(pb::InputMode::Steer) => Ok(ev::InputMode::Steer),
+        Ok(pb::InputMode::Queue) => Ok(ev::InputMode::Queue),
+        Ok(pb::InputMode::Interrupt) => Ok(ev::InputMode::Interrupt),
+        Ok(pb::InputMode::Unspecified) => {
+            Err("is required: INPUT_MODE_STEER, INPUT_MODE_QUEUE or INPUT_MODE_INTERRUPT".into())
+        }
+        Err(_) => Err(format!(
+            "{value} is not an input mode (INPUT_MODE_STEER, INPUT_MODE_QUEUE or INPUT_MODE_INTERRUPT)"
+        )),
+    }
+}
+
+pub fn input_receipt(r: &InputReceipt) -> pb::SendInputResponse {
+    let disposition = match r.disposition {
+        InputDisposition::Steered => pb::InputDisposition::Steered,
+        InputDisposition::Queued => pb::InputDisposition::Queued,
+        InputDisposition::Interrupted => pb::InputDisposition::Interrupted,
+        InputDisposition::Started => pb::InputDisposition::Started,
+    };
+    pb::SendInputResponse {
+        session_id: r.session_id.to_string(),
+        disposition: disposition.into(),
+        execution_id: r.execution_id.to_string(),
+        interrupted_execution_id: r
+            .interrupted_execution_id
+            .map(|id| id.to_string())
+            .unwrap_or_default(),
     }
 }

@@ -12,7 +12,7 @@ use tonic::{Request, Response, Status};
 use super::convert;
 use super::status::{invalid, parse_uuid, to_status, to_status_at};
 use odyssey_runtime::{
-    CommandEvent, CommandLine, ExecutionRequest, OdysseyRuntime, SessionCommand,
+    CommandEvent, CommandLine, ExecutionRequest, OdysseyRuntime, SessionCommand, SessionInput,
 };
 
 pub struct Executions {
@@ -200,5 +200,24 @@ impl ExecutionService for Executions {
             Ok(message(item))
         });
         Ok(Response::new(Box::pin(events)))
+    }
+
+    async fn send_input(
+        &self,
+        request: Request<pb::SendInputRequest>,
+    ) -> Result<Response<pb::SendInputResponse>, Status> {
+        let r = request.into_inner();
+        let session_id = parse_uuid("session_id", &r.session_id)?;
+        let mode = convert::input_mode_from(r.mode).map_err(|message| invalid("mode", message))?;
+        let receipt = self
+            .runtime
+            .send_input(SessionInput {
+                session_id,
+                text: r.text,
+                mode,
+            })
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(convert::input_receipt(&receipt)))
     }
 }

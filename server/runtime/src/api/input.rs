@@ -1,0 +1,139 @@
+//! Input sent to a session while a turn may be running: steered into the running turn,
+//! queued after it, or interrupting it (see `execution::inbox` for how steered input
+//! reaches the turn). With no turn running, every mode starts one.
+
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use super::OdysseyRuntime;
+use super::executions::validate_prompt;
+use crate::error::Result;
+use crate::events::{EventPayload, INTERRUPTED_BY_INPUT, InputMode, TurnOutcome};
+use crate::execution::{ExecutionRequest, ExecutionState};
+use crate::session::SessionHandle;
+
+/// Input for a session, and how it is to be taken.
+#[derive(Clone, Debug)]
+pub struct SessionInput {
+    pub session_id: Uuid,
+    /// Bounded like a turn's prompt.
+    pub text: String,
+    pub mode: InputMode,
+}
+
+/// What became of input sent with [`OdysseyRuntime::send_input`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputDisposition {
+    /// It joined the running turn, before that turn's next model call.
+    Steered,
+    /// A new turn waits behind the session's running or queued turns.
+    Queued,
+    /// The running turn was stopped; the new turn runs next.
+    Interrupted,
+    /// Nothing was running or queued: the new turn starts (or waits for a free worker).
+    Started,
+}
+
+/// Where input went, so a caller can follow it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InputReceipt {
+    pub session_id: Uuid,
+    pub disposition: InputDisposition,
+    /// The turn the text is part of: the running one it steered, or the new one.
+    pub execution_id: Uuid,
+    /// The turn stopped for it ([`InputDisposition::Interrupted`] only).
+    pub interrupted_execution_id: Option<Uuid>,
+}
+
+impl OdysseyRuntime {
+    /// Gives a session input while a turn may be running.
+    ///
+    /// - [`InputMode::Steer`]: the text joins the running turn as a user message before
+    ///   its next model call, recorded by a `user_input_added` event (durable when this
+    ///   returns). A turn waiting for an approval takes it after the approval, before its
+    ///   next model call; a turn whose model answered while the text waited asks the model
+    ///   once more. When the turn has already taken its last model call, the text starts a
+    ///   turn of its own instead, as in [`InputMode::Queue`].
+    /// - [`InputMode::Queue`]: a new turn, as [`OdysseyRuntime::submit`] queues it.
+    /// - [`InputMode::Interrupt`]: a new turn is queued ahead of the session's waiting
+    ///   turns, then the running turn is stopped (its record: cancelled, reason
+    ///   `interrupted_by_input`) and this returns once it has ended.
+    pub async fn send_input(&self, input: SessionInput) -> Result<InputReceipt> {
+        self.ensure_running()?;
+        validate_prompt("text", &input.text)?;
+        let session = self.inner.sessions.get(input.session_id).await?;
+        let session_id = session.id();
+        if input.mode == InputMode::Steer
+            && let Some(execution_id) = self.steer(&session, &input.text).await?
+        {
+            return Ok(InputReceipt {
+                session_id,
+                disposition: InputDisposition::Steered,
+                execution_id,
+                interrupted_execution_id: None,
+            });
+        }
+        let interrupt = input.mode == InputMode::Interrupt;
+        let request = ExecutionRequest {
+            session_id,
+            prompt: input.text,
+            ..ExecutionRequest::default()
+        };
+        let (handle, placed) = self.enqueue(request, interrupt).await?;
+        let mut receipt = InputReceipt {
+            session_id,
+            disposition: match placed.running {
+                None if placed.ahead == 0 => InputDisposition::Started,
+                _ => InputDisposition::Queued,
+            },
+            execution_id: handle.execution_id,
+            interrupted_execution_id: None,
+        };
+        if let (true, Some(running)) = (interrupt, placed.running)
+            && self.interrupt(running, handle.execution_id).await?
+        {
+            receipt.disposition = InputDisposition::Interrupted;
+            receipt.interrupted_execution_id = Some(running);
+        }
+        Ok(receipt)
+    }
+
+    /// Adds `text` to the session's running turn; the turn's id, or `None` when no turn
+    /// takes input now.
+    async fn steer(&self, session: &Arc<SessionHandle>, text: &str) -> Result<Option<Uuid>> {
+        let Some(inbox) = self.inner.inputs.of_session(session.id()) else {
+            return Ok(None);
+        };
+        let added = inbox.offer(text, |execution_id| {
+            let event = EventPayload::UserInputAdded {
+                text: text.to_owned(),
+                mode: InputMode::Steer,
+            };
+            session
+                .append_now(Some(execution_id), event)
+                .map(|_| execution_id)
+        });
+        let Some(execution_id) = added.transpose()? else {
+            return Ok(None);
+        };
+        // The caller is told only once the log keeps it.
+        session.sync().await?;
+        Ok(Some(execution_id))
+    }
+
+    /// Stops the running turn for the input queued ahead of the others; whether it was
+    /// this that stopped it (it may have ended on its own, or been cancelled, first).
+    async fn interrupt(&self, running: Uuid, next: Uuid) -> Result<bool> {
+        let Some(signal) = self.inner.executions.cancel_signal(running) else {
+            return Ok(false);
+        };
+        signal.stop(
+            TurnOutcome::Cancelled,
+            format!("interrupted by new input (execution {next})"),
+            INTERRUPTED_BY_INPUT,
+        );
+        let ended = self.wait(running).await?;
+        Ok(ended.state == ExecutionState::Cancelled && signal.code() == INTERRUPTED_BY_INPUT)
+    }
+}
