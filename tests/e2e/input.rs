@@ -466,3 +466,80 @@ async fn bad_input_is_refused_naming_what_is_wrong() {
     // Nothing of it reached the session.
     assert_eq!(server.get_session(&session.id).await.last_sequence, 0);
 }
+
+/// Runs the CLI in-process; returns (exit code, stdout, stderr).
+async fn odyssey(args: &[&str]) -> (i32, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let args = args.iter().map(|a| a.to_string()).collect();
+    let code = tokio::time::timeout(
+        Duration::from_secs(60),
+        odyssey_cli::run_cli(args, &mut out, &mut err),
+    )
+    .await
+    .expect("the command finishes");
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn odyssey_send_steers_and_interrupts_and_prints_the_turn_to_follow() {
+    let server = TestServer::start().await;
+    let url = server.handle.url();
+    let bash =
+        r#"{"tool_calls": [{"id": "call_b", "name": "Bash", "arguments": {"command": "ls"}}]}"#;
+    let project = Project::with_tools(
+        "sendcli",
+        &[bash, r#"{"text": "the new turn's answer"}"#],
+        &["Bash"],
+        "[]",
+        "[Bash]",
+        "[]",
+    );
+    let session_id = server.session_on(&project).await.id;
+    let (execution, _) = waiting_turn(&server, &session_id, "list the files").await;
+
+    let (code, out, err) =
+        odyssey(&["--server", &url, "send", "--steer", &session_id, "more"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), execution);
+    assert!(
+        err.contains(&format!("steered into the running turn {execution}")),
+        "{err}"
+    );
+
+    let (code, out, err) = odyssey(&[
+        "--server",
+        &url,
+        "--json",
+        "send",
+        "--interrupt",
+        &session_id,
+        "do this instead",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let sent: Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    assert_eq!(sent["disposition"], "INPUT_DISPOSITION_INTERRUPTED");
+    assert_eq!(sent["interruptedExecutionId"], execution.as_str());
+    let next = sent["executionId"]
+        .as_str()
+        .expect("execution id")
+        .to_owned();
+    server
+        .wait_for_state(&next, pb::ExecutionState::Completed)
+        .await;
+    assert_eq!(server.status(&next).await.response, "the new turn's answer");
+
+    // One mode is required, and only one.
+    for flags in [vec![], vec!["--steer", "--queue"]] {
+        let mut args = vec!["--server", url.as_str(), "send"];
+        args.extend(flags);
+        args.extend([session_id.as_str(), "text"]);
+        let (code, _, err) = odyssey(&args).await;
+        assert_ne!(code, 0, "{args:?}");
+        assert!(err.contains("--steer") || err.contains("--queue"), "{err}");
+    }
+}

@@ -14,6 +14,7 @@ mod events;
 mod exec;
 mod execution;
 mod files;
+mod input;
 mod json;
 mod output;
 mod printer;
@@ -120,6 +121,11 @@ enum Command {
     Status(execution::ExecutionArgs),
     /// Cancel a queued or running execution.
     Cancel(execution::ExecutionArgs),
+    /// Send a session input while a turn may be running: --steer adds it to the running
+    /// turn before its next model call, --queue runs it as a turn after, --interrupt stops
+    /// the running turn and runs it next. With no turn running, each starts a turn. Prints
+    /// the execution that carries it.
+    Send(input::SendArgs),
     /// Print a session's stored events; with --follow, keep streaming live ones.
     Events(events::EventsArgs),
     /// Run a command in a session's sandbox, streaming its output; exits with its code.
@@ -229,6 +235,7 @@ async fn dispatch(
         Command::Submit(args) => execution::submit(args, global, output).await,
         Command::Status(args) => execution::status(args, global, output).await,
         Command::Cancel(args) => execution::cancel(args, global, output).await,
+        Command::Send(args) => input::send(args, global, output).await,
         Command::Events(args) => events::run(args, global, output).await,
         Command::Exec(args) => exec::run(args, global, output).await,
         Command::Approvals(args) => approvals::list(args, global, output).await,

@@ -1,4 +1,5 @@
-//! Typed execution calls: submitting turns, following one to its end, status and cancel.
+//! Typed execution calls: submitting turns, following one to its end, status and cancel,
+//! and input sent while a turn runs.
 
 use odyssey_api::v1 as pb;
 
@@ -100,6 +101,27 @@ impl OdysseyClient {
         response.status.ok_or_else(|| {
             ClientError::Protocol("CancelExecution answered without a status".into())
         })
+    }
+}
+
+impl OdysseyClient {
+    /// Gives a session input while a turn may be running (`SendInput`): `Steer` adds the
+    /// text to the running turn before its next model call, `Queue` submits a turn after
+    /// it, `Interrupt` stops it (cancelled, reason `interrupted_by_input`) and runs a turn
+    /// with the text next. With no turn running, every mode starts a turn. The answer says
+    /// which happened and names the executions to follow.
+    pub async fn send_input(
+        &self,
+        session_id: &str,
+        text: &str,
+        mode: pb::InputMode,
+    ) -> Result<pb::SendInputResponse, ClientError> {
+        let request = pb::SendInputRequest {
+            session_id: session_id.to_owned(),
+            text: text.to_owned(),
+            mode: mode.into(),
+        };
+        Ok(self.executions().send_input(request).await?.into_inner())
     }
 }
 

@@ -134,6 +134,64 @@ func (ApprovalPolicy) EnumDescriptor() ([]byte, []int) {
 	return file_odyssey_v1_common_proto_rawDescGZIP(), []int{1}
 }
 
+// How input sent while a turn runs is taken.
+type InputMode int32
+
+const (
+	InputMode_INPUT_MODE_UNSPECIFIED InputMode = 0
+	// Join the running turn: the text is added to its history as a user message before its
+	// next model call (a UserInputAdded event records it).
+	InputMode_INPUT_MODE_STEER InputMode = 1
+	// Submit a new turn with the text, run after the session's running and queued turns.
+	InputMode_INPUT_MODE_QUEUE InputMode = 2
+	// Stop the running turn at its next safe point (it ends CANCELLED with reason
+	// `interrupted_by_input`), then run a turn with the text before any other queued one.
+	InputMode_INPUT_MODE_INTERRUPT InputMode = 3
+)
+
+// Enum value maps for InputMode.
+var (
+	InputMode_name = map[int32]string{
+		0: "INPUT_MODE_UNSPECIFIED",
+		1: "INPUT_MODE_STEER",
+		2: "INPUT_MODE_QUEUE",
+		3: "INPUT_MODE_INTERRUPT",
+	}
+	InputMode_value = map[string]int32{
+		"INPUT_MODE_UNSPECIFIED": 0,
+		"INPUT_MODE_STEER":       1,
+		"INPUT_MODE_QUEUE":       2,
+		"INPUT_MODE_INTERRUPT":   3,
+	}
+)
+
+func (x InputMode) Enum() *InputMode {
+	p := new(InputMode)
+	*p = x
+	return p
+}
+
+func (x InputMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (InputMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_odyssey_v1_common_proto_enumTypes[2].Descriptor()
+}
+
+func (InputMode) Type() protoreflect.EnumType {
+	return &file_odyssey_v1_common_proto_enumTypes[2]
+}
+
+func (x InputMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use InputMode.Descriptor instead.
+func (InputMode) EnumDescriptor() ([]byte, []int) {
+	return file_odyssey_v1_common_proto_rawDescGZIP(), []int{2}
+}
+
 // A model: provider name (`openai`, `replay`, ...), model name and free-form config
 // (`temperature`, `max_tokens`, `base_url`, ...). API keys never travel in here.
 type ModelSpec struct {
@@ -374,7 +432,12 @@ const file_odyssey_v1_common_proto_rawDesc = "" +
 	"\x1bAPPROVAL_POLICY_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aAPPROVAL_POLICY_ON_REQUEST\x10\x01\x12\x1d\n" +
 	"\x19APPROVAL_POLICY_UNTRUSTED\x10\x02\x12\x19\n" +
-	"\x15APPROVAL_POLICY_NEVER\x10\x03B\xa8\x01\n" +
+	"\x15APPROVAL_POLICY_NEVER\x10\x03*m\n" +
+	"\tInputMode\x12\x1a\n" +
+	"\x16INPUT_MODE_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10INPUT_MODE_STEER\x10\x01\x12\x14\n" +
+	"\x10INPUT_MODE_QUEUE\x10\x02\x12\x18\n" +
+	"\x14INPUT_MODE_INTERRUPT\x10\x03B\xa8\x01\n" +
 	"\x0ecom.odyssey.v1B\vCommonProtoP\x01Z@github.com/odyssey-ai/odyssey/client/go/gen/odyssey/v1;odysseyv1\xa2\x02\x03OXX\xaa\x02\n" +
 	"Odyssey.V1\xca\x02\n" +
 	"Odyssey\\V1\xe2\x02\x16Odyssey\\V1\\GPBMetadata\xea\x02\vOdyssey::V1b\x06proto3"
@@ -391,18 +454,19 @@ func file_odyssey_v1_common_proto_rawDescGZIP() []byte {
 	return file_odyssey_v1_common_proto_rawDescData
 }
 
-var file_odyssey_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_odyssey_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_odyssey_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_odyssey_v1_common_proto_goTypes = []any{
 	(SandboxMode)(0),        // 0: odyssey.v1.SandboxMode
 	(ApprovalPolicy)(0),     // 1: odyssey.v1.ApprovalPolicy
-	(*ModelSpec)(nil),       // 2: odyssey.v1.ModelSpec
-	(*BundleRef)(nil),       // 3: odyssey.v1.BundleRef
-	(*TokenUsage)(nil),      // 4: odyssey.v1.TokenUsage
-	(*structpb.Struct)(nil), // 5: google.protobuf.Struct
+	(InputMode)(0),          // 2: odyssey.v1.InputMode
+	(*ModelSpec)(nil),       // 3: odyssey.v1.ModelSpec
+	(*BundleRef)(nil),       // 4: odyssey.v1.BundleRef
+	(*TokenUsage)(nil),      // 5: odyssey.v1.TokenUsage
+	(*structpb.Struct)(nil), // 6: google.protobuf.Struct
 }
 var file_odyssey_v1_common_proto_depIdxs = []int32{
-	5, // 0: odyssey.v1.ModelSpec.config:type_name -> google.protobuf.Struct
+	6, // 0: odyssey.v1.ModelSpec.config:type_name -> google.protobuf.Struct
 	1, // [1:1] is the sub-list for method output_type
 	1, // [1:1] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
@@ -420,7 +484,7 @@ func file_odyssey_v1_common_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_common_proto_rawDesc), len(file_odyssey_v1_common_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,

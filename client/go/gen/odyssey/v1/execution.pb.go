@@ -85,6 +85,67 @@ func (ExecutionState) EnumDescriptor() ([]byte, []int) {
 	return file_odyssey_v1_execution_proto_rawDescGZIP(), []int{0}
 }
 
+// What became of the input.
+type InputDisposition int32
+
+const (
+	InputDisposition_INPUT_DISPOSITION_UNSPECIFIED InputDisposition = 0
+	// Joined the running turn `execution_id` (steer).
+	InputDisposition_INPUT_DISPOSITION_STEERED InputDisposition = 1
+	// A new turn `execution_id` waits behind the session's running or queued turns.
+	InputDisposition_INPUT_DISPOSITION_QUEUED InputDisposition = 2
+	// `interrupted_execution_id` was stopped; the new turn `execution_id` runs next.
+	InputDisposition_INPUT_DISPOSITION_INTERRUPTED InputDisposition = 3
+	// No turn was running or queued: the new turn `execution_id` started (or waits only for
+	// a free worker). Any mode gives this when the session is idle.
+	InputDisposition_INPUT_DISPOSITION_STARTED InputDisposition = 4
+)
+
+// Enum value maps for InputDisposition.
+var (
+	InputDisposition_name = map[int32]string{
+		0: "INPUT_DISPOSITION_UNSPECIFIED",
+		1: "INPUT_DISPOSITION_STEERED",
+		2: "INPUT_DISPOSITION_QUEUED",
+		3: "INPUT_DISPOSITION_INTERRUPTED",
+		4: "INPUT_DISPOSITION_STARTED",
+	}
+	InputDisposition_value = map[string]int32{
+		"INPUT_DISPOSITION_UNSPECIFIED": 0,
+		"INPUT_DISPOSITION_STEERED":     1,
+		"INPUT_DISPOSITION_QUEUED":      2,
+		"INPUT_DISPOSITION_INTERRUPTED": 3,
+		"INPUT_DISPOSITION_STARTED":     4,
+	}
+)
+
+func (x InputDisposition) Enum() *InputDisposition {
+	p := new(InputDisposition)
+	*p = x
+	return p
+}
+
+func (x InputDisposition) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (InputDisposition) Descriptor() protoreflect.EnumDescriptor {
+	return file_odyssey_v1_execution_proto_enumTypes[1].Descriptor()
+}
+
+func (InputDisposition) Type() protoreflect.EnumType {
+	return &file_odyssey_v1_execution_proto_enumTypes[1]
+}
+
+func (x InputDisposition) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use InputDisposition.Descriptor instead.
+func (InputDisposition) EnumDescriptor() ([]byte, []int) {
+	return file_odyssey_v1_execution_proto_rawDescGZIP(), []int{1}
+}
+
 // Per-turn overrides of the session's settings.
 type TurnOverrides struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1016,6 +1077,137 @@ func (*StreamSessionCommandResponse_Output) isStreamSessionCommandResponse_Item(
 
 func (*StreamSessionCommandResponse_End) isStreamSessionCommandResponse_Item() {}
 
+type SendInputRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The input, bounded like a turn's prompt (not empty, at most 1 MiB).
+	Text          string    `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	Mode          InputMode `protobuf:"varint,3,opt,name=mode,proto3,enum=odyssey.v1.InputMode" json:"mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendInputRequest) Reset() {
+	*x = SendInputRequest{}
+	mi := &file_odyssey_v1_execution_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendInputRequest) ProtoMessage() {}
+
+func (x *SendInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_execution_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendInputRequest.ProtoReflect.Descriptor instead.
+func (*SendInputRequest) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_execution_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SendInputRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SendInputRequest) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *SendInputRequest) GetMode() InputMode {
+	if x != nil {
+		return x.Mode
+	}
+	return InputMode_INPUT_MODE_UNSPECIFIED
+}
+
+type SendInputResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	SessionId   string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Disposition InputDisposition       `protobuf:"varint,2,opt,name=disposition,proto3,enum=odyssey.v1.InputDisposition" json:"disposition,omitempty"`
+	// The execution the text is part of: the running turn it steered, or the new turn.
+	ExecutionId string `protobuf:"bytes,3,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
+	// The turn that was stopped (INTERRUPTED only).
+	InterruptedExecutionId string `protobuf:"bytes,4,opt,name=interrupted_execution_id,json=interruptedExecutionId,proto3" json:"interrupted_execution_id,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
+}
+
+func (x *SendInputResponse) Reset() {
+	*x = SendInputResponse{}
+	mi := &file_odyssey_v1_execution_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendInputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendInputResponse) ProtoMessage() {}
+
+func (x *SendInputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_execution_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendInputResponse.ProtoReflect.Descriptor instead.
+func (*SendInputResponse) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_execution_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SendInputResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SendInputResponse) GetDisposition() InputDisposition {
+	if x != nil {
+		return x.Disposition
+	}
+	return InputDisposition_INPUT_DISPOSITION_UNSPECIFIED
+}
+
+func (x *SendInputResponse) GetExecutionId() string {
+	if x != nil {
+		return x.ExecutionId
+	}
+	return ""
+}
+
+func (x *SendInputResponse) GetInterruptedExecutionId() string {
+	if x != nil {
+		return x.InterruptedExecutionId
+	}
+	return ""
+}
+
 var File_odyssey_v1_execution_proto protoreflect.FileDescriptor
 
 const file_odyssey_v1_execution_proto_rawDesc = "" +
@@ -1092,7 +1284,18 @@ const file_odyssey_v1_execution_proto_rawDesc = "" +
 	"\x05begin\x18\x01 \x01(\v2\x1c.odyssey.v1.ExecCommandBeginH\x00R\x05begin\x12<\n" +
 	"\x06output\x18\x02 \x01(\v2\".odyssey.v1.ExecCommandOutputDeltaH\x00R\x06output\x12.\n" +
 	"\x03end\x18\x03 \x01(\v2\x1a.odyssey.v1.ExecCommandEndH\x00R\x03endB\x06\n" +
-	"\x04item*\x8b\x02\n" +
+	"\x04item\"p\n" +
+	"\x10SendInputRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12)\n" +
+	"\x04mode\x18\x03 \x01(\x0e2\x15.odyssey.v1.InputModeR\x04mode\"\xcf\x01\n" +
+	"\x11SendInputResponse\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12>\n" +
+	"\vdisposition\x18\x02 \x01(\x0e2\x1c.odyssey.v1.InputDispositionR\vdisposition\x12!\n" +
+	"\fexecution_id\x18\x03 \x01(\tR\vexecutionId\x128\n" +
+	"\x18interrupted_execution_id\x18\x04 \x01(\tR\x16interruptedExecutionId*\x8b\x02\n" +
 	"\x0eExecutionState\x12\x1f\n" +
 	"\x1bEXECUTION_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16EXECUTION_STATE_QUEUED\x10\x01\x12\x1b\n" +
@@ -1101,14 +1304,21 @@ const file_odyssey_v1_execution_proto_rawDesc = "" +
 	"\x19EXECUTION_STATE_COMPLETED\x10\x04\x12\x1a\n" +
 	"\x16EXECUTION_STATE_FAILED\x10\x05\x12\x1d\n" +
 	"\x19EXECUTION_STATE_CANCELLED\x10\x06\x12\x1f\n" +
-	"\x1bEXECUTION_STATE_INTERRUPTED\x10\a2\x9b\x04\n" +
+	"\x1bEXECUTION_STATE_INTERRUPTED\x10\a*\xb4\x01\n" +
+	"\x10InputDisposition\x12!\n" +
+	"\x1dINPUT_DISPOSITION_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19INPUT_DISPOSITION_STEERED\x10\x01\x12\x1c\n" +
+	"\x18INPUT_DISPOSITION_QUEUED\x10\x02\x12!\n" +
+	"\x1dINPUT_DISPOSITION_INTERRUPTED\x10\x03\x12\x1d\n" +
+	"\x19INPUT_DISPOSITION_STARTED\x10\x042\xe5\x04\n" +
 	"\x10ExecutionService\x126\n" +
 	"\x03Run\x12\x16.odyssey.v1.RunRequest\x1a\x17.odyssey.v1.RunResponse\x12?\n" +
 	"\x06Submit\x12\x19.odyssey.v1.SubmitRequest\x1a\x1a.odyssey.v1.SubmitResponse\x12c\n" +
 	"\x12GetExecutionStatus\x12%.odyssey.v1.GetExecutionStatusRequest\x1a&.odyssey.v1.GetExecutionStatusResponse\x12Z\n" +
 	"\x0fCancelExecution\x12\".odyssey.v1.CancelExecutionRequest\x1a#.odyssey.v1.CancelExecutionResponse\x12`\n" +
 	"\x11RunSessionCommand\x12$.odyssey.v1.RunSessionCommandRequest\x1a%.odyssey.v1.RunSessionCommandResponse\x12k\n" +
-	"\x14StreamSessionCommand\x12'.odyssey.v1.StreamSessionCommandRequest\x1a(.odyssey.v1.StreamSessionCommandResponse0\x01B\xab\x01\n" +
+	"\x14StreamSessionCommand\x12'.odyssey.v1.StreamSessionCommandRequest\x1a(.odyssey.v1.StreamSessionCommandResponse0\x01\x12H\n" +
+	"\tSendInput\x12\x1c.odyssey.v1.SendInputRequest\x1a\x1d.odyssey.v1.SendInputResponseB\xab\x01\n" +
 	"\x0ecom.odyssey.v1B\x0eExecutionProtoP\x01Z@github.com/odyssey-ai/odyssey/client/go/gen/odyssey/v1;odysseyv1\xa2\x02\x03OXX\xaa\x02\n" +
 	"Odyssey.V1\xca\x02\n" +
 	"Odyssey\\V1\xe2\x02\x16Odyssey\\V1\\GPBMetadata\xea\x02\vOdyssey::V1b\x06proto3"
@@ -1125,63 +1335,71 @@ func file_odyssey_v1_execution_proto_rawDescGZIP() []byte {
 	return file_odyssey_v1_execution_proto_rawDescData
 }
 
-var file_odyssey_v1_execution_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_odyssey_v1_execution_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_odyssey_v1_execution_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_odyssey_v1_execution_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_odyssey_v1_execution_proto_goTypes = []any{
 	(ExecutionState)(0),                  // 0: odyssey.v1.ExecutionState
-	(*TurnOverrides)(nil),                // 1: odyssey.v1.TurnOverrides
-	(*TurnInput)(nil),                    // 2: odyssey.v1.TurnInput
-	(*ExecutionStatus)(nil),              // 3: odyssey.v1.ExecutionStatus
-	(*RunRequest)(nil),                   // 4: odyssey.v1.RunRequest
-	(*RunResponse)(nil),                  // 5: odyssey.v1.RunResponse
-	(*SubmitRequest)(nil),                // 6: odyssey.v1.SubmitRequest
-	(*SubmitResponse)(nil),               // 7: odyssey.v1.SubmitResponse
-	(*GetExecutionStatusRequest)(nil),    // 8: odyssey.v1.GetExecutionStatusRequest
-	(*GetExecutionStatusResponse)(nil),   // 9: odyssey.v1.GetExecutionStatusResponse
-	(*CancelExecutionRequest)(nil),       // 10: odyssey.v1.CancelExecutionRequest
-	(*CancelExecutionResponse)(nil),      // 11: odyssey.v1.CancelExecutionResponse
-	(*RunSessionCommandRequest)(nil),     // 12: odyssey.v1.RunSessionCommandRequest
-	(*RunSessionCommandResponse)(nil),    // 13: odyssey.v1.RunSessionCommandResponse
-	(*StreamSessionCommandRequest)(nil),  // 14: odyssey.v1.StreamSessionCommandRequest
-	(*StreamSessionCommandResponse)(nil), // 15: odyssey.v1.StreamSessionCommandResponse
-	nil,                                  // 16: odyssey.v1.TurnInput.MetadataEntry
-	(*ModelSpec)(nil),                    // 17: odyssey.v1.ModelSpec
-	(*TokenUsage)(nil),                   // 18: odyssey.v1.TokenUsage
-	(*ExecCommandBegin)(nil),             // 19: odyssey.v1.ExecCommandBegin
-	(*ExecCommandOutputDelta)(nil),       // 20: odyssey.v1.ExecCommandOutputDelta
-	(*ExecCommandEnd)(nil),               // 21: odyssey.v1.ExecCommandEnd
+	(InputDisposition)(0),                // 1: odyssey.v1.InputDisposition
+	(*TurnOverrides)(nil),                // 2: odyssey.v1.TurnOverrides
+	(*TurnInput)(nil),                    // 3: odyssey.v1.TurnInput
+	(*ExecutionStatus)(nil),              // 4: odyssey.v1.ExecutionStatus
+	(*RunRequest)(nil),                   // 5: odyssey.v1.RunRequest
+	(*RunResponse)(nil),                  // 6: odyssey.v1.RunResponse
+	(*SubmitRequest)(nil),                // 7: odyssey.v1.SubmitRequest
+	(*SubmitResponse)(nil),               // 8: odyssey.v1.SubmitResponse
+	(*GetExecutionStatusRequest)(nil),    // 9: odyssey.v1.GetExecutionStatusRequest
+	(*GetExecutionStatusResponse)(nil),   // 10: odyssey.v1.GetExecutionStatusResponse
+	(*CancelExecutionRequest)(nil),       // 11: odyssey.v1.CancelExecutionRequest
+	(*CancelExecutionResponse)(nil),      // 12: odyssey.v1.CancelExecutionResponse
+	(*RunSessionCommandRequest)(nil),     // 13: odyssey.v1.RunSessionCommandRequest
+	(*RunSessionCommandResponse)(nil),    // 14: odyssey.v1.RunSessionCommandResponse
+	(*StreamSessionCommandRequest)(nil),  // 15: odyssey.v1.StreamSessionCommandRequest
+	(*StreamSessionCommandResponse)(nil), // 16: odyssey.v1.StreamSessionCommandResponse
+	(*SendInputRequest)(nil),             // 17: odyssey.v1.SendInputRequest
+	(*SendInputResponse)(nil),            // 18: odyssey.v1.SendInputResponse
+	nil,                                  // 19: odyssey.v1.TurnInput.MetadataEntry
+	(*ModelSpec)(nil),                    // 20: odyssey.v1.ModelSpec
+	(*TokenUsage)(nil),                   // 21: odyssey.v1.TokenUsage
+	(*ExecCommandBegin)(nil),             // 22: odyssey.v1.ExecCommandBegin
+	(*ExecCommandOutputDelta)(nil),       // 23: odyssey.v1.ExecCommandOutputDelta
+	(*ExecCommandEnd)(nil),               // 24: odyssey.v1.ExecCommandEnd
+	(InputMode)(0),                       // 25: odyssey.v1.InputMode
 }
 var file_odyssey_v1_execution_proto_depIdxs = []int32{
-	17, // 0: odyssey.v1.TurnOverrides.model:type_name -> odyssey.v1.ModelSpec
-	1,  // 1: odyssey.v1.TurnInput.overrides:type_name -> odyssey.v1.TurnOverrides
-	16, // 2: odyssey.v1.TurnInput.metadata:type_name -> odyssey.v1.TurnInput.MetadataEntry
+	20, // 0: odyssey.v1.TurnOverrides.model:type_name -> odyssey.v1.ModelSpec
+	2,  // 1: odyssey.v1.TurnInput.overrides:type_name -> odyssey.v1.TurnOverrides
+	19, // 2: odyssey.v1.TurnInput.metadata:type_name -> odyssey.v1.TurnInput.MetadataEntry
 	0,  // 3: odyssey.v1.ExecutionStatus.state:type_name -> odyssey.v1.ExecutionState
-	18, // 4: odyssey.v1.ExecutionStatus.usage:type_name -> odyssey.v1.TokenUsage
-	2,  // 5: odyssey.v1.RunRequest.input:type_name -> odyssey.v1.TurnInput
-	3,  // 6: odyssey.v1.RunResponse.status:type_name -> odyssey.v1.ExecutionStatus
-	2,  // 7: odyssey.v1.SubmitRequest.input:type_name -> odyssey.v1.TurnInput
-	3,  // 8: odyssey.v1.GetExecutionStatusResponse.status:type_name -> odyssey.v1.ExecutionStatus
-	3,  // 9: odyssey.v1.CancelExecutionResponse.status:type_name -> odyssey.v1.ExecutionStatus
-	19, // 10: odyssey.v1.StreamSessionCommandResponse.begin:type_name -> odyssey.v1.ExecCommandBegin
-	20, // 11: odyssey.v1.StreamSessionCommandResponse.output:type_name -> odyssey.v1.ExecCommandOutputDelta
-	21, // 12: odyssey.v1.StreamSessionCommandResponse.end:type_name -> odyssey.v1.ExecCommandEnd
-	4,  // 13: odyssey.v1.ExecutionService.Run:input_type -> odyssey.v1.RunRequest
-	6,  // 14: odyssey.v1.ExecutionService.Submit:input_type -> odyssey.v1.SubmitRequest
-	8,  // 15: odyssey.v1.ExecutionService.GetExecutionStatus:input_type -> odyssey.v1.GetExecutionStatusRequest
-	10, // 16: odyssey.v1.ExecutionService.CancelExecution:input_type -> odyssey.v1.CancelExecutionRequest
-	12, // 17: odyssey.v1.ExecutionService.RunSessionCommand:input_type -> odyssey.v1.RunSessionCommandRequest
-	14, // 18: odyssey.v1.ExecutionService.StreamSessionCommand:input_type -> odyssey.v1.StreamSessionCommandRequest
-	5,  // 19: odyssey.v1.ExecutionService.Run:output_type -> odyssey.v1.RunResponse
-	7,  // 20: odyssey.v1.ExecutionService.Submit:output_type -> odyssey.v1.SubmitResponse
-	9,  // 21: odyssey.v1.ExecutionService.GetExecutionStatus:output_type -> odyssey.v1.GetExecutionStatusResponse
-	11, // 22: odyssey.v1.ExecutionService.CancelExecution:output_type -> odyssey.v1.CancelExecutionResponse
-	13, // 23: odyssey.v1.ExecutionService.RunSessionCommand:output_type -> odyssey.v1.RunSessionCommandResponse
-	15, // 24: odyssey.v1.ExecutionService.StreamSessionCommand:output_type -> odyssey.v1.StreamSessionCommandResponse
-	19, // [19:25] is the sub-list for method output_type
-	13, // [13:19] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	21, // 4: odyssey.v1.ExecutionStatus.usage:type_name -> odyssey.v1.TokenUsage
+	3,  // 5: odyssey.v1.RunRequest.input:type_name -> odyssey.v1.TurnInput
+	4,  // 6: odyssey.v1.RunResponse.status:type_name -> odyssey.v1.ExecutionStatus
+	3,  // 7: odyssey.v1.SubmitRequest.input:type_name -> odyssey.v1.TurnInput
+	4,  // 8: odyssey.v1.GetExecutionStatusResponse.status:type_name -> odyssey.v1.ExecutionStatus
+	4,  // 9: odyssey.v1.CancelExecutionResponse.status:type_name -> odyssey.v1.ExecutionStatus
+	22, // 10: odyssey.v1.StreamSessionCommandResponse.begin:type_name -> odyssey.v1.ExecCommandBegin
+	23, // 11: odyssey.v1.StreamSessionCommandResponse.output:type_name -> odyssey.v1.ExecCommandOutputDelta
+	24, // 12: odyssey.v1.StreamSessionCommandResponse.end:type_name -> odyssey.v1.ExecCommandEnd
+	25, // 13: odyssey.v1.SendInputRequest.mode:type_name -> odyssey.v1.InputMode
+	1,  // 14: odyssey.v1.SendInputResponse.disposition:type_name -> odyssey.v1.InputDisposition
+	5,  // 15: odyssey.v1.ExecutionService.Run:input_type -> odyssey.v1.RunRequest
+	7,  // 16: odyssey.v1.ExecutionService.Submit:input_type -> odyssey.v1.SubmitRequest
+	9,  // 17: odyssey.v1.ExecutionService.GetExecutionStatus:input_type -> odyssey.v1.GetExecutionStatusRequest
+	11, // 18: odyssey.v1.ExecutionService.CancelExecution:input_type -> odyssey.v1.CancelExecutionRequest
+	13, // 19: odyssey.v1.ExecutionService.RunSessionCommand:input_type -> odyssey.v1.RunSessionCommandRequest
+	15, // 20: odyssey.v1.ExecutionService.StreamSessionCommand:input_type -> odyssey.v1.StreamSessionCommandRequest
+	17, // 21: odyssey.v1.ExecutionService.SendInput:input_type -> odyssey.v1.SendInputRequest
+	6,  // 22: odyssey.v1.ExecutionService.Run:output_type -> odyssey.v1.RunResponse
+	8,  // 23: odyssey.v1.ExecutionService.Submit:output_type -> odyssey.v1.SubmitResponse
+	10, // 24: odyssey.v1.ExecutionService.GetExecutionStatus:output_type -> odyssey.v1.GetExecutionStatusResponse
+	12, // 25: odyssey.v1.ExecutionService.CancelExecution:output_type -> odyssey.v1.CancelExecutionResponse
+	14, // 26: odyssey.v1.ExecutionService.RunSessionCommand:output_type -> odyssey.v1.RunSessionCommandResponse
+	16, // 27: odyssey.v1.ExecutionService.StreamSessionCommand:output_type -> odyssey.v1.StreamSessionCommandResponse
+	18, // 28: odyssey.v1.ExecutionService.SendInput:output_type -> odyssey.v1.SendInputResponse
+	22, // [22:29] is the sub-list for method output_type
+	15, // [15:22] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_execution_proto_init() }
@@ -1201,8 +1419,8 @@ func file_odyssey_v1_execution_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_execution_proto_rawDesc), len(file_odyssey_v1_execution_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   16,
+			NumEnums:      2,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

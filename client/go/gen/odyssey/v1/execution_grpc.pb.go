@@ -25,6 +25,7 @@ const (
 	ExecutionService_CancelExecution_FullMethodName      = "/odyssey.v1.ExecutionService/CancelExecution"
 	ExecutionService_RunSessionCommand_FullMethodName    = "/odyssey.v1.ExecutionService/RunSessionCommand"
 	ExecutionService_StreamSessionCommand_FullMethodName = "/odyssey.v1.ExecutionService/StreamSessionCommand"
+	ExecutionService_SendInput_FullMethodName            = "/odyssey.v1.ExecutionService/SendInput"
 )
 
 // ExecutionServiceClient is the client API for ExecutionService service.
@@ -43,6 +44,10 @@ type ExecutionServiceClient interface {
 	RunSessionCommand(ctx context.Context, in *RunSessionCommandRequest, opts ...grpc.CallOption) (*RunSessionCommandResponse, error)
 	// Runs one process in the session's sandbox cell and streams its output as produced.
 	StreamSessionCommand(ctx context.Context, in *StreamSessionCommandRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamSessionCommandResponse], error)
+	// Gives a session new input while a turn may be running: steers it (the text joins the
+	// running turn before its next model call), queues a turn after it, or interrupts it and
+	// starts a turn with the text. With no turn running, every mode starts a turn.
+	SendInput(ctx context.Context, in *SendInputRequest, opts ...grpc.CallOption) (*SendInputResponse, error)
 }
 
 type executionServiceClient struct {
@@ -122,6 +127,16 @@ func (c *executionServiceClient) StreamSessionCommand(ctx context.Context, in *S
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ExecutionService_StreamSessionCommandClient = grpc.ServerStreamingClient[StreamSessionCommandResponse]
 
+func (c *executionServiceClient) SendInput(ctx context.Context, in *SendInputRequest, opts ...grpc.CallOption) (*SendInputResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SendInputResponse)
+	err := c.cc.Invoke(ctx, ExecutionService_SendInput_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ExecutionServiceServer is the server API for ExecutionService service.
 // All implementations must embed UnimplementedExecutionServiceServer
 // for forward compatibility.
@@ -138,6 +153,10 @@ type ExecutionServiceServer interface {
 	RunSessionCommand(context.Context, *RunSessionCommandRequest) (*RunSessionCommandResponse, error)
 	// Runs one process in the session's sandbox cell and streams its output as produced.
 	StreamSessionCommand(*StreamSessionCommandRequest, grpc.ServerStreamingServer[StreamSessionCommandResponse]) error
+	// Gives a session new input while a turn may be running: steers it (the text joins the
+	// running turn before its next model call), queues a turn after it, or interrupts it and
+	// starts a turn with the text. With no turn running, every mode starts a turn.
+	SendInput(context.Context, *SendInputRequest) (*SendInputResponse, error)
 	mustEmbedUnimplementedExecutionServiceServer()
 }
 
@@ -165,6 +184,9 @@ func (UnimplementedExecutionServiceServer) RunSessionCommand(context.Context, *R
 }
 func (UnimplementedExecutionServiceServer) StreamSessionCommand(*StreamSessionCommandRequest, grpc.ServerStreamingServer[StreamSessionCommandResponse]) error {
 	return status.Error(codes.Unimplemented, "method StreamSessionCommand not implemented")
+}
+func (UnimplementedExecutionServiceServer) SendInput(context.Context, *SendInputRequest) (*SendInputResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SendInput not implemented")
 }
 func (UnimplementedExecutionServiceServer) mustEmbedUnimplementedExecutionServiceServer() {}
 func (UnimplementedExecutionServiceServer) testEmbeddedByValue()                          {}
@@ -288,6 +310,24 @@ func _ExecutionService_StreamSessionCommand_Handler(srv interface{}, stream grpc
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ExecutionService_StreamSessionCommandServer = grpc.ServerStreamingServer[StreamSessionCommandResponse]
 
+func _ExecutionService_SendInput_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SendInputRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExecutionServiceServer).SendInput(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExecutionService_SendInput_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExecutionServiceServer).SendInput(ctx, req.(*SendInputRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ExecutionService_ServiceDesc is the grpc.ServiceDesc for ExecutionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -314,6 +354,10 @@ var ExecutionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RunSessionCommand",
 			Handler:    _ExecutionService_RunSessionCommand_Handler,
+		},
+		{
+			MethodName: "SendInput",
+			Handler:    _ExecutionService_SendInput_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

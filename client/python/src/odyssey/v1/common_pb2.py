@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17odyssey/v1/common.proto\x12\nodyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\"T\n\tModelSpec\x12\x10\n\x08provider\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\'\n\x06\x63onfig\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\"M\n\tBundleRef\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x0e\n\x06\x64igest\x18\x04 \x01(\t\"\x86\x01\n\nTokenUsage\x12\x14\n\x0cinput_tokens\x18\x01 \x01(\x04\x12\x15\n\routput_tokens\x18\x02 \x01(\x04\x12\x1b\n\x13\x63\x61\x63hed_input_tokens\x18\x03 \x01(\x04\x12\x18\n\x10reasoning_tokens\x18\x04 \x01(\x04\x12\x14\n\x0ctotal_tokens\x18\x05 \x01(\x04*\x8e\x01\n\x0bSandboxMode\x12\x1c\n\x18SANDBOX_MODE_UNSPECIFIED\x10\x00\x12\x1a\n\x16SANDBOX_MODE_READ_ONLY\x10\x01\x12 \n\x1cSANDBOX_MODE_WORKSPACE_WRITE\x10\x02\x12#\n\x1fSANDBOX_MODE_DANGER_FULL_ACCESS\x10\x03*\x8b\x01\n\x0e\x41pprovalPolicy\x12\x1f\n\x1b\x41PPROVAL_POLICY_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x41PPROVAL_POLICY_ON_REQUEST\x10\x01\x12\x1d\n\x19\x41PPROVAL_POLICY_UNTRUSTED\x10\x02\x12\x19\n\x15\x41PPROVAL_POLICY_NEVER\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17odyssey/v1/common.proto\x12\nodyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\"T\n\tModelSpec\x12\x10\n\x08provider\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\'\n\x06\x63onfig\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\"M\n\tBundleRef\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x0e\n\x06\x64igest\x18\x04 \x01(\t\"\x86\x01\n\nTokenUsage\x12\x14\n\x0cinput_tokens\x18\x01 \x01(\x04\x12\x15\n\routput_tokens\x18\x02 \x01(\x04\x12\x1b\n\x13\x63\x61\x63hed_input_tokens\x18\x03 \x01(\x04\x12\x18\n\x10reasoning_tokens\x18\x04 \x01(\x04\x12\x14\n\x0ctotal_tokens\x18\x05 \x01(\x04*\x8e\x01\n\x0bSandboxMode\x12\x1c\n\x18SANDBOX_MODE_UNSPECIFIED\x10\x00\x12\x1a\n\x16SANDBOX_MODE_READ_ONLY\x10\x01\x12 \n\x1cSANDBOX_MODE_WORKSPACE_WRITE\x10\x02\x12#\n\x1fSANDBOX_MODE_DANGER_FULL_ACCESS\x10\x03*\x8b\x01\n\x0e\x41pprovalPolicy\x12\x1f\n\x1b\x41PPROVAL_POLICY_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x41PPROVAL_POLICY_ON_REQUEST\x10\x01\x12\x1d\n\x19\x41PPROVAL_POLICY_UNTRUSTED\x10\x02\x12\x19\n\x15\x41PPROVAL_POLICY_NEVER\x10\x03*m\n\tInputMode\x12\x1a\n\x16INPUT_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10INPUT_MODE_STEER\x10\x01\x12\x14\n\x10INPUT_MODE_QUEUE\x10\x02\x12\x18\n\x14INPUT_MODE_INTERRUPT\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,6 +36,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SANDBOXMODE']._serialized_end=514
   _globals['_APPROVALPOLICY']._serialized_start=517
   _globals['_APPROVALPOLICY']._serialized_end=656
+  _globals['_INPUTMODE']._serialized_start=658
+  _globals['_INPUTMODE']._serialized_end=767
   _globals['_MODELSPEC']._serialized_start=69
   _globals['_MODELSPEC']._serialized_end=153
   _globals['_BUNDLEREF']._serialized_start=155

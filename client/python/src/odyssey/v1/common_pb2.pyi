@@ -20,6 +20,13 @@ class ApprovalPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     APPROVAL_POLICY_ON_REQUEST: _ClassVar[ApprovalPolicy]
     APPROVAL_POLICY_UNTRUSTED: _ClassVar[ApprovalPolicy]
     APPROVAL_POLICY_NEVER: _ClassVar[ApprovalPolicy]
+
+class InputMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INPUT_MODE_UNSPECIFIED: _ClassVar[InputMode]
+    INPUT_MODE_STEER: _ClassVar[InputMode]
+    INPUT_MODE_QUEUE: _ClassVar[InputMode]
+    INPUT_MODE_INTERRUPT: _ClassVar[InputMode]
 SANDBOX_MODE_UNSPECIFIED: SandboxMode
 SANDBOX_MODE_READ_ONLY: SandboxMode
 SANDBOX_MODE_WORKSPACE_WRITE: SandboxMode
@@ -28,6 +35,10 @@ APPROVAL_POLICY_UNSPECIFIED: ApprovalPolicy
 APPROVAL_POLICY_ON_REQUEST: ApprovalPolicy
 APPROVAL_POLICY_UNTRUSTED: ApprovalPolicy
 APPROVAL_POLICY_NEVER: ApprovalPolicy
+INPUT_MODE_UNSPECIFIED: InputMode
+INPUT_MODE_STEER: InputMode
+INPUT_MODE_QUEUE: InputMode
+INPUT_MODE_INTERRUPT: InputMode
 
 class ModelSpec(_message.Message):
     __slots__ = ("provider", "name", "config")

@@ -19,6 +19,14 @@ class ExecutionState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EXECUTION_STATE_FAILED: _ClassVar[ExecutionState]
     EXECUTION_STATE_CANCELLED: _ClassVar[ExecutionState]
     EXECUTION_STATE_INTERRUPTED: _ClassVar[ExecutionState]
+
+class InputDisposition(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INPUT_DISPOSITION_UNSPECIFIED: _ClassVar[InputDisposition]
+    INPUT_DISPOSITION_STEERED: _ClassVar[InputDisposition]
+    INPUT_DISPOSITION_QUEUED: _ClassVar[InputDisposition]
+    INPUT_DISPOSITION_INTERRUPTED: _ClassVar[InputDisposition]
+    INPUT_DISPOSITION_STARTED: _ClassVar[InputDisposition]
 EXECUTION_STATE_UNSPECIFIED: ExecutionState
 EXECUTION_STATE_QUEUED: ExecutionState
 EXECUTION_STATE_RUNNING: ExecutionState
@@ -27,6 +35,11 @@ EXECUTION_STATE_COMPLETED: ExecutionState
 EXECUTION_STATE_FAILED: ExecutionState
 EXECUTION_STATE_CANCELLED: ExecutionState
 EXECUTION_STATE_INTERRUPTED: ExecutionState
+INPUT_DISPOSITION_UNSPECIFIED: InputDisposition
+INPUT_DISPOSITION_STEERED: InputDisposition
+INPUT_DISPOSITION_QUEUED: InputDisposition
+INPUT_DISPOSITION_INTERRUPTED: InputDisposition
+INPUT_DISPOSITION_STARTED: InputDisposition
 
 class TurnOverrides(_message.Message):
     __slots__ = ("cwd", "model")
@@ -180,3 +193,25 @@ class StreamSessionCommandResponse(_message.Message):
     output: _events_pb2.ExecCommandOutputDelta
     end: _events_pb2.ExecCommandEnd
     def __init__(self, begin: _Optional[_Union[_events_pb2.ExecCommandBegin, _Mapping]] = ..., output: _Optional[_Union[_events_pb2.ExecCommandOutputDelta, _Mapping]] = ..., end: _Optional[_Union[_events_pb2.ExecCommandEnd, _Mapping]] = ...) -> None: ...
+
+class SendInputRequest(_message.Message):
+    __slots__ = ("session_id", "text", "mode")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    text: str
+    mode: _common_pb2.InputMode
+    def __init__(self, session_id: _Optional[str] = ..., text: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.InputMode, str]] = ...) -> None: ...
+
+class SendInputResponse(_message.Message):
+    __slots__ = ("session_id", "disposition", "execution_id", "interrupted_execution_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    DISPOSITION_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    INTERRUPTED_EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    disposition: InputDisposition
+    execution_id: str
+    interrupted_execution_id: str
+    def __init__(self, session_id: _Optional[str] = ..., disposition: _Optional[_Union[InputDisposition, str]] = ..., execution_id: _Optional[str] = ..., interrupted_execution_id: _Optional[str] = ...) -> None: ...

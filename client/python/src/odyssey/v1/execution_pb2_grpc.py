@@ -65,6 +65,11 @@ class ExecutionServiceStub:
                 request_serializer=odyssey_dot_v1_dot_execution__pb2.StreamSessionCommandRequest.SerializeToString,
                 response_deserializer=odyssey_dot_v1_dot_execution__pb2.StreamSessionCommandResponse.FromString,
                 _registered_method=True)
+        self.SendInput = channel.unary_unary(
+                '/odyssey.v1.ExecutionService/SendInput',
+                request_serializer=odyssey_dot_v1_dot_execution__pb2.SendInputRequest.SerializeToString,
+                response_deserializer=odyssey_dot_v1_dot_execution__pb2.SendInputResponse.FromString,
+                _registered_method=True)
 
 
 class ExecutionServiceServicer:
@@ -111,6 +116,15 @@ class ExecutionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SendInput(self, request, context):
+        """Gives a session new input while a turn may be running: steers it (the text joins the
+        running turn before its next model call), queues a turn after it, or interrupts it and
+        starts a turn with the text. With no turn running, every mode starts a turn.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ExecutionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -143,6 +157,11 @@ def add_ExecutionServiceServicer_to_server(servicer, server):
                     servicer.StreamSessionCommand,
                     request_deserializer=odyssey_dot_v1_dot_execution__pb2.StreamSessionCommandRequest.FromString,
                     response_serializer=odyssey_dot_v1_dot_execution__pb2.StreamSessionCommandResponse.SerializeToString,
+            ),
+            'SendInput': grpc.unary_unary_rpc_method_handler(
+                    servicer.SendInput,
+                    request_deserializer=odyssey_dot_v1_dot_execution__pb2.SendInputRequest.FromString,
+                    response_serializer=odyssey_dot_v1_dot_execution__pb2.SendInputResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -308,6 +327,33 @@ class ExecutionService:
             '/odyssey.v1.ExecutionService/StreamSessionCommand',
             odyssey_dot_v1_dot_execution__pb2.StreamSessionCommandRequest.SerializeToString,
             odyssey_dot_v1_dot_execution__pb2.StreamSessionCommandResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SendInput(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odyssey.v1.ExecutionService/SendInput',
+            odyssey_dot_v1_dot_execution__pb2.SendInputRequest.SerializeToString,
+            odyssey_dot_v1_dot_execution__pb2.SendInputResponse.FromString,
             options,
             channel_credentials,
             insecure,

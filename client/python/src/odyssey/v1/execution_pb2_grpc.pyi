@@ -43,6 +43,11 @@ class ExecutionServiceStub:
     """Runs one process in the session's sandbox cell (not a turn) and returns its output."""
     StreamSessionCommand: _grpc.UnaryStreamMultiCallable[_execution_pb2.StreamSessionCommandRequest, _execution_pb2.StreamSessionCommandResponse]
     """Runs one process in the session's sandbox cell and streams its output as produced."""
+    SendInput: _grpc.UnaryUnaryMultiCallable[_execution_pb2.SendInputRequest, _execution_pb2.SendInputResponse]
+    """Gives a session new input while a turn may be running: steers it (the text joins the
+    running turn before its next model call), queues a turn after it, or interrupts it and
+    starts a turn with the text. With no turn running, every mode starts a turn.
+    """
 
 @_typing.type_check_only
 class ExecutionServiceAsyncStub(ExecutionServiceStub):
@@ -59,6 +64,11 @@ class ExecutionServiceAsyncStub(ExecutionServiceStub):
     """Runs one process in the session's sandbox cell (not a turn) and returns its output."""
     StreamSessionCommand: _aio.UnaryStreamMultiCallable[_execution_pb2.StreamSessionCommandRequest, _execution_pb2.StreamSessionCommandResponse]  # type: ignore[assignment]
     """Runs one process in the session's sandbox cell and streams its output as produced."""
+    SendInput: _aio.UnaryUnaryMultiCallable[_execution_pb2.SendInputRequest, _execution_pb2.SendInputResponse]  # type: ignore[assignment]
+    """Gives a session new input while a turn may be running: steers it (the text joins the
+    running turn before its next model call), queues a turn after it, or interrupts it and
+    starts a turn with the text. With no turn running, every mode starts a turn.
+    """
 
 class ExecutionServiceServicer(metaclass=_abc_1.ABCMeta):
     """Runs turns and operator commands on sessions."""
@@ -108,5 +118,16 @@ class ExecutionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_execution_pb2.StreamSessionCommandResponse], _abc.AsyncIterator[_execution_pb2.StreamSessionCommandResponse]]:
         """Runs one process in the session's sandbox cell and streams its output as produced."""
+
+    @_abc_1.abstractmethod
+    def SendInput(
+        self,
+        request: _execution_pb2.SendInputRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_execution_pb2.SendInputResponse, _abc.Awaitable[_execution_pb2.SendInputResponse]]:
+        """Gives a session new input while a turn may be running: steers it (the text joins the
+        running turn before its next model call), queues a turn after it, or interrupts it and
+        starts a turn with the text. With no turn running, every mode starts a turn.
+        """
 
 def add_ExecutionServiceServicer_to_server(servicer: ExecutionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file odyssey/v1/common.proto.
  */
 export const file_odyssey_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("ChdvZHlzc2V5L3YxL2NvbW1vbi5wcm90bxIKb2R5c3NleS52MSJUCglNb2RlbFNwZWMSEAoIcHJvdmlkZXIYASABKAkSDAoEbmFtZRgCIAEoCRInCgZjb25maWcYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ik0KCUJ1bmRsZVJlZhIRCgluYW1lc3BhY2UYASABKAkSDAoEbmFtZRgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEg4KBmRpZ2VzdBgEIAEoCSKGAQoKVG9rZW5Vc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAQSFQoNb3V0cHV0X3Rva2VucxgCIAEoBBIbChNjYWNoZWRfaW5wdXRfdG9rZW5zGAMgASgEEhgKEHJlYXNvbmluZ190b2tlbnMYBCABKAQSFAoMdG90YWxfdG9rZW5zGAUgASgEKo4BCgtTYW5kYm94TW9kZRIcChhTQU5EQk9YX01PREVfVU5TUEVDSUZJRUQQABIaChZTQU5EQk9YX01PREVfUkVBRF9PTkxZEAESIAocU0FOREJPWF9NT0RFX1dPUktTUEFDRV9XUklURRACEiMKH1NBTkRCT1hfTU9ERV9EQU5HRVJfRlVMTF9BQ0NFU1MQAyqLAQoOQXBwcm92YWxQb2xpY3kSHwobQVBQUk9WQUxfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHgoaQVBQUk9WQUxfUE9MSUNZX09OX1JFUVVFU1QQARIdChlBUFBST1ZBTF9QT0xJQ1lfVU5UUlVTVEVEEAISGQoVQVBQUk9WQUxfUE9MSUNZX05FVkVSEANiBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("ChdvZHlzc2V5L3YxL2NvbW1vbi5wcm90bxIKb2R5c3NleS52MSJUCglNb2RlbFNwZWMSEAoIcHJvdmlkZXIYASABKAkSDAoEbmFtZRgCIAEoCRInCgZjb25maWcYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ik0KCUJ1bmRsZVJlZhIRCgluYW1lc3BhY2UYASABKAkSDAoEbmFtZRgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEg4KBmRpZ2VzdBgEIAEoCSKGAQoKVG9rZW5Vc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAQSFQoNb3V0cHV0X3Rva2VucxgCIAEoBBIbChNjYWNoZWRfaW5wdXRfdG9rZW5zGAMgASgEEhgKEHJlYXNvbmluZ190b2tlbnMYBCABKAQSFAoMdG90YWxfdG9rZW5zGAUgASgEKo4BCgtTYW5kYm94TW9kZRIcChhTQU5EQk9YX01PREVfVU5TUEVDSUZJRUQQABIaChZTQU5EQk9YX01PREVfUkVBRF9PTkxZEAESIAocU0FOREJPWF9NT0RFX1dPUktTUEFDRV9XUklURRACEiMKH1NBTkRCT1hfTU9ERV9EQU5HRVJfRlVMTF9BQ0NFU1MQAyqLAQoOQXBwcm92YWxQb2xpY3kSHwobQVBQUk9WQUxfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHgoaQVBQUk9WQUxfUE9MSUNZX09OX1JFUVVFU1QQARIdChlBUFBST1ZBTF9QT0xJQ1lfVU5UUlVTVEVEEAISGQoVQVBQUk9WQUxfUE9MSUNZX05FVkVSEAMqbQoJSW5wdXRNb2RlEhoKFklOUFVUX01PREVfVU5TUEVDSUZJRUQQABIUChBJTlBVVF9NT0RFX1NURUVSEAESFAoQSU5QVVRfTU9ERV9RVUVVRRACEhgKFElOUFVUX01PREVfSU5URVJSVVBUEANiBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * A model: provider name (`openai`, `replay`, ...), model name and free-form config
@@ -195,4 +195,45 @@ export enum ApprovalPolicy {
  */
 export const ApprovalPolicySchema: GenEnum<ApprovalPolicy> = /*@__PURE__*/
   enumDesc(file_odyssey_v1_common, 1);
+
+/**
+ * How input sent while a turn runs is taken.
+ *
+ * @generated from enum odyssey.v1.InputMode
+ */
+export enum InputMode {
+  /**
+   * @generated from enum value: INPUT_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Join the running turn: the text is added to its history as a user message before its
+   * next model call (a UserInputAdded event records it).
+   *
+   * @generated from enum value: INPUT_MODE_STEER = 1;
+   */
+  STEER = 1,
+
+  /**
+   * Submit a new turn with the text, run after the session's running and queued turns.
+   *
+   * @generated from enum value: INPUT_MODE_QUEUE = 2;
+   */
+  QUEUE = 2,
+
+  /**
+   * Stop the running turn at its next safe point (it ends CANCELLED with reason
+   * `interrupted_by_input`), then run a turn with the text before any other queued one.
+   *
+   * @generated from enum value: INPUT_MODE_INTERRUPT = 3;
+   */
+  INTERRUPT = 3,
+}
+
+/**
+ * Describes the enum odyssey.v1.InputMode.
+ */
+export const InputModeSchema: GenEnum<InputMode> = /*@__PURE__*/
+  enumDesc(file_odyssey_v1_common, 2);
 

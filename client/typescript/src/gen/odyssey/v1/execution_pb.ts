@@ -4,7 +4,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { ModelSpec, TokenUsage } from "./common_pb.js";
+import type { InputMode, ModelSpec, TokenUsage } from "./common_pb.js";
 import { file_odyssey_v1_common } from "./common_pb.js";
 import type { ExecCommandBegin, ExecCommandEnd, ExecCommandOutputDelta } from "./events_pb.js";
 import { file_odyssey_v1_events } from "./events_pb.js";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file odyssey/v1/execution.proto.
  */
 export const file_odyssey_v1_execution: GenFile = /*@__PURE__*/
-  fileDesc("ChpvZHlzc2V5L3YxL2V4ZWN1dGlvbi5wcm90bxIKb2R5c3NleS52MSJCCg1UdXJuT3ZlcnJpZGVzEgsKA2N3ZBgBIAEoCRIkCgVtb2RlbBgCIAEoCzIVLm9keXNzZXkudjEuTW9kZWxTcGVjIsUBCglUdXJuSW5wdXQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSLAoJb3ZlcnJpZGVzGAMgASgLMhkub2R5c3NleS52MS5UdXJuT3ZlcnJpZGVzEjUKCG1ldGFkYXRhGAQgAygLMiMub2R5c3NleS52MS5UdXJuSW5wdXQuTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi3QEKD0V4ZWN1dGlvblN0YXR1cxIUCgxleGVjdXRpb25faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIpCgVzdGF0ZRgDIAEoDjIaLm9keXNzZXkudjEuRXhlY3V0aW9uU3RhdGUSEAoIcmVzcG9uc2UYBCABKAkSDQoFZXJyb3IYBSABKAkSJQoFdXNhZ2UYBiABKAsyFi5vZHlzc2V5LnYxLlRva2VuVXNhZ2USFgoOZmlyc3Rfc2VxdWVuY2UYByABKAQSFQoNbGFzdF9zZXF1ZW5jZRgIIAEoBCIyCgpSdW5SZXF1ZXN0EiQKBWlucHV0GAEgASgLMhUub2R5c3NleS52MS5UdXJuSW5wdXQiOgoLUnVuUmVzcG9uc2USKwoGc3RhdHVzGAEgASgLMhsub2R5c3NleS52MS5FeGVjdXRpb25TdGF0dXMiNQoNU3VibWl0UmVxdWVzdBIkCgVpbnB1dBgBIAEoCzIVLm9keXNzZXkudjEuVHVybklucHV0IjoKDlN1Ym1pdFJlc3BvbnNlEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIjEKGUdldEV4ZWN1dGlvblN0YXR1c1JlcXVlc3QSFAoMZXhlY3V0aW9uX2lkGAEgASgJIkkKGkdldEV4ZWN1dGlvblN0YXR1c1Jlc3BvbnNlEisKBnN0YXR1cxgBIAEoCzIbLm9keXNzZXkudjEuRXhlY3V0aW9uU3RhdHVzIi4KFkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QSFAoMZXhlY3V0aW9uX2lkGAEgASgJIkYKF0NhbmNlbEV4ZWN1dGlvblJlc3BvbnNlEisKBnN0YXR1cxgBIAEoCzIbLm9keXNzZXkudjEuRXhlY3V0aW9uU3RhdHVzInMKGFJ1blNlc3Npb25Db21tYW5kUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBGFyZ3YYAiADKAkSFAoMY29tbWFuZF9saW5lGAMgASgJEgsKA2N3ZBgEIAEoCRISCgp0aW1lb3V0X21zGAUgASgEIqEBChlSdW5TZXNzaW9uQ29tbWFuZFJlc3BvbnNlEg8KB2V4ZWNfaWQYASABKAkSEQoJZXhpdF9jb2RlGAIgASgFEg4KBnN0ZG91dBgDIAEoCRIOCgZzdGRlcnIYBCABKAkSGAoQb3V0cHV0X3RydW5jYXRlZBgFIAEoCBIRCgl0aW1lZF9vdXQYBiABKAgSEwoLZHVyYXRpb25fbXMYByABKAQidgobU3RyZWFtU2Vzc2lvbkNvbW1hbmRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEYXJndhgCIAMoCRIUCgxjb21tYW5kX2xpbmUYAyABKAkSCwoDY3dkGAQgASgJEhIKCnRpbWVvdXRfbXMYBSABKAQitgEKHFN0cmVhbVNlc3Npb25Db21tYW5kUmVzcG9uc2USLQoFYmVnaW4YASABKAsyHC5vZHlzc2V5LnYxLkV4ZWNDb21tYW5kQmVnaW5IABI0CgZvdXRwdXQYAiABKAsyIi5vZHlzc2V5LnYxLkV4ZWNDb21tYW5kT3V0cHV0RGVsdGFIABIpCgNlbmQYAyABKAsyGi5vZHlzc2V5LnYxLkV4ZWNDb21tYW5kRW5kSABCBgoEaXRlbSqLAgoORXhlY3V0aW9uU3RhdGUSHwobRVhFQ1VUSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWRVhFQ1VUSU9OX1NUQVRFX1FVRVVFRBABEhsKF0VYRUNVVElPTl9TVEFURV9SVU5OSU5HEAISJAogRVhFQ1VUSU9OX1NUQVRFX1dBSVRJTkdfQVBQUk9WQUwQAxIdChlFWEVDVVRJT05fU1RBVEVfQ09NUExFVEVEEAQSGgoWRVhFQ1VUSU9OX1NUQVRFX0ZBSUxFRBAFEh0KGUVYRUNVVElPTl9TVEFURV9DQU5DRUxMRUQQBhIfChtFWEVDVVRJT05fU1RBVEVfSU5URVJSVVBURUQQBzKbBAoQRXhlY3V0aW9uU2VydmljZRI2CgNSdW4SFi5vZHlzc2V5LnYxLlJ1blJlcXVlc3QaFy5vZHlzc2V5LnYxLlJ1blJlc3BvbnNlEj8KBlN1Ym1pdBIZLm9keXNzZXkudjEuU3VibWl0UmVxdWVzdBoaLm9keXNzZXkudjEuU3VibWl0UmVzcG9uc2USYwoSR2V0RXhlY3V0aW9uU3RhdHVzEiUub2R5c3NleS52MS5HZXRFeGVjdXRpb25TdGF0dXNSZXF1ZXN0GiYub2R5c3NleS52MS5HZXRFeGVjdXRpb25TdGF0dXNSZXNwb25zZRJaCg9DYW5jZWxFeGVjdXRpb24SIi5vZHlzc2V5LnYxLkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QaIy5vZHlzc2V5LnYxLkNhbmNlbEV4ZWN1dGlvblJlc3BvbnNlEmAKEVJ1blNlc3Npb25Db21tYW5kEiQub2R5c3NleS52MS5SdW5TZXNzaW9uQ29tbWFuZFJlcXVlc3QaJS5vZHlzc2V5LnYxLlJ1blNlc3Npb25Db21tYW5kUmVzcG9uc2USawoUU3RyZWFtU2Vzc2lvbkNvbW1hbmQSJy5vZHlzc2V5LnYxLlN0cmVhbVNlc3Npb25Db21tYW5kUmVxdWVzdBooLm9keXNzZXkudjEuU3RyZWFtU2Vzc2lvbkNvbW1hbmRSZXNwb25zZTABYgZwcm90bzM", [file_odyssey_v1_common, file_odyssey_v1_events]);
+  fileDesc("ChpvZHlzc2V5L3YxL2V4ZWN1dGlvbi5wcm90bxIKb2R5c3NleS52MSJCCg1UdXJuT3ZlcnJpZGVzEgsKA2N3ZBgBIAEoCRIkCgVtb2RlbBgCIAEoCzIVLm9keXNzZXkudjEuTW9kZWxTcGVjIsUBCglUdXJuSW5wdXQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSLAoJb3ZlcnJpZGVzGAMgASgLMhkub2R5c3NleS52MS5UdXJuT3ZlcnJpZGVzEjUKCG1ldGFkYXRhGAQgAygLMiMub2R5c3NleS52MS5UdXJuSW5wdXQuTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi3QEKD0V4ZWN1dGlvblN0YXR1cxIUCgxleGVjdXRpb25faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIpCgVzdGF0ZRgDIAEoDjIaLm9keXNzZXkudjEuRXhlY3V0aW9uU3RhdGUSEAoIcmVzcG9uc2UYBCABKAkSDQoFZXJyb3IYBSABKAkSJQoFdXNhZ2UYBiABKAsyFi5vZHlzc2V5LnYxLlRva2VuVXNhZ2USFgoOZmlyc3Rfc2VxdWVuY2UYByABKAQSFQoNbGFzdF9zZXF1ZW5jZRgIIAEoBCIyCgpSdW5SZXF1ZXN0EiQKBWlucHV0GAEgASgLMhUub2R5c3NleS52MS5UdXJuSW5wdXQiOgoLUnVuUmVzcG9uc2USKwoGc3RhdHVzGAEgASgLMhsub2R5c3NleS52MS5FeGVjdXRpb25TdGF0dXMiNQoNU3VibWl0UmVxdWVzdBIkCgVpbnB1dBgBIAEoCzIVLm9keXNzZXkudjEuVHVybklucHV0IjoKDlN1Ym1pdFJlc3BvbnNlEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIjEKGUdldEV4ZWN1dGlvblN0YXR1c1JlcXVlc3QSFAoMZXhlY3V0aW9uX2lkGAEgASgJIkkKGkdldEV4ZWN1dGlvblN0YXR1c1Jlc3BvbnNlEisKBnN0YXR1cxgBIAEoCzIbLm9keXNzZXkudjEuRXhlY3V0aW9uU3RhdHVzIi4KFkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QSFAoMZXhlY3V0aW9uX2lkGAEgASgJIkYKF0NhbmNlbEV4ZWN1dGlvblJlc3BvbnNlEisKBnN0YXR1cxgBIAEoCzIbLm9keXNzZXkudjEuRXhlY3V0aW9uU3RhdHVzInMKGFJ1blNlc3Npb25Db21tYW5kUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBGFyZ3YYAiADKAkSFAoMY29tbWFuZF9saW5lGAMgASgJEgsKA2N3ZBgEIAEoCRISCgp0aW1lb3V0X21zGAUgASgEIqEBChlSdW5TZXNzaW9uQ29tbWFuZFJlc3BvbnNlEg8KB2V4ZWNfaWQYASABKAkSEQoJZXhpdF9jb2RlGAIgASgFEg4KBnN0ZG91dBgDIAEoCRIOCgZzdGRlcnIYBCABKAkSGAoQb3V0cHV0X3RydW5jYXRlZBgFIAEoCBIRCgl0aW1lZF9vdXQYBiABKAgSEwoLZHVyYXRpb25fbXMYByABKAQidgobU3RyZWFtU2Vzc2lvbkNvbW1hbmRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEYXJndhgCIAMoCRIUCgxjb21tYW5kX2xpbmUYAyABKAkSCwoDY3dkGAQgASgJEhIKCnRpbWVvdXRfbXMYBSABKAQitgEKHFN0cmVhbVNlc3Npb25Db21tYW5kUmVzcG9uc2USLQoFYmVnaW4YASABKAsyHC5vZHlzc2V5LnYxLkV4ZWNDb21tYW5kQmVnaW5IABI0CgZvdXRwdXQYAiABKAsyIi5vZHlzc2V5LnYxLkV4ZWNDb21tYW5kT3V0cHV0RGVsdGFIABIpCgNlbmQYAyABKAsyGi5vZHlzc2V5LnYxLkV4ZWNDb21tYW5kRW5kSABCBgoEaXRlbSJZChBTZW5kSW5wdXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEdGV4dBgCIAEoCRIjCgRtb2RlGAMgASgOMhUub2R5c3NleS52MS5JbnB1dE1vZGUikgEKEVNlbmRJbnB1dFJlc3BvbnNlEhIKCnNlc3Npb25faWQYASABKAkSMQoLZGlzcG9zaXRpb24YAiABKA4yHC5vZHlzc2V5LnYxLklucHV0RGlzcG9zaXRpb24SFAoMZXhlY3V0aW9uX2lkGAMgASgJEiAKGGludGVycnVwdGVkX2V4ZWN1dGlvbl9pZBgEIAEoCSqLAgoORXhlY3V0aW9uU3RhdGUSHwobRVhFQ1VUSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWRVhFQ1VUSU9OX1NUQVRFX1FVRVVFRBABEhsKF0VYRUNVVElPTl9TVEFURV9SVU5OSU5HEAISJAogRVhFQ1VUSU9OX1NUQVRFX1dBSVRJTkdfQVBQUk9WQUwQAxIdChlFWEVDVVRJT05fU1RBVEVfQ09NUExFVEVEEAQSGgoWRVhFQ1VUSU9OX1NUQVRFX0ZBSUxFRBAFEh0KGUVYRUNVVElPTl9TVEFURV9DQU5DRUxMRUQQBhIfChtFWEVDVVRJT05fU1RBVEVfSU5URVJSVVBURUQQByq0AQoQSW5wdXREaXNwb3NpdGlvbhIhCh1JTlBVVF9ESVNQT1NJVElPTl9VTlNQRUNJRklFRBAAEh0KGUlOUFVUX0RJU1BPU0lUSU9OX1NURUVSRUQQARIcChhJTlBVVF9ESVNQT1NJVElPTl9RVUVVRUQQAhIhCh1JTlBVVF9ESVNQT1NJVElPTl9JTlRFUlJVUFRFRBADEh0KGUlOUFVUX0RJU1BPU0lUSU9OX1NUQVJURUQQBDLlBAoQRXhlY3V0aW9uU2VydmljZRI2CgNSdW4SFi5vZHlzc2V5LnYxLlJ1blJlcXVlc3QaFy5vZHlzc2V5LnYxLlJ1blJlc3BvbnNlEj8KBlN1Ym1pdBIZLm9keXNzZXkudjEuU3VibWl0UmVxdWVzdBoaLm9keXNzZXkudjEuU3VibWl0UmVzcG9uc2USYwoSR2V0RXhlY3V0aW9uU3RhdHVzEiUub2R5c3NleS52MS5HZXRFeGVjdXRpb25TdGF0dXNSZXF1ZXN0GiYub2R5c3NleS52MS5HZXRFeGVjdXRpb25TdGF0dXNSZXNwb25zZRJaCg9DYW5jZWxFeGVjdXRpb24SIi5vZHlzc2V5LnYxLkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QaIy5vZHlzc2V5LnYxLkNhbmNlbEV4ZWN1dGlvblJlc3BvbnNlEmAKEVJ1blNlc3Npb25Db21tYW5kEiQub2R5c3NleS52MS5SdW5TZXNzaW9uQ29tbWFuZFJlcXVlc3QaJS5vZHlzc2V5LnYxLlJ1blNlc3Npb25Db21tYW5kUmVzcG9uc2USawoUU3RyZWFtU2Vzc2lvbkNvbW1hbmQSJy5vZHlzc2V5LnYxLlN0cmVhbVNlc3Npb25Db21tYW5kUmVxdWVzdBooLm9keXNzZXkudjEuU3RyZWFtU2Vzc2lvbkNvbW1hbmRSZXNwb25zZTABEkgKCVNlbmRJbnB1dBIcLm9keXNzZXkudjEuU2VuZElucHV0UmVxdWVzdBodLm9keXNzZXkudjEuU2VuZElucHV0UmVzcG9uc2ViBnByb3RvMw", [file_odyssey_v1_common, file_odyssey_v1_events]);
 
 /**
  * Per-turn overrides of the session's settings.
@@ -438,6 +438,71 @@ export const StreamSessionCommandResponseSchema: GenMessage<StreamSessionCommand
   messageDesc(file_odyssey_v1_execution, 14);
 
 /**
+ * @generated from message odyssey.v1.SendInputRequest
+ */
+export type SendInputRequest = Message<"odyssey.v1.SendInputRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * The input, bounded like a turn's prompt (not empty, at most 1 MiB).
+   *
+   * @generated from field: string text = 2;
+   */
+  text: string;
+
+  /**
+   * @generated from field: odyssey.v1.InputMode mode = 3;
+   */
+  mode: InputMode;
+};
+
+/**
+ * Describes the message odyssey.v1.SendInputRequest.
+ * Use `create(SendInputRequestSchema)` to create a new message.
+ */
+export const SendInputRequestSchema: GenMessage<SendInputRequest> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_execution, 15);
+
+/**
+ * @generated from message odyssey.v1.SendInputResponse
+ */
+export type SendInputResponse = Message<"odyssey.v1.SendInputResponse"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: odyssey.v1.InputDisposition disposition = 2;
+   */
+  disposition: InputDisposition;
+
+  /**
+   * The execution the text is part of: the running turn it steered, or the new turn.
+   *
+   * @generated from field: string execution_id = 3;
+   */
+  executionId: string;
+
+  /**
+   * The turn that was stopped (INTERRUPTED only).
+   *
+   * @generated from field: string interrupted_execution_id = 4;
+   */
+  interruptedExecutionId: string;
+};
+
+/**
+ * Describes the message odyssey.v1.SendInputResponse.
+ * Use `create(SendInputResponseSchema)` to create a new message.
+ */
+export const SendInputResponseSchema: GenMessage<SendInputResponse> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_execution, 16);
+
+/**
  * @generated from enum odyssey.v1.ExecutionState
  */
 export enum ExecutionState {
@@ -487,6 +552,53 @@ export enum ExecutionState {
  */
 export const ExecutionStateSchema: GenEnum<ExecutionState> = /*@__PURE__*/
   enumDesc(file_odyssey_v1_execution, 0);
+
+/**
+ * What became of the input.
+ *
+ * @generated from enum odyssey.v1.InputDisposition
+ */
+export enum InputDisposition {
+  /**
+   * @generated from enum value: INPUT_DISPOSITION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Joined the running turn `execution_id` (steer).
+   *
+   * @generated from enum value: INPUT_DISPOSITION_STEERED = 1;
+   */
+  STEERED = 1,
+
+  /**
+   * A new turn `execution_id` waits behind the session's running or queued turns.
+   *
+   * @generated from enum value: INPUT_DISPOSITION_QUEUED = 2;
+   */
+  QUEUED = 2,
+
+  /**
+   * `interrupted_execution_id` was stopped; the new turn `execution_id` runs next.
+   *
+   * @generated from enum value: INPUT_DISPOSITION_INTERRUPTED = 3;
+   */
+  INTERRUPTED = 3,
+
+  /**
+   * No turn was running or queued: the new turn `execution_id` started (or waits only for
+   * a free worker). Any mode gives this when the session is idle.
+   *
+   * @generated from enum value: INPUT_DISPOSITION_STARTED = 4;
+   */
+  STARTED = 4,
+}
+
+/**
+ * Describes the enum odyssey.v1.InputDisposition.
+ */
+export const InputDispositionSchema: GenEnum<InputDisposition> = /*@__PURE__*/
+  enumDesc(file_odyssey_v1_execution, 1);
 
 /**
  * Runs turns and operator commands on sessions.
@@ -549,6 +661,18 @@ export const ExecutionService: GenService<{
     methodKind: "server_streaming";
     input: typeof StreamSessionCommandRequestSchema;
     output: typeof StreamSessionCommandResponseSchema;
+  },
+  /**
+   * Gives a session new input while a turn may be running: steers it (the text joins the
+   * running turn before its next model call), queues a turn after it, or interrupts it and
+   * starts a turn with the text. With no turn running, every mode starts a turn.
+   *
+   * @generated from rpc odyssey.v1.ExecutionService.SendInput
+   */
+  sendInput: {
+    methodKind: "unary";
+    input: typeof SendInputRequestSchema;
+    output: typeof SendInputResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_odyssey_v1_execution, 0);
