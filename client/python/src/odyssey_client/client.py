@@ -32,6 +32,7 @@ from odyssey_client.policy import READ_RETRY, ReconnectPolicy
 from odyssey_client.requests import (
     ApprovalPolicy,
     ExportedBundle,
+    InputMode,
     Model,
     SandboxMode,
 )
@@ -514,6 +515,25 @@ class OdysseyClient:
                 request, metadata=self._metadata, timeout=timeout
             )
         ).status
+
+    def send_input(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        mode: InputMode = "steer",
+        timeout: Optional[float] = None,
+    ) -> execution_pb2.SendInputResponse:
+        """Gives a session input while a turn may be running. ``mode="steer"`` adds the
+        text to the running turn before its next model call (a ``user_input_added``
+        event), ``"queue"`` submits a turn after it, ``"interrupt"`` stops it (cancelled,
+        reason ``interrupted_by_input``) and runs a turn with the text next. With no turn
+        running, every mode starts a turn. The answer's ``disposition`` says which happened;
+        ``execution_id`` is the turn that carries the text."""
+        request = requests.send_input(session_id, text, mode)
+        return call(
+            lambda: self.executions.SendInput(request, metadata=self._metadata, timeout=timeout)
+        )
 
     # Commands
 

@@ -17,6 +17,8 @@ SandboxMode = Union[common_pb2.SandboxMode, str]
 ApprovalPolicy = Union[common_pb2.ApprovalPolicy, str]
 #: A model: a ``ModelSpec``, or ``"provider/name"``.
 Model = Union[common_pb2.ModelSpec, str]
+#: How SendInput takes input: the enum value or ``"steer"``, ``"queue"``, ``"interrupt"``.
+InputMode = Union[common_pb2.InputMode, str]
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,12 @@ def approval_policy(policy: Optional[ApprovalPolicy]) -> common_pb2.ApprovalPoli
             common_pb2.ApprovalPolicy.Value("APPROVAL_POLICY_" + policy.upper()),
         )
     return policy
+
+
+def send_input(session_id: str, text: str, mode: InputMode) -> execution_pb2.SendInputRequest:
+    if isinstance(mode, str):
+        mode = cast(common_pb2.InputMode, common_pb2.InputMode.Value("INPUT_MODE_" + mode.upper()))
+    return execution_pb2.SendInputRequest(session_id=session_id, text=text, mode=mode)
 
 
 def model_spec(model: Optional[Model]) -> Optional[common_pb2.ModelSpec]:
