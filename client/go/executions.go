@@ -123,6 +123,20 @@ func (c *Client) Cancel(ctx context.Context, executionID string) (*odysseyv1.Exe
 	return r.GetStatus(), nil
 }
 
+// SendInput gives a session input while a turn may be running. InputMode_INPUT_MODE_STEER
+// adds the text to the running turn before its next model call (a UserInputAdded event),
+// INPUT_MODE_QUEUE submits a turn after it, INPUT_MODE_INTERRUPT stops it (cancelled, reason
+// "interrupted_by_input") and runs a turn with the text next. With no turn running, every
+// mode starts a turn. The response's Disposition says which happened; ExecutionId is the
+// turn that carries the text.
+func (c *Client) SendInput(ctx context.Context, sessionID, text string, mode odysseyv1.InputMode) (*odysseyv1.SendInputResponse, error) {
+	r, err := c.Executions.SendInput(ctx, &odysseyv1.SendInputRequest{SessionId: sessionID, Text: text, Mode: mode})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return r, nil
+}
+
 // Command is a command to run in a session's sandbox: Argv (the program and its
 // arguments) or Line (a command line split with shell quoting rules; no shell runs it).
 type Command struct {
