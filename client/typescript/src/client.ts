@@ -32,6 +32,7 @@ import {
 import {
   ApprovalPolicy,
   SandboxMode,
+  type InputMode,
   type ModelSpecSchema,
 } from "./gen/odyssey/v1/common_pb.js";
 import { ApprovalDecision } from "./gen/odyssey/v1/events_pb.js";
@@ -39,6 +40,7 @@ import {
   ExecutionService,
   type ExecutionStatus,
   type RunSessionCommandResponse,
+  type SendInputResponse,
   type StreamSessionCommandResponse,
   type TurnInputSchema,
 } from "./gen/odyssey/v1/execution_pb.js";
@@ -630,6 +632,25 @@ export class OdysseyClientCore {
       this.executions.cancelExecution({ executionId }, this.opts(options)),
     );
     return required(response.status, "status");
+  }
+
+  /**
+   * Gives a session input while a turn may be running. `InputMode.STEER` adds the text to
+   * the running turn before its next model call (a `userInputAdded` event), `QUEUE`
+   * submits a turn after it, `INTERRUPT` stops it (cancelled, reason
+   * `interrupted_by_input`) and runs a turn with the text next. With no turn running,
+   * every mode starts a turn. The answer's `disposition` says which happened;
+   * `executionId` is the turn that carries the text.
+   */
+  async sendInput(
+    sessionId: string,
+    text: string,
+    mode: InputMode,
+    options?: CallOptions,
+  ): Promise<SendInputResponse> {
+    return call(() =>
+      this.executions.sendInput({ sessionId, text, mode }, this.opts(options)),
+    );
   }
 
   // Commands
