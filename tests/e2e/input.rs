@@ -543,3 +543,102 @@ async fn odyssey_send_steers_and_interrupts_and_prints_the_turn_to_follow() {
         assert!(err.contains("--steer") || err.contains("--queue"), "{err}");
     }
 }
+
+#[tokio::test]
+async fn the_rust_sdk_queues_behind_a_waiting_turn_and_decodes_a_refusal() {
+    let server = TestServer::start().await;
+    let client = odyssey_client::OdysseyClient::connect_with(
+        server.handle.url(),
+        odyssey_client::ConnectOptions::new(),
+    )
+    .await
+    .expect("connect");
+    let bash =
+        r#"{"tool_calls": [{"id": "call_b", "name": "Bash", "arguments": {"command": "ls"}}]}"#;
+    let project = Project::with_tools("sdkinput", &[bash], &["Bash"], "[]", "[Bash]", "[]");
+    let session_id = server.session_on(&project).await.id;
+    let (execution, _) = waiting_turn(&server, &session_id, "list the files").await;
+
+    let queued = client
+        .send_input(&session_id, "and then this", pb::InputMode::Queue)
+        .await
+        .expect("queue");
+    assert_eq!(queued.disposition, pb::InputDisposition::Queued as i32);
+    assert_ne!(queued.execution_id, execution);
+    assert_eq!(
+        client
+            .execution_status(&queued.execution_id)
+            .await
+            .expect("status")
+            .state,
+        pb::ExecutionState::Queued as i32
+    );
+
+    let refused = client
+        .send_input(
+            &session_id,
+            "x".repeat(1024 * 1024 + 1).as_str(),
+            pb::InputMode::Steer,
+        )
+        .await
+        .expect_err("oversized");
+    assert_eq!(refused.code(), Some(Code::InvalidArgument));
+    let details = refused.details().expect("details");
+    assert_eq!(details.reason, "INVALID_ARGUMENT");
+    for id in [queued.execution_id, execution] {
+        client.cancel_execution(&id).await.expect("cancel");
+    }
+}
+
+/// Regression guard for the seam between a turn's last model call and its end: input that
+/// arrives while the model streams what would be its final answer is not dropped, the
+/// turn asks the model once more with it.
+#[tokio::test]
+async fn input_steered_while_the_final_answer_streams_gets_one_more_model_call() {
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(
+                StreamBuilder::new()
+                    .text("Here is the summary.", 1)
+                    .pause(Duration::from_millis(1500))
+                    .finish("stop")
+                    .done()
+                    .build(),
+            )
+            .reply(text("Shorter: done.")),
+    )
+    .await
+    .expect("model server");
+    let server = server_for(&model).await;
+    let session_id = session(&server, "late").await;
+    let execution = server
+        .submit(&session_id, "summarize")
+        .await
+        .expect("submit");
+    for _ in 0..200 {
+        if !model.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(model.requests().len(), 1, "the first answer is streaming");
+    let sent = send(
+        &server,
+        &session_id,
+        "make it shorter",
+        pb::InputMode::Steer,
+    )
+    .await
+    .expect("steer");
+    assert_eq!(sent.disposition, pb::InputDisposition::Steered as i32);
+    assert_eq!(sent.execution_id, execution);
+
+    server
+        .wait_for_state(&execution, pb::ExecutionState::Completed)
+        .await;
+    assert_eq!(server.status(&execution).await.response, "Shorter: done.");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(roles(&requests[1]), ["system", "user", "assistant", "user"]);
+    assert_eq!(user_texts(&requests[1]), ["summarize", "make it shorter"]);
+}
