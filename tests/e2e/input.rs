@@ -642,3 +642,44 @@ async fn input_steered_while_the_final_answer_streams_gets_one_more_model_call()
     assert_eq!(roles(&requests[1]), ["system", "user", "assistant", "user"]);
     assert_eq!(user_texts(&requests[1]), ["summarize", "make it shorter"]);
 }
+
+#[tokio::test]
+async fn a_turn_waiting_for_an_approval_holds_a_bounded_number_of_steered_inputs() {
+    let server = TestServer::start().await;
+    let bash =
+        r#"{"tool_calls": [{"id": "call_b", "name": "Bash", "arguments": {"command": "ls"}}]}"#;
+    let project = Project::with_tools("bounded", &[bash], &["Bash"], "[]", "[Bash]", "[]");
+    let session_id = server.session_on(&project).await.id;
+    let (execution, _) = waiting_turn(&server, &session_id, "list the files").await;
+    for i in 0..odyssey_runtime::execution::MAX_WAITING_INPUTS {
+        let sent = send(
+            &server,
+            &session_id,
+            &format!("note {i}"),
+            pb::InputMode::Steer,
+        )
+        .await
+        .expect("steer");
+        assert_eq!(sent.execution_id, execution);
+    }
+    let refused = send(&server, &session_id, "one too many", pb::InputMode::Steer)
+        .await
+        .expect_err("too many waiting");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert_eq!(
+        crate::support::error_reason(&refused).as_deref(),
+        Some("INPUTS_WAITING")
+    );
+    // Queue mode is not bounded by it.
+    let queued = send(&server, &session_id, "one too many", pb::InputMode::Queue)
+        .await
+        .expect("queue");
+    assert_eq!(queued.disposition, pb::InputDisposition::Queued as i32);
+    for id in [queued.execution_id, execution] {
+        server
+            .executions()
+            .cancel_execution(pb::CancelExecutionRequest { execution_id: id })
+            .await
+            .expect("cancel");
+    }
+}

@@ -48,6 +48,14 @@ pub enum RuntimeError {
         retry_after: Duration,
     },
 
+    #[error(
+        "the running turn already has {waiting} inputs waiting for its next model call; retry once it takes them, or send the input in queue mode"
+    )]
+    InputsWaiting {
+        waiting: usize,
+        retry_after: Duration,
+    },
+
     #[error("{0}")]
     Unimplemented(&'static str),
 
@@ -124,6 +132,7 @@ impl RuntimeError {
             Self::FailedPrecondition(_) => ErrorKind::FailedPrecondition,
             Self::PermissionDenied { .. } => ErrorKind::PermissionDenied,
             Self::QueueFull { .. } => ErrorKind::ResourceExhausted,
+            Self::InputsWaiting { .. } => ErrorKind::ResourceExhausted,
             Self::Unimplemented(_) => ErrorKind::Unimplemented,
             Self::ShuttingDown => ErrorKind::Unavailable,
             Self::Bundle(e) => e.kind(),
@@ -152,6 +161,7 @@ impl RuntimeError {
             Self::FailedPrecondition(_) => "FAILED_PRECONDITION",
             Self::PermissionDenied { .. } => "PERMISSION_DENIED",
             Self::QueueFull { .. } => "QUEUE_FULL",
+            Self::InputsWaiting { .. } => "INPUTS_WAITING",
             Self::Unimplemented(_) => "UNIMPLEMENTED",
             Self::ShuttingDown => "SHUTTING_DOWN",
             Self::Bundle(e) => e.reason(),
@@ -196,7 +206,9 @@ impl RuntimeError {
     /// How long a caller should wait before retrying, when that is known.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            Self::QueueFull { retry_after, .. } => Some(*retry_after),
+            Self::QueueFull { retry_after, .. } | Self::InputsWaiting { retry_after, .. } => {
+                Some(*retry_after)
+            }
             _ => None,
         }
     }

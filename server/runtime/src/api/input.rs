@@ -8,10 +8,13 @@ use uuid::Uuid;
 
 use super::OdysseyRuntime;
 use super::executions::validate_prompt;
-use crate::error::Result;
+use crate::error::{Result, RuntimeError};
 use crate::events::{EventPayload, INTERRUPTED_BY_INPUT, InputMode, TurnOutcome};
-use crate::execution::{ExecutionRequest, ExecutionState};
+use crate::execution::{ExecutionRequest, ExecutionState, MAX_WAITING_INPUTS, Offered};
 use crate::session::SessionHandle;
+
+/// How long a caller is told to wait when a turn has too much input waiting.
+const INPUTS_WAITING_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Input for a session, and how it is to be taken.
 #[derive(Clone, Debug)]
@@ -54,7 +57,8 @@ impl OdysseyRuntime {
     ///   returns). A turn waiting for an approval takes it after the approval, before its
     ///   next model call; a turn whose model answered while the text waited asks the model
     ///   once more. When the turn has already taken its last model call, the text starts a
-    ///   turn of its own instead, as in [`InputMode::Queue`].
+    ///   turn of its own instead, as in [`InputMode::Queue`]. At most
+    ///   [`MAX_WAITING_INPUTS`] wait at once (then `ResourceExhausted`, `INPUTS_WAITING`).
     /// - [`InputMode::Queue`]: a new turn, as [`OdysseyRuntime::submit`] queues it.
     /// - [`InputMode::Interrupt`]: a new turn is queued ahead of the session's waiting
     ///   turns, then the running turn is stopped (its record: cancelled, reason
@@ -114,8 +118,15 @@ impl OdysseyRuntime {
                 .append_now(Some(execution_id), event)
                 .map(|_| execution_id)
         });
-        let Some(execution_id) = added.transpose()? else {
-            return Ok(None);
+        let execution_id = match added {
+            Offered::Closed => return Ok(None),
+            Offered::Full => {
+                return Err(RuntimeError::InputsWaiting {
+                    waiting: MAX_WAITING_INPUTS,
+                    retry_after: INPUTS_WAITING_RETRY,
+                });
+            }
+            Offered::Recorded(recorded) => recorded?,
         };
         // The caller is told only once the log keeps it.
         session.sync().await?;

@@ -9,6 +9,21 @@ use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
 
+/// How many inputs may wait for a turn's next model call. Each is at most a prompt's size,
+/// so a turn waiting for an approval holds a bounded amount, however often it is steered.
+pub const MAX_WAITING_INPUTS: usize = 16;
+
+/// What became of input offered to a turn.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Offered<T, E> {
+    /// The turn takes no more input (it is ending).
+    Closed,
+    /// [`MAX_WAITING_INPUTS`] already wait.
+    Full,
+    /// Recorded (or not, if recording failed) and, when recorded, added.
+    Recorded(Result<T, E>),
+}
+
 /// The inbox of one running turn.
 pub(crate) struct Inbox {
     execution_id: Uuid,
@@ -34,22 +49,25 @@ impl Inbox {
     }
 
     /// Adds `text` for the turn's next model call, calling `record` first (under the
-    /// lock, so what it records precedes the turn's end); `None` when the turn no longer
-    /// takes input. Nothing is added when `record` fails.
+    /// lock, so what it records precedes the turn's end). Nothing is added when the turn
+    /// takes no more input, when too much waits already, or when `record` fails.
     pub fn offer<T, E>(
         &self,
         text: &str,
         record: impl FnOnce(Uuid) -> Result<T, E>,
-    ) -> Option<Result<T, E>> {
+    ) -> Offered<T, E> {
         let mut state = self.lock();
         if state.closed {
-            return None;
+            return Offered::Closed;
+        }
+        if state.pending.len() >= MAX_WAITING_INPUTS {
+            return Offered::Full;
         }
         let recorded = record(self.execution_id);
         if recorded.is_ok() {
             state.pending.push(text.to_owned());
         }
-        Some(recorded)
+        Offered::Recorded(recorded)
     }
 
     /// Everything waiting, oldest first.
@@ -116,9 +134,11 @@ mod tests {
     use super::*;
 
     fn offer(inbox: &Inbox, text: &str) -> Option<Uuid> {
-        inbox
-            .offer(text, Ok::<_, ()>)
-            .map(|r| r.unwrap_or_else(|()| panic!("recorded")))
+        match inbox.offer(text, Ok::<_, ()>) {
+            Offered::Recorded(Ok(id)) => Some(id),
+            Offered::Closed => None,
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -156,8 +176,25 @@ mod tests {
         let inbox = Inbox::new(Uuid::new_v4());
         assert_eq!(
             inbox.offer("x", |_| Err::<(), _>("disk full")),
-            Some(Err("disk full"))
+            Offered::Recorded(Err("disk full"))
         );
         assert!(inbox.take().is_empty());
+    }
+
+    #[test]
+    fn a_turn_holds_a_bounded_number_of_waiting_inputs() {
+        let inbox = Inbox::new(Uuid::new_v4());
+        for i in 0..MAX_WAITING_INPUTS {
+            assert!(offer(&inbox, &i.to_string()).is_some());
+        }
+        let mut recorded = false;
+        let full = inbox.offer("one more", |_| {
+            recorded = true;
+            Ok::<_, ()>(())
+        });
+        assert_eq!(full, Offered::Full);
+        assert!(!recorded, "nothing is recorded for refused input");
+        assert_eq!(inbox.take().len(), MAX_WAITING_INPUTS);
+        assert!(offer(&inbox, "room again").is_some());
     }
 }

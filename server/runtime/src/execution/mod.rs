@@ -22,7 +22,8 @@ pub use status::{
 pub use budget::tokens_spent;
 pub(crate) use budget::{TokenBudgets, ensure_session_budget};
 pub(crate) use gate::Gate;
-pub(crate) use inbox::{Inbox, Inboxes};
+pub use inbox::MAX_WAITING_INPUTS;
+pub(crate) use inbox::{Inbox, Inboxes, Offered};
 pub(crate) use long_term_memory::TurnMemory;
 pub(crate) use queue::{Job, Placed, PushError, Queue};
 pub(crate) use slot::WorkerSlot;
