@@ -92,7 +92,9 @@ const (
 	InputDisposition_INPUT_DISPOSITION_UNSPECIFIED InputDisposition = 0
 	// Joined the running turn `execution_id` (steer).
 	InputDisposition_INPUT_DISPOSITION_STEERED InputDisposition = 1
-	// A new turn `execution_id` waits behind the session's running or queued turns.
+	// A new turn `execution_id` waits for the session's running turn and, unless the mode
+	// was INTERRUPT (whose turn runs next even when the running turn ended on its own before
+	// it could be stopped), for its queued turns.
 	InputDisposition_INPUT_DISPOSITION_QUEUED InputDisposition = 2
 	// `interrupted_execution_id` was stopped; the new turn `execution_id` runs next.
 	InputDisposition_INPUT_DISPOSITION_INTERRUPTED InputDisposition = 3

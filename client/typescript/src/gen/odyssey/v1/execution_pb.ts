@@ -572,7 +572,9 @@ export enum InputDisposition {
   STEERED = 1,
 
   /**
-   * A new turn `execution_id` waits behind the session's running or queued turns.
+   * A new turn `execution_id` waits for the session's running turn and, unless the mode
+   * was INTERRUPT (whose turn runs next even when the running turn ended on its own before
+   * it could be stopped), for its queued turns.
    *
    * @generated from enum value: INPUT_DISPOSITION_QUEUED = 2;
    */
