@@ -16,6 +16,8 @@ use odyssey_api::v1::approval_service_client::ApprovalServiceClient;
 
 use crate::support::{Project, TestServer, error_reason, payload_kind};
 
+mod tools;
+
 /// A replay project declaring `servers` (YAML lines under `spec.mcp_servers`) and an
 /// agent using `uses`.
 fn with_servers(name: &str, servers: &str, uses: &str) -> Project {

@@ -34,9 +34,10 @@ pub mod textfile;
 pub mod tools;
 
 pub use api::{
-    Activity, CommandEvent, CommandEvents, CommandLine, CommandResult, ModelAvailability,
-    OdysseyRuntime, PulledBundle, PushedBundle, RuntimeBuilder, RuntimeCollector,
-    SandboxCapabilities, ServedAgent, ServerInfo, SessionCommand, SessionFilter, SessionSpec,
+    Activity, AgentMcpServer, CommandEvent, CommandEvents, CommandLine, CommandResult,
+    McpServerKind, ModelAvailability, OdysseyRuntime, PulledBundle, PushedBundle, RuntimeBuilder,
+    RuntimeCollector, SandboxCapabilities, ServedAgent, ServerInfo, SessionCommand, SessionFilter,
+    SessionSpec, SessionTool, SessionToolSource, SessionTools,
 };
 pub use bundle::InstallOptions;
 pub use config::RuntimeConfig;

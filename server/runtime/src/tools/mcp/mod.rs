@@ -10,6 +10,6 @@ mod servers;
 mod settings;
 mod tool;
 
-pub use servers::McpServers;
+pub use servers::{McpServers, ServerListing};
 pub use settings::{McpLaunch, McpSettings, OperatorMcpServer, ResolvedMcpServer};
 pub use tool::McpTool;

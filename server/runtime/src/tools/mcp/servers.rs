@@ -35,6 +35,13 @@ pub struct McpServers {
     sweeping: std::sync::OnceLock<()>,
 }
 
+/// The tools one server offers a session, or why it offers none.
+#[derive(Debug)]
+pub struct ServerListing {
+    pub server: String,
+    pub tools: Result<Vec<Arc<McpTool>>, String>,
+}
+
 /// One server of one session.
 #[derive(Debug)]
 struct Slot {
@@ -74,23 +81,42 @@ impl McpServers {
         offered: impl Fn(&str) -> bool,
     ) -> Vec<Arc<dyn Tool>> {
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        for server in servers {
-            let slot = self.slot(ctx.session_id, &server.name);
-            let listed = match slot.ready(self, ctx, server).await {
-                Ok((_, listed)) => listed,
+        for listing in self.listings(ctx, servers, offered).await {
+            match listing.tools {
+                Ok(offered) => tools.extend(offered.into_iter().map(|t| t as Arc<dyn Tool>)),
                 Err(message) => {
-                    tracing::warn!(session = %ctx.session_id, server = %server.name, "MCP server offers no tools this turn: {message}");
-                    continue;
-                }
-            };
-            for listed in listed {
-                let tool = McpTool::new(self.clone(), server.clone(), &listed);
-                if offered(&tool.spec().name) {
-                    tools.push(Arc::new(tool));
+                    tracing::warn!(session = %ctx.session_id, server = %listing.server, "MCP server offers no tools this turn: {message}");
                 }
             }
         }
         tools
+    }
+
+    /// What each of `servers` offers that `offered` accepts, starting the servers that
+    /// are not running, or why one offers nothing.
+    pub async fn listings(
+        self: &Arc<Self>,
+        ctx: &ToolContext,
+        servers: &[ResolvedMcpServer],
+        offered: impl Fn(&str) -> bool,
+    ) -> Vec<ServerListing> {
+        let mut listings = Vec::with_capacity(servers.len());
+        for server in servers {
+            let slot = self.slot(ctx.session_id, &server.name);
+            let tools = slot.ready(self, ctx, server).await.map(|(_, listed)| {
+                listed
+                    .iter()
+                    .map(|listed| McpTool::new(self.clone(), server.clone(), listed))
+                    .filter(|tool| offered(&tool.spec().name))
+                    .map(Arc::new)
+                    .collect()
+            });
+            listings.push(ServerListing {
+                server: server.name.clone(),
+                tools,
+            });
+        }
+        listings
     }
 
     /// Calls `tool` of `server` for the session of `ctx`. Every failure is an error result
