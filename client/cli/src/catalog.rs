@@ -36,11 +36,15 @@ pub(crate) async fn agents(
                 } else {
                     String::new()
                 },
+                mcp_servers_label(&a.mcp_servers),
                 render::shorten(&a.description, 60),
             ]
         })
         .collect();
-    output.table(&["AGENT", "MODEL", "DEFAULT", "DESCRIPTION"], &rows)?;
+    output.table(
+        &["AGENT", "MODEL", "DEFAULT", "MCP SERVERS", "DESCRIPTION"],
+        &rows,
+    )?;
     Ok(())
 }
 
@@ -151,4 +155,26 @@ mod tests {
             "openai/gpt-4.1-mini (bundle: the same model, another config)"
         );
     }
+}
+
+/// An agent's MCP servers as `name (kind)`, the operator's marked: `everything (stdio),
+/// github (operator, url)`; an operator's server this server lacks shows `(operator, not
+/// configured)`.
+pub(crate) fn mcp_servers_label(servers: &[pb::McpServerInfo]) -> String {
+    servers
+        .iter()
+        .map(|s| {
+            let kind = if s.kind.is_empty() {
+                "not configured"
+            } else {
+                s.kind.as_str()
+            };
+            if s.operator {
+                format!("{} (operator, {kind})", s.name)
+            } else {
+                format!("{} ({kind})", s.name)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

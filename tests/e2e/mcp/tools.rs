@@ -74,6 +74,18 @@ fn servers_of(agent: &pb::AgentInfo) -> Vec<(String, String, bool)> {
         .collect()
 }
 
+/// Runs the CLI in-process; returns (exit code, stdout, stderr).
+async fn cli(args: &[&str]) -> (i32, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let args = args.iter().map(|a| a.to_string()).collect();
+    let code = odyssey_cli::run_cli(args, &mut out, &mut err).await;
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}
+
 async fn sdk(server: &TestServer) -> OdysseyClient {
     OdysseyClient::connect_with(server.handle.url(), ConnectOptions::new())
         .await
@@ -109,7 +121,18 @@ async fn inspect_bundle_and_list_agents_show_each_agents_mcp_servers() {
     let agents = client.list_agents("visible").await.expect("list agents");
     let main = agents.iter().find(|a| a.id == "main").expect("main");
     assert_eq!(servers_of(main), expected);
-    let shown = format!("{inspected:?} {agents:?}");
+    let url = server.handle.url();
+    let (code, out, err) = cli(&["--server", &url, "agents", "visible"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("MCP SERVERS"), "{out}");
+    assert!(
+        out.contains("growing (stdio), broken (stdio), docs (url), notes (operator, stdio)"),
+        "{out}"
+    );
+    let (code, inspect_out, err) = cli(&["--server", &url, "bundle", "inspect", "visible"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(inspect_out.contains("docs (url)"), "{inspect_out}");
+    let shown = format!("{inspected:?} {agents:?} {out} {inspect_out}");
     for hidden in [
         OPERATOR_SECRET,
         "missing-notes",
@@ -223,6 +246,31 @@ async fn list_session_tools_starts_the_servers_and_lists_what_the_model_is_offer
         .expect("list again");
     let names: Vec<&str> = listed.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["Read", "mcp__growing__grow", "mcp__growing__grown"]);
+
+    let url = server.handle.url();
+    let (code, out, err) = cli(&["--server", &url, "session", "tools", &session.id]).await;
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip(1)
+        .map(|line| line.split_whitespace().take(2).collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            vec!["Read", "builtin"],
+            vec!["mcp__growing__grow", "mcp:growing"],
+            vec!["mcp__growing__grown", "mcp:growing"],
+        ],
+        "{out}"
+    );
+    assert!(err.contains("MCP server `broken` offers no tools"), "{err}");
+    let (code, out, err) =
+        cli(&["--server", &url, "--json", "session", "tools", &session.id]).await;
+    assert_eq!(code, 0, "{err}");
+    let answer: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    assert_eq!(answer["tools"][1]["mcpServer"], "growing", "{answer}");
+    assert!(answer["mcpServerErrors"].is_array(), "{answer}");
 
     // Paged one by one, the pages add up to the whole list.
     let mut paged = Vec::new();
