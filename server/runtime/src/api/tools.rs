@@ -181,7 +181,12 @@ impl OdysseyRuntime {
                         spec: tool.spec(),
                         source: SessionToolSource::Mcp(listing.server.clone()),
                     })),
-                    Err(why) => mcp_server_errors.push((listing.server, why)),
+                    Err(why) => {
+                        // The server is named beside the reason: not again inside it.
+                        let prefix = format!("MCP server `{}`: ", listing.server);
+                        let why = why.strip_prefix(&prefix).map_or(why.clone(), str::to_owned);
+                        mcp_server_errors.push((listing.server, why));
+                    }
                 }
             }
         }
