@@ -14,6 +14,7 @@ use crate::permissions::PermissionRules;
 use crate::provider::ToolSpec;
 use crate::sandbox::ProcessView;
 use crate::session::EventSink;
+use crate::tools::mcp::TurnMcpTools;
 use crate::tools::{Tool, ToolContext, ToolSet};
 
 impl OdysseyRuntime {
@@ -55,9 +56,8 @@ impl OdysseyRuntime {
         let servers = config
             .mcp
             .resolve(&bundle.manifest, agent, &config.access)?;
-        for tool in self.inner.mcp.tools(ctx, &servers, offered).await {
-            tools.insert(tool);
-        }
+        let listed = TurnMcpTools::list(&self.inner.mcp, ctx, servers, offered).await;
+        tools.set_mcp(Arc::new(listed));
         Ok(())
     }
 }

@@ -72,26 +72,6 @@ impl McpServers {
         })
     }
 
-    /// The tools of `servers` that `offered` accepts, starting the servers that are not
-    /// running. A server that cannot be started offers no tools this turn (logged).
-    pub async fn tools(
-        self: &Arc<Self>,
-        ctx: &ToolContext,
-        servers: &[ResolvedMcpServer],
-        offered: impl Fn(&str) -> bool,
-    ) -> Vec<Arc<dyn Tool>> {
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        for listing in self.listings(ctx, servers, offered).await {
-            match listing.tools {
-                Ok(offered) => tools.extend(offered.into_iter().map(|t| t as Arc<dyn Tool>)),
-                Err(message) => {
-                    tracing::warn!(session = %ctx.session_id, server = %listing.server, "MCP server offers no tools this turn: {message}");
-                }
-            }
-        }
-        tools
-    }
-
     /// What each of `servers` offers that `offered` accepts, starting the servers that
     /// are not running, or why one offers nothing.
     pub async fn listings(
@@ -117,6 +97,31 @@ impl McpServers {
             });
         }
         listings
+    }
+
+    /// Those of `servers` whose running connection said its tools changed since they were
+    /// last listed (`tools/list_changed`).
+    pub async fn changed_servers(
+        &self,
+        session: Uuid,
+        servers: &[ResolvedMcpServer],
+    ) -> Vec<ResolvedMcpServer> {
+        let mut changed = Vec::new();
+        for server in servers {
+            let slot = crate::sync::lock(&self.slots)
+                .get(&(session, server.name.clone()))
+                .cloned();
+            let Some(slot) = slot else { continue };
+            let state = slot.state.lock().await;
+            if state
+                .connection
+                .as_ref()
+                .is_some_and(|c| c.is_alive() && c.tools_changed())
+            {
+                changed.push(server.clone());
+            }
+        }
+        changed
     }
 
     /// Calls `tool` of `server` for the session of `ctx`. Every failure is an error result
