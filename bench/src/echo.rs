@@ -234,4 +234,11 @@ impl SessionService for Sessions {
     ) -> Result<Response<Self::ExportSessionCassetteStream>, Status> {
         Err(Status::unimplemented("echo"))
     }
+
+    async fn list_session_tools(
+        &self,
+        _: Request<pb::ListSessionToolsRequest>,
+    ) -> Result<Response<pb::ListSessionToolsResponse>, Status> {
+        Err(Status::unimplemented("echo"))
+    }
 }

@@ -75,6 +75,18 @@ pub struct Settings {
     #[arg(long, default_value_t = 6.0)]
     #[serde(default = "default_turn_cost_seconds")]
     pub turn_cost_seconds: f64,
+    /// mcp: warm MCP tool calls measured.
+    #[arg(long, default_value_t = 200)]
+    #[serde(default = "default_mcp_calls")]
+    pub mcp_calls: usize,
+    /// mcp: MCP tool calls per turn.
+    #[arg(long, default_value_t = 10)]
+    #[serde(default = "default_mcp_calls_per_turn")]
+    pub mcp_calls_per_turn: usize,
+    /// mcp: MCP server starts measured.
+    #[arg(long, default_value_t = 30)]
+    #[serde(default = "default_mcp_starts")]
+    pub mcp_starts: usize,
     /// A further odysseyd flag for every daemon (`--daemon-arg=--long-term-memory=false`);
     /// repeatable.
     #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -88,6 +100,19 @@ fn default_turn_cost_pairs() -> usize {
 
 fn default_turn_cost_seconds() -> f64 {
     6.0
+}
+
+// Likewise for `mcp`.
+fn default_mcp_calls() -> usize {
+    200
+}
+
+fn default_mcp_calls_per_turn() -> usize {
+    10
+}
+
+fn default_mcp_starts() -> usize {
+    30
 }
 
 impl Settings {

@@ -97,6 +97,29 @@ func (c *Client) DeleteSession(ctx context.Context, sessionID string) error {
 	return wrap(err)
 }
 
+// ListSessionTools returns every tool the session's agent is offered (builtin, host and
+// MCP ones, sorted by name), read page by page, with the agent's MCP servers that could
+// not be started (McpServerErrors). The server starts those not running in the session's
+// sandbox cell.
+func (c *Client) ListSessionTools(ctx context.Context, sessionID string) (*odysseyv1.ListSessionToolsResponse, error) {
+	all := &odysseyv1.ListSessionToolsResponse{}
+	token := ""
+	for {
+		page, err := read(ctx, c, func(ctx context.Context) (*odysseyv1.ListSessionToolsResponse, error) {
+			return c.Sessions.ListSessionTools(ctx, &odysseyv1.ListSessionToolsRequest{SessionId: sessionID, PageToken: token})
+		})
+		if err != nil {
+			return nil, err
+		}
+		all.Tools = append(all.Tools, page.GetTools()...)
+		all.McpServerErrors = page.GetMcpServerErrors()
+		token = page.GetNextPageToken()
+		if token == "" {
+			return all, nil
+		}
+	}
+}
+
 // ExportCassette returns the cassette the server recorded for a session (servers started
 // with --record-cassettes): one JSON line per model call, as the replay provider plays
 // them. codes.FailedPrecondition when nothing was recorded.

@@ -16,6 +16,8 @@ use odyssey_api::v1::approval_service_client::ApprovalServiceClient;
 
 use crate::support::{Project, TestServer, error_reason, payload_kind};
 
+mod tools;
+
 /// A replay project declaring `servers` (YAML lines under `spec.mcp_servers`) and an
 /// agent using `uses`.
 fn with_servers(name: &str, servers: &str, uses: &str) -> Project {
@@ -899,7 +901,8 @@ async fn a_filesystem_server_told_to_serve_a_host_folder_reaches_only_its_cell()
     );
 }
 
-/// A stdio server whose `grow` tool adds a tool and says so (`tools/list_changed`).
+/// A stdio server whose `grow` tool adds a tool and says so (`tools/list_changed`) before
+/// it answers the call.
 fn growing_server(modules: &Path) -> String {
     let sdk = modules.join("@modelcontextprotocol/sdk/dist/esm");
     format!(
@@ -916,7 +919,7 @@ server.setRequestHandler(ListToolsRequestSchema, async () => ({{
 server.setRequestHandler(CallToolRequestSchema, async (request) => {{
   if (request.params.name === "grow") {{
     grown = true;
-    setTimeout(() => server.sendToolListChanged(), 0);
+    await server.sendToolListChanged();
     return {{ content: [{{ type: "text", text: "grew" }}] }};
   }}
   return {{ content: [{{ type: "text", text: "I am new" }}] }};
@@ -927,15 +930,30 @@ await server.connect(new StdioServerTransport());
     )
 }
 
+/// The names of the tools a model request offers.
+fn offered(request: &serde_json::Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Deterministic: the server says its list changed before it answers the call, and the
+/// client marks the list stale as it reads that notification, before the answer.
 #[tokio::test]
-async fn a_servers_tool_list_change_reaches_the_next_turn() {
+async fn a_servers_tool_list_change_reaches_the_next_model_call_of_the_turn() {
     let modules = node_modules();
     let model = OpenAiWireServer::start(
         Script::new(KEY)
             .reply(call("c1", "mcp__growing__grow", "{}"))
-            .reply(text("Grown."))
             .reply(call("c2", "mcp__growing__grown", "{}"))
-            .reply(text("Used.")),
+            .reply(text("Used."))
+            .reply(text("Still there.")),
     )
     .await
     .expect("loopback model");
@@ -949,36 +967,27 @@ async fn a_servers_tool_list_change_reaches_the_next_turn() {
     );
     project.write("growing.mjs", &growing_server(&modules));
     let session = server.session_on(&project).await;
-    let first = server.run(&session.id, "Grow.").await;
+    let first = server
+        .run(&session.id, "Grow, then use the new tool.")
+        .await;
     assert_eq!(
         first.state,
         pb::ExecutionState::Completed as i32,
         "{first:?}"
     );
-    let second = server.run(&session.id, "Use the new tool.").await;
+    let second = server.run(&session.id, "Anything new?").await;
     assert_eq!(
         second.state,
         pb::ExecutionState::Completed as i32,
         "{second:?}"
     );
-    let offered = |request: &serde_json::Value| -> Vec<String> {
-        request["tools"]
-            .as_array()
-            .map(|tools| {
-                tools
-                    .iter()
-                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let requests = model.requests();
     assert_eq!(offered(&requests[0]), ["mcp__growing__grow"]);
-    assert_eq!(
-        offered(&requests[2]),
-        ["mcp__growing__grow", "mcp__growing__grown"]
-    );
-    let events = server.events(&session.id, 0, second.last_sequence).await;
+    let both = ["mcp__growing__grow", "mcp__growing__grown"];
+    assert_eq!(offered(&requests[1]), both, "the same turn's next call");
+    assert_eq!(offered(&requests[2]), both);
+    assert_eq!(offered(&requests[3]), both, "the next turn");
+    let events = server.events(&session.id, 0, first.last_sequence).await;
     let calls = finished(&events);
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert!(calls[1].1 && calls[1].2 == "I am new", "{calls:?}");

@@ -407,6 +407,21 @@ fn inspect(response: &pb::InspectBundleResponse, output: &mut Output<'_>) -> Res
         ("tools", tools.join(", ")),
         ("sandbox", format!("{mode} · network: {network}")),
     ])?;
+    let with_servers: Vec<Vec<String>> = response
+        .agents
+        .iter()
+        .filter(|a| !a.mcp_servers.is_empty())
+        .map(|a| {
+            vec![
+                a.id.clone(),
+                super::catalog::mcp_servers_label(&a.mcp_servers),
+            ]
+        })
+        .collect();
+    if !with_servers.is_empty() {
+        output.line("")?;
+        output.table(&["AGENT", "MCP SERVERS"], &with_servers)?;
+    }
     if !response.skills.is_empty() {
         output.line("")?;
         let rows: Vec<Vec<String>> = response

@@ -36,11 +36,15 @@ pub(crate) async fn agents(
                 } else {
                     String::new()
                 },
+                mcp_servers_label(&a.mcp_servers),
                 render::shorten(&a.description, 60),
             ]
         })
         .collect();
-    output.table(&["AGENT", "MODEL", "DEFAULT", "DESCRIPTION"], &rows)?;
+    output.table(
+        &["AGENT", "MODEL", "DEFAULT", "MCP SERVERS", "DESCRIPTION"],
+        &rows,
+    )?;
     Ok(())
 }
 
@@ -123,6 +127,28 @@ pub(crate) async fn skills(
     Ok(())
 }
 
+/// An agent's MCP servers as `name (kind)`, the operator's marked: `everything (stdio),
+/// github (operator, url)`; an operator's server this server lacks shows `(operator, not
+/// configured)`.
+pub(crate) fn mcp_servers_label(servers: &[pb::McpServerInfo]) -> String {
+    servers
+        .iter()
+        .map(|s| {
+            let kind = if s.kind.is_empty() {
+                "not configured"
+            } else {
+                s.kind.as_str()
+            };
+            if s.operator {
+                format!("{} (operator, {kind})", s.name)
+            } else {
+                format!("{} ({kind})", s.name)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +176,23 @@ mod tests {
             served_model(Some(&bundle), Some(&bundle)),
             "openai/gpt-4.1-mini (bundle: the same model, another config)"
         );
+    }
+
+    #[test]
+    fn mcp_servers_say_how_they_are_reached_and_whose_they_are() {
+        let server = |name: &str, kind: &str, operator: bool| pb::McpServerInfo {
+            name: name.into(),
+            kind: kind.into(),
+            operator,
+        };
+        assert_eq!(
+            mcp_servers_label(&[
+                server("everything", "stdio", false),
+                server("github", "url", true),
+                server("notes", "", true),
+            ]),
+            "everything (stdio), github (operator, url), notes (operator, not configured)"
+        );
+        assert_eq!(mcp_servers_label(&[]), "");
     }
 }

@@ -65,6 +65,9 @@ pub(crate) enum SessionCommand {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// List the tools the session's agent is offered (builtin and MCP ones), starting its
+    /// MCP servers in the session's sandbox if they are not running.
+    Tools { id: String },
 }
 
 pub(crate) async fn run(
@@ -138,6 +141,10 @@ pub(crate) async fn run(
             }
             Ok(())
         }
+        SessionCommand::Tools { id } => {
+            let listed = global.connect().await?.list_session_tools(&id).await?;
+            tools(&listed, output)
+        }
         SessionCommand::Delete { id } => {
             global.connect().await?.delete_session(&id).await?;
             if output.json {
@@ -148,6 +155,39 @@ pub(crate) async fn run(
             Ok(())
         }
     }
+}
+
+/// A table of the tools (SOURCE is `builtin`, `host` or `mcp:<server>`), then a note for
+/// each MCP server that offers none; `--json`: the whole answer as one message.
+fn tools(listed: &pb::ListSessionToolsResponse, output: &mut Output<'_>) -> Result<(), CliError> {
+    if output.json {
+        output.json_line(&json::message(listed)?)?;
+        return Ok(());
+    }
+    if listed.tools.is_empty() {
+        output.note("No tools.")?;
+    } else {
+        let rows: Vec<Vec<String>> = listed
+            .tools
+            .iter()
+            .map(|t| {
+                let source = if t.mcp_server.is_empty() {
+                    t.source.clone()
+                } else {
+                    format!("{}:{}", t.source, t.mcp_server)
+                };
+                vec![t.name.clone(), source, render::shorten(&t.description, 70)]
+            })
+            .collect();
+        output.table(&["TOOL", "SOURCE", "DESCRIPTION"], &rows)?;
+    }
+    for failed in &listed.mcp_server_errors {
+        output.note(format!(
+            "MCP server `{}` offers no tools: {}",
+            failed.server, failed.error
+        ))?;
+    }
+    Ok(())
 }
 
 fn bundle_label(session: &pb::Session) -> String {

@@ -135,6 +135,35 @@ impl OdysseyClient {
         Ok(cassette)
     }
 
+    /// Every tool the session's agent is offered (builtin, host and MCP ones, sorted by
+    /// name), read page by page, with the agent's MCP servers that could not be started
+    /// (`mcp_server_errors`). The server starts those not running in the session's cell.
+    pub async fn list_session_tools(
+        &self,
+        session_id: &str,
+    ) -> Result<pb::ListSessionToolsResponse, ClientError> {
+        let mut all = pb::ListSessionToolsResponse::default();
+        let mut page_token = String::new();
+        loop {
+            let request = pb::ListSessionToolsRequest {
+                session_id: session_id.to_owned(),
+                page_size: PAGE_SIZE,
+                page_token: std::mem::take(&mut page_token),
+            };
+            let page = crate::retry::read(|| async {
+                Ok(self.sessions().list_session_tools(request.clone()).await?)
+            })
+            .await?
+            .into_inner();
+            all.tools.extend(page.tools);
+            all.mcp_server_errors = page.mcp_server_errors;
+            if page.next_page_token.is_empty() {
+                return Ok(all);
+            }
+            page_token = page.next_page_token;
+        }
+    }
+
     /// Follows a session's events after `after_sequence` (0 = from the start): stored ones
     /// first, then live ones. The stream resubscribes by itself after a dropped connection;
     /// see [`EventStream`]. The subscription is open on the server when this returns.

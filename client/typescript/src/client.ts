@@ -45,7 +45,12 @@ import {
   type TurnInputSchema,
 } from "./gen/odyssey/v1/execution_pb.js";
 import { ServerService, type GetServerInfoResponse } from "./gen/odyssey/v1/server_pb.js";
-import { SessionService, type Session } from "./gen/odyssey/v1/session_pb.js";
+import {
+  ListSessionToolsResponseSchema,
+  SessionService,
+  type ListSessionToolsResponse,
+  type Session,
+} from "./gen/odyssey/v1/session_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "./gen/grpc/health/v1/health_pb.js";
 
 /** Archive bytes per BuildBundle message: well under the server's message limit. */
@@ -529,6 +534,28 @@ export class OdysseyClientCore {
 
   async deleteSession(sessionId: string, options?: CallOptions): Promise<void> {
     await call(() => this.sessions.deleteSession({ sessionId }, this.opts(options)));
+  }
+
+  /**
+   * Every tool the session's agent is offered (builtin, host and MCP ones, sorted by
+   * name), read page by page, with the agent's MCP servers that could not be started
+   * (`mcpServerErrors`). The server starts those not running in the session's cell.
+   */
+  async listSessionTools(sessionId: string, options?: CallOptions): Promise<ListSessionToolsResponse> {
+    const all = create(ListSessionToolsResponseSchema);
+    let pageToken = "";
+    for (;;) {
+      const page = await this.read(
+        () => this.sessions.listSessionTools({ sessionId, pageToken }, this.opts(options)),
+        options?.signal,
+      );
+      all.tools.push(...page.tools);
+      all.mcpServerErrors = page.mcpServerErrors;
+      pageToken = page.nextPageToken;
+      if (!pageToken) {
+        return all;
+      }
+    }
   }
 
   /**

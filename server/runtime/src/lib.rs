@@ -34,10 +34,11 @@ pub mod textfile;
 pub mod tools;
 
 pub use api::{
-    Activity, CommandEvent, CommandEvents, CommandLine, CommandResult, InputDisposition,
-    InputReceipt, ModelAvailability, OdysseyRuntime, PulledBundle, PushedBundle, RuntimeBuilder,
-    RuntimeCollector, SandboxCapabilities, ServedAgent, ServerInfo, SessionCommand, SessionFilter,
-    SessionInput, SessionSpec,
+    Activity, AgentMcpServer, CommandEvent, CommandEvents, CommandLine, CommandResult,
+    InputDisposition, InputReceipt, McpServerKind, ModelAvailability, OdysseyRuntime, PulledBundle,
+    PushedBundle, RuntimeBuilder, RuntimeCollector, SandboxCapabilities, ServedAgent, ServerInfo,
+    SessionCommand, SessionFilter, SessionInput, SessionSpec, SessionTool, SessionToolSource,
+    SessionTools,
 };
 pub use bundle::InstallOptions;
 pub use config::RuntimeConfig;

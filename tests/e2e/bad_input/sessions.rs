@@ -600,5 +600,68 @@ fn id_cases() -> Vec<Case> {
                 .await
             }
         ),
+        case!(
+            "SessionService/ListSessionTools",
+            "missing id",
+            InvalidArgument,
+            Some("session_id"),
+            |c| {
+                done(
+                    c.sessions()
+                        .list_session_tools(pb::ListSessionToolsRequest::default())
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/ListSessionTools",
+            "unknown id",
+            NotFound,
+            None,
+            |c| {
+                done(
+                    c.sessions()
+                        .list_session_tools(pb::ListSessionToolsRequest {
+                            session_id: UNKNOWN_ID.into(),
+                            ..Default::default()
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/ListSessionTools",
+            "negative page size",
+            InvalidArgument,
+            Some("page_size"),
+            |c| {
+                done(
+                    c.sessions()
+                        .list_session_tools(pb::ListSessionToolsRequest {
+                            session_id: c.session_id.clone(),
+                            page_size: -1,
+                            ..Default::default()
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/ListSessionTools",
+            "forged page token",
+            InvalidArgument,
+            Some("page_token"),
+            |c| {
+                done(
+                    c.sessions()
+                        .list_session_tools(pb::ListSessionToolsRequest {
+                            session_id: c.session_id.clone(),
+                            page_token: "not a token!".into(),
+                            ..Default::default()
+                        })
+                        .await,
+                )
+            }
+        ),
     ]
 }

@@ -416,6 +416,28 @@ class AsyncOdysseyClient:
             lambda: self.sessions.DeleteSession(request, metadata=self._metadata, timeout=timeout)
         )
 
+    async def list_session_tools(
+        self, session_id: str, *, timeout: Optional[float] = None
+    ) -> session_pb2.ListSessionToolsResponse:
+        """Every tool the session's agent is offered, page by page; see
+        ``OdysseyClient.list_session_tools``."""
+        merged = session_pb2.ListSessionToolsResponse()
+        token = ""
+        while True:
+            request = session_pb2.ListSessionToolsRequest(session_id=session_id, page_token=token)
+            page = await acall(
+                lambda: self.sessions.ListSessionTools(
+                    request, metadata=self._metadata, timeout=timeout
+                ),
+                self._retry,
+            )
+            merged.tools.extend(page.tools)
+            del merged.mcp_server_errors[:]
+            merged.mcp_server_errors.extend(page.mcp_server_errors)
+            token = page.next_page_token
+            if not token:
+                return merged
+
     async def events(
         self,
         session_id: str,

@@ -397,6 +397,29 @@ class OdysseyClient:
         request = session_pb2.DeleteSessionRequest(session_id=session_id)
         call(lambda: self.sessions.DeleteSession(request, metadata=self._metadata, timeout=timeout))
 
+    def list_session_tools(
+        self, session_id: str, *, timeout: Optional[float] = None
+    ) -> session_pb2.ListSessionToolsResponse:
+        """Every tool the session's agent is offered (builtin, host and MCP ones, sorted by
+        name), read page by page, with the agent's MCP servers that could not be started
+        (``mcp_server_errors``). The server starts those not running in the session's cell."""
+        merged = session_pb2.ListSessionToolsResponse()
+        token = ""
+        while True:
+            request = session_pb2.ListSessionToolsRequest(session_id=session_id, page_token=token)
+            page = call(
+                lambda: self.sessions.ListSessionTools(
+                    request, metadata=self._metadata, timeout=timeout
+                ),
+                self._retry,
+            )
+            merged.tools.extend(page.tools)
+            del merged.mcp_server_errors[:]
+            merged.mcp_server_errors.extend(page.mcp_server_errors)
+            token = page.next_page_token
+            if not token:
+                return merged
+
     def events(
         self,
         session_id: str,

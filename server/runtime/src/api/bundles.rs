@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::OdysseyRuntime;
 use crate::bundle::{
-    self, AgentDefinition, BundleId, BundleStore, InstallOptions, InstalledBundle,
+    self, AgentDefinition, BundleId, BundleStore, InstallOptions, InstalledBundle, McpServerSource,
 };
 use crate::error::{Result, RuntimeError};
 use crate::model::ModelSpec;
@@ -31,6 +31,39 @@ pub struct ModelAvailability {
 pub struct ServedAgent {
     pub agent: AgentDefinition,
     pub bundle_model: Option<ModelSpec>,
+    /// The MCP servers the agent uses, in the order its `agent.yaml` lists them.
+    pub mcp_servers: Vec<AgentMcpServer>,
+}
+
+/// An MCP server an agent uses, as clients are shown it: its name and how it is reached,
+/// never its command, environment, URL or headers (an operator's may hold credentials).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentMcpServer {
+    pub name: String,
+    /// `None` for an operator's server this server's configuration does not have (the
+    /// agent's sessions are refused until it does).
+    pub kind: Option<McpServerKind>,
+    /// Whether the operator's configuration provides it (`[mcp.servers.NAME]`), rather
+    /// than the bundle.
+    pub operator: bool,
+}
+
+/// How an MCP server is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum McpServerKind {
+    /// A program speaking MCP on its stdin and stdout, run in the session's sandbox cell.
+    Stdio,
+    /// A remote server over streamable HTTP.
+    Url,
+}
+
+impl McpServerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Url => "url",
+        }
+    }
 }
 
 impl OdysseyRuntime {
@@ -171,6 +204,43 @@ impl OdysseyRuntime {
                         ..agent.clone()
                     },
                     bundle_model,
+                    mcp_servers: self.agent_mcp_servers(bundle, agent),
+                }
+            })
+            .collect()
+    }
+
+    /// The MCP servers `agent` uses, each with how it is reached: the bundle's own as it
+    /// declares them, the operator's as this server's configuration has them.
+    fn agent_mcp_servers(
+        &self,
+        bundle: &InstalledBundle,
+        agent: &AgentDefinition,
+    ) -> Vec<AgentMcpServer> {
+        let operator = &self.inner.config.mcp.servers;
+        agent
+            .mcp_servers
+            .iter()
+            .map(|name| {
+                let source = bundle.manifest.mcp_server(name).map(|s| &s.source);
+                let (kind, by_operator) = match source {
+                    Some(McpServerSource::Stdio { .. }) => (Some(McpServerKind::Stdio), false),
+                    Some(McpServerSource::Url(_)) => (Some(McpServerKind::Url), false),
+                    Some(McpServerSource::Operator) | None => {
+                        let kind = operator.get(name).map(|s| {
+                            if s.url.is_some() {
+                                McpServerKind::Url
+                            } else {
+                                McpServerKind::Stdio
+                            }
+                        });
+                        (kind, true)
+                    }
+                };
+                AgentMcpServer {
+                    name: name.clone(),
+                    kind,
+                    operator: by_operator,
                 }
             })
             .collect()

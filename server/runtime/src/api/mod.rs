@@ -41,7 +41,7 @@ use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
 pub use builder::RuntimeBuilder;
-pub use bundles::{ModelAvailability, ServedAgent};
+pub use bundles::{AgentMcpServer, McpServerKind, ModelAvailability, ServedAgent};
 pub use commands::{CommandEvent, CommandEvents, CommandLine, CommandResult, SessionCommand};
 pub use hub::{PulledBundle, PushedBundle};
 pub use info::{Activity, SandboxCapabilities, ServerInfo};
@@ -49,6 +49,7 @@ pub use input::{InputDisposition, InputReceipt, SessionInput};
 pub use operations::RuntimeCollector;
 pub(crate) use overrides::{normalized_cwd, workspace_dir};
 pub use sessions::{SessionFilter, SessionSpec};
+pub use tools::{SessionTool, SessionToolSource, SessionTools};
 
 use crate::bundle::BundleStore;
 use crate::config::RuntimeConfig;

@@ -100,7 +100,7 @@ impl Turn {
         slot: &mut WorkerSlot,
     ) -> std::result::Result<(), TurnFailure> {
         progress.messages.push(ChatMessage::user(prompt));
-        let specs = self.tools.specs();
+        let mut specs = self.tools.specs();
         let history = self.windowed_history(prompt, &specs, progress).await?;
         for _ in 0..self.max_steps {
             self.budgets.check_session(progress)?;
@@ -108,6 +108,15 @@ impl Turn {
             progress
                 .messages
                 .extend(self.inbox.take().into_iter().map(ChatMessage::user));
+            // An MCP server whose tools changed during the turn is listed again, so the
+            // next model call is told of its new tools.
+            if self
+                .tools
+                .refresh_mcp(&self.tool_context, |name| self.gate.offered(name))
+                .await
+            {
+                specs = self.tools.specs();
+            }
             let mut messages = history.clone();
             messages.extend(progress.messages.iter().cloned());
             let request = ModelRequest {
@@ -213,7 +222,7 @@ impl Turn {
         } else {
             serde_json::from_str(&call.arguments).ok()
         };
-        let tool = self.tools.get(&call.name).cloned();
+        let tool = self.tools.get(&call.name);
         let recorded = match (&tool, &parsed) {
             (Some(tool), Some(arguments)) => tool.sanitize(arguments),
             (_, Some(arguments)) => arguments.clone(),

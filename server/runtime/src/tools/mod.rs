@@ -124,6 +124,8 @@ pub trait Tool: Send + Sync + 'static {
 #[derive(Clone, Default)]
 pub struct ToolSet {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// The tools of the agent's MCP servers, which a server may change during the turn.
+    mcp: Option<Arc<mcp::TurnMcpTools>>,
 }
 
 impl ToolSet {
@@ -160,19 +162,48 @@ impl ToolSet {
         self.tools.insert(tool.spec().name, tool);
     }
 
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+    /// Adds the tools of the agent's MCP servers (kept apart: [`ToolSet::refresh_mcp`]
+    /// lists them again when a server says they changed).
+    pub fn set_mcp(&mut self, tools: Arc<mcp::TurnMcpTools>) {
+        self.mcp = Some(tools);
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools
+            .get(name)
+            .cloned()
+            .or_else(|| self.mcp.as_ref()?.get(name))
+    }
+
+    /// Every tool, sorted by name; the set's own first where an MCP tool has its name.
+    fn all(&self) -> BTreeMap<String, Arc<dyn Tool>> {
+        let mut all: BTreeMap<String, Arc<dyn Tool>> = BTreeMap::new();
+        if let Some(mcp) = &self.mcp {
+            all.extend(mcp.tools().into_iter().map(|t| (t.spec().name, t)));
+        }
+        all.extend(self.tools.iter().map(|(k, v)| (k.clone(), v.clone())));
+        all
     }
 
     /// What the model is told it can call.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.values().map(|t| t.spec()).collect()
+        self.all().values().map(|t| t.spec()).collect()
+    }
+
+    /// Lists the MCP servers' tools again when one said they changed; whether one did
+    /// (the next model call is then told of the new list).
+    pub async fn refresh_mcp(&self, ctx: &ToolContext, offered: impl Fn(&str) -> bool) -> bool {
+        match &self.mcp {
+            Some(mcp) => mcp.refresh(ctx, offered).await,
+            None => false,
+        }
     }
 
     /// Runs a call. Unknown tools and malformed arguments come back as error results.
     pub async fn call(&self, ctx: ToolContext, name: &str, arguments: &str) -> ToolOutput {
         let Some(tool) = self.get(name) else {
-            let known: Vec<&str> = self.tools.keys().map(String::as_str).collect();
+            let all = self.all();
+            let known: Vec<&str> = all.keys().map(String::as_str).collect();
             return ToolOutput::error(if known.is_empty() {
                 format!("tool `{name}` is not available: this agent has no tools")
             } else {

@@ -13,7 +13,10 @@ use odyssey_runtime::permissions::Approval;
 use odyssey_runtime::policy::{ApprovalPolicy, SandboxMode};
 use odyssey_runtime::session::{SessionInfo, SessionState};
 use odyssey_runtime::skills::{SkillListing, SkillSource};
-use odyssey_runtime::{InputDisposition, InputReceipt, ModelAvailability, ModelSpec, ServedAgent};
+use odyssey_runtime::{
+    AgentMcpServer, InputDisposition, InputReceipt, ModelAvailability, ModelSpec, ServedAgent,
+    SessionToolSource, SessionTools,
+};
 
 pub fn timestamp(at: SystemTime) -> Timestamp {
     let since = at.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
@@ -256,6 +259,47 @@ pub fn agent(served: &ServedAgent) -> pb::AgentInfo {
         tools_ask: a.tools.ask.clone(),
         tools_deny: a.tools.deny.clone(),
         bundle_model: served.bundle_model.as_ref().map(model),
+        mcp_servers: served.mcp_servers.iter().map(mcp_server_info).collect(),
+    }
+}
+
+pub fn mcp_server_info(server: &AgentMcpServer) -> pb::McpServerInfo {
+    pb::McpServerInfo {
+        name: server.name.clone(),
+        kind: server
+            .kind
+            .map(|kind| kind.as_str().to_owned())
+            .unwrap_or_default(),
+        operator: server.operator,
+    }
+}
+
+pub fn session_tools(listed: &SessionTools) -> pb::ListSessionToolsResponse {
+    pb::ListSessionToolsResponse {
+        tools: listed
+            .tools
+            .items
+            .iter()
+            .map(|tool| pb::SessionTool {
+                name: tool.spec.name.clone(),
+                description: tool.spec.description.clone(),
+                input_schema_json: tool.spec.parameters.to_string(),
+                source: tool.source.as_str().to_owned(),
+                mcp_server: match &tool.source {
+                    SessionToolSource::Mcp(server) => server.clone(),
+                    _ => String::new(),
+                },
+            })
+            .collect(),
+        next_page_token: listed.tools.next_token.clone().unwrap_or_default(),
+        mcp_server_errors: listed
+            .mcp_server_errors
+            .iter()
+            .map(|(server, error)| pb::McpServerError {
+                server: server.clone(),
+                error: error.clone(),
+            })
+            .collect(),
     }
 }
 

@@ -159,6 +159,25 @@ impl SessionService for Sessions {
             tokio_stream::wrappers::ReceiverStream::new(rx).flat_map(futures::stream::iter);
         Ok(Response::new(Box::pin(messages)))
     }
+
+    async fn list_session_tools(
+        &self,
+        request: Request<pb::ListSessionToolsRequest>,
+    ) -> Result<Response<pb::ListSessionToolsResponse>, Status> {
+        let r = request.into_inner();
+        let id = parse_uuid("session_id", &r.session_id)?;
+        let page = PageRequest {
+            size: usize::try_from(r.page_size)
+                .map_err(|_| invalid("page_size", "must not be negative"))?,
+            token: Some(r.page_token),
+        };
+        let listed = self
+            .runtime
+            .list_session_tools(id, page)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(convert::session_tools(&listed)))
+    }
 }
 
 /// Pumps a subscription into the response stream, with heartbeats while idle. Ends when

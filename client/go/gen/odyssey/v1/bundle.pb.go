@@ -129,7 +129,9 @@ type AgentInfo struct {
 	ToolsAsk   []string   `protobuf:"bytes,8,rep,name=tools_ask,json=toolsAsk,proto3" json:"tools_ask,omitempty"`
 	ToolsDeny  []string   `protobuf:"bytes,9,rep,name=tools_deny,json=toolsDeny,proto3" json:"tools_deny,omitempty"`
 	// The model the bundle names, set only when an override replaces it (`model` differs).
-	BundleModel   *ModelSpec `protobuf:"bytes,10,opt,name=bundle_model,json=bundleModel,proto3" json:"bundle_model,omitempty"`
+	BundleModel *ModelSpec `protobuf:"bytes,10,opt,name=bundle_model,json=bundleModel,proto3" json:"bundle_model,omitempty"`
+	// The MCP servers the agent uses (its agent.yaml's `spec.mcp_servers`), in that order.
+	McpServers    []*McpServerInfo `protobuf:"bytes,11,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -234,6 +236,80 @@ func (x *AgentInfo) GetBundleModel() *ModelSpec {
 	return nil
 }
 
+func (x *AgentInfo) GetMcpServers() []*McpServerInfo {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
+// An MCP server an agent uses: its name and how it is reached, never its command,
+// environment, URL or headers (an operator's may hold credentials).
+type McpServerInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// "stdio" (a program run in the session's sandbox cell) or "url" (streamable HTTP);
+	// empty for an operator's server this server's configuration does not have (sessions
+	// of the agent are refused with PERMISSION_DENIED until it does).
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Whether the operator's configuration provides it (`[mcp.servers.NAME]`) rather than
+	// the bundle.
+	Operator      bool `protobuf:"varint,3,opt,name=operator,proto3" json:"operator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServerInfo) Reset() {
+	*x = McpServerInfo{}
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServerInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServerInfo) ProtoMessage() {}
+
+func (x *McpServerInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServerInfo.ProtoReflect.Descriptor instead.
+func (*McpServerInfo) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *McpServerInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpServerInfo) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *McpServerInfo) GetOperator() bool {
+	if x != nil {
+		return x.Operator
+	}
+	return false
+}
+
 type SkillInfo struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -253,7 +329,7 @@ type SkillInfo struct {
 
 func (x *SkillInfo) Reset() {
 	*x = SkillInfo{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[2]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -265,7 +341,7 @@ func (x *SkillInfo) String() string {
 func (*SkillInfo) ProtoMessage() {}
 
 func (x *SkillInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[2]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -278,7 +354,7 @@ func (x *SkillInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillInfo.ProtoReflect.Descriptor instead.
 func (*SkillInfo) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{2}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SkillInfo) GetName() string {
@@ -334,7 +410,7 @@ type ModelInfo struct {
 
 func (x *ModelInfo) Reset() {
 	*x = ModelInfo{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[3]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -346,7 +422,7 @@ func (x *ModelInfo) String() string {
 func (*ModelInfo) ProtoMessage() {}
 
 func (x *ModelInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[3]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -359,7 +435,7 @@ func (x *ModelInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelInfo.ProtoReflect.Descriptor instead.
 func (*ModelInfo) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{3}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ModelInfo) GetAgentId() string {
@@ -407,7 +483,7 @@ type ToolInfo struct {
 
 func (x *ToolInfo) Reset() {
 	*x = ToolInfo{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[4]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +495,7 @@ func (x *ToolInfo) String() string {
 func (*ToolInfo) ProtoMessage() {}
 
 func (x *ToolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[4]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +508,7 @@ func (x *ToolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
 func (*ToolInfo) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{4}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ToolInfo) GetName() string {
@@ -464,7 +540,7 @@ type SandboxPolicy struct {
 
 func (x *SandboxPolicy) Reset() {
 	*x = SandboxPolicy{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[5]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +552,7 @@ func (x *SandboxPolicy) String() string {
 func (*SandboxPolicy) ProtoMessage() {}
 
 func (x *SandboxPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[5]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +565,7 @@ func (x *SandboxPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxPolicy.ProtoReflect.Descriptor instead.
 func (*SandboxPolicy) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{5}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SandboxPolicy) GetMode() SandboxMode {
@@ -551,7 +627,7 @@ type InitBundleRequest struct {
 
 func (x *InitBundleRequest) Reset() {
 	*x = InitBundleRequest{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[6]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -563,7 +639,7 @@ func (x *InitBundleRequest) String() string {
 func (*InitBundleRequest) ProtoMessage() {}
 
 func (x *InitBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[6]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -576,7 +652,7 @@ func (x *InitBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitBundleRequest.ProtoReflect.Descriptor instead.
 func (*InitBundleRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{6}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *InitBundleRequest) GetName() string {
@@ -596,7 +672,7 @@ type InitBundleResponse struct {
 
 func (x *InitBundleResponse) Reset() {
 	*x = InitBundleResponse{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[7]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -608,7 +684,7 @@ func (x *InitBundleResponse) String() string {
 func (*InitBundleResponse) ProtoMessage() {}
 
 func (x *InitBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[7]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -621,7 +697,7 @@ func (x *InitBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitBundleResponse.ProtoReflect.Descriptor instead.
 func (*InitBundleResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{7}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InitBundleResponse) GetArchive() []byte {
@@ -644,7 +720,7 @@ type BuildBundleRequest struct {
 
 func (x *BuildBundleRequest) Reset() {
 	*x = BuildBundleRequest{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[8]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -656,7 +732,7 @@ func (x *BuildBundleRequest) String() string {
 func (*BuildBundleRequest) ProtoMessage() {}
 
 func (x *BuildBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[8]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -669,7 +745,7 @@ func (x *BuildBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildBundleRequest.ProtoReflect.Descriptor instead.
 func (*BuildBundleRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{8}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BuildBundleRequest) GetItem() isBuildBundleRequest_Item {
@@ -727,7 +803,7 @@ type BuildOptions struct {
 
 func (x *BuildOptions) Reset() {
 	*x = BuildOptions{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[9]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -739,7 +815,7 @@ func (x *BuildOptions) String() string {
 func (*BuildOptions) ProtoMessage() {}
 
 func (x *BuildOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[9]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -752,7 +828,7 @@ func (x *BuildOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildOptions.ProtoReflect.Descriptor instead.
 func (*BuildOptions) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{9}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *BuildOptions) GetNamespace() string {
@@ -778,7 +854,7 @@ type BuildBundleResponse struct {
 
 func (x *BuildBundleResponse) Reset() {
 	*x = BuildBundleResponse{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[10]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +866,7 @@ func (x *BuildBundleResponse) String() string {
 func (*BuildBundleResponse) ProtoMessage() {}
 
 func (x *BuildBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[10]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +879,7 @@ func (x *BuildBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildBundleResponse.ProtoReflect.Descriptor instead.
 func (*BuildBundleResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{10}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *BuildBundleResponse) GetBundle() *Bundle {
@@ -823,7 +899,7 @@ type InspectBundleRequest struct {
 
 func (x *InspectBundleRequest) Reset() {
 	*x = InspectBundleRequest{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[11]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +911,7 @@ func (x *InspectBundleRequest) String() string {
 func (*InspectBundleRequest) ProtoMessage() {}
 
 func (x *InspectBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[11]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +924,7 @@ func (x *InspectBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectBundleRequest.ProtoReflect.Descriptor instead.
 func (*InspectBundleRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{11}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *InspectBundleRequest) GetReference() string {
@@ -872,7 +948,7 @@ type InspectBundleResponse struct {
 
 func (x *InspectBundleResponse) Reset() {
 	*x = InspectBundleResponse{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[12]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -884,7 +960,7 @@ func (x *InspectBundleResponse) String() string {
 func (*InspectBundleResponse) ProtoMessage() {}
 
 func (x *InspectBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[12]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -897,7 +973,7 @@ func (x *InspectBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectBundleResponse.ProtoReflect.Descriptor instead.
 func (*InspectBundleResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{12}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *InspectBundleResponse) GetBundle() *Bundle {
@@ -954,7 +1030,7 @@ type ListBundlesRequest struct {
 
 func (x *ListBundlesRequest) Reset() {
 	*x = ListBundlesRequest{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[13]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1042,7 @@ func (x *ListBundlesRequest) String() string {
 func (*ListBundlesRequest) ProtoMessage() {}
 
 func (x *ListBundlesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[13]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1055,7 @@ func (x *ListBundlesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBundlesRequest.ProtoReflect.Descriptor instead.
 func (*ListBundlesRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{13}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListBundlesRequest) GetPageSize() int32 {
@@ -1013,7 +1089,7 @@ type ListBundlesResponse struct {
 
 func (x *ListBundlesResponse) Reset() {
 	*x = ListBundlesResponse{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[14]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1101,7 @@ func (x *ListBundlesResponse) String() string {
 func (*ListBundlesResponse) ProtoMessage() {}
 
 func (x *ListBundlesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[14]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1114,7 @@ func (x *ListBundlesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBundlesResponse.ProtoReflect.Descriptor instead.
 func (*ListBundlesResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{14}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListBundlesResponse) GetBundles() []*Bundle {
@@ -1064,7 +1140,7 @@ type DeleteBundleRequest struct {
 
 func (x *DeleteBundleRequest) Reset() {
 	*x = DeleteBundleRequest{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[15]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1152,7 @@ func (x *DeleteBundleRequest) String() string {
 func (*DeleteBundleRequest) ProtoMessage() {}
 
 func (x *DeleteBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[15]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1165,7 @@ func (x *DeleteBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBundleRequest.ProtoReflect.Descriptor instead.
 func (*DeleteBundleRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{15}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteBundleRequest) GetReference() string {
@@ -1108,7 +1184,7 @@ type DeleteBundleResponse struct {
 
 func (x *DeleteBundleResponse) Reset() {
 	*x = DeleteBundleResponse{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[16]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1196,7 @@ func (x *DeleteBundleResponse) String() string {
 func (*DeleteBundleResponse) ProtoMessage() {}
 
 func (x *DeleteBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[16]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1209,7 @@ func (x *DeleteBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBundleResponse.ProtoReflect.Descriptor instead.
 func (*DeleteBundleResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{16}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteBundleResponse) GetBundle() *Bundle {
@@ -1152,7 +1228,7 @@ type ExportBundleRequest struct {
 
 func (x *ExportBundleRequest) Reset() {
 	*x = ExportBundleRequest{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[17]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1240,7 @@ func (x *ExportBundleRequest) String() string {
 func (*ExportBundleRequest) ProtoMessage() {}
 
 func (x *ExportBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[17]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1253,7 @@ func (x *ExportBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportBundleRequest.ProtoReflect.Descriptor instead.
 func (*ExportBundleRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{17}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExportBundleRequest) GetReference() string {
@@ -1198,7 +1274,7 @@ type ExportBundleResponse struct {
 
 func (x *ExportBundleResponse) Reset() {
 	*x = ExportBundleResponse{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[18]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1286,7 @@ func (x *ExportBundleResponse) String() string {
 func (*ExportBundleResponse) ProtoMessage() {}
 
 func (x *ExportBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[18]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1299,7 @@ func (x *ExportBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportBundleResponse.ProtoReflect.Descriptor instead.
 func (*ExportBundleResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{18}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExportBundleResponse) GetBundle() *Bundle {
@@ -1253,7 +1329,7 @@ type ImportBundleRequest struct {
 
 func (x *ImportBundleRequest) Reset() {
 	*x = ImportBundleRequest{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[19]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1341,7 @@ func (x *ImportBundleRequest) String() string {
 func (*ImportBundleRequest) ProtoMessage() {}
 
 func (x *ImportBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[19]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1354,7 @@ func (x *ImportBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportBundleRequest.ProtoReflect.Descriptor instead.
 func (*ImportBundleRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{19}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ImportBundleRequest) GetItem() isImportBundleRequest_Item {
@@ -1332,7 +1408,7 @@ type ImportOptions struct {
 
 func (x *ImportOptions) Reset() {
 	*x = ImportOptions{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[20]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1344,7 +1420,7 @@ func (x *ImportOptions) String() string {
 func (*ImportOptions) ProtoMessage() {}
 
 func (x *ImportOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[20]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1357,7 +1433,7 @@ func (x *ImportOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportOptions.ProtoReflect.Descriptor instead.
 func (*ImportOptions) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{20}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ImportOptions) GetNamespace() string {
@@ -1383,7 +1459,7 @@ type ImportBundleResponse struct {
 
 func (x *ImportBundleResponse) Reset() {
 	*x = ImportBundleResponse{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[21]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1395,7 +1471,7 @@ func (x *ImportBundleResponse) String() string {
 func (*ImportBundleResponse) ProtoMessage() {}
 
 func (x *ImportBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[21]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1408,7 +1484,7 @@ func (x *ImportBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportBundleResponse.ProtoReflect.Descriptor instead.
 func (*ImportBundleResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{21}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ImportBundleResponse) GetBundle() *Bundle {
@@ -1432,7 +1508,7 @@ type PushBundleRequest struct {
 
 func (x *PushBundleRequest) Reset() {
 	*x = PushBundleRequest{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[22]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1520,7 @@ func (x *PushBundleRequest) String() string {
 func (*PushBundleRequest) ProtoMessage() {}
 
 func (x *PushBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[22]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1533,7 @@ func (x *PushBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushBundleRequest.ProtoReflect.Descriptor instead.
 func (*PushBundleRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{22}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PushBundleRequest) GetReference() string {
@@ -1490,7 +1566,7 @@ type PushBundleResponse struct {
 
 func (x *PushBundleResponse) Reset() {
 	*x = PushBundleResponse{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[23]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1578,7 @@ func (x *PushBundleResponse) String() string {
 func (*PushBundleResponse) ProtoMessage() {}
 
 func (x *PushBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[23]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1591,7 @@ func (x *PushBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushBundleResponse.ProtoReflect.Descriptor instead.
 func (*PushBundleResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{23}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PushBundleResponse) GetTarget() string {
@@ -1560,7 +1636,7 @@ type PullBundleRequest struct {
 
 func (x *PullBundleRequest) Reset() {
 	*x = PullBundleRequest{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[24]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +1648,7 @@ func (x *PullBundleRequest) String() string {
 func (*PullBundleRequest) ProtoMessage() {}
 
 func (x *PullBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[24]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +1661,7 @@ func (x *PullBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullBundleRequest.ProtoReflect.Descriptor instead.
 func (*PullBundleRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{24}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PullBundleRequest) GetReference() string {
@@ -1624,7 +1700,7 @@ type PullBundleResponse struct {
 
 func (x *PullBundleResponse) Reset() {
 	*x = PullBundleResponse{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[25]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1712,7 @@ func (x *PullBundleResponse) String() string {
 func (*PullBundleResponse) ProtoMessage() {}
 
 func (x *PullBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[25]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1725,7 @@ func (x *PullBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullBundleResponse.ProtoReflect.Descriptor instead.
 func (*PullBundleResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{25}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PullBundleResponse) GetBundle() *Bundle {
@@ -1689,7 +1765,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[26]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +1777,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[26]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +1790,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{26}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListAgentsRequest) GetBundleReference() string {
@@ -1733,7 +1809,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[27]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1745,7 +1821,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[27]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1758,7 +1834,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{27}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*AgentInfo {
@@ -1777,7 +1853,7 @@ type ListModelsRequest struct {
 
 func (x *ListModelsRequest) Reset() {
 	*x = ListModelsRequest{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[28]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1865,7 @@ func (x *ListModelsRequest) String() string {
 func (*ListModelsRequest) ProtoMessage() {}
 
 func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[28]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1878,7 @@ func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListModelsRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{28}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListModelsRequest) GetBundleReference() string {
@@ -1821,7 +1897,7 @@ type ListModelsResponse struct {
 
 func (x *ListModelsResponse) Reset() {
 	*x = ListModelsResponse{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[29]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +1909,7 @@ func (x *ListModelsResponse) String() string {
 func (*ListModelsResponse) ProtoMessage() {}
 
 func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[29]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +1922,7 @@ func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListModelsResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{29}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListModelsResponse) GetModels() []*ModelInfo {
@@ -1865,7 +1941,7 @@ type ListSkillsRequest struct {
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[30]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +1953,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[30]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +1966,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{30}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListSkillsRequest) GetBundleReference() string {
@@ -1909,7 +1985,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[31]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1921,7 +1997,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_bundle_proto_msgTypes[31]
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1934,7 +2010,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{31}
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*SkillInfo {
@@ -1959,7 +2035,7 @@ const file_odyssey_v1_bundle_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x06 \x01(\x04R\tsizeBytes\x12\x1d\n" +
 	"\n" +
-	"file_count\x18\a \x01(\rR\tfileCount\"\xce\x02\n" +
+	"file_count\x18\a \x01(\rR\tfileCount\"\x8a\x03\n" +
 	"\tAgentInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -1974,7 +2050,13 @@ const file_odyssey_v1_bundle_proto_rawDesc = "" +
 	"\n" +
 	"tools_deny\x18\t \x03(\tR\ttoolsDeny\x128\n" +
 	"\fbundle_model\x18\n" +
-	" \x01(\v2\x15.odyssey.v1.ModelSpecR\vbundleModel\"\x83\x01\n" +
+	" \x01(\v2\x15.odyssey.v1.ModelSpecR\vbundleModel\x12:\n" +
+	"\vmcp_servers\x18\v \x03(\v2\x19.odyssey.v1.McpServerInfoR\n" +
+	"mcpServers\"S\n" +
+	"\rMcpServerInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1a\n" +
+	"\boperator\x18\x03 \x01(\bR\boperator\"\x83\x01\n" +
 	"\tSkillInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x12\n" +
@@ -2114,101 +2196,103 @@ func file_odyssey_v1_bundle_proto_rawDescGZIP() []byte {
 	return file_odyssey_v1_bundle_proto_rawDescData
 }
 
-var file_odyssey_v1_bundle_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_odyssey_v1_bundle_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_odyssey_v1_bundle_proto_goTypes = []any{
 	(*Bundle)(nil),                // 0: odyssey.v1.Bundle
 	(*AgentInfo)(nil),             // 1: odyssey.v1.AgentInfo
-	(*SkillInfo)(nil),             // 2: odyssey.v1.SkillInfo
-	(*ModelInfo)(nil),             // 3: odyssey.v1.ModelInfo
-	(*ToolInfo)(nil),              // 4: odyssey.v1.ToolInfo
-	(*SandboxPolicy)(nil),         // 5: odyssey.v1.SandboxPolicy
-	(*InitBundleRequest)(nil),     // 6: odyssey.v1.InitBundleRequest
-	(*InitBundleResponse)(nil),    // 7: odyssey.v1.InitBundleResponse
-	(*BuildBundleRequest)(nil),    // 8: odyssey.v1.BuildBundleRequest
-	(*BuildOptions)(nil),          // 9: odyssey.v1.BuildOptions
-	(*BuildBundleResponse)(nil),   // 10: odyssey.v1.BuildBundleResponse
-	(*InspectBundleRequest)(nil),  // 11: odyssey.v1.InspectBundleRequest
-	(*InspectBundleResponse)(nil), // 12: odyssey.v1.InspectBundleResponse
-	(*ListBundlesRequest)(nil),    // 13: odyssey.v1.ListBundlesRequest
-	(*ListBundlesResponse)(nil),   // 14: odyssey.v1.ListBundlesResponse
-	(*DeleteBundleRequest)(nil),   // 15: odyssey.v1.DeleteBundleRequest
-	(*DeleteBundleResponse)(nil),  // 16: odyssey.v1.DeleteBundleResponse
-	(*ExportBundleRequest)(nil),   // 17: odyssey.v1.ExportBundleRequest
-	(*ExportBundleResponse)(nil),  // 18: odyssey.v1.ExportBundleResponse
-	(*ImportBundleRequest)(nil),   // 19: odyssey.v1.ImportBundleRequest
-	(*ImportOptions)(nil),         // 20: odyssey.v1.ImportOptions
-	(*ImportBundleResponse)(nil),  // 21: odyssey.v1.ImportBundleResponse
-	(*PushBundleRequest)(nil),     // 22: odyssey.v1.PushBundleRequest
-	(*PushBundleResponse)(nil),    // 23: odyssey.v1.PushBundleResponse
-	(*PullBundleRequest)(nil),     // 24: odyssey.v1.PullBundleRequest
-	(*PullBundleResponse)(nil),    // 25: odyssey.v1.PullBundleResponse
-	(*ListAgentsRequest)(nil),     // 26: odyssey.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),    // 27: odyssey.v1.ListAgentsResponse
-	(*ListModelsRequest)(nil),     // 28: odyssey.v1.ListModelsRequest
-	(*ListModelsResponse)(nil),    // 29: odyssey.v1.ListModelsResponse
-	(*ListSkillsRequest)(nil),     // 30: odyssey.v1.ListSkillsRequest
-	(*ListSkillsResponse)(nil),    // 31: odyssey.v1.ListSkillsResponse
-	nil,                           // 32: odyssey.v1.SandboxPolicy.EnvEntry
-	(*BundleRef)(nil),             // 33: odyssey.v1.BundleRef
-	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
-	(*ModelSpec)(nil),             // 35: odyssey.v1.ModelSpec
-	(SandboxMode)(0),              // 36: odyssey.v1.SandboxMode
+	(*McpServerInfo)(nil),         // 2: odyssey.v1.McpServerInfo
+	(*SkillInfo)(nil),             // 3: odyssey.v1.SkillInfo
+	(*ModelInfo)(nil),             // 4: odyssey.v1.ModelInfo
+	(*ToolInfo)(nil),              // 5: odyssey.v1.ToolInfo
+	(*SandboxPolicy)(nil),         // 6: odyssey.v1.SandboxPolicy
+	(*InitBundleRequest)(nil),     // 7: odyssey.v1.InitBundleRequest
+	(*InitBundleResponse)(nil),    // 8: odyssey.v1.InitBundleResponse
+	(*BuildBundleRequest)(nil),    // 9: odyssey.v1.BuildBundleRequest
+	(*BuildOptions)(nil),          // 10: odyssey.v1.BuildOptions
+	(*BuildBundleResponse)(nil),   // 11: odyssey.v1.BuildBundleResponse
+	(*InspectBundleRequest)(nil),  // 12: odyssey.v1.InspectBundleRequest
+	(*InspectBundleResponse)(nil), // 13: odyssey.v1.InspectBundleResponse
+	(*ListBundlesRequest)(nil),    // 14: odyssey.v1.ListBundlesRequest
+	(*ListBundlesResponse)(nil),   // 15: odyssey.v1.ListBundlesResponse
+	(*DeleteBundleRequest)(nil),   // 16: odyssey.v1.DeleteBundleRequest
+	(*DeleteBundleResponse)(nil),  // 17: odyssey.v1.DeleteBundleResponse
+	(*ExportBundleRequest)(nil),   // 18: odyssey.v1.ExportBundleRequest
+	(*ExportBundleResponse)(nil),  // 19: odyssey.v1.ExportBundleResponse
+	(*ImportBundleRequest)(nil),   // 20: odyssey.v1.ImportBundleRequest
+	(*ImportOptions)(nil),         // 21: odyssey.v1.ImportOptions
+	(*ImportBundleResponse)(nil),  // 22: odyssey.v1.ImportBundleResponse
+	(*PushBundleRequest)(nil),     // 23: odyssey.v1.PushBundleRequest
+	(*PushBundleResponse)(nil),    // 24: odyssey.v1.PushBundleResponse
+	(*PullBundleRequest)(nil),     // 25: odyssey.v1.PullBundleRequest
+	(*PullBundleResponse)(nil),    // 26: odyssey.v1.PullBundleResponse
+	(*ListAgentsRequest)(nil),     // 27: odyssey.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),    // 28: odyssey.v1.ListAgentsResponse
+	(*ListModelsRequest)(nil),     // 29: odyssey.v1.ListModelsRequest
+	(*ListModelsResponse)(nil),    // 30: odyssey.v1.ListModelsResponse
+	(*ListSkillsRequest)(nil),     // 31: odyssey.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),    // 32: odyssey.v1.ListSkillsResponse
+	nil,                           // 33: odyssey.v1.SandboxPolicy.EnvEntry
+	(*BundleRef)(nil),             // 34: odyssey.v1.BundleRef
+	(*timestamppb.Timestamp)(nil), // 35: google.protobuf.Timestamp
+	(*ModelSpec)(nil),             // 36: odyssey.v1.ModelSpec
+	(SandboxMode)(0),              // 37: odyssey.v1.SandboxMode
 }
 var file_odyssey_v1_bundle_proto_depIdxs = []int32{
-	33, // 0: odyssey.v1.Bundle.ref:type_name -> odyssey.v1.BundleRef
-	34, // 1: odyssey.v1.Bundle.installed_at:type_name -> google.protobuf.Timestamp
-	35, // 2: odyssey.v1.AgentInfo.model:type_name -> odyssey.v1.ModelSpec
-	35, // 3: odyssey.v1.AgentInfo.bundle_model:type_name -> odyssey.v1.ModelSpec
-	35, // 4: odyssey.v1.ModelInfo.model:type_name -> odyssey.v1.ModelSpec
-	35, // 5: odyssey.v1.ModelInfo.bundle_model:type_name -> odyssey.v1.ModelSpec
-	36, // 6: odyssey.v1.SandboxPolicy.mode:type_name -> odyssey.v1.SandboxMode
-	32, // 7: odyssey.v1.SandboxPolicy.env:type_name -> odyssey.v1.SandboxPolicy.EnvEntry
-	9,  // 8: odyssey.v1.BuildBundleRequest.options:type_name -> odyssey.v1.BuildOptions
-	0,  // 9: odyssey.v1.BuildBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	0,  // 10: odyssey.v1.InspectBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	1,  // 11: odyssey.v1.InspectBundleResponse.agents:type_name -> odyssey.v1.AgentInfo
-	2,  // 12: odyssey.v1.InspectBundleResponse.skills:type_name -> odyssey.v1.SkillInfo
-	4,  // 13: odyssey.v1.InspectBundleResponse.tools:type_name -> odyssey.v1.ToolInfo
-	5,  // 14: odyssey.v1.InspectBundleResponse.sandbox:type_name -> odyssey.v1.SandboxPolicy
-	0,  // 15: odyssey.v1.ListBundlesResponse.bundles:type_name -> odyssey.v1.Bundle
-	0,  // 16: odyssey.v1.DeleteBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	0,  // 17: odyssey.v1.ExportBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	20, // 18: odyssey.v1.ImportBundleRequest.options:type_name -> odyssey.v1.ImportOptions
-	0,  // 19: odyssey.v1.ImportBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	0,  // 20: odyssey.v1.PushBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	0,  // 21: odyssey.v1.PullBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	1,  // 22: odyssey.v1.ListAgentsResponse.agents:type_name -> odyssey.v1.AgentInfo
-	3,  // 23: odyssey.v1.ListModelsResponse.models:type_name -> odyssey.v1.ModelInfo
-	2,  // 24: odyssey.v1.ListSkillsResponse.skills:type_name -> odyssey.v1.SkillInfo
-	6,  // 25: odyssey.v1.BundleService.InitBundle:input_type -> odyssey.v1.InitBundleRequest
-	8,  // 26: odyssey.v1.BundleService.BuildBundle:input_type -> odyssey.v1.BuildBundleRequest
-	11, // 27: odyssey.v1.BundleService.InspectBundle:input_type -> odyssey.v1.InspectBundleRequest
-	13, // 28: odyssey.v1.BundleService.ListBundles:input_type -> odyssey.v1.ListBundlesRequest
-	15, // 29: odyssey.v1.BundleService.DeleteBundle:input_type -> odyssey.v1.DeleteBundleRequest
-	17, // 30: odyssey.v1.BundleService.ExportBundle:input_type -> odyssey.v1.ExportBundleRequest
-	19, // 31: odyssey.v1.BundleService.ImportBundle:input_type -> odyssey.v1.ImportBundleRequest
-	22, // 32: odyssey.v1.BundleService.PushBundle:input_type -> odyssey.v1.PushBundleRequest
-	24, // 33: odyssey.v1.BundleService.PullBundle:input_type -> odyssey.v1.PullBundleRequest
-	26, // 34: odyssey.v1.BundleService.ListAgents:input_type -> odyssey.v1.ListAgentsRequest
-	28, // 35: odyssey.v1.BundleService.ListModels:input_type -> odyssey.v1.ListModelsRequest
-	30, // 36: odyssey.v1.BundleService.ListSkills:input_type -> odyssey.v1.ListSkillsRequest
-	7,  // 37: odyssey.v1.BundleService.InitBundle:output_type -> odyssey.v1.InitBundleResponse
-	10, // 38: odyssey.v1.BundleService.BuildBundle:output_type -> odyssey.v1.BuildBundleResponse
-	12, // 39: odyssey.v1.BundleService.InspectBundle:output_type -> odyssey.v1.InspectBundleResponse
-	14, // 40: odyssey.v1.BundleService.ListBundles:output_type -> odyssey.v1.ListBundlesResponse
-	16, // 41: odyssey.v1.BundleService.DeleteBundle:output_type -> odyssey.v1.DeleteBundleResponse
-	18, // 42: odyssey.v1.BundleService.ExportBundle:output_type -> odyssey.v1.ExportBundleResponse
-	21, // 43: odyssey.v1.BundleService.ImportBundle:output_type -> odyssey.v1.ImportBundleResponse
-	23, // 44: odyssey.v1.BundleService.PushBundle:output_type -> odyssey.v1.PushBundleResponse
-	25, // 45: odyssey.v1.BundleService.PullBundle:output_type -> odyssey.v1.PullBundleResponse
-	27, // 46: odyssey.v1.BundleService.ListAgents:output_type -> odyssey.v1.ListAgentsResponse
-	29, // 47: odyssey.v1.BundleService.ListModels:output_type -> odyssey.v1.ListModelsResponse
-	31, // 48: odyssey.v1.BundleService.ListSkills:output_type -> odyssey.v1.ListSkillsResponse
-	37, // [37:49] is the sub-list for method output_type
-	25, // [25:37] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	34, // 0: odyssey.v1.Bundle.ref:type_name -> odyssey.v1.BundleRef
+	35, // 1: odyssey.v1.Bundle.installed_at:type_name -> google.protobuf.Timestamp
+	36, // 2: odyssey.v1.AgentInfo.model:type_name -> odyssey.v1.ModelSpec
+	36, // 3: odyssey.v1.AgentInfo.bundle_model:type_name -> odyssey.v1.ModelSpec
+	2,  // 4: odyssey.v1.AgentInfo.mcp_servers:type_name -> odyssey.v1.McpServerInfo
+	36, // 5: odyssey.v1.ModelInfo.model:type_name -> odyssey.v1.ModelSpec
+	36, // 6: odyssey.v1.ModelInfo.bundle_model:type_name -> odyssey.v1.ModelSpec
+	37, // 7: odyssey.v1.SandboxPolicy.mode:type_name -> odyssey.v1.SandboxMode
+	33, // 8: odyssey.v1.SandboxPolicy.env:type_name -> odyssey.v1.SandboxPolicy.EnvEntry
+	10, // 9: odyssey.v1.BuildBundleRequest.options:type_name -> odyssey.v1.BuildOptions
+	0,  // 10: odyssey.v1.BuildBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	0,  // 11: odyssey.v1.InspectBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	1,  // 12: odyssey.v1.InspectBundleResponse.agents:type_name -> odyssey.v1.AgentInfo
+	3,  // 13: odyssey.v1.InspectBundleResponse.skills:type_name -> odyssey.v1.SkillInfo
+	5,  // 14: odyssey.v1.InspectBundleResponse.tools:type_name -> odyssey.v1.ToolInfo
+	6,  // 15: odyssey.v1.InspectBundleResponse.sandbox:type_name -> odyssey.v1.SandboxPolicy
+	0,  // 16: odyssey.v1.ListBundlesResponse.bundles:type_name -> odyssey.v1.Bundle
+	0,  // 17: odyssey.v1.DeleteBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	0,  // 18: odyssey.v1.ExportBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	21, // 19: odyssey.v1.ImportBundleRequest.options:type_name -> odyssey.v1.ImportOptions
+	0,  // 20: odyssey.v1.ImportBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	0,  // 21: odyssey.v1.PushBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	0,  // 22: odyssey.v1.PullBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	1,  // 23: odyssey.v1.ListAgentsResponse.agents:type_name -> odyssey.v1.AgentInfo
+	4,  // 24: odyssey.v1.ListModelsResponse.models:type_name -> odyssey.v1.ModelInfo
+	3,  // 25: odyssey.v1.ListSkillsResponse.skills:type_name -> odyssey.v1.SkillInfo
+	7,  // 26: odyssey.v1.BundleService.InitBundle:input_type -> odyssey.v1.InitBundleRequest
+	9,  // 27: odyssey.v1.BundleService.BuildBundle:input_type -> odyssey.v1.BuildBundleRequest
+	12, // 28: odyssey.v1.BundleService.InspectBundle:input_type -> odyssey.v1.InspectBundleRequest
+	14, // 29: odyssey.v1.BundleService.ListBundles:input_type -> odyssey.v1.ListBundlesRequest
+	16, // 30: odyssey.v1.BundleService.DeleteBundle:input_type -> odyssey.v1.DeleteBundleRequest
+	18, // 31: odyssey.v1.BundleService.ExportBundle:input_type -> odyssey.v1.ExportBundleRequest
+	20, // 32: odyssey.v1.BundleService.ImportBundle:input_type -> odyssey.v1.ImportBundleRequest
+	23, // 33: odyssey.v1.BundleService.PushBundle:input_type -> odyssey.v1.PushBundleRequest
+	25, // 34: odyssey.v1.BundleService.PullBundle:input_type -> odyssey.v1.PullBundleRequest
+	27, // 35: odyssey.v1.BundleService.ListAgents:input_type -> odyssey.v1.ListAgentsRequest
+	29, // 36: odyssey.v1.BundleService.ListModels:input_type -> odyssey.v1.ListModelsRequest
+	31, // 37: odyssey.v1.BundleService.ListSkills:input_type -> odyssey.v1.ListSkillsRequest
+	8,  // 38: odyssey.v1.BundleService.InitBundle:output_type -> odyssey.v1.InitBundleResponse
+	11, // 39: odyssey.v1.BundleService.BuildBundle:output_type -> odyssey.v1.BuildBundleResponse
+	13, // 40: odyssey.v1.BundleService.InspectBundle:output_type -> odyssey.v1.InspectBundleResponse
+	15, // 41: odyssey.v1.BundleService.ListBundles:output_type -> odyssey.v1.ListBundlesResponse
+	17, // 42: odyssey.v1.BundleService.DeleteBundle:output_type -> odyssey.v1.DeleteBundleResponse
+	19, // 43: odyssey.v1.BundleService.ExportBundle:output_type -> odyssey.v1.ExportBundleResponse
+	22, // 44: odyssey.v1.BundleService.ImportBundle:output_type -> odyssey.v1.ImportBundleResponse
+	24, // 45: odyssey.v1.BundleService.PushBundle:output_type -> odyssey.v1.PushBundleResponse
+	26, // 46: odyssey.v1.BundleService.PullBundle:output_type -> odyssey.v1.PullBundleResponse
+	28, // 47: odyssey.v1.BundleService.ListAgents:output_type -> odyssey.v1.ListAgentsResponse
+	30, // 48: odyssey.v1.BundleService.ListModels:output_type -> odyssey.v1.ListModelsResponse
+	32, // 49: odyssey.v1.BundleService.ListSkills:output_type -> odyssey.v1.ListSkillsResponse
+	38, // [38:50] is the sub-list for method output_type
+	26, // [26:38] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_bundle_proto_init() }
@@ -2217,11 +2301,11 @@ func file_odyssey_v1_bundle_proto_init() {
 		return
 	}
 	file_odyssey_v1_common_proto_init()
-	file_odyssey_v1_bundle_proto_msgTypes[8].OneofWrappers = []any{
+	file_odyssey_v1_bundle_proto_msgTypes[9].OneofWrappers = []any{
 		(*BuildBundleRequest_Options)(nil),
 		(*BuildBundleRequest_Chunk)(nil),
 	}
-	file_odyssey_v1_bundle_proto_msgTypes[19].OneofWrappers = []any{
+	file_odyssey_v1_bundle_proto_msgTypes[20].OneofWrappers = []any{
 		(*ImportBundleRequest_Options)(nil),
 		(*ImportBundleRequest_Chunk)(nil),
 	}
@@ -2231,7 +2315,7 @@ func file_odyssey_v1_bundle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_bundle_proto_rawDesc), len(file_odyssey_v1_bundle_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

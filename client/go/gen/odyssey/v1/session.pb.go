@@ -947,6 +947,263 @@ func (x *ExportSessionCassetteResponse) GetChunk() []byte {
 	return nil
 }
 
+type ListSessionToolsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// At most this many tools (default 50, at most 1000).
+	PageSize      int32  `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionToolsRequest) Reset() {
+	*x = ListSessionToolsRequest{}
+	mi := &file_odyssey_v1_session_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionToolsRequest) ProtoMessage() {}
+
+func (x *ListSessionToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_session_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionToolsRequest.ProtoReflect.Descriptor instead.
+func (*ListSessionToolsRequest) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListSessionToolsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ListSessionToolsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSessionToolsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListSessionToolsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sorted by name.
+	Tools         []*SessionTool `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	NextPageToken string         `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The agent's MCP servers that offer no tools because they could not be started or
+	// listed, each with why.
+	McpServerErrors []*McpServerError `protobuf:"bytes,3,rep,name=mcp_server_errors,json=mcpServerErrors,proto3" json:"mcp_server_errors,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ListSessionToolsResponse) Reset() {
+	*x = ListSessionToolsResponse{}
+	mi := &file_odyssey_v1_session_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionToolsResponse) ProtoMessage() {}
+
+func (x *ListSessionToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_session_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionToolsResponse.ProtoReflect.Descriptor instead.
+func (*ListSessionToolsResponse) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListSessionToolsResponse) GetTools() []*SessionTool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *ListSessionToolsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *ListSessionToolsResponse) GetMcpServerErrors() []*McpServerError {
+	if x != nil {
+		return x.McpServerErrors
+	}
+	return nil
+}
+
+// A tool as the model is told of it.
+type SessionTool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name the model calls it by (`mcp__<server>__<tool>` for an MCP tool).
+	Name        string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// The JSON schema of its arguments object, as JSON text.
+	InputSchemaJson string `protobuf:"bytes,3,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"`
+	// "builtin", "host" (given to the server by its embedder) or "mcp".
+	Source string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	// The MCP server it belongs to, for source "mcp".
+	McpServer     string `protobuf:"bytes,5,opt,name=mcp_server,json=mcpServer,proto3" json:"mcp_server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionTool) Reset() {
+	*x = SessionTool{}
+	mi := &file_odyssey_v1_session_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionTool) ProtoMessage() {}
+
+func (x *SessionTool) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_session_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionTool.ProtoReflect.Descriptor instead.
+func (*SessionTool) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SessionTool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SessionTool) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *SessionTool) GetInputSchemaJson() string {
+	if x != nil {
+		return x.InputSchemaJson
+	}
+	return ""
+}
+
+func (x *SessionTool) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *SessionTool) GetMcpServer() string {
+	if x != nil {
+		return x.McpServer
+	}
+	return ""
+}
+
+type McpServerError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServerError) Reset() {
+	*x = McpServerError{}
+	mi := &file_odyssey_v1_session_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServerError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServerError) ProtoMessage() {}
+
+func (x *McpServerError) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_session_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServerError.ProtoReflect.Descriptor instead.
+func (*McpServerError) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *McpServerError) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *McpServerError) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_odyssey_v1_session_proto protoreflect.FileDescriptor
 
 const file_odyssey_v1_session_proto_rawDesc = "" +
@@ -1022,12 +1279,32 @@ const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"5\n" +
 	"\x1dExportSessionCassetteResponse\x12\x14\n" +
-	"\x05chunk\x18\x01 \x01(\fR\x05chunk*\x88\x01\n" +
+	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"t\n" +
+	"\x17ListSessionToolsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\xb9\x01\n" +
+	"\x18ListSessionToolsResponse\x12-\n" +
+	"\x05tools\x18\x01 \x03(\v2\x17.odyssey.v1.SessionToolR\x05tools\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12F\n" +
+	"\x11mcp_server_errors\x18\x03 \x03(\v2\x1a.odyssey.v1.McpServerErrorR\x0fmcpServerErrors\"\xa6\x01\n" +
+	"\vSessionTool\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12*\n" +
+	"\x11input_schema_json\x18\x03 \x01(\tR\x0finputSchemaJson\x12\x16\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\x12\x1d\n" +
+	"\n" +
+	"mcp_server\x18\x05 \x01(\tR\tmcpServer\">\n" +
+	"\x0eMcpServerError\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error*\x88\x01\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n" +
 	"\x15SESSION_STATE_RUNNING\x10\x02\x12&\n" +
-	"\"SESSION_STATE_WAITING_FOR_APPROVAL\x10\x032\xad\x04\n" +
+	"\"SESSION_STATE_WAITING_FOR_APPROVAL\x10\x032\x8c\x05\n" +
 	"\x0eSessionService\x12T\n" +
 	"\rCreateSession\x12 .odyssey.v1.CreateSessionRequest\x1a!.odyssey.v1.CreateSessionResponse\x12K\n" +
 	"\n" +
@@ -1035,7 +1312,8 @@ const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\fListSessions\x12\x1f.odyssey.v1.ListSessionsRequest\x1a .odyssey.v1.ListSessionsResponse\x12T\n" +
 	"\rDeleteSession\x12 .odyssey.v1.DeleteSessionRequest\x1a!.odyssey.v1.DeleteSessionResponse\x12_\n" +
 	"\x10SubscribeSession\x12#.odyssey.v1.SubscribeSessionRequest\x1a$.odyssey.v1.SubscribeSessionResponse0\x01\x12n\n" +
-	"\x15ExportSessionCassette\x12(.odyssey.v1.ExportSessionCassetteRequest\x1a).odyssey.v1.ExportSessionCassetteResponse0\x01B\xa9\x01\n" +
+	"\x15ExportSessionCassette\x12(.odyssey.v1.ExportSessionCassetteRequest\x1a).odyssey.v1.ExportSessionCassetteResponse0\x01\x12]\n" +
+	"\x10ListSessionTools\x12#.odyssey.v1.ListSessionToolsRequest\x1a$.odyssey.v1.ListSessionToolsResponseB\xa9\x01\n" +
 	"\x0ecom.odyssey.v1B\fSessionProtoP\x01Z@github.com/odyssey-ai/odyssey/client/go/gen/odyssey/v1;odysseyv1\xa2\x02\x03OXX\xaa\x02\n" +
 	"Odyssey.V1\xca\x02\n" +
 	"Odyssey\\V1\xe2\x02\x16Odyssey\\V1\\GPBMetadata\xea\x02\vOdyssey::V1b\x06proto3"
@@ -1053,7 +1331,7 @@ func file_odyssey_v1_session_proto_rawDescGZIP() []byte {
 }
 
 var file_odyssey_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_odyssey_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_odyssey_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_odyssey_v1_session_proto_goTypes = []any{
 	(SessionState)(0),                     // 0: odyssey.v1.SessionState
 	(*Session)(nil),                       // 1: odyssey.v1.Session
@@ -1070,53 +1348,61 @@ var file_odyssey_v1_session_proto_goTypes = []any{
 	(*Heartbeat)(nil),                     // 12: odyssey.v1.Heartbeat
 	(*ExportSessionCassetteRequest)(nil),  // 13: odyssey.v1.ExportSessionCassetteRequest
 	(*ExportSessionCassetteResponse)(nil), // 14: odyssey.v1.ExportSessionCassetteResponse
-	nil,                                   // 15: odyssey.v1.Session.MetadataEntry
-	nil,                                   // 16: odyssey.v1.CreateSessionRequest.MetadataEntry
-	(*BundleRef)(nil),                     // 17: odyssey.v1.BundleRef
-	(*ModelSpec)(nil),                     // 18: odyssey.v1.ModelSpec
-	(SandboxMode)(0),                      // 19: odyssey.v1.SandboxMode
-	(ApprovalPolicy)(0),                   // 20: odyssey.v1.ApprovalPolicy
-	(*timestamppb.Timestamp)(nil),         // 21: google.protobuf.Timestamp
-	(*TokenUsage)(nil),                    // 22: odyssey.v1.TokenUsage
-	(*SessionEvent)(nil),                  // 23: odyssey.v1.SessionEvent
+	(*ListSessionToolsRequest)(nil),       // 15: odyssey.v1.ListSessionToolsRequest
+	(*ListSessionToolsResponse)(nil),      // 16: odyssey.v1.ListSessionToolsResponse
+	(*SessionTool)(nil),                   // 17: odyssey.v1.SessionTool
+	(*McpServerError)(nil),                // 18: odyssey.v1.McpServerError
+	nil,                                   // 19: odyssey.v1.Session.MetadataEntry
+	nil,                                   // 20: odyssey.v1.CreateSessionRequest.MetadataEntry
+	(*BundleRef)(nil),                     // 21: odyssey.v1.BundleRef
+	(*ModelSpec)(nil),                     // 22: odyssey.v1.ModelSpec
+	(SandboxMode)(0),                      // 23: odyssey.v1.SandboxMode
+	(ApprovalPolicy)(0),                   // 24: odyssey.v1.ApprovalPolicy
+	(*timestamppb.Timestamp)(nil),         // 25: google.protobuf.Timestamp
+	(*TokenUsage)(nil),                    // 26: odyssey.v1.TokenUsage
+	(*SessionEvent)(nil),                  // 27: odyssey.v1.SessionEvent
 }
 var file_odyssey_v1_session_proto_depIdxs = []int32{
-	17, // 0: odyssey.v1.Session.bundle:type_name -> odyssey.v1.BundleRef
-	18, // 1: odyssey.v1.Session.model:type_name -> odyssey.v1.ModelSpec
-	19, // 2: odyssey.v1.Session.sandbox_mode:type_name -> odyssey.v1.SandboxMode
-	20, // 3: odyssey.v1.Session.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
-	21, // 4: odyssey.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	21, // 5: odyssey.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	15, // 6: odyssey.v1.Session.metadata:type_name -> odyssey.v1.Session.MetadataEntry
-	22, // 7: odyssey.v1.Session.usage:type_name -> odyssey.v1.TokenUsage
+	21, // 0: odyssey.v1.Session.bundle:type_name -> odyssey.v1.BundleRef
+	22, // 1: odyssey.v1.Session.model:type_name -> odyssey.v1.ModelSpec
+	23, // 2: odyssey.v1.Session.sandbox_mode:type_name -> odyssey.v1.SandboxMode
+	24, // 3: odyssey.v1.Session.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
+	25, // 4: odyssey.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	25, // 5: odyssey.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	19, // 6: odyssey.v1.Session.metadata:type_name -> odyssey.v1.Session.MetadataEntry
+	26, // 7: odyssey.v1.Session.usage:type_name -> odyssey.v1.TokenUsage
 	0,  // 8: odyssey.v1.Session.state:type_name -> odyssey.v1.SessionState
-	18, // 9: odyssey.v1.CreateSessionRequest.model:type_name -> odyssey.v1.ModelSpec
-	19, // 10: odyssey.v1.CreateSessionRequest.sandbox_mode:type_name -> odyssey.v1.SandboxMode
-	20, // 11: odyssey.v1.CreateSessionRequest.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
-	16, // 12: odyssey.v1.CreateSessionRequest.metadata:type_name -> odyssey.v1.CreateSessionRequest.MetadataEntry
+	22, // 9: odyssey.v1.CreateSessionRequest.model:type_name -> odyssey.v1.ModelSpec
+	23, // 10: odyssey.v1.CreateSessionRequest.sandbox_mode:type_name -> odyssey.v1.SandboxMode
+	24, // 11: odyssey.v1.CreateSessionRequest.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
+	20, // 12: odyssey.v1.CreateSessionRequest.metadata:type_name -> odyssey.v1.CreateSessionRequest.MetadataEntry
 	1,  // 13: odyssey.v1.CreateSessionResponse.session:type_name -> odyssey.v1.Session
 	1,  // 14: odyssey.v1.GetSessionResponse.session:type_name -> odyssey.v1.Session
 	1,  // 15: odyssey.v1.ListSessionsResponse.sessions:type_name -> odyssey.v1.Session
-	23, // 16: odyssey.v1.SubscribeSessionResponse.event:type_name -> odyssey.v1.SessionEvent
+	27, // 16: odyssey.v1.SubscribeSessionResponse.event:type_name -> odyssey.v1.SessionEvent
 	12, // 17: odyssey.v1.SubscribeSessionResponse.heartbeat:type_name -> odyssey.v1.Heartbeat
-	21, // 18: odyssey.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
-	2,  // 19: odyssey.v1.SessionService.CreateSession:input_type -> odyssey.v1.CreateSessionRequest
-	4,  // 20: odyssey.v1.SessionService.GetSession:input_type -> odyssey.v1.GetSessionRequest
-	6,  // 21: odyssey.v1.SessionService.ListSessions:input_type -> odyssey.v1.ListSessionsRequest
-	8,  // 22: odyssey.v1.SessionService.DeleteSession:input_type -> odyssey.v1.DeleteSessionRequest
-	10, // 23: odyssey.v1.SessionService.SubscribeSession:input_type -> odyssey.v1.SubscribeSessionRequest
-	13, // 24: odyssey.v1.SessionService.ExportSessionCassette:input_type -> odyssey.v1.ExportSessionCassetteRequest
-	3,  // 25: odyssey.v1.SessionService.CreateSession:output_type -> odyssey.v1.CreateSessionResponse
-	5,  // 26: odyssey.v1.SessionService.GetSession:output_type -> odyssey.v1.GetSessionResponse
-	7,  // 27: odyssey.v1.SessionService.ListSessions:output_type -> odyssey.v1.ListSessionsResponse
-	9,  // 28: odyssey.v1.SessionService.DeleteSession:output_type -> odyssey.v1.DeleteSessionResponse
-	11, // 29: odyssey.v1.SessionService.SubscribeSession:output_type -> odyssey.v1.SubscribeSessionResponse
-	14, // 30: odyssey.v1.SessionService.ExportSessionCassette:output_type -> odyssey.v1.ExportSessionCassetteResponse
-	25, // [25:31] is the sub-list for method output_type
-	19, // [19:25] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	25, // 18: odyssey.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
+	17, // 19: odyssey.v1.ListSessionToolsResponse.tools:type_name -> odyssey.v1.SessionTool
+	18, // 20: odyssey.v1.ListSessionToolsResponse.mcp_server_errors:type_name -> odyssey.v1.McpServerError
+	2,  // 21: odyssey.v1.SessionService.CreateSession:input_type -> odyssey.v1.CreateSessionRequest
+	4,  // 22: odyssey.v1.SessionService.GetSession:input_type -> odyssey.v1.GetSessionRequest
+	6,  // 23: odyssey.v1.SessionService.ListSessions:input_type -> odyssey.v1.ListSessionsRequest
+	8,  // 24: odyssey.v1.SessionService.DeleteSession:input_type -> odyssey.v1.DeleteSessionRequest
+	10, // 25: odyssey.v1.SessionService.SubscribeSession:input_type -> odyssey.v1.SubscribeSessionRequest
+	13, // 26: odyssey.v1.SessionService.ExportSessionCassette:input_type -> odyssey.v1.ExportSessionCassetteRequest
+	15, // 27: odyssey.v1.SessionService.ListSessionTools:input_type -> odyssey.v1.ListSessionToolsRequest
+	3,  // 28: odyssey.v1.SessionService.CreateSession:output_type -> odyssey.v1.CreateSessionResponse
+	5,  // 29: odyssey.v1.SessionService.GetSession:output_type -> odyssey.v1.GetSessionResponse
+	7,  // 30: odyssey.v1.SessionService.ListSessions:output_type -> odyssey.v1.ListSessionsResponse
+	9,  // 31: odyssey.v1.SessionService.DeleteSession:output_type -> odyssey.v1.DeleteSessionResponse
+	11, // 32: odyssey.v1.SessionService.SubscribeSession:output_type -> odyssey.v1.SubscribeSessionResponse
+	14, // 33: odyssey.v1.SessionService.ExportSessionCassette:output_type -> odyssey.v1.ExportSessionCassetteResponse
+	16, // 34: odyssey.v1.SessionService.ListSessionTools:output_type -> odyssey.v1.ListSessionToolsResponse
+	28, // [28:35] is the sub-list for method output_type
+	21, // [21:28] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_session_proto_init() }
@@ -1136,7 +1422,7 @@ func file_odyssey_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_session_proto_rawDesc), len(file_odyssey_v1_session_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

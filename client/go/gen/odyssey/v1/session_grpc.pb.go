@@ -25,6 +25,7 @@ const (
 	SessionService_DeleteSession_FullMethodName         = "/odyssey.v1.SessionService/DeleteSession"
 	SessionService_SubscribeSession_FullMethodName      = "/odyssey.v1.SessionService/SubscribeSession"
 	SessionService_ExportSessionCassette_FullMethodName = "/odyssey.v1.SessionService/ExportSessionCassette"
+	SessionService_ListSessionTools_FullMethodName      = "/odyssey.v1.SessionService/ListSessionTools"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -46,6 +47,12 @@ type SessionServiceClient interface {
 	// provider plays. Ship it in a bundle as `cassettes/<model>.jsonl` to rerun the session
 	// offline. FAILED_PRECONDITION when nothing was recorded for the session.
 	ExportSessionCassette(ctx context.Context, in *ExportSessionCassetteRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportSessionCassetteResponse], error)
+	// The tools the session's agent is offered, as its next turn's model would see them:
+	// the builtin and host tools its bundle declares and the tools of its MCP servers,
+	// less those its permission rules deny. MCP servers that are not running are started
+	// in the session's sandbox cell (as a turn starts them, and within the same start
+	// timeout); one that cannot be started is reported in `mcp_server_errors`.
+	ListSessionTools(ctx context.Context, in *ListSessionToolsRequest, opts ...grpc.CallOption) (*ListSessionToolsResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -134,6 +141,16 @@ func (c *sessionServiceClient) ExportSessionCassette(ctx context.Context, in *Ex
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SessionService_ExportSessionCassetteClient = grpc.ServerStreamingClient[ExportSessionCassetteResponse]
 
+func (c *sessionServiceClient) ListSessionTools(ctx context.Context, in *ListSessionToolsRequest, opts ...grpc.CallOption) (*ListSessionToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSessionToolsResponse)
+	err := c.cc.Invoke(ctx, SessionService_ListSessionTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -153,6 +170,12 @@ type SessionServiceServer interface {
 	// provider plays. Ship it in a bundle as `cassettes/<model>.jsonl` to rerun the session
 	// offline. FAILED_PRECONDITION when nothing was recorded for the session.
 	ExportSessionCassette(*ExportSessionCassetteRequest, grpc.ServerStreamingServer[ExportSessionCassetteResponse]) error
+	// The tools the session's agent is offered, as its next turn's model would see them:
+	// the builtin and host tools its bundle declares and the tools of its MCP servers,
+	// less those its permission rules deny. MCP servers that are not running are started
+	// in the session's sandbox cell (as a turn starts them, and within the same start
+	// timeout); one that cannot be started is reported in `mcp_server_errors`.
+	ListSessionTools(context.Context, *ListSessionToolsRequest) (*ListSessionToolsResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -180,6 +203,9 @@ func (UnimplementedSessionServiceServer) SubscribeSession(*SubscribeSessionReque
 }
 func (UnimplementedSessionServiceServer) ExportSessionCassette(*ExportSessionCassetteRequest, grpc.ServerStreamingServer[ExportSessionCassetteResponse]) error {
 	return status.Error(codes.Unimplemented, "method ExportSessionCassette not implemented")
+}
+func (UnimplementedSessionServiceServer) ListSessionTools(context.Context, *ListSessionToolsRequest) (*ListSessionToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSessionTools not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -296,6 +322,24 @@ func _SessionService_ExportSessionCassette_Handler(srv interface{}, stream grpc.
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SessionService_ExportSessionCassetteServer = grpc.ServerStreamingServer[ExportSessionCassetteResponse]
 
+func _SessionService_ListSessionTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSessionToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).ListSessionTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_ListSessionTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).ListSessionTools(ctx, req.(*ListSessionToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -318,6 +362,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteSession",
 			Handler:    _SessionService_DeleteSession_Handler,
+		},
+		{
+			MethodName: "ListSessionTools",
+			Handler:    _SessionService_ListSessionTools_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

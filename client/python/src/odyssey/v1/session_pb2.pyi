@@ -172,3 +172,45 @@ class ExportSessionCassetteResponse(_message.Message):
     CHUNK_FIELD_NUMBER: _ClassVar[int]
     chunk: bytes
     def __init__(self, chunk: _Optional[bytes] = ...) -> None: ...
+
+class ListSessionToolsRequest(_message.Message):
+    __slots__ = ("session_id", "page_size", "page_token")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, session_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListSessionToolsResponse(_message.Message):
+    __slots__ = ("tools", "next_page_token", "mcp_server_errors")
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MCP_SERVER_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[SessionTool]
+    next_page_token: str
+    mcp_server_errors: _containers.RepeatedCompositeFieldContainer[McpServerError]
+    def __init__(self, tools: _Optional[_Iterable[_Union[SessionTool, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., mcp_server_errors: _Optional[_Iterable[_Union[McpServerError, _Mapping]]] = ...) -> None: ...
+
+class SessionTool(_message.Message):
+    __slots__ = ("name", "description", "input_schema_json", "source", "mcp_server")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    MCP_SERVER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    input_schema_json: str
+    source: str
+    mcp_server: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ..., source: _Optional[str] = ..., mcp_server: _Optional[str] = ...) -> None: ...
+
+class McpServerError(_message.Message):
+    __slots__ = ("server", "error")
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    server: str
+    error: str
+    def __init__(self, server: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...

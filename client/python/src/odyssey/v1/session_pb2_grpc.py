@@ -65,6 +65,11 @@ class SessionServiceStub:
                 request_serializer=odyssey_dot_v1_dot_session__pb2.ExportSessionCassetteRequest.SerializeToString,
                 response_deserializer=odyssey_dot_v1_dot_session__pb2.ExportSessionCassetteResponse.FromString,
                 _registered_method=True)
+        self.ListSessionTools = channel.unary_unary(
+                '/odyssey.v1.SessionService/ListSessionTools',
+                request_serializer=odyssey_dot_v1_dot_session__pb2.ListSessionToolsRequest.SerializeToString,
+                response_deserializer=odyssey_dot_v1_dot_session__pb2.ListSessionToolsResponse.FromString,
+                _registered_method=True)
 
 
 class SessionServiceServicer:
@@ -114,6 +119,17 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListSessionTools(self, request, context):
+        """The tools the session's agent is offered, as its next turn's model would see them:
+        the builtin and host tools its bundle declares and the tools of its MCP servers,
+        less those its permission rules deny. MCP servers that are not running are started
+        in the session's sandbox cell (as a turn starts them, and within the same start
+        timeout); one that cannot be started is reported in `mcp_server_errors`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -146,6 +162,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.ExportSessionCassette,
                     request_deserializer=odyssey_dot_v1_dot_session__pb2.ExportSessionCassetteRequest.FromString,
                     response_serializer=odyssey_dot_v1_dot_session__pb2.ExportSessionCassetteResponse.SerializeToString,
+            ),
+            'ListSessionTools': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSessionTools,
+                    request_deserializer=odyssey_dot_v1_dot_session__pb2.ListSessionToolsRequest.FromString,
+                    response_serializer=odyssey_dot_v1_dot_session__pb2.ListSessionToolsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -311,6 +332,33 @@ class SessionService:
             '/odyssey.v1.SessionService/ExportSessionCassette',
             odyssey_dot_v1_dot_session__pb2.ExportSessionCassetteRequest.SerializeToString,
             odyssey_dot_v1_dot_session__pb2.ExportSessionCassetteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSessionTools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odyssey.v1.SessionService/ListSessionTools',
+            odyssey_dot_v1_dot_session__pb2.ListSessionToolsRequest.SerializeToString,
+            odyssey_dot_v1_dot_session__pb2.ListSessionToolsResponse.FromString,
             options,
             channel_credentials,
             insecure,

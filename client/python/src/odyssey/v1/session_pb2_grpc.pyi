@@ -48,6 +48,13 @@ class SessionServiceStub:
     provider plays. Ship it in a bundle as `cassettes/<model>.jsonl` to rerun the session
     offline. FAILED_PRECONDITION when nothing was recorded for the session.
     """
+    ListSessionTools: _grpc.UnaryUnaryMultiCallable[_session_pb2.ListSessionToolsRequest, _session_pb2.ListSessionToolsResponse]
+    """The tools the session's agent is offered, as its next turn's model would see them:
+    the builtin and host tools its bundle declares and the tools of its MCP servers,
+    less those its permission rules deny. MCP servers that are not running are started
+    in the session's sandbox cell (as a turn starts them, and within the same start
+    timeout); one that cannot be started is reported in `mcp_server_errors`.
+    """
 
 @_typing.type_check_only
 class SessionServiceAsyncStub(SessionServiceStub):
@@ -68,6 +75,13 @@ class SessionServiceAsyncStub(SessionServiceStub):
     `--record-cassettes`): one JSON line per model call, in the format the `replay`
     provider plays. Ship it in a bundle as `cassettes/<model>.jsonl` to rerun the session
     offline. FAILED_PRECONDITION when nothing was recorded for the session.
+    """
+    ListSessionTools: _aio.UnaryUnaryMultiCallable[_session_pb2.ListSessionToolsRequest, _session_pb2.ListSessionToolsResponse]  # type: ignore[assignment]
+    """The tools the session's agent is offered, as its next turn's model would see them:
+    the builtin and host tools its bundle declares and the tools of its MCP servers,
+    less those its permission rules deny. MCP servers that are not running are started
+    in the session's sandbox cell (as a turn starts them, and within the same start
+    timeout); one that cannot be started is reported in `mcp_server_errors`.
     """
 
 class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -122,6 +136,19 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         `--record-cassettes`): one JSON line per model call, in the format the `replay`
         provider plays. Ship it in a bundle as `cassettes/<model>.jsonl` to rerun the session
         offline. FAILED_PRECONDITION when nothing was recorded for the session.
+        """
+
+    @_abc_1.abstractmethod
+    def ListSessionTools(
+        self,
+        request: _session_pb2.ListSessionToolsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_pb2.ListSessionToolsResponse, _abc.Awaitable[_session_pb2.ListSessionToolsResponse]]:
+        """The tools the session's agent is offered, as its next turn's model would see them:
+        the builtin and host tools its bundle declares and the tools of its MCP servers,
+        less those its permission rules deny. MCP servers that are not running are started
+        in the session's sandbox cell (as a turn starts them, and within the same start
+        timeout); one that cannot be started is reported in `mcp_server_errors`.
         """
 
 def add_SessionServiceServicer_to_server(servicer: SessionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -8,11 +8,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool as McpTool,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonRpcMessage,
+    ServerNotification, Tool as McpTool,
 };
-use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::service::{
+    MaybeSendFuture, NotificationContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage,
+};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
@@ -67,6 +71,48 @@ impl ClientHandler for Handler {
     }
 }
 
+/// A transport that marks the tool list stale as soon as the server's
+/// `tools/list_changed` is read, before any message after it is handled. (rmcp runs
+/// notification handlers as tasks of their own, so through [`Handler`] alone a call
+/// answered right after the notification could be seen before the mark.) A turn that
+/// checks the mark after a call's answer thus sees every change the server sent first.
+struct Watched<T> {
+    inner: T,
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        let tools_changed = self.tools_changed.clone();
+        let next = self.inner.receive();
+        async move {
+            let message = next.await;
+            if let Some(JsonRpcMessage::Notification(n)) = &message
+                && matches!(
+                    n.notification,
+                    ServerNotification::ToolListChangedNotification(_)
+                )
+            {
+                tools_changed.store(true, Ordering::Release);
+            }
+            message
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
 /// A started, initialized server.
 pub struct Connection {
     client: RunningService<RoleClient, Handler>,
@@ -103,8 +149,12 @@ impl Connection {
         let handler = Handler::default();
         let tools_changed = handler.tools_changed.clone();
         let ended = process.ended();
+        let transport = Watched {
+            inner: AsyncRwTransport::new_client(stdout, stdin),
+            tools_changed: tools_changed.clone(),
+        };
         let client = tokio::select! {
-            started = tokio::time::timeout(timeout, handler.serve((stdout, stdin))) => match started {
+            started = tokio::time::timeout(timeout, handler.serve(transport)) => match started {
                 Ok(Ok(client)) => client,
                 Ok(Err(e)) => return Err(ConnectionError::Initialize(e.to_string())),
                 Err(_) => return Err(ConnectionError::StartTimeout(timeout)),
@@ -146,9 +196,12 @@ impl Connection {
             .map_err(|e| ConnectionError::Initialize(crate::error::chain(&e)))?;
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
         config.custom_headers = custom;
-        let transport = StreamableHttpClientTransport::with_client(http, config);
         let handler = Handler::default();
         let tools_changed = handler.tools_changed.clone();
+        let transport = Watched {
+            inner: StreamableHttpClientTransport::with_client(http, config),
+            tools_changed: tools_changed.clone(),
+        };
         let client = match tokio::time::timeout(timeout, handler.serve(transport)).await {
             Ok(Ok(client)) => client,
             Ok(Err(e)) => return Err(ConnectionError::Initialize(e.to_string())),

@@ -9,7 +9,9 @@ mod result;
 mod servers;
 mod settings;
 mod tool;
+mod turn_tools;
 
-pub use servers::McpServers;
+pub use servers::{McpServers, ServerListing};
 pub use settings::{McpLaunch, McpSettings, OperatorMcpServer, ResolvedMcpServer};
 pub use tool::McpTool;
+pub use turn_tools::TurnMcpTools;

@@ -35,6 +35,13 @@ pub struct McpServers {
     sweeping: std::sync::OnceLock<()>,
 }
 
+/// The tools one server offers a session, or why it offers none.
+#[derive(Debug)]
+pub struct ServerListing {
+    pub server: String,
+    pub tools: Result<Vec<Arc<McpTool>>, String>,
+}
+
 /// One server of one session.
 #[derive(Debug)]
 struct Slot {
@@ -65,32 +72,56 @@ impl McpServers {
         })
     }
 
-    /// The tools of `servers` that `offered` accepts, starting the servers that are not
-    /// running. A server that cannot be started offers no tools this turn (logged).
-    pub async fn tools(
+    /// What each of `servers` offers that `offered` accepts, starting the servers that
+    /// are not running, or why one offers nothing.
+    pub async fn listings(
         self: &Arc<Self>,
         ctx: &ToolContext,
         servers: &[ResolvedMcpServer],
         offered: impl Fn(&str) -> bool,
-    ) -> Vec<Arc<dyn Tool>> {
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    ) -> Vec<ServerListing> {
+        let mut listings = Vec::with_capacity(servers.len());
         for server in servers {
             let slot = self.slot(ctx.session_id, &server.name);
-            let listed = match slot.ready(self, ctx, server).await {
-                Ok((_, listed)) => listed,
-                Err(message) => {
-                    tracing::warn!(session = %ctx.session_id, server = %server.name, "MCP server offers no tools this turn: {message}");
-                    continue;
-                }
-            };
-            for listed in listed {
-                let tool = McpTool::new(self.clone(), server.clone(), &listed);
-                if offered(&tool.spec().name) {
-                    tools.push(Arc::new(tool));
-                }
+            let tools = slot.ready(self, ctx, server).await.map(|(_, listed)| {
+                listed
+                    .iter()
+                    .map(|listed| McpTool::new(self.clone(), server.clone(), listed))
+                    .filter(|tool| offered(&tool.spec().name))
+                    .map(Arc::new)
+                    .collect()
+            });
+            listings.push(ServerListing {
+                server: server.name.clone(),
+                tools,
+            });
+        }
+        listings
+    }
+
+    /// Those of `servers` whose running connection said its tools changed since they were
+    /// last listed (`tools/list_changed`).
+    pub async fn changed_servers(
+        &self,
+        session: Uuid,
+        servers: &[ResolvedMcpServer],
+    ) -> Vec<ResolvedMcpServer> {
+        let mut changed = Vec::new();
+        for server in servers {
+            let slot = crate::sync::lock(&self.slots)
+                .get(&(session, server.name.clone()))
+                .cloned();
+            let Some(slot) = slot else { continue };
+            let state = slot.state.lock().await;
+            if state
+                .connection
+                .as_ref()
+                .is_some_and(|c| c.is_alive() && c.tools_changed())
+            {
+                changed.push(server.clone());
             }
         }
-        tools
+        changed
     }
 
     /// Calls `tool` of `server` for the session of `ctx`. Every failure is an error result

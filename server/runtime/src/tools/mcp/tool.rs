@@ -86,6 +86,13 @@ impl McpTool {
     }
 }
 
+impl McpTool {
+    /// The server the tool belongs to.
+    pub fn server_name(&self) -> &str {
+        &self.server.name
+    }
+}
+
 impl Tool for McpTool {
     fn spec(&self) -> ToolSpec {
         self.spec.clone()

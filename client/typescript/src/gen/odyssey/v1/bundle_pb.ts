@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file odyssey/v1/bundle.proto.
  */
 export const file_odyssey_v1_bundle: GenFile = /*@__PURE__*/
-  fileDesc("ChdvZHlzc2V5L3YxL2J1bmRsZS5wcm90bxIKb2R5c3NleS52MSLIAQoGQnVuZGxlEiIKA3JlZhgBIAEoCzIVLm9keXNzZXkudjEuQnVuZGxlUmVmEhMKC2Rlc2NyaXB0aW9uGAIgASgJEhgKEGRlZmF1bHRfYWdlbnRfaWQYAyABKAkSEQoJYWdlbnRfaWRzGAQgAygJEjAKDGluc3RhbGxlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKc2l6ZV9ieXRlcxgGIAEoBBISCgpmaWxlX2NvdW50GAcgASgNIu4BCglBZ2VudEluZm8SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEiQKBW1vZGVsGAUgASgLMhUub2R5c3NleS52MS5Nb2RlbFNwZWMSEgoKaXNfZGVmYXVsdBgGIAEoCBITCgt0b29sc19hbGxvdxgHIAMoCRIRCgl0b29sc19hc2sYCCADKAkSEgoKdG9vbHNfZGVueRgJIAMoCRIrCgxidW5kbGVfbW9kZWwYCiABKAsyFS5vZHlzc2V5LnYxLk1vZGVsU3BlYyJbCglTa2lsbEluZm8SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIMCgRwYXRoGAMgASgJEg0KBWVycm9yGAQgASgJEg4KBnNvdXJjZRgFIAEoCSKTAQoJTW9kZWxJbmZvEhAKCGFnZW50X2lkGAEgASgJEiQKBW1vZGVsGAIgASgLMhUub2R5c3NleS52MS5Nb2RlbFNwZWMSEQoJYXZhaWxhYmxlGAMgASgIEg4KBmRldGFpbBgEIAEoCRIrCgxidW5kbGVfbW9kZWwYBSABKAsyFS5vZHlzc2V5LnYxLk1vZGVsU3BlYyIoCghUb29sSW5mbxIMCgRuYW1lGAEgASgJEg4KBnNvdXJjZRgCIAEoCSLvAQoNU2FuZGJveFBvbGljeRIlCgRtb2RlGAEgASgOMhcub2R5c3NleS52MS5TYW5kYm94TW9kZRIPCgduZXR3b3JrGAIgAygJEhMKC21vdW50c19yZWFkGAMgAygJEhQKDG1vdW50c193cml0ZRgEIAMoCRIvCgNlbnYYBSADKAsyIi5vZHlzc2V5LnYxLlNhbmRib3hQb2xpY3kuRW52RW50cnkSCwoDY3B1GAYgASgNEhEKCW1lbW9yeV9tYhgHIAEoBBoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIiEKEUluaXRCdW5kbGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiJQoSSW5pdEJ1bmRsZVJlc3BvbnNlEg8KB2FyY2hpdmUYASABKAwiWgoSQnVpbGRCdW5kbGVSZXF1ZXN0EisKB29wdGlvbnMYASABKAsyGC5vZHlzc2V5LnYxLkJ1aWxkT3B0aW9uc0gAEg8KBWNodW5rGAIgASgMSABCBgoEaXRlbSIwCgxCdWlsZE9wdGlvbnMSEQoJbmFtZXNwYWNlGAEgASgJEg0KBWZvcmNlGAIgASgIIjkKE0J1aWxkQnVuZGxlUmVzcG9uc2USIgoGYnVuZGxlGAEgASgLMhIub2R5c3NleS52MS5CdW5kbGUiKQoUSW5zcGVjdEJ1bmRsZVJlcXVlc3QSEQoJcmVmZXJlbmNlGAEgASgJIuoBChVJbnNwZWN0QnVuZGxlUmVzcG9uc2USIgoGYnVuZGxlGAEgASgLMhIub2R5c3NleS52MS5CdW5kbGUSJQoGYWdlbnRzGAIgAygLMhUub2R5c3NleS52MS5BZ2VudEluZm8SJQoGc2tpbGxzGAMgAygLMhUub2R5c3NleS52MS5Ta2lsbEluZm8SIwoFdG9vbHMYBCADKAsyFC5vZHlzc2V5LnYxLlRvb2xJbmZvEioKB3NhbmRib3gYBSABKAsyGS5vZHlzc2V5LnYxLlNhbmRib3hQb2xpY3kSDgoGcmVhZG1lGAYgASgJIk4KEkxpc3RCdW5kbGVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCgluYW1lc3BhY2UYAyABKAkiUwoTTGlzdEJ1bmRsZXNSZXNwb25zZRIjCgdidW5kbGVzGAEgAygLMhIub2R5c3NleS52MS5CdW5kbGUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIigKE0RlbGV0ZUJ1bmRsZVJlcXVlc3QSEQoJcmVmZXJlbmNlGAEgASgJIjoKFERlbGV0ZUJ1bmRsZVJlc3BvbnNlEiIKBmJ1bmRsZRgBIAEoCzISLm9keXNzZXkudjEuQnVuZGxlIigKE0V4cG9ydEJ1bmRsZVJlcXVlc3QSEQoJcmVmZXJlbmNlGAEgASgJIkkKFEV4cG9ydEJ1bmRsZVJlc3BvbnNlEiIKBmJ1bmRsZRgBIAEoCzISLm9keXNzZXkudjEuQnVuZGxlEg0KBWNodW5rGAIgASgMIlwKE0ltcG9ydEJ1bmRsZVJlcXVlc3QSLAoHb3B0aW9ucxgBIAEoCzIZLm9keXNzZXkudjEuSW1wb3J0T3B0aW9uc0gAEg8KBWNodW5rGAIgASgMSABCBgoEaXRlbSIxCg1JbXBvcnRPcHRpb25zEhEKCW5hbWVzcGFjZRgBIAEoCRINCgVmb3JjZRgCIAEoCCI6ChRJbXBvcnRCdW5kbGVSZXNwb25zZRIiCgZidW5kbGUYASABKAsyEi5vZHlzc2V5LnYxLkJ1bmRsZSI2ChFQdXNoQnVuZGxlUmVxdWVzdBIRCglyZWZlcmVuY2UYASABKAkSDgoGdGFyZ2V0GAIgASgJInkKElB1c2hCdW5kbGVSZXNwb25zZRIOCgZ0YXJnZXQYASABKAkSFwoPbWFuaWZlc3RfZGlnZXN0GAIgASgJEhYKDmNvbnRlbnRfZGlnZXN0GAMgASgJEiIKBmJ1bmRsZRgEIAEoCzISLm9keXNzZXkudjEuQnVuZGxlIkgKEVB1bGxCdW5kbGVSZXF1ZXN0EhEKCXJlZmVyZW5jZRgBIAEoCRINCgVmb3JjZRgCIAEoCBIRCgluYW1lc3BhY2UYAyABKAkieQoSUHVsbEJ1bmRsZVJlc3BvbnNlEiIKBmJ1bmRsZRgBIAEoCzISLm9keXNzZXkudjEuQnVuZGxlEhcKD21hbmlmZXN0X2RpZ2VzdBgCIAEoCRIWCg5jb250ZW50X2RpZ2VzdBgDIAEoCRIOCgZzb3VyY2UYBCABKAkiLQoRTGlzdEFnZW50c1JlcXVlc3QSGAoQYnVuZGxlX3JlZmVyZW5jZRgBIAEoCSI7ChJMaXN0QWdlbnRzUmVzcG9uc2USJQoGYWdlbnRzGAEgAygLMhUub2R5c3NleS52MS5BZ2VudEluZm8iLQoRTGlzdE1vZGVsc1JlcXVlc3QSGAoQYnVuZGxlX3JlZmVyZW5jZRgBIAEoCSI7ChJMaXN0TW9kZWxzUmVzcG9uc2USJQoGbW9kZWxzGAEgAygLMhUub2R5c3NleS52MS5Nb2RlbEluZm8iLQoRTGlzdFNraWxsc1JlcXVlc3QSGAoQYnVuZGxlX3JlZmVyZW5jZRgBIAEoCSI7ChJMaXN0U2tpbGxzUmVzcG9uc2USJQoGc2tpbGxzGAEgAygLMhUub2R5c3NleS52MS5Ta2lsbEluZm8y0gcKDUJ1bmRsZVNlcnZpY2USSwoKSW5pdEJ1bmRsZRIdLm9keXNzZXkudjEuSW5pdEJ1bmRsZVJlcXVlc3QaHi5vZHlzc2V5LnYxLkluaXRCdW5kbGVSZXNwb25zZRJQCgtCdWlsZEJ1bmRsZRIeLm9keXNzZXkudjEuQnVpbGRCdW5kbGVSZXF1ZXN0Gh8ub2R5c3NleS52MS5CdWlsZEJ1bmRsZVJlc3BvbnNlKAESVAoNSW5zcGVjdEJ1bmRsZRIgLm9keXNzZXkudjEuSW5zcGVjdEJ1bmRsZVJlcXVlc3QaIS5vZHlzc2V5LnYxLkluc3BlY3RCdW5kbGVSZXNwb25zZRJOCgtMaXN0QnVuZGxlcxIeLm9keXNzZXkudjEuTGlzdEJ1bmRsZXNSZXF1ZXN0Gh8ub2R5c3NleS52MS5MaXN0QnVuZGxlc1Jlc3BvbnNlElEKDERlbGV0ZUJ1bmRsZRIfLm9keXNzZXkudjEuRGVsZXRlQnVuZGxlUmVxdWVzdBogLm9keXNzZXkudjEuRGVsZXRlQnVuZGxlUmVzcG9uc2USUwoMRXhwb3J0QnVuZGxlEh8ub2R5c3NleS52MS5FeHBvcnRCdW5kbGVSZXF1ZXN0GiAub2R5c3NleS52MS5FeHBvcnRCdW5kbGVSZXNwb25zZTABElMKDEltcG9ydEJ1bmRsZRIfLm9keXNzZXkudjEuSW1wb3J0QnVuZGxlUmVxdWVzdBogLm9keXNzZXkudjEuSW1wb3J0QnVuZGxlUmVzcG9uc2UoARJLCgpQdXNoQnVuZGxlEh0ub2R5c3NleS52MS5QdXNoQnVuZGxlUmVxdWVzdBoeLm9keXNzZXkudjEuUHVzaEJ1bmRsZVJlc3BvbnNlEksKClB1bGxCdW5kbGUSHS5vZHlzc2V5LnYxLlB1bGxCdW5kbGVSZXF1ZXN0Gh4ub2R5c3NleS52MS5QdWxsQnVuZGxlUmVzcG9uc2USSwoKTGlzdEFnZW50cxIdLm9keXNzZXkudjEuTGlzdEFnZW50c1JlcXVlc3QaHi5vZHlzc2V5LnYxLkxpc3RBZ2VudHNSZXNwb25zZRJLCgpMaXN0TW9kZWxzEh0ub2R5c3NleS52MS5MaXN0TW9kZWxzUmVxdWVzdBoeLm9keXNzZXkudjEuTGlzdE1vZGVsc1Jlc3BvbnNlEksKCkxpc3RTa2lsbHMSHS5vZHlzc2V5LnYxLkxpc3RTa2lsbHNSZXF1ZXN0Gh4ub2R5c3NleS52MS5MaXN0U2tpbGxzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_odyssey_v1_common]);
+  fileDesc("ChdvZHlzc2V5L3YxL2J1bmRsZS5wcm90bxIKb2R5c3NleS52MSLIAQoGQnVuZGxlEiIKA3JlZhgBIAEoCzIVLm9keXNzZXkudjEuQnVuZGxlUmVmEhMKC2Rlc2NyaXB0aW9uGAIgASgJEhgKEGRlZmF1bHRfYWdlbnRfaWQYAyABKAkSEQoJYWdlbnRfaWRzGAQgAygJEjAKDGluc3RhbGxlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKc2l6ZV9ieXRlcxgGIAEoBBISCgpmaWxlX2NvdW50GAcgASgNIp4CCglBZ2VudEluZm8SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEiQKBW1vZGVsGAUgASgLMhUub2R5c3NleS52MS5Nb2RlbFNwZWMSEgoKaXNfZGVmYXVsdBgGIAEoCBITCgt0b29sc19hbGxvdxgHIAMoCRIRCgl0b29sc19hc2sYCCADKAkSEgoKdG9vbHNfZGVueRgJIAMoCRIrCgxidW5kbGVfbW9kZWwYCiABKAsyFS5vZHlzc2V5LnYxLk1vZGVsU3BlYxIuCgttY3Bfc2VydmVycxgLIAMoCzIZLm9keXNzZXkudjEuTWNwU2VydmVySW5mbyI9Cg1NY3BTZXJ2ZXJJbmZvEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRIQCghvcGVyYXRvchgDIAEoCCJbCglTa2lsbEluZm8SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIMCgRwYXRoGAMgASgJEg0KBWVycm9yGAQgASgJEg4KBnNvdXJjZRgFIAEoCSKTAQoJTW9kZWxJbmZvEhAKCGFnZW50X2lkGAEgASgJEiQKBW1vZGVsGAIgASgLMhUub2R5c3NleS52MS5Nb2RlbFNwZWMSEQoJYXZhaWxhYmxlGAMgASgIEg4KBmRldGFpbBgEIAEoCRIrCgxidW5kbGVfbW9kZWwYBSABKAsyFS5vZHlzc2V5LnYxLk1vZGVsU3BlYyIoCghUb29sSW5mbxIMCgRuYW1lGAEgASgJEg4KBnNvdXJjZRgCIAEoCSLvAQoNU2FuZGJveFBvbGljeRIlCgRtb2RlGAEgASgOMhcub2R5c3NleS52MS5TYW5kYm94TW9kZRIPCgduZXR3b3JrGAIgAygJEhMKC21vdW50c19yZWFkGAMgAygJEhQKDG1vdW50c193cml0ZRgEIAMoCRIvCgNlbnYYBSADKAsyIi5vZHlzc2V5LnYxLlNhbmRib3hQb2xpY3kuRW52RW50cnkSCwoDY3B1GAYgASgNEhEKCW1lbW9yeV9tYhgHIAEoBBoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIiEKEUluaXRCdW5kbGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiJQoSSW5pdEJ1bmRsZVJlc3BvbnNlEg8KB2FyY2hpdmUYASABKAwiWgoSQnVpbGRCdW5kbGVSZXF1ZXN0EisKB29wdGlvbnMYASABKAsyGC5vZHlzc2V5LnYxLkJ1aWxkT3B0aW9uc0gAEg8KBWNodW5rGAIgASgMSABCBgoEaXRlbSIwCgxCdWlsZE9wdGlvbnMSEQoJbmFtZXNwYWNlGAEgASgJEg0KBWZvcmNlGAIgASgIIjkKE0J1aWxkQnVuZGxlUmVzcG9uc2USIgoGYnVuZGxlGAEgASgLMhIub2R5c3NleS52MS5CdW5kbGUiKQoUSW5zcGVjdEJ1bmRsZVJlcXVlc3QSEQoJcmVmZXJlbmNlGAEgASgJIuoBChVJbnNwZWN0QnVuZGxlUmVzcG9uc2USIgoGYnVuZGxlGAEgASgLMhIub2R5c3NleS52MS5CdW5kbGUSJQoGYWdlbnRzGAIgAygLMhUub2R5c3NleS52MS5BZ2VudEluZm8SJQoGc2tpbGxzGAMgAygLMhUub2R5c3NleS52MS5Ta2lsbEluZm8SIwoFdG9vbHMYBCADKAsyFC5vZHlzc2V5LnYxLlRvb2xJbmZvEioKB3NhbmRib3gYBSABKAsyGS5vZHlzc2V5LnYxLlNhbmRib3hQb2xpY3kSDgoGcmVhZG1lGAYgASgJIk4KEkxpc3RCdW5kbGVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCgluYW1lc3BhY2UYAyABKAkiUwoTTGlzdEJ1bmRsZXNSZXNwb25zZRIjCgdidW5kbGVzGAEgAygLMhIub2R5c3NleS52MS5CdW5kbGUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIigKE0RlbGV0ZUJ1bmRsZVJlcXVlc3QSEQoJcmVmZXJlbmNlGAEgASgJIjoKFERlbGV0ZUJ1bmRsZVJlc3BvbnNlEiIKBmJ1bmRsZRgBIAEoCzISLm9keXNzZXkudjEuQnVuZGxlIigKE0V4cG9ydEJ1bmRsZVJlcXVlc3QSEQoJcmVmZXJlbmNlGAEgASgJIkkKFEV4cG9ydEJ1bmRsZVJlc3BvbnNlEiIKBmJ1bmRsZRgBIAEoCzISLm9keXNzZXkudjEuQnVuZGxlEg0KBWNodW5rGAIgASgMIlwKE0ltcG9ydEJ1bmRsZVJlcXVlc3QSLAoHb3B0aW9ucxgBIAEoCzIZLm9keXNzZXkudjEuSW1wb3J0T3B0aW9uc0gAEg8KBWNodW5rGAIgASgMSABCBgoEaXRlbSIxCg1JbXBvcnRPcHRpb25zEhEKCW5hbWVzcGFjZRgBIAEoCRINCgVmb3JjZRgCIAEoCCI6ChRJbXBvcnRCdW5kbGVSZXNwb25zZRIiCgZidW5kbGUYASABKAsyEi5vZHlzc2V5LnYxLkJ1bmRsZSI2ChFQdXNoQnVuZGxlUmVxdWVzdBIRCglyZWZlcmVuY2UYASABKAkSDgoGdGFyZ2V0GAIgASgJInkKElB1c2hCdW5kbGVSZXNwb25zZRIOCgZ0YXJnZXQYASABKAkSFwoPbWFuaWZlc3RfZGlnZXN0GAIgASgJEhYKDmNvbnRlbnRfZGlnZXN0GAMgASgJEiIKBmJ1bmRsZRgEIAEoCzISLm9keXNzZXkudjEuQnVuZGxlIkgKEVB1bGxCdW5kbGVSZXF1ZXN0EhEKCXJlZmVyZW5jZRgBIAEoCRINCgVmb3JjZRgCIAEoCBIRCgluYW1lc3BhY2UYAyABKAkieQoSUHVsbEJ1bmRsZVJlc3BvbnNlEiIKBmJ1bmRsZRgBIAEoCzISLm9keXNzZXkudjEuQnVuZGxlEhcKD21hbmlmZXN0X2RpZ2VzdBgCIAEoCRIWCg5jb250ZW50X2RpZ2VzdBgDIAEoCRIOCgZzb3VyY2UYBCABKAkiLQoRTGlzdEFnZW50c1JlcXVlc3QSGAoQYnVuZGxlX3JlZmVyZW5jZRgBIAEoCSI7ChJMaXN0QWdlbnRzUmVzcG9uc2USJQoGYWdlbnRzGAEgAygLMhUub2R5c3NleS52MS5BZ2VudEluZm8iLQoRTGlzdE1vZGVsc1JlcXVlc3QSGAoQYnVuZGxlX3JlZmVyZW5jZRgBIAEoCSI7ChJMaXN0TW9kZWxzUmVzcG9uc2USJQoGbW9kZWxzGAEgAygLMhUub2R5c3NleS52MS5Nb2RlbEluZm8iLQoRTGlzdFNraWxsc1JlcXVlc3QSGAoQYnVuZGxlX3JlZmVyZW5jZRgBIAEoCSI7ChJMaXN0U2tpbGxzUmVzcG9uc2USJQoGc2tpbGxzGAEgAygLMhUub2R5c3NleS52MS5Ta2lsbEluZm8y0gcKDUJ1bmRsZVNlcnZpY2USSwoKSW5pdEJ1bmRsZRIdLm9keXNzZXkudjEuSW5pdEJ1bmRsZVJlcXVlc3QaHi5vZHlzc2V5LnYxLkluaXRCdW5kbGVSZXNwb25zZRJQCgtCdWlsZEJ1bmRsZRIeLm9keXNzZXkudjEuQnVpbGRCdW5kbGVSZXF1ZXN0Gh8ub2R5c3NleS52MS5CdWlsZEJ1bmRsZVJlc3BvbnNlKAESVAoNSW5zcGVjdEJ1bmRsZRIgLm9keXNzZXkudjEuSW5zcGVjdEJ1bmRsZVJlcXVlc3QaIS5vZHlzc2V5LnYxLkluc3BlY3RCdW5kbGVSZXNwb25zZRJOCgtMaXN0QnVuZGxlcxIeLm9keXNzZXkudjEuTGlzdEJ1bmRsZXNSZXF1ZXN0Gh8ub2R5c3NleS52MS5MaXN0QnVuZGxlc1Jlc3BvbnNlElEKDERlbGV0ZUJ1bmRsZRIfLm9keXNzZXkudjEuRGVsZXRlQnVuZGxlUmVxdWVzdBogLm9keXNzZXkudjEuRGVsZXRlQnVuZGxlUmVzcG9uc2USUwoMRXhwb3J0QnVuZGxlEh8ub2R5c3NleS52MS5FeHBvcnRCdW5kbGVSZXF1ZXN0GiAub2R5c3NleS52MS5FeHBvcnRCdW5kbGVSZXNwb25zZTABElMKDEltcG9ydEJ1bmRsZRIfLm9keXNzZXkudjEuSW1wb3J0QnVuZGxlUmVxdWVzdBogLm9keXNzZXkudjEuSW1wb3J0QnVuZGxlUmVzcG9uc2UoARJLCgpQdXNoQnVuZGxlEh0ub2R5c3NleS52MS5QdXNoQnVuZGxlUmVxdWVzdBoeLm9keXNzZXkudjEuUHVzaEJ1bmRsZVJlc3BvbnNlEksKClB1bGxCdW5kbGUSHS5vZHlzc2V5LnYxLlB1bGxCdW5kbGVSZXF1ZXN0Gh4ub2R5c3NleS52MS5QdWxsQnVuZGxlUmVzcG9uc2USSwoKTGlzdEFnZW50cxIdLm9keXNzZXkudjEuTGlzdEFnZW50c1JlcXVlc3QaHi5vZHlzc2V5LnYxLkxpc3RBZ2VudHNSZXNwb25zZRJLCgpMaXN0TW9kZWxzEh0ub2R5c3NleS52MS5MaXN0TW9kZWxzUmVxdWVzdBoeLm9keXNzZXkudjEuTGlzdE1vZGVsc1Jlc3BvbnNlEksKCkxpc3RTa2lsbHMSHS5vZHlzc2V5LnYxLkxpc3RTa2lsbHNSZXF1ZXN0Gh4ub2R5c3NleS52MS5MaXN0U2tpbGxzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_odyssey_v1_common]);
 
 /**
  * An installed bundle.
@@ -123,6 +123,13 @@ export type AgentInfo = Message<"odyssey.v1.AgentInfo"> & {
    * @generated from field: odyssey.v1.ModelSpec bundle_model = 10;
    */
   bundleModel?: ModelSpec | undefined;
+
+  /**
+   * The MCP servers the agent uses (its agent.yaml's `spec.mcp_servers`), in that order.
+   *
+   * @generated from field: repeated odyssey.v1.McpServerInfo mcp_servers = 11;
+   */
+  mcpServers: McpServerInfo[];
 };
 
 /**
@@ -131,6 +138,43 @@ export type AgentInfo = Message<"odyssey.v1.AgentInfo"> & {
  */
 export const AgentInfoSchema: GenMessage<AgentInfo> = /*@__PURE__*/
   messageDesc(file_odyssey_v1_bundle, 1);
+
+/**
+ * An MCP server an agent uses: its name and how it is reached, never its command,
+ * environment, URL or headers (an operator's may hold credentials).
+ *
+ * @generated from message odyssey.v1.McpServerInfo
+ */
+export type McpServerInfo = Message<"odyssey.v1.McpServerInfo"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * "stdio" (a program run in the session's sandbox cell) or "url" (streamable HTTP);
+   * empty for an operator's server this server's configuration does not have (sessions
+   * of the agent are refused with PERMISSION_DENIED until it does).
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * Whether the operator's configuration provides it (`[mcp.servers.NAME]`) rather than
+   * the bundle.
+   *
+   * @generated from field: bool operator = 3;
+   */
+  operator: boolean;
+};
+
+/**
+ * Describes the message odyssey.v1.McpServerInfo.
+ * Use `create(McpServerInfoSchema)` to create a new message.
+ */
+export const McpServerInfoSchema: GenMessage<McpServerInfo> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_bundle, 2);
 
 /**
  * @generated from message odyssey.v1.SkillInfo
@@ -176,7 +220,7 @@ export type SkillInfo = Message<"odyssey.v1.SkillInfo"> & {
  * Use `create(SkillInfoSchema)` to create a new message.
  */
 export const SkillInfoSchema: GenMessage<SkillInfo> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 2);
+  messageDesc(file_odyssey_v1_bundle, 3);
 
 /**
  * @generated from message odyssey.v1.ModelInfo
@@ -222,7 +266,7 @@ export type ModelInfo = Message<"odyssey.v1.ModelInfo"> & {
  * Use `create(ModelInfoSchema)` to create a new message.
  */
 export const ModelInfoSchema: GenMessage<ModelInfo> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 3);
+  messageDesc(file_odyssey_v1_bundle, 4);
 
 /**
  * @generated from message odyssey.v1.ToolInfo
@@ -244,7 +288,7 @@ export type ToolInfo = Message<"odyssey.v1.ToolInfo"> & {
  * Use `create(ToolInfoSchema)` to create a new message.
  */
 export const ToolInfoSchema: GenMessage<ToolInfo> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 4);
+  messageDesc(file_odyssey_v1_bundle, 5);
 
 /**
  * @generated from message odyssey.v1.SandboxPolicy
@@ -291,7 +335,7 @@ export type SandboxPolicy = Message<"odyssey.v1.SandboxPolicy"> & {
  * Use `create(SandboxPolicySchema)` to create a new message.
  */
 export const SandboxPolicySchema: GenMessage<SandboxPolicy> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 5);
+  messageDesc(file_odyssey_v1_bundle, 6);
 
 /**
  * @generated from message odyssey.v1.InitBundleRequest
@@ -310,7 +354,7 @@ export type InitBundleRequest = Message<"odyssey.v1.InitBundleRequest"> & {
  * Use `create(InitBundleRequestSchema)` to create a new message.
  */
 export const InitBundleRequestSchema: GenMessage<InitBundleRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 6);
+  messageDesc(file_odyssey_v1_bundle, 7);
 
 /**
  * @generated from message odyssey.v1.InitBundleResponse
@@ -329,7 +373,7 @@ export type InitBundleResponse = Message<"odyssey.v1.InitBundleResponse"> & {
  * Use `create(InitBundleResponseSchema)` to create a new message.
  */
 export const InitBundleResponseSchema: GenMessage<InitBundleResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 7);
+  messageDesc(file_odyssey_v1_bundle, 8);
 
 /**
  * @generated from message odyssey.v1.BuildBundleRequest
@@ -362,7 +406,7 @@ export type BuildBundleRequest = Message<"odyssey.v1.BuildBundleRequest"> & {
  * Use `create(BuildBundleRequestSchema)` to create a new message.
  */
 export const BuildBundleRequestSchema: GenMessage<BuildBundleRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 8);
+  messageDesc(file_odyssey_v1_bundle, 9);
 
 /**
  * @generated from message odyssey.v1.BuildOptions
@@ -388,7 +432,7 @@ export type BuildOptions = Message<"odyssey.v1.BuildOptions"> & {
  * Use `create(BuildOptionsSchema)` to create a new message.
  */
 export const BuildOptionsSchema: GenMessage<BuildOptions> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 9);
+  messageDesc(file_odyssey_v1_bundle, 10);
 
 /**
  * @generated from message odyssey.v1.BuildBundleResponse
@@ -405,7 +449,7 @@ export type BuildBundleResponse = Message<"odyssey.v1.BuildBundleResponse"> & {
  * Use `create(BuildBundleResponseSchema)` to create a new message.
  */
 export const BuildBundleResponseSchema: GenMessage<BuildBundleResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 10);
+  messageDesc(file_odyssey_v1_bundle, 11);
 
 /**
  * @generated from message odyssey.v1.InspectBundleRequest
@@ -424,7 +468,7 @@ export type InspectBundleRequest = Message<"odyssey.v1.InspectBundleRequest"> & 
  * Use `create(InspectBundleRequestSchema)` to create a new message.
  */
 export const InspectBundleRequestSchema: GenMessage<InspectBundleRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 11);
+  messageDesc(file_odyssey_v1_bundle, 12);
 
 /**
  * @generated from message odyssey.v1.InspectBundleResponse
@@ -466,7 +510,7 @@ export type InspectBundleResponse = Message<"odyssey.v1.InspectBundleResponse"> 
  * Use `create(InspectBundleResponseSchema)` to create a new message.
  */
 export const InspectBundleResponseSchema: GenMessage<InspectBundleResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 12);
+  messageDesc(file_odyssey_v1_bundle, 13);
 
 /**
  * @generated from message odyssey.v1.ListBundlesRequest
@@ -495,7 +539,7 @@ export type ListBundlesRequest = Message<"odyssey.v1.ListBundlesRequest"> & {
  * Use `create(ListBundlesRequestSchema)` to create a new message.
  */
 export const ListBundlesRequestSchema: GenMessage<ListBundlesRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 13);
+  messageDesc(file_odyssey_v1_bundle, 14);
 
 /**
  * @generated from message odyssey.v1.ListBundlesResponse
@@ -517,7 +561,7 @@ export type ListBundlesResponse = Message<"odyssey.v1.ListBundlesResponse"> & {
  * Use `create(ListBundlesResponseSchema)` to create a new message.
  */
 export const ListBundlesResponseSchema: GenMessage<ListBundlesResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 14);
+  messageDesc(file_odyssey_v1_bundle, 15);
 
 /**
  * @generated from message odyssey.v1.DeleteBundleRequest
@@ -534,7 +578,7 @@ export type DeleteBundleRequest = Message<"odyssey.v1.DeleteBundleRequest"> & {
  * Use `create(DeleteBundleRequestSchema)` to create a new message.
  */
 export const DeleteBundleRequestSchema: GenMessage<DeleteBundleRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 15);
+  messageDesc(file_odyssey_v1_bundle, 16);
 
 /**
  * @generated from message odyssey.v1.DeleteBundleResponse
@@ -551,7 +595,7 @@ export type DeleteBundleResponse = Message<"odyssey.v1.DeleteBundleResponse"> & 
  * Use `create(DeleteBundleResponseSchema)` to create a new message.
  */
 export const DeleteBundleResponseSchema: GenMessage<DeleteBundleResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 16);
+  messageDesc(file_odyssey_v1_bundle, 17);
 
 /**
  * @generated from message odyssey.v1.ExportBundleRequest
@@ -568,7 +612,7 @@ export type ExportBundleRequest = Message<"odyssey.v1.ExportBundleRequest"> & {
  * Use `create(ExportBundleRequestSchema)` to create a new message.
  */
 export const ExportBundleRequestSchema: GenMessage<ExportBundleRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 17);
+  messageDesc(file_odyssey_v1_bundle, 18);
 
 /**
  * @generated from message odyssey.v1.ExportBundleResponse
@@ -592,7 +636,7 @@ export type ExportBundleResponse = Message<"odyssey.v1.ExportBundleResponse"> & 
  * Use `create(ExportBundleResponseSchema)` to create a new message.
  */
 export const ExportBundleResponseSchema: GenMessage<ExportBundleResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 18);
+  messageDesc(file_odyssey_v1_bundle, 19);
 
 /**
  * @generated from message odyssey.v1.ImportBundleRequest
@@ -621,7 +665,7 @@ export type ImportBundleRequest = Message<"odyssey.v1.ImportBundleRequest"> & {
  * Use `create(ImportBundleRequestSchema)` to create a new message.
  */
 export const ImportBundleRequestSchema: GenMessage<ImportBundleRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 19);
+  messageDesc(file_odyssey_v1_bundle, 20);
 
 /**
  * @generated from message odyssey.v1.ImportOptions
@@ -643,7 +687,7 @@ export type ImportOptions = Message<"odyssey.v1.ImportOptions"> & {
  * Use `create(ImportOptionsSchema)` to create a new message.
  */
 export const ImportOptionsSchema: GenMessage<ImportOptions> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 20);
+  messageDesc(file_odyssey_v1_bundle, 21);
 
 /**
  * @generated from message odyssey.v1.ImportBundleResponse
@@ -660,7 +704,7 @@ export type ImportBundleResponse = Message<"odyssey.v1.ImportBundleResponse"> & 
  * Use `create(ImportBundleResponseSchema)` to create a new message.
  */
 export const ImportBundleResponseSchema: GenMessage<ImportBundleResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 21);
+  messageDesc(file_odyssey_v1_bundle, 22);
 
 /**
  * @generated from message odyssey.v1.PushBundleRequest
@@ -688,7 +732,7 @@ export type PushBundleRequest = Message<"odyssey.v1.PushBundleRequest"> & {
  * Use `create(PushBundleRequestSchema)` to create a new message.
  */
 export const PushBundleRequestSchema: GenMessage<PushBundleRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 22);
+  messageDesc(file_odyssey_v1_bundle, 23);
 
 /**
  * @generated from message odyssey.v1.PushBundleResponse
@@ -728,7 +772,7 @@ export type PushBundleResponse = Message<"odyssey.v1.PushBundleResponse"> & {
  * Use `create(PushBundleResponseSchema)` to create a new message.
  */
 export const PushBundleResponseSchema: GenMessage<PushBundleResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 23);
+  messageDesc(file_odyssey_v1_bundle, 24);
 
 /**
  * @generated from message odyssey.v1.PullBundleRequest
@@ -761,7 +805,7 @@ export type PullBundleRequest = Message<"odyssey.v1.PullBundleRequest"> & {
  * Use `create(PullBundleRequestSchema)` to create a new message.
  */
 export const PullBundleRequestSchema: GenMessage<PullBundleRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 24);
+  messageDesc(file_odyssey_v1_bundle, 25);
 
 /**
  * @generated from message odyssey.v1.PullBundleResponse
@@ -799,7 +843,7 @@ export type PullBundleResponse = Message<"odyssey.v1.PullBundleResponse"> & {
  * Use `create(PullBundleResponseSchema)` to create a new message.
  */
 export const PullBundleResponseSchema: GenMessage<PullBundleResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 25);
+  messageDesc(file_odyssey_v1_bundle, 26);
 
 /**
  * @generated from message odyssey.v1.ListAgentsRequest
@@ -816,7 +860,7 @@ export type ListAgentsRequest = Message<"odyssey.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 26);
+  messageDesc(file_odyssey_v1_bundle, 27);
 
 /**
  * @generated from message odyssey.v1.ListAgentsResponse
@@ -833,7 +877,7 @@ export type ListAgentsResponse = Message<"odyssey.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 27);
+  messageDesc(file_odyssey_v1_bundle, 28);
 
 /**
  * @generated from message odyssey.v1.ListModelsRequest
@@ -850,7 +894,7 @@ export type ListModelsRequest = Message<"odyssey.v1.ListModelsRequest"> & {
  * Use `create(ListModelsRequestSchema)` to create a new message.
  */
 export const ListModelsRequestSchema: GenMessage<ListModelsRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 28);
+  messageDesc(file_odyssey_v1_bundle, 29);
 
 /**
  * @generated from message odyssey.v1.ListModelsResponse
@@ -867,7 +911,7 @@ export type ListModelsResponse = Message<"odyssey.v1.ListModelsResponse"> & {
  * Use `create(ListModelsResponseSchema)` to create a new message.
  */
 export const ListModelsResponseSchema: GenMessage<ListModelsResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 29);
+  messageDesc(file_odyssey_v1_bundle, 30);
 
 /**
  * @generated from message odyssey.v1.ListSkillsRequest
@@ -884,7 +928,7 @@ export type ListSkillsRequest = Message<"odyssey.v1.ListSkillsRequest"> & {
  * Use `create(ListSkillsRequestSchema)` to create a new message.
  */
 export const ListSkillsRequestSchema: GenMessage<ListSkillsRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 30);
+  messageDesc(file_odyssey_v1_bundle, 31);
 
 /**
  * @generated from message odyssey.v1.ListSkillsResponse
@@ -901,7 +945,7 @@ export type ListSkillsResponse = Message<"odyssey.v1.ListSkillsResponse"> & {
  * Use `create(ListSkillsResponseSchema)` to create a new message.
  */
 export const ListSkillsResponseSchema: GenMessage<ListSkillsResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_bundle, 31);
+  messageDesc(file_odyssey_v1_bundle, 32);
 
 /**
  * Installs, inspects and moves agent bundles. Archives travel as bytes (tar + gzip); a

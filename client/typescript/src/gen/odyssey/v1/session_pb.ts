@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file odyssey/v1/session.proto.
  */
 export const file_odyssey_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("ChhvZHlzc2V5L3YxL3Nlc3Npb24ucHJvdG8SCm9keXNzZXkudjEiyQQKB1Nlc3Npb24SCgoCaWQYASABKAkSGAoQYnVuZGxlX3JlZmVyZW5jZRgCIAEoCRIlCgZidW5kbGUYAyABKAsyFS5vZHlzc2V5LnYxLkJ1bmRsZVJlZhIQCghhZ2VudF9pZBgEIAEoCRIkCgVtb2RlbBgFIAEoCzIVLm9keXNzZXkudjEuTW9kZWxTcGVjEi0KDHNhbmRib3hfbW9kZRgGIAEoDjIXLm9keXNzZXkudjEuU2FuZGJveE1vZGUSMwoPYXBwcm92YWxfcG9saWN5GAcgASgOMhoub2R5c3NleS52MS5BcHByb3ZhbFBvbGljeRIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgp0dXJuX2NvdW50GAogASgEEhUKDWxhc3Rfc2VxdWVuY2UYCyABKAQSMwoIbWV0YWRhdGEYDCADKAsyIS5vZHlzc2V5LnYxLlNlc3Npb24uTWV0YWRhdGFFbnRyeRIlCgV1c2FnZRgNIAEoCzIWLm9keXNzZXkudjEuVG9rZW5Vc2FnZRIUCgx0b2tlbl9idWRnZXQYDiABKAQSJwoFc3RhdGUYDyABKA4yGC5vZHlzc2V5LnYxLlNlc3Npb25TdGF0ZRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi1QIKFENyZWF0ZVNlc3Npb25SZXF1ZXN0EhgKEGJ1bmRsZV9yZWZlcmVuY2UYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSJAoFbW9kZWwYAyABKAsyFS5vZHlzc2V5LnYxLk1vZGVsU3BlYxItCgxzYW5kYm94X21vZGUYBCABKA4yFy5vZHlzc2V5LnYxLlNhbmRib3hNb2RlEjMKD2FwcHJvdmFsX3BvbGljeRgFIAEoDjIaLm9keXNzZXkudjEuQXBwcm92YWxQb2xpY3kSQAoIbWV0YWRhdGEYBiADKAsyLi5vZHlzc2V5LnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0Lk1ldGFkYXRhRW50cnkSFAoMdG9rZW5fYnVkZ2V0GAcgASgEGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI9ChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USJAoHc2Vzc2lvbhgBIAEoCzITLm9keXNzZXkudjEuU2Vzc2lvbiInChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIjoKEkdldFNlc3Npb25SZXNwb25zZRIkCgdzZXNzaW9uGAEgASgLMhMub2R5c3NleS52MS5TZXNzaW9uIl4KE0xpc3RTZXNzaW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSDgoGYnVuZGxlGAMgASgJEhAKCGFnZW50X2lkGAQgASgJIlYKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEiUKCHNlc3Npb25zGAEgAygLMhMub2R5c3NleS52MS5TZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIqChREZWxldGVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIhcKFURlbGV0ZVNlc3Npb25SZXNwb25zZSJFChdTdWJzY3JpYmVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgEInkKGFN1YnNjcmliZVNlc3Npb25SZXNwb25zZRIpCgVldmVudBgBIAEoCzIYLm9keXNzZXkudjEuU2Vzc2lvbkV2ZW50SAASKgoJaGVhcnRiZWF0GAIgASgLMhUub2R5c3NleS52MS5IZWFydGJlYXRIAEIGCgRpdGVtIk8KCUhlYXJ0YmVhdBIrCgdzZW50X2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1sYXN0X3NlcXVlbmNlGAIgASgEIjIKHEV4cG9ydFNlc3Npb25DYXNzZXR0ZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIuCh1FeHBvcnRTZXNzaW9uQ2Fzc2V0dGVSZXNwb25zZRINCgVjaHVuaxgBIAEoDCqIAQoMU2Vzc2lvblN0YXRlEh0KGVNFU1NJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIWChJTRVNTSU9OX1NUQVRFX0lETEUQARIZChVTRVNTSU9OX1NUQVRFX1JVTk5JTkcQAhImCiJTRVNTSU9OX1NUQVRFX1dBSVRJTkdfRk9SX0FQUFJPVkFMEAMyrQQKDlNlc3Npb25TZXJ2aWNlElQKDUNyZWF0ZVNlc3Npb24SIC5vZHlzc2V5LnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0GiEub2R5c3NleS52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2USSwoKR2V0U2Vzc2lvbhIdLm9keXNzZXkudjEuR2V0U2Vzc2lvblJlcXVlc3QaHi5vZHlzc2V5LnYxLkdldFNlc3Npb25SZXNwb25zZRJRCgxMaXN0U2Vzc2lvbnMSHy5vZHlzc2V5LnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaIC5vZHlzc2V5LnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlElQKDURlbGV0ZVNlc3Npb24SIC5vZHlzc2V5LnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiEub2R5c3NleS52MS5EZWxldGVTZXNzaW9uUmVzcG9uc2USXwoQU3Vic2NyaWJlU2Vzc2lvbhIjLm9keXNzZXkudjEuU3Vic2NyaWJlU2Vzc2lvblJlcXVlc3QaJC5vZHlzc2V5LnYxLlN1YnNjcmliZVNlc3Npb25SZXNwb25zZTABEm4KFUV4cG9ydFNlc3Npb25DYXNzZXR0ZRIoLm9keXNzZXkudjEuRXhwb3J0U2Vzc2lvbkNhc3NldHRlUmVxdWVzdBopLm9keXNzZXkudjEuRXhwb3J0U2Vzc2lvbkNhc3NldHRlUmVzcG9uc2UwAWIGcHJvdG8z", [file_google_protobuf_timestamp, file_odyssey_v1_common, file_odyssey_v1_events]);
+  fileDesc("ChhvZHlzc2V5L3YxL3Nlc3Npb24ucHJvdG8SCm9keXNzZXkudjEiyQQKB1Nlc3Npb24SCgoCaWQYASABKAkSGAoQYnVuZGxlX3JlZmVyZW5jZRgCIAEoCRIlCgZidW5kbGUYAyABKAsyFS5vZHlzc2V5LnYxLkJ1bmRsZVJlZhIQCghhZ2VudF9pZBgEIAEoCRIkCgVtb2RlbBgFIAEoCzIVLm9keXNzZXkudjEuTW9kZWxTcGVjEi0KDHNhbmRib3hfbW9kZRgGIAEoDjIXLm9keXNzZXkudjEuU2FuZGJveE1vZGUSMwoPYXBwcm92YWxfcG9saWN5GAcgASgOMhoub2R5c3NleS52MS5BcHByb3ZhbFBvbGljeRIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgp0dXJuX2NvdW50GAogASgEEhUKDWxhc3Rfc2VxdWVuY2UYCyABKAQSMwoIbWV0YWRhdGEYDCADKAsyIS5vZHlzc2V5LnYxLlNlc3Npb24uTWV0YWRhdGFFbnRyeRIlCgV1c2FnZRgNIAEoCzIWLm9keXNzZXkudjEuVG9rZW5Vc2FnZRIUCgx0b2tlbl9idWRnZXQYDiABKAQSJwoFc3RhdGUYDyABKA4yGC5vZHlzc2V5LnYxLlNlc3Npb25TdGF0ZRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi1QIKFENyZWF0ZVNlc3Npb25SZXF1ZXN0EhgKEGJ1bmRsZV9yZWZlcmVuY2UYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSJAoFbW9kZWwYAyABKAsyFS5vZHlzc2V5LnYxLk1vZGVsU3BlYxItCgxzYW5kYm94X21vZGUYBCABKA4yFy5vZHlzc2V5LnYxLlNhbmRib3hNb2RlEjMKD2FwcHJvdmFsX3BvbGljeRgFIAEoDjIaLm9keXNzZXkudjEuQXBwcm92YWxQb2xpY3kSQAoIbWV0YWRhdGEYBiADKAsyLi5vZHlzc2V5LnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0Lk1ldGFkYXRhRW50cnkSFAoMdG9rZW5fYnVkZ2V0GAcgASgEGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI9ChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USJAoHc2Vzc2lvbhgBIAEoCzITLm9keXNzZXkudjEuU2Vzc2lvbiInChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIjoKEkdldFNlc3Npb25SZXNwb25zZRIkCgdzZXNzaW9uGAEgASgLMhMub2R5c3NleS52MS5TZXNzaW9uIl4KE0xpc3RTZXNzaW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSDgoGYnVuZGxlGAMgASgJEhAKCGFnZW50X2lkGAQgASgJIlYKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEiUKCHNlc3Npb25zGAEgAygLMhMub2R5c3NleS52MS5TZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIqChREZWxldGVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIhcKFURlbGV0ZVNlc3Npb25SZXNwb25zZSJFChdTdWJzY3JpYmVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgEInkKGFN1YnNjcmliZVNlc3Npb25SZXNwb25zZRIpCgVldmVudBgBIAEoCzIYLm9keXNzZXkudjEuU2Vzc2lvbkV2ZW50SAASKgoJaGVhcnRiZWF0GAIgASgLMhUub2R5c3NleS52MS5IZWFydGJlYXRIAEIGCgRpdGVtIk8KCUhlYXJ0YmVhdBIrCgdzZW50X2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1sYXN0X3NlcXVlbmNlGAIgASgEIjIKHEV4cG9ydFNlc3Npb25DYXNzZXR0ZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIuCh1FeHBvcnRTZXNzaW9uQ2Fzc2V0dGVSZXNwb25zZRINCgVjaHVuaxgBIAEoDCJUChdMaXN0U2Vzc2lvblRvb2xzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIpIBChhMaXN0U2Vzc2lvblRvb2xzUmVzcG9uc2USJgoFdG9vbHMYASADKAsyFy5vZHlzc2V5LnYxLlNlc3Npb25Ub29sEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRI1ChFtY3Bfc2VydmVyX2Vycm9ycxgDIAMoCzIaLm9keXNzZXkudjEuTWNwU2VydmVyRXJyb3IibwoLU2Vzc2lvblRvb2wSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIZChFpbnB1dF9zY2hlbWFfanNvbhgDIAEoCRIOCgZzb3VyY2UYBCABKAkSEgoKbWNwX3NlcnZlchgFIAEoCSIvCg5NY3BTZXJ2ZXJFcnJvchIOCgZzZXJ2ZXIYASABKAkSDQoFZXJyb3IYAiABKAkqiAEKDFNlc3Npb25TdGF0ZRIdChlTRVNTSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSU0VTU0lPTl9TVEFURV9JRExFEAESGQoVU0VTU0lPTl9TVEFURV9SVU5OSU5HEAISJgoiU0VTU0lPTl9TVEFURV9XQUlUSU5HX0ZPUl9BUFBST1ZBTBADMowFCg5TZXNzaW9uU2VydmljZRJUCg1DcmVhdGVTZXNzaW9uEiAub2R5c3NleS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBohLm9keXNzZXkudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEksKCkdldFNlc3Npb24SHS5vZHlzc2V5LnYxLkdldFNlc3Npb25SZXF1ZXN0Gh4ub2R5c3NleS52MS5HZXRTZXNzaW9uUmVzcG9uc2USUQoMTGlzdFNlc3Npb25zEh8ub2R5c3NleS52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiAub2R5c3NleS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJUCg1EZWxldGVTZXNzaW9uEiAub2R5c3NleS52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBohLm9keXNzZXkudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEl8KEFN1YnNjcmliZVNlc3Npb24SIy5vZHlzc2V5LnYxLlN1YnNjcmliZVNlc3Npb25SZXF1ZXN0GiQub2R5c3NleS52MS5TdWJzY3JpYmVTZXNzaW9uUmVzcG9uc2UwARJuChVFeHBvcnRTZXNzaW9uQ2Fzc2V0dGUSKC5vZHlzc2V5LnYxLkV4cG9ydFNlc3Npb25DYXNzZXR0ZVJlcXVlc3QaKS5vZHlzc2V5LnYxLkV4cG9ydFNlc3Npb25DYXNzZXR0ZVJlc3BvbnNlMAESXQoQTGlzdFNlc3Npb25Ub29scxIjLm9keXNzZXkudjEuTGlzdFNlc3Npb25Ub29sc1JlcXVlc3QaJC5vZHlzc2V5LnYxLkxpc3RTZXNzaW9uVG9vbHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_odyssey_v1_common, file_odyssey_v1_events]);
 
 /**
  * @generated from message odyssey.v1.Session
@@ -424,6 +424,136 @@ export const ExportSessionCassetteResponseSchema: GenMessage<ExportSessionCasset
   messageDesc(file_odyssey_v1_session, 13);
 
 /**
+ * @generated from message odyssey.v1.ListSessionToolsRequest
+ */
+export type ListSessionToolsRequest = Message<"odyssey.v1.ListSessionToolsRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * At most this many tools (default 50, at most 1000).
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message odyssey.v1.ListSessionToolsRequest.
+ * Use `create(ListSessionToolsRequestSchema)` to create a new message.
+ */
+export const ListSessionToolsRequestSchema: GenMessage<ListSessionToolsRequest> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_session, 14);
+
+/**
+ * @generated from message odyssey.v1.ListSessionToolsResponse
+ */
+export type ListSessionToolsResponse = Message<"odyssey.v1.ListSessionToolsResponse"> & {
+  /**
+   * Sorted by name.
+   *
+   * @generated from field: repeated odyssey.v1.SessionTool tools = 1;
+   */
+  tools: SessionTool[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+
+  /**
+   * The agent's MCP servers that offer no tools because they could not be started or
+   * listed, each with why.
+   *
+   * @generated from field: repeated odyssey.v1.McpServerError mcp_server_errors = 3;
+   */
+  mcpServerErrors: McpServerError[];
+};
+
+/**
+ * Describes the message odyssey.v1.ListSessionToolsResponse.
+ * Use `create(ListSessionToolsResponseSchema)` to create a new message.
+ */
+export const ListSessionToolsResponseSchema: GenMessage<ListSessionToolsResponse> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_session, 15);
+
+/**
+ * A tool as the model is told of it.
+ *
+ * @generated from message odyssey.v1.SessionTool
+ */
+export type SessionTool = Message<"odyssey.v1.SessionTool"> & {
+  /**
+   * The name the model calls it by (`mcp__<server>__<tool>` for an MCP tool).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string description = 2;
+   */
+  description: string;
+
+  /**
+   * The JSON schema of its arguments object, as JSON text.
+   *
+   * @generated from field: string input_schema_json = 3;
+   */
+  inputSchemaJson: string;
+
+  /**
+   * "builtin", "host" (given to the server by its embedder) or "mcp".
+   *
+   * @generated from field: string source = 4;
+   */
+  source: string;
+
+  /**
+   * The MCP server it belongs to, for source "mcp".
+   *
+   * @generated from field: string mcp_server = 5;
+   */
+  mcpServer: string;
+};
+
+/**
+ * Describes the message odyssey.v1.SessionTool.
+ * Use `create(SessionToolSchema)` to create a new message.
+ */
+export const SessionToolSchema: GenMessage<SessionTool> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_session, 16);
+
+/**
+ * @generated from message odyssey.v1.McpServerError
+ */
+export type McpServerError = Message<"odyssey.v1.McpServerError"> & {
+  /**
+   * @generated from field: string server = 1;
+   */
+  server: string;
+
+  /**
+   * @generated from field: string error = 2;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message odyssey.v1.McpServerError.
+ * Use `create(McpServerErrorSchema)` to create a new message.
+ */
+export const McpServerErrorSchema: GenMessage<McpServerError> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_session, 17);
+
+/**
  * @generated from enum odyssey.v1.SessionState
  */
 export enum SessionState {
@@ -523,6 +653,20 @@ export const SessionService: GenService<{
     methodKind: "server_streaming";
     input: typeof ExportSessionCassetteRequestSchema;
     output: typeof ExportSessionCassetteResponseSchema;
+  },
+  /**
+   * The tools the session's agent is offered, as its next turn's model would see them:
+   * the builtin and host tools its bundle declares and the tools of its MCP servers,
+   * less those its permission rules deny. MCP servers that are not running are started
+   * in the session's sandbox cell (as a turn starts them, and within the same start
+   * timeout); one that cannot be started is reported in `mcp_server_errors`.
+   *
+   * @generated from rpc odyssey.v1.SessionService.ListSessionTools
+   */
+  listSessionTools: {
+    methodKind: "unary";
+    input: typeof ListSessionToolsRequestSchema;
+    output: typeof ListSessionToolsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_odyssey_v1_session, 0);
