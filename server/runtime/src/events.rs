@@ -138,13 +138,16 @@ pub enum EventPayload {
     },
     /// A sandboxed process asked the session's egress proxy for a connection.
     NetworkConnectionAttempted(NetworkConnectionAttempted),
+    /// The conversation and the workspace went back to the end of an earlier turn; the
+    /// turns after it stay in the log but leave the history.
+    SessionRewound(SessionRewound),
 }
 
 impl EventPayload {
     /// Every event type as it is named in the log's `type` field, in the order of
     /// [`EventPayload::type_index`]: metrics count events by it, and event hooks filter
     /// on it.
-    pub const TYPE_NAMES: [&'static str; 19] = [
+    pub const TYPE_NAMES: [&'static str; 20] = [
         "turn_started",
         "turn_completed",
         "agent_message_delta",
@@ -164,6 +167,7 @@ impl EventPayload {
         "history_compacted",
         "memory_recalled",
         "network_connection_attempted",
+        "session_rewound",
     ];
 
     /// This event's position in [`EventPayload::TYPE_NAMES`].
@@ -188,6 +192,7 @@ impl EventPayload {
             Self::HistoryCompacted(_) => 16,
             Self::MemoryRecalled { .. } => 17,
             Self::NetworkConnectionAttempted(_) => 18,
+            Self::SessionRewound(_) => 19,
         }
     }
 
@@ -210,6 +215,7 @@ impl EventPayload {
                 | Self::TurnCompleted(_)
                 | Self::PermissionRequested { .. }
                 | Self::ApprovalResolved { .. }
+                | Self::SessionRewound(_)
         )
     }
 }
@@ -272,6 +278,19 @@ pub struct HistoryCompacted {
     /// The summarizing model call.
     #[serde(default)]
     pub usage: TokenUsage,
+}
+
+/// The session went back to the end of turn `to_turn`: the model's history is what it
+/// was at `to_sequence` (that turn's `turn_completed`), the workspace what it held then.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRewound {
+    pub to_turn: u64,
+    pub to_turn_id: Uuid,
+    pub to_sequence: u64,
+    /// Turns after `to_turn` that left the history (they stay in the log).
+    pub turns_left: u64,
+    /// Entries (files, folders, links) the restored workspace holds.
+    pub entries: u64,
 }
 
 /// One connection a sandboxed process asked the egress proxy for, and the proxy's answer.

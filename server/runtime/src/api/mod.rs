@@ -29,6 +29,7 @@ mod overrides;
 mod prompt;
 mod recording;
 mod sessions;
+mod snapshots;
 mod tools;
 
 use std::os::unix::fs::DirBuilderExt;
@@ -47,6 +48,7 @@ pub use info::{Activity, SandboxCapabilities, ServerInfo};
 pub use operations::RuntimeCollector;
 pub(crate) use overrides::{normalized_cwd, workspace_dir};
 pub use sessions::{SessionFilter, SessionSpec};
+pub use snapshots::{ForkPoint, Rewound};
 
 use crate::bundle::BundleStore;
 use crate::config::RuntimeConfig;
@@ -104,6 +106,8 @@ pub(crate) struct Inner {
     pub(crate) subscriptions: Arc<AtomicUsize>,
     /// The sessions' MCP servers.
     pub(crate) mcp: Arc<crate::tools::mcp::McpServers>,
+    /// Sessions being rewound (no turn may start meanwhile).
+    pub(crate) rewinding: snapshots::Rewinding,
 }
 
 impl OdysseyRuntime {
@@ -176,6 +180,7 @@ impl OdysseyRuntime {
         let mcp = crate::tools::mcp::McpServers::new(sandbox.clone(), config.mcp.clone());
         let runtime = Self {
             inner: Arc::new(Inner {
+                rewinding: snapshots::Rewinding::default(),
                 mcp,
                 memory,
                 metrics,
