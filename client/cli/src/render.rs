@@ -162,6 +162,10 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
         Payload::HistoryCompacted(p) => history_compacted(p),
         Payload::MemoryRecalled(p) => format!("{} record(s) from earlier sessions", p.records),
         Payload::NetworkConnectionAttempted(p) => network_attempt(p),
+        Payload::SessionRewound(p) => format!(
+            "back to the end of turn {} ({} later turn(s) left the history)",
+            p.to_turn, p.turns_left
+        ),
     }
 }
 

@@ -449,6 +449,7 @@ pub fn payload_kind(event: &pb::SessionEvent) -> &'static str {
         Some(P::HistoryCompacted(_)) => "history_compacted",
         Some(P::MemoryRecalled(_)) => "memory_recalled",
         Some(P::NetworkConnectionAttempted(_)) => "network_connection_attempted",
+        Some(P::SessionRewound(_)) => "session_rewound",
         None => "none",
     }
 }
