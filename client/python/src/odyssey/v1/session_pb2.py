@@ -27,7 +27,7 @@ from odyssey.v1 import common_pb2 as odyssey_dot_v1_dot_common__pb2
 from odyssey.v1 import events_pb2 as odyssey_dot_v1_dot_events__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18odyssey/v1/session.proto\x12\nodyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\x1a\x17odyssey/v1/events.proto\"\xc9\x04\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\x18\n\x10\x62undle_reference\x18\x02 \x01(\t\x12%\n\x06\x62undle\x18\x03 \x01(\x0b\x32\x15.odyssey.v1.BundleRef\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\x12$\n\x05model\x18\x05 \x01(\x0b\x32\x15.odyssey.v1.ModelSpec\x12-\n\x0csandbox_mode\x18\x06 \x01(\x0e\x32\x17.odyssey.v1.SandboxMode\x12\x33\n\x0f\x61pproval_policy\x18\x07 \x01(\x0e\x32\x1a.odyssey.v1.ApprovalPolicy\x12.\n\ncreated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nturn_count\x18\n \x01(\x04\x12\x15\n\rlast_sequence\x18\x0b \x01(\x04\x12\x33\n\x08metadata\x18\x0c \x03(\x0b\x32!.odyssey.v1.Session.MetadataEntry\x12%\n\x05usage\x18\r \x01(\x0b\x32\x16.odyssey.v1.TokenUsage\x12\x14\n\x0ctoken_budget\x18\x0e \x01(\x04\x12\'\n\x05state\x18\x0f \x01(\x0e\x32\x18.odyssey.v1.SessionState\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xd5\x02\n\x14\x43reateSessionRequest\x12\x18\n\x10\x62undle_reference\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12$\n\x05model\x18\x03 \x01(\x0b\x32\x15.odyssey.v1.ModelSpec\x12-\n\x0csandbox_mode\x18\x04 \x01(\x0e\x32\x17.odyssey.v1.SandboxMode\x12\x33\n\x0f\x61pproval_policy\x18\x05 \x01(\x0e\x32\x1a.odyssey.v1.ApprovalPolicy\x12@\n\x08metadata\x18\x06 \x03(\x0b\x32..odyssey.v1.CreateSessionRequest.MetadataEntry\x12\x14\n\x0ctoken_budget\x18\x07 \x01(\x04\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"=\n\x15\x43reateSessionResponse\x12$\n\x07session\x18\x01 \x01(\x0b\x32\x13.odyssey.v1.Session\"\'\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\":\n\x12GetSessionResponse\x12$\n\x07session\x18\x01 \x01(\x0b\x32\x13.odyssey.v1.Session\"^\n\x13ListSessionsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x0e\n\x06\x62undle\x18\x03 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\"V\n\x14ListSessionsResponse\x12%\n\x08sessions\x18\x01 \x03(\x0b\x32\x13.odyssey.v1.Session\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"*\n\x14\x44\x65leteSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x17\n\x15\x44\x65leteSessionResponse\"E\n\x17SubscribeSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x04\"y\n\x18SubscribeSessionResponse\x12)\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x18.odyssey.v1.SessionEventH\x00\x12*\n\theartbeat\x18\x02 \x01(\x0b\x32\x15.odyssey.v1.HeartbeatH\x00\x42\x06\n\x04item\"O\n\tHeartbeat\x12+\n\x07sent_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlast_sequence\x18\x02 \x01(\x04\"2\n\x1c\x45xportSessionCassetteRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\".\n\x1d\x45xportSessionCassetteResponse\x12\r\n\x05\x63hunk\x18\x01 \x01(\x0c*\x88\x01\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x02\x12&\n\"SESSION_STATE_WAITING_FOR_APPROVAL\x10\x03\x32\xad\x04\n\x0eSessionService\x12T\n\rCreateSession\x12 .odyssey.v1.CreateSessionRequest\x1a!.odyssey.v1.CreateSessionResponse\x12K\n\nGetSession\x12\x1d.odyssey.v1.GetSessionRequest\x1a\x1e.odyssey.v1.GetSessionResponse\x12Q\n\x0cListSessions\x12\x1f.odyssey.v1.ListSessionsRequest\x1a .odyssey.v1.ListSessionsResponse\x12T\n\rDeleteSession\x12 .odyssey.v1.DeleteSessionRequest\x1a!.odyssey.v1.DeleteSessionResponse\x12_\n\x10SubscribeSession\x12#.odyssey.v1.SubscribeSessionRequest\x1a$.odyssey.v1.SubscribeSessionResponse0\x01\x12n\n\x15\x45xportSessionCassette\x12(.odyssey.v1.ExportSessionCassetteRequest\x1a).odyssey.v1.ExportSessionCassetteResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18odyssey/v1/session.proto\x12\nodyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\x1a\x17odyssey/v1/events.proto\"\x88\x05\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\x18\n\x10\x62undle_reference\x18\x02 \x01(\t\x12%\n\x06\x62undle\x18\x03 \x01(\x0b\x32\x15.odyssey.v1.BundleRef\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\x12$\n\x05model\x18\x05 \x01(\x0b\x32\x15.odyssey.v1.ModelSpec\x12-\n\x0csandbox_mode\x18\x06 \x01(\x0e\x32\x17.odyssey.v1.SandboxMode\x12\x33\n\x0f\x61pproval_policy\x18\x07 \x01(\x0e\x32\x1a.odyssey.v1.ApprovalPolicy\x12.\n\ncreated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nturn_count\x18\n \x01(\x04\x12\x15\n\rlast_sequence\x18\x0b \x01(\x04\x12\x33\n\x08metadata\x18\x0c \x03(\x0b\x32!.odyssey.v1.Session.MetadataEntry\x12%\n\x05usage\x18\r \x01(\x0b\x32\x16.odyssey.v1.TokenUsage\x12\x14\n\x0ctoken_budget\x18\x0e \x01(\x04\x12\'\n\x05state\x18\x0f \x01(\x0e\x32\x18.odyssey.v1.SessionState\x12\x13\n\x0b\x66orked_from\x18\x12 \x01(\t\x12(\n\tforked_at\x18\x13 \x01(\x0b\x32\x15.odyssey.v1.ForkPoint\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"<\n\tForkPoint\x12\x0c\n\x04turn\x18\x01 \x01(\x04\x12\x10\n\x08sequence\x18\x02 \x01(\x04\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\"\xd5\x02\n\x14\x43reateSessionRequest\x12\x18\n\x10\x62undle_reference\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12$\n\x05model\x18\x03 \x01(\x0b\x32\x15.odyssey.v1.ModelSpec\x12-\n\x0csandbox_mode\x18\x04 \x01(\x0e\x32\x17.odyssey.v1.SandboxMode\x12\x33\n\x0f\x61pproval_policy\x18\x05 \x01(\x0e\x32\x1a.odyssey.v1.ApprovalPolicy\x12@\n\x08metadata\x18\x06 \x03(\x0b\x32..odyssey.v1.CreateSessionRequest.MetadataEntry\x12\x14\n\x0ctoken_budget\x18\x07 \x01(\x04\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"=\n\x15\x43reateSessionResponse\x12$\n\x07session\x18\x01 \x01(\x0b\x32\x13.odyssey.v1.Session\"\'\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\":\n\x12GetSessionResponse\x12$\n\x07session\x18\x01 \x01(\x0b\x32\x13.odyssey.v1.Session\"^\n\x13ListSessionsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x0e\n\x06\x62undle\x18\x03 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\"V\n\x14ListSessionsResponse\x12%\n\x08sessions\x18\x01 \x03(\x0b\x32\x13.odyssey.v1.Session\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"*\n\x14\x44\x65leteSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x17\n\x15\x44\x65leteSessionResponse\"E\n\x17SubscribeSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x04\"y\n\x18SubscribeSessionResponse\x12)\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x18.odyssey.v1.SessionEventH\x00\x12*\n\theartbeat\x18\x02 \x01(\x0b\x32\x15.odyssey.v1.HeartbeatH\x00\x42\x06\n\x04item\"O\n\tHeartbeat\x12+\n\x07sent_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlast_sequence\x18\x02 \x01(\x04\"2\n\x1c\x45xportSessionCassetteRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\".\n\x1d\x45xportSessionCassetteResponse\x12\r\n\x05\x63hunk\x18\x01 \x01(\x0c\"^\n\x12\x46orkSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x14\n\nafter_turn\x18\x02 \x01(\x04H\x00\x12\x15\n\x0b\x61t_sequence\x18\x03 \x01(\x04H\x00\x42\x07\n\x05point\";\n\x13\x46orkSessionResponse\x12$\n\x07session\x18\x01 \x01(\x0b\x32\x13.odyssey.v1.Session\";\n\x14RewindSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07to_turn\x18\x02 \x01(\x04\"f\n\x15RewindSessionResponse\x12$\n\x07session\x18\x01 \x01(\x0b\x32\x13.odyssey.v1.Session\x12\'\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x18.odyssey.v1.SessionEvent\"9\n\x15GetTurnChangesRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04turn\x18\x02 \x01(\x04\"\x86\x01\n\x16GetTurnChangesResponse\x12\x0c\n\x04turn\x18\x01 \x01(\x04\x12\x0f\n\x07turn_id\x18\x02 \x01(\t\x12\x11\n\tbase_turn\x18\x03 \x01(\x04\x12\'\n\x07\x63hanges\x18\x04 \x03(\x0b\x32\x16.odyssey.v1.FileChange\x12\x11\n\ttruncated\x18\x05 \x01(\x08\"\xd5\x01\n\nFileChange\x12\x0c\n\x04path\x18\x01 \x01(\t\x12*\n\x06\x63hange\x18\x02 \x01(\x0e\x32\x1a.odyssey.v1.FileChangeKind\x12&\n\x04kind\x18\x03 \x01(\x0e\x32\x18.odyssey.v1.FileNodeKind\x12\x13\n\x0bsize_before\x18\x04 \x01(\x04\x12\x12\n\nsize_after\x18\x05 \x01(\x04\x12\x0e\n\x06\x62inary\x18\x06 \x01(\x08\x12\x14\n\x0cunified_diff\x18\x07 \x01(\t\x12\x16\n\x0e\x64iff_truncated\x18\x08 \x01(\x08*\x88\x01\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x02\x12&\n\"SESSION_STATE_WAITING_FOR_APPROVAL\x10\x03*\x8a\x01\n\x0e\x46ileChangeKind\x12 \n\x1c\x46ILE_CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x46ILE_CHANGE_KIND_ADDED\x10\x01\x12\x1c\n\x18\x46ILE_CHANGE_KIND_CHANGED\x10\x02\x12\x1c\n\x18\x46ILE_CHANGE_KIND_REMOVED\x10\x03*\x81\x01\n\x0c\x46ileNodeKind\x12\x1e\n\x1a\x46ILE_NODE_KIND_UNSPECIFIED\x10\x00\x12\x17\n\x13\x46ILE_NODE_KIND_FILE\x10\x01\x12\x1c\n\x18\x46ILE_NODE_KIND_DIRECTORY\x10\x02\x12\x1a\n\x16\x46ILE_NODE_KIND_SYMLINK\x10\x03\x32\xac\x06\n\x0eSessionService\x12T\n\rCreateSession\x12 .odyssey.v1.CreateSessionRequest\x1a!.odyssey.v1.CreateSessionResponse\x12K\n\nGetSession\x12\x1d.odyssey.v1.GetSessionRequest\x1a\x1e.odyssey.v1.GetSessionResponse\x12Q\n\x0cListSessions\x12\x1f.odyssey.v1.ListSessionsRequest\x1a .odyssey.v1.ListSessionsResponse\x12T\n\rDeleteSession\x12 .odyssey.v1.DeleteSessionRequest\x1a!.odyssey.v1.DeleteSessionResponse\x12_\n\x10SubscribeSession\x12#.odyssey.v1.SubscribeSessionRequest\x1a$.odyssey.v1.SubscribeSessionResponse0\x01\x12n\n\x15\x45xportSessionCassette\x12(.odyssey.v1.ExportSessionCassetteRequest\x1a).odyssey.v1.ExportSessionCassetteResponse0\x01\x12N\n\x0b\x46orkSession\x12\x1e.odyssey.v1.ForkSessionRequest\x1a\x1f.odyssey.v1.ForkSessionResponse\x12T\n\rRewindSession\x12 .odyssey.v1.RewindSessionRequest\x1a!.odyssey.v1.RewindSessionResponse\x12W\n\x0eGetTurnChanges\x12!.odyssey.v1.GetTurnChangesRequest\x1a\".odyssey.v1.GetTurnChangesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,40 +38,60 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SESSION_METADATAENTRY']._serialized_options = b'8\001'
   _globals['_CREATESESSIONREQUEST_METADATAENTRY']._loaded_options = None
   _globals['_CREATESESSIONREQUEST_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_SESSIONSTATE']._serialized_start=1848
-  _globals['_SESSIONSTATE']._serialized_end=1984
+  _globals['_SESSIONSTATE']._serialized_start=2707
+  _globals['_SESSIONSTATE']._serialized_end=2843
+  _globals['_FILECHANGEKIND']._serialized_start=2846
+  _globals['_FILECHANGEKIND']._serialized_end=2984
+  _globals['_FILENODEKIND']._serialized_start=2987
+  _globals['_FILENODEKIND']._serialized_end=3116
   _globals['_SESSION']._serialized_start=124
-  _globals['_SESSION']._serialized_end=709
-  _globals['_SESSION_METADATAENTRY']._serialized_start=662
-  _globals['_SESSION_METADATAENTRY']._serialized_end=709
-  _globals['_CREATESESSIONREQUEST']._serialized_start=712
-  _globals['_CREATESESSIONREQUEST']._serialized_end=1053
-  _globals['_CREATESESSIONREQUEST_METADATAENTRY']._serialized_start=662
-  _globals['_CREATESESSIONREQUEST_METADATAENTRY']._serialized_end=709
-  _globals['_CREATESESSIONRESPONSE']._serialized_start=1055
-  _globals['_CREATESESSIONRESPONSE']._serialized_end=1116
-  _globals['_GETSESSIONREQUEST']._serialized_start=1118
-  _globals['_GETSESSIONREQUEST']._serialized_end=1157
-  _globals['_GETSESSIONRESPONSE']._serialized_start=1159
-  _globals['_GETSESSIONRESPONSE']._serialized_end=1217
-  _globals['_LISTSESSIONSREQUEST']._serialized_start=1219
-  _globals['_LISTSESSIONSREQUEST']._serialized_end=1313
-  _globals['_LISTSESSIONSRESPONSE']._serialized_start=1315
-  _globals['_LISTSESSIONSRESPONSE']._serialized_end=1401
-  _globals['_DELETESESSIONREQUEST']._serialized_start=1403
-  _globals['_DELETESESSIONREQUEST']._serialized_end=1445
-  _globals['_DELETESESSIONRESPONSE']._serialized_start=1447
-  _globals['_DELETESESSIONRESPONSE']._serialized_end=1470
-  _globals['_SUBSCRIBESESSIONREQUEST']._serialized_start=1472
-  _globals['_SUBSCRIBESESSIONREQUEST']._serialized_end=1541
-  _globals['_SUBSCRIBESESSIONRESPONSE']._serialized_start=1543
-  _globals['_SUBSCRIBESESSIONRESPONSE']._serialized_end=1664
-  _globals['_HEARTBEAT']._serialized_start=1666
-  _globals['_HEARTBEAT']._serialized_end=1745
-  _globals['_EXPORTSESSIONCASSETTEREQUEST']._serialized_start=1747
-  _globals['_EXPORTSESSIONCASSETTEREQUEST']._serialized_end=1797
-  _globals['_EXPORTSESSIONCASSETTERESPONSE']._serialized_start=1799
-  _globals['_EXPORTSESSIONCASSETTERESPONSE']._serialized_end=1845
-  _globals['_SESSIONSERVICE']._serialized_start=1987
-  _globals['_SESSIONSERVICE']._serialized_end=2544
+  _globals['_SESSION']._serialized_end=772
+  _globals['_SESSION_METADATAENTRY']._serialized_start=725
+  _globals['_SESSION_METADATAENTRY']._serialized_end=772
+  _globals['_FORKPOINT']._serialized_start=774
+  _globals['_FORKPOINT']._serialized_end=834
+  _globals['_CREATESESSIONREQUEST']._serialized_start=837
+  _globals['_CREATESESSIONREQUEST']._serialized_end=1178
+  _globals['_CREATESESSIONREQUEST_METADATAENTRY']._serialized_start=725
+  _globals['_CREATESESSIONREQUEST_METADATAENTRY']._serialized_end=772
+  _globals['_CREATESESSIONRESPONSE']._serialized_start=1180
+  _globals['_CREATESESSIONRESPONSE']._serialized_end=1241
+  _globals['_GETSESSIONREQUEST']._serialized_start=1243
+  _globals['_GETSESSIONREQUEST']._serialized_end=1282
+  _globals['_GETSESSIONRESPONSE']._serialized_start=1284
+  _globals['_GETSESSIONRESPONSE']._serialized_end=1342
+  _globals['_LISTSESSIONSREQUEST']._serialized_start=1344
+  _globals['_LISTSESSIONSREQUEST']._serialized_end=1438
+  _globals['_LISTSESSIONSRESPONSE']._serialized_start=1440
+  _globals['_LISTSESSIONSRESPONSE']._serialized_end=1526
+  _globals['_DELETESESSIONREQUEST']._serialized_start=1528
+  _globals['_DELETESESSIONREQUEST']._serialized_end=1570
+  _globals['_DELETESESSIONRESPONSE']._serialized_start=1572
+  _globals['_DELETESESSIONRESPONSE']._serialized_end=1595
+  _globals['_SUBSCRIBESESSIONREQUEST']._serialized_start=1597
+  _globals['_SUBSCRIBESESSIONREQUEST']._serialized_end=1666
+  _globals['_SUBSCRIBESESSIONRESPONSE']._serialized_start=1668
+  _globals['_SUBSCRIBESESSIONRESPONSE']._serialized_end=1789
+  _globals['_HEARTBEAT']._serialized_start=1791
+  _globals['_HEARTBEAT']._serialized_end=1870
+  _globals['_EXPORTSESSIONCASSETTEREQUEST']._serialized_start=1872
+  _globals['_EXPORTSESSIONCASSETTEREQUEST']._serialized_end=1922
+  _globals['_EXPORTSESSIONCASSETTERESPONSE']._serialized_start=1924
+  _globals['_EXPORTSESSIONCASSETTERESPONSE']._serialized_end=1970
+  _globals['_FORKSESSIONREQUEST']._serialized_start=1972
+  _globals['_FORKSESSIONREQUEST']._serialized_end=2066
+  _globals['_FORKSESSIONRESPONSE']._serialized_start=2068
+  _globals['_FORKSESSIONRESPONSE']._serialized_end=2127
+  _globals['_REWINDSESSIONREQUEST']._serialized_start=2129
+  _globals['_REWINDSESSIONREQUEST']._serialized_end=2188
+  _globals['_REWINDSESSIONRESPONSE']._serialized_start=2190
+  _globals['_REWINDSESSIONRESPONSE']._serialized_end=2292
+  _globals['_GETTURNCHANGESREQUEST']._serialized_start=2294
+  _globals['_GETTURNCHANGESREQUEST']._serialized_end=2351
+  _globals['_GETTURNCHANGESRESPONSE']._serialized_start=2354
+  _globals['_GETTURNCHANGESRESPONSE']._serialized_end=2488
+  _globals['_FILECHANGE']._serialized_start=2491
+  _globals['_FILECHANGE']._serialized_end=2704
+  _globals['_SESSIONSERVICE']._serialized_start=3119
+  _globals['_SESSIONSERVICE']._serialized_end=3931
 # @@protoc_insertion_point(module_scope)

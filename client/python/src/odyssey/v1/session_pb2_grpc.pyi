@@ -48,6 +48,23 @@ class SessionServiceStub:
     provider plays. Ship it in a bundle as `cassettes/<model>.jsonl` to rerun the session
     offline. FAILED_PRECONDITION when nothing was recorded for the session.
     """
+    ForkSession: _grpc.UnaryUnaryMultiCallable[_session_pb2.ForkSessionRequest, _session_pb2.ForkSessionResponse]
+    """Creates a session whose history is the source's up to the end of one of its turns
+    and whose workspace is what the source's held at that turn's end (its snapshot). The
+    source is untouched. INVALID_ARGUMENT for a turn the source does not have or a
+    sequence that is not a turn's end; FAILED_PRECONDITION when that turn has no snapshot
+    (skipped, or no longer kept).
+    """
+    RewindSession: _grpc.UnaryUnaryMultiCallable[_session_pb2.RewindSessionRequest, _session_pb2.RewindSessionResponse]
+    """Puts the session's conversation and workspace back to the end of a turn. The log
+    stays append-only: a SessionRewound event records it, and the later turns stay
+    readable but leave the model's history. FAILED_PRECONDITION while a turn of the
+    session is queued or running.
+    """
+    GetTurnChanges: _grpc.UnaryUnaryMultiCallable[_session_pb2.GetTurnChangesRequest, _session_pb2.GetTurnChangesResponse]
+    """The files one turn added, changed or removed in the workspace, with a unified diff
+    for text files (bounded).
+    """
 
 @_typing.type_check_only
 class SessionServiceAsyncStub(SessionServiceStub):
@@ -68,6 +85,23 @@ class SessionServiceAsyncStub(SessionServiceStub):
     `--record-cassettes`): one JSON line per model call, in the format the `replay`
     provider plays. Ship it in a bundle as `cassettes/<model>.jsonl` to rerun the session
     offline. FAILED_PRECONDITION when nothing was recorded for the session.
+    """
+    ForkSession: _aio.UnaryUnaryMultiCallable[_session_pb2.ForkSessionRequest, _session_pb2.ForkSessionResponse]  # type: ignore[assignment]
+    """Creates a session whose history is the source's up to the end of one of its turns
+    and whose workspace is what the source's held at that turn's end (its snapshot). The
+    source is untouched. INVALID_ARGUMENT for a turn the source does not have or a
+    sequence that is not a turn's end; FAILED_PRECONDITION when that turn has no snapshot
+    (skipped, or no longer kept).
+    """
+    RewindSession: _aio.UnaryUnaryMultiCallable[_session_pb2.RewindSessionRequest, _session_pb2.RewindSessionResponse]  # type: ignore[assignment]
+    """Puts the session's conversation and workspace back to the end of a turn. The log
+    stays append-only: a SessionRewound event records it, and the later turns stay
+    readable but leave the model's history. FAILED_PRECONDITION while a turn of the
+    session is queued or running.
+    """
+    GetTurnChanges: _aio.UnaryUnaryMultiCallable[_session_pb2.GetTurnChangesRequest, _session_pb2.GetTurnChangesResponse]  # type: ignore[assignment]
+    """The files one turn added, changed or removed in the workspace, with a unified diff
+    for text files (bounded).
     """
 
 class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -122,6 +156,41 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         `--record-cassettes`): one JSON line per model call, in the format the `replay`
         provider plays. Ship it in a bundle as `cassettes/<model>.jsonl` to rerun the session
         offline. FAILED_PRECONDITION when nothing was recorded for the session.
+        """
+
+    @_abc_1.abstractmethod
+    def ForkSession(
+        self,
+        request: _session_pb2.ForkSessionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_pb2.ForkSessionResponse, _abc.Awaitable[_session_pb2.ForkSessionResponse]]:
+        """Creates a session whose history is the source's up to the end of one of its turns
+        and whose workspace is what the source's held at that turn's end (its snapshot). The
+        source is untouched. INVALID_ARGUMENT for a turn the source does not have or a
+        sequence that is not a turn's end; FAILED_PRECONDITION when that turn has no snapshot
+        (skipped, or no longer kept).
+        """
+
+    @_abc_1.abstractmethod
+    def RewindSession(
+        self,
+        request: _session_pb2.RewindSessionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_pb2.RewindSessionResponse, _abc.Awaitable[_session_pb2.RewindSessionResponse]]:
+        """Puts the session's conversation and workspace back to the end of a turn. The log
+        stays append-only: a SessionRewound event records it, and the later turns stay
+        readable but leave the model's history. FAILED_PRECONDITION while a turn of the
+        session is queued or running.
+        """
+
+    @_abc_1.abstractmethod
+    def GetTurnChanges(
+        self,
+        request: _session_pb2.GetTurnChangesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_pb2.GetTurnChangesResponse, _abc.Awaitable[_session_pb2.GetTurnChangesResponse]]:
+        """The files one turn added, changed or removed in the workspace, with a unified diff
+        for text files (bounded).
         """
 
 def add_SessionServiceServicer_to_server(servicer: SessionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
