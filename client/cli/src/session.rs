@@ -284,7 +284,7 @@ fn show(session: &pb::Session, output: &mut Output<'_>) -> Result<(), CliError> 
 /// `A path`, `M path`, `D path` lines, each text file's diff after its line.
 fn diff(changes: &pb::GetTurnChangesResponse, output: &mut Output<'_>) -> Result<(), CliError> {
     if changes.changes.is_empty() {
-        output.note(&format!(
+        output.note(format!(
             "Turn {} changed nothing in the workspace.",
             changes.turn
         ))?;
@@ -309,7 +309,7 @@ fn diff(changes: &pb::GetTurnChangesResponse, output: &mut Output<'_>) -> Result
             }
         }
         if change.diff_truncated {
-            output.line("    (diff cut short)".to_owned())?;
+            output.line("    (diff cut short)")?;
         }
     }
     if changes.truncated {
