@@ -455,6 +455,13 @@ mod tests {
                 allowed: false,
                 reason: text(),
             }),
+            EventPayload::SessionRewound(SessionRewound {
+                to_turn: 1,
+                to_turn_id: Uuid::nil(),
+                to_sequence: 2,
+                turns_left: 1,
+                entries: 3,
+            }),
         ]
     }
 
