@@ -316,6 +316,53 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
             },
         )
         .flag("--log-format", |a| a.log_format),
+        // [turns]: budgets of one turn.
+        server(
+            "turns.max_steps",
+            |d| Some(d.server.runtime.max_turn_steps),
+            |d, v| {
+                d.server.runtime.max_turn_steps = at_least(v, 1)?;
+                Ok(())
+            },
+        )
+        .flag("--max-turn-steps", |a| a.max_turn_steps),
+        server(
+            "turns.max_seconds",
+            |d| Some(d.server.runtime.max_turn_duration.as_secs()),
+            |d, v| {
+                d.server.runtime.max_turn_duration = Duration::from_secs(at_least(v, 1)?);
+                Ok(())
+            },
+        )
+        .flag("--max-turn-seconds", |a| a.max_turn_seconds),
+        server(
+            "turns.max_output_tokens",
+            |d| d.server.runtime.max_turn_output_tokens,
+            |d, v| {
+                d.server.runtime.max_turn_output_tokens = Some(at_least(v, 1)?);
+                Ok(())
+            },
+        )
+        .flag("--max-turn-output-tokens", |a| a.max_turn_output_tokens),
+        // [sessions]: what every session gets.
+        server(
+            "sessions.token_budget",
+            |d| d.server.runtime.session_token_budget,
+            |d, v| {
+                d.server.runtime.session_token_budget = Some(at_least(v, 1)?);
+                Ok(())
+            },
+        )
+        .flag("--session-token-budget", |a| a.session_token_budget),
+        server(
+            "sessions.record_cassettes",
+            |d| Some(d.server.runtime.record_cassettes),
+            |d, v| {
+                d.server.runtime.record_cassettes = v;
+                Ok(())
+            },
+        )
+        .flag("--record-cassettes", |a| a.record_cassettes.then_some(true)),
         // [snapshots]: the workspace snapshots of turn ends (fork, rewind, turn changes).
         server(
             "snapshots.enabled",
@@ -366,53 +413,6 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
         .flag("--snapshot-max-workspace-bytes", |a| {
             a.snapshot_max_workspace_bytes
         }),
-        // [turns]: budgets of one turn.
-        server(
-            "turns.max_steps",
-            |d| Some(d.server.runtime.max_turn_steps),
-            |d, v| {
-                d.server.runtime.max_turn_steps = at_least(v, 1)?;
-                Ok(())
-            },
-        )
-        .flag("--max-turn-steps", |a| a.max_turn_steps),
-        server(
-            "turns.max_seconds",
-            |d| Some(d.server.runtime.max_turn_duration.as_secs()),
-            |d, v| {
-                d.server.runtime.max_turn_duration = Duration::from_secs(at_least(v, 1)?);
-                Ok(())
-            },
-        )
-        .flag("--max-turn-seconds", |a| a.max_turn_seconds),
-        server(
-            "turns.max_output_tokens",
-            |d| d.server.runtime.max_turn_output_tokens,
-            |d, v| {
-                d.server.runtime.max_turn_output_tokens = Some(at_least(v, 1)?);
-                Ok(())
-            },
-        )
-        .flag("--max-turn-output-tokens", |a| a.max_turn_output_tokens),
-        // [sessions]: what every session gets.
-        server(
-            "sessions.token_budget",
-            |d| d.server.runtime.session_token_budget,
-            |d, v| {
-                d.server.runtime.session_token_budget = Some(at_least(v, 1)?);
-                Ok(())
-            },
-        )
-        .flag("--session-token-budget", |a| a.session_token_budget),
-        server(
-            "sessions.record_cassettes",
-            |d| Some(d.server.runtime.record_cassettes),
-            |d, v| {
-                d.server.runtime.record_cassettes = v;
-                Ok(())
-            },
-        )
-        .flag("--record-cassettes", |a| a.record_cassettes.then_some(true)),
         // [memory]: long-term memory across an agent's sessions.
         server(
             "memory.long_term",
