@@ -16,6 +16,13 @@ const MAX_FILE_DIFF: usize = 64 * 1024;
 const MAX_TOTAL_DIFF: usize = 1024 * 1024;
 /// Changes of one answer; more are left out (`TurnChanges::truncated`).
 pub const MAX_CHANGES: usize = 10_000;
+/// Bytes of paths and diffs of one answer (it must fit in one gRPC message); changes past
+/// it are left out (`TurnChanges::truncated`).
+const MAX_ANSWER_BYTES: usize = 3 * 1024 * 1024;
+/// Per change, besides its path and diff, as an answer counts it.
+const CHANGE_OVERHEAD: usize = 64;
+/// How long comparing one file may take; past it the diff is coarser, never wrong.
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(250);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChangeKind {
@@ -82,6 +89,7 @@ pub fn changes(
 ) -> (Vec<FileChange>, bool) {
     let mut out = Vec::new();
     let mut diff_bytes = 0usize;
+    let mut answer_bytes = 0usize;
     let paths: std::collections::BTreeSet<&String> =
         before.entries.keys().chain(after.entries.keys()).collect();
     for path in paths {
@@ -93,7 +101,8 @@ pub fn changes(
             (Some(_), Some(_)) => ChangeKind::Changed,
             (None, None) => continue,
         };
-        if out.len() == MAX_CHANGES {
+        answer_bytes += path.len() + CHANGE_OVERHEAD;
+        if out.len() == MAX_CHANGES || answer_bytes > MAX_ANSWER_BYTES - MAX_TOTAL_DIFF {
             return (out, true);
         }
         let kind = new.or(old).map_or(NodeKind::File, kind_of);
@@ -109,22 +118,26 @@ pub fn changes(
         };
         let is_file = |n: Option<&Node>| n.is_none_or(|n| matches!(n, Node::File { .. }));
         if kind == NodeKind::File && is_file(old) && is_file(new) {
-            match (text_of(old, objects), text_of(new, objects)) {
+            let full = diff_bytes >= MAX_TOTAL_DIFF;
+            let texts = if full {
+                (None, None)
+            } else {
+                (text_of(old, objects), text_of(new, objects))
+            };
+            match texts {
+                _ if full => entry.diff_truncated = true,
                 (Some(a), Some(b)) => {
-                    if diff_bytes >= MAX_TOTAL_DIFF {
-                        entry.diff_truncated = true;
-                    } else {
-                        let diff = TextDiff::from_lines(&a, &b)
-                            .unified_diff()
-                            .context_radius(3)
-                            .header(&format!("a/{path}"), &format!("b/{path}"))
-                            .to_string();
-                        let (diff, cut) =
-                            bounded(diff, MAX_FILE_DIFF.min(MAX_TOTAL_DIFF - diff_bytes));
-                        diff_bytes += diff.len();
-                        entry.unified_diff = diff;
-                        entry.diff_truncated = cut;
-                    }
+                    let diff = TextDiff::configure()
+                        .timeout(DIFF_DEADLINE)
+                        .diff_lines(&a, &b)
+                        .unified_diff()
+                        .context_radius(3)
+                        .header(&format!("a/{path}"), &format!("b/{path}"))
+                        .to_string();
+                    let (diff, cut) = bounded(diff, MAX_FILE_DIFF.min(MAX_TOTAL_DIFF - diff_bytes));
+                    diff_bytes += diff.len();
+                    entry.unified_diff = diff;
+                    entry.diff_truncated = cut;
                 }
                 _ => entry.binary = true,
             }
