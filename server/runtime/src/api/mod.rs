@@ -158,6 +158,7 @@ impl OdysseyRuntime {
                     .allows_mode(SandboxMode::DangerFullAccess),
             ..sandbox.capabilities()
         };
+        snapshots::remove_staging(&config.sandbox_dir(), snapshots::FORK_STAGING);
         match Sandbox::kill_leftovers(&config.sandbox_dir()).await {
             Ok(report) => tracing::debug!(?report, "sandbox leftovers checked"),
             Err(e) => tracing::warn!(error = %e, "cannot clean up sandbox leftovers"),

@@ -16,6 +16,27 @@ use crate::sandbox::CellPaths;
 use crate::session::{ForkOrigin, SessionHandle, SessionInfo, SessionRecord, TurnEndRef};
 use crate::snapshot::{Manifest, SnapshotError, SnapshotStore, TurnChanges};
 
+/// The prefix of a fork's cell while it is built, beside the cells.
+pub(crate) const FORK_STAGING: &str = ".fork";
+/// The prefix of a rewound workspace while it is built, in its cell.
+const REWIND_STAGING: &str = ".rewind";
+
+/// Removes what a crash left of forks or rewinds being built in `dir` (names starting
+/// with `prefix-`): nothing there was ever visible.
+pub(crate) fn remove_staging(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!("{prefix}-");
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix)
+            && let Err(e) = crate::sandbox::remove_tree(&entry.path())
+        {
+            tracing::warn!(path = %entry.path().display(), error = %e, "cannot remove a half-built workspace");
+        }
+    }
+}
+
 /// Where a fork starts: after a turn (numbered from 1), or at the sequence of a turn's
 /// end (its `turn_completed`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -298,7 +319,7 @@ fn build_cell(
             .map_err(|e| RuntimeError::storage(format!("create {}", dir.display()), e))
     };
     create(sandbox_root)?;
-    let staging = staging_path(sandbox_root, ".fork");
+    let staging = staging_path(sandbox_root, FORK_STAGING);
     create(&staging)?;
     let built = store
         .restore(manifest, &CellPaths::under(staging.clone()).data, owner)
@@ -327,7 +348,8 @@ fn replace_workspace(
         .mode(0o700)
         .create(&cell.root)
         .map_err(|e| RuntimeError::storage(format!("create {}", cell.root.display()), e))?;
-    let staging = staging_path(&cell.root, ".rewind");
+    remove_staging(&cell.root, REWIND_STAGING);
+    let staging = staging_path(&cell.root, REWIND_STAGING);
     let mut head = match store.restore(manifest, &staging, owner) {
         Ok(head) => head,
         Err(e) => {
@@ -363,4 +385,22 @@ fn replace_workspace(
 
 fn staging_path(dir: &Path, prefix: &str) -> PathBuf {
     dir.join(format!("{prefix}-{:016x}", rand::random::<u64>()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_built_workspaces_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let half = dir.path().join(format!("{FORK_STAGING}-0123"));
+        std::fs::create_dir_all(half.join("data/deep")).expect("mkdir");
+        std::fs::write(half.join("data/deep/f"), "x").expect("write");
+        let cell = dir.path().join("01936f3e-5a10-7c3b-9d2e-4f1a2b3c4d5e");
+        std::fs::create_dir_all(&cell).expect("mkdir");
+        remove_staging(dir.path(), FORK_STAGING);
+        assert!(!half.exists());
+        assert!(cell.is_dir());
+    }
 }

@@ -28,13 +28,10 @@ impl ObjectStore {
         self.dir.join(prefix).join(rest)
     }
 
-    pub fn contains(&self, id: &str) -> bool {
-        self.path(id).is_file()
-    }
-
-    /// Stores what `file` holds (read to its end) and answers its id and length. The bytes
+    /// Stores what `file` holds (read to its end) and answers its id, its length, and the
+    /// object's path when it is new (not yet synced: see [`ObjectStore::sync`]). The bytes
     /// are hashed while they are copied, so a file is read once.
-    pub fn put(&self, file: &mut File) -> Result<(String, u64), SnapshotError> {
+    pub fn put(&self, file: &mut File) -> Result<(String, u64, Option<PathBuf>), SnapshotError> {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| SnapshotError::io("creating", &self.dir, e))?;
         let tmp = self
@@ -60,7 +57,6 @@ impl ObjectStore {
                 out.write_all(&buf[..n])?;
                 total += n as u64;
             }
-            out.sync_data()?;
             Ok((hex::encode(hasher.finalize()), total))
         })();
         let (id, size) = match result {
@@ -73,7 +69,7 @@ impl ObjectStore {
         let target = self.path(&id);
         if target.is_file() {
             let _ = std::fs::remove_file(&tmp);
-            return Ok((id, size));
+            return Ok((id, size, None));
         }
         let placed = target
             .parent()
@@ -83,7 +79,26 @@ impl ObjectStore {
             let _ = std::fs::remove_file(&tmp);
             return Err(SnapshotError::io("storing", &target, e));
         }
-        Ok((id, size))
+        Ok((id, size, Some(target)))
+    }
+
+    /// Makes new objects durable before a manifest names them: each one's data when they
+    /// are few, the whole file system at once when they are many (one sync instead of
+    /// thousands).
+    pub fn sync(&self, fresh: &[PathBuf]) -> Result<(), SnapshotError> {
+        const ONE_BY_ONE: usize = 64;
+        if fresh.len() > ONE_BY_ONE {
+            let dir =
+                File::open(&self.dir).map_err(|e| SnapshotError::io("opening", &self.dir, e))?;
+            return rustix::fs::syncfs(&dir)
+                .map_err(|e| SnapshotError::io("syncing", &self.dir, e.into()));
+        }
+        for path in fresh {
+            File::open(path)
+                .and_then(|f| f.sync_data())
+                .map_err(|e| SnapshotError::io("syncing", path, e))?;
+        }
+        Ok(())
     }
 
     /// Makes `id` of `other` available here: a hard link (objects are never written, so

@@ -87,6 +87,21 @@ impl SnapshotStore {
         head.write(&self.root.join(HEAD_FILE))
     }
 
+    /// Makes the turn manifest at `path` the head: a second name for the same file (a
+    /// manifest is never written in place, only replaced), else a copy.
+    fn link_head(&self, path: &Path, manifest: &Manifest) -> Result<(), SnapshotError> {
+        let head = self.root.join(HEAD_FILE);
+        let tmp = self
+            .root
+            .join(format!("{HEAD_FILE}.tmp-{:016x}", rand::random::<u64>()));
+        let linked = std::fs::hard_link(path, &tmp).and_then(|()| std::fs::rename(&tmp, &head));
+        if linked.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+            return self.set_head(manifest);
+        }
+        Ok(())
+    }
+
     fn ensure_dirs(&self) -> Result<(), SnapshotError> {
         let turns = self.turns_dir();
         std::fs::create_dir_all(&turns).map_err(|e| SnapshotError::io("creating", &turns, e))
@@ -119,7 +134,9 @@ impl SnapshotStore {
                 manifest,
                 hashed_files,
                 hashed_bytes,
+                fresh,
             } => {
+                self.objects.sync(&fresh)?;
                 let taken = TakenSnapshot {
                     entries: manifest.entries.len(),
                     hashed_files,
@@ -141,9 +158,10 @@ impl SnapshotStore {
                 (manifest, SnapshotOutcome::Skipped(reason))
             }
         };
-        manifest.write(&self.turn_path(turn, turn_id))?;
-        self.set_head(&manifest)?;
+        let path = self.turn_path(turn, turn_id);
+        manifest.write(&path)?;
         sync_dir(&self.turns_dir());
+        self.link_head(&path, &manifest)?;
         self.retain(settings);
         Ok(outcome)
     }

@@ -30,6 +30,8 @@ pub enum Walked {
         /// Files whose bytes were read (new or changed since `base`), and their bytes.
         hashed_files: u64,
         hashed_bytes: u64,
+        /// Objects this walk stored, not yet synced.
+        fresh: Vec<std::path::PathBuf>,
     },
     TooLarge(String),
 }
@@ -54,11 +56,13 @@ pub fn walk(
                 manifest,
                 hashed_files: 0,
                 hashed_bytes: 0,
+                fresh: Vec::new(),
             });
         }
         Err(e) => return Err(SnapshotError::io("opening", data, e.into())),
     };
     let (mut hashed_files, mut hashed_bytes, mut total_bytes) = (0u64, 0u64, 0u64);
+    let mut fresh = Vec::new();
     let mut pending: Vec<(String, OwnedFd)> = vec![(String::new(), root)];
     let mut entries = BTreeMap::new();
     while let Some((rel, dir)) = pending.pop() {
@@ -117,7 +121,8 @@ pub fn walk(
                     let unchanged = match base.entries.get(&path) {
                         Some(Node::File {
                             stat: old, object, ..
-                        }) if *old == key && objects.contains(object) => Some(object.clone()),
+                        // The head's objects are never swept, so its ids stand.
+                        }) if *old == key => Some(object.clone()),
                         _ => None,
                     };
                     let (object, key) = match unchanged {
@@ -129,7 +134,8 @@ pub fn walk(
                                 manifest.left_out.push(path);
                                 continue;
                             }
-                            let (object, size) = objects.put(&mut file)?;
+                            let (object, size, new) = objects.put(&mut file)?;
+                            fresh.extend(new);
                             hashed_files += 1;
                             hashed_bytes += size;
                             // The stat of the descriptor read, with the length read: if the
@@ -159,6 +165,7 @@ pub fn walk(
         manifest,
         hashed_files,
         hashed_bytes,
+        fresh,
     })
 }
 
