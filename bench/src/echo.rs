@@ -241,4 +241,25 @@ impl SessionService for Sessions {
     ) -> Result<Response<pb::ListSessionToolsResponse>, Status> {
         Err(Status::unimplemented("echo"))
     }
+
+    async fn fork_session(
+        &self,
+        _: Request<pb::ForkSessionRequest>,
+    ) -> Result<Response<pb::ForkSessionResponse>, Status> {
+        Err(Status::unimplemented("echo"))
+    }
+
+    async fn rewind_session(
+        &self,
+        _: Request<pb::RewindSessionRequest>,
+    ) -> Result<Response<pb::RewindSessionResponse>, Status> {
+        Err(Status::unimplemented("echo"))
+    }
+
+    async fn get_turn_changes(
+        &self,
+        _: Request<pb::GetTurnChangesRequest>,
+    ) -> Result<Response<pb::GetTurnChangesResponse>, Status> {
+        Err(Status::unimplemented("echo"))
+    }
 }

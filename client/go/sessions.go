@@ -120,6 +120,49 @@ func (c *Client) ListSessionTools(ctx context.Context, sessionID string) (*odyss
 	}
 }
 
+// ForkSession creates a session whose history is sessionID's up to the end of turn
+// afterTurn (1 for the first) and whose workspace is what it held then. The source is
+// untouched. codes.InvalidArgument for a turn the session does not have.
+func (c *Client) ForkSession(ctx context.Context, sessionID string, afterTurn uint64) (*odysseyv1.Session, error) {
+	return c.fork(ctx, &odysseyv1.ForkSessionRequest{
+		SessionId: sessionID,
+		Point:     &odysseyv1.ForkSessionRequest_AfterTurn{AfterTurn: afterTurn},
+	})
+}
+
+// ForkSessionAtSequence is ForkSession from the turn whose end (its turn_completed event)
+// has this sequence; codes.InvalidArgument for a sequence that is not a turn's end.
+func (c *Client) ForkSessionAtSequence(ctx context.Context, sessionID string, sequence uint64) (*odysseyv1.Session, error) {
+	return c.fork(ctx, &odysseyv1.ForkSessionRequest{
+		SessionId: sessionID,
+		Point:     &odysseyv1.ForkSessionRequest_AtSequence{AtSequence: sequence},
+	})
+}
+
+func (c *Client) fork(ctx context.Context, request *odysseyv1.ForkSessionRequest) (*odysseyv1.Session, error) {
+	r, err := c.Sessions.ForkSession(ctx, request)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return r.GetSession(), nil
+}
+
+// RewindSession puts the session's conversation and workspace back to the end of turn
+// toTurn; later turns stay in its log but leave the model's history. It answers the
+// session and the session_rewound event. codes.FailedPrecondition while a turn runs.
+func (c *Client) RewindSession(ctx context.Context, sessionID string, toTurn uint64) (*odysseyv1.RewindSessionResponse, error) {
+	r, err := c.Sessions.RewindSession(ctx, &odysseyv1.RewindSessionRequest{SessionId: sessionID, ToTurn: toTurn})
+	return r, wrap(err)
+}
+
+// TurnChanges returns the files one turn added, changed or removed in the workspace,
+// with a unified diff of each text file.
+func (c *Client) TurnChanges(ctx context.Context, sessionID string, turn uint64) (*odysseyv1.GetTurnChangesResponse, error) {
+	return read(ctx, c, func(ctx context.Context) (*odysseyv1.GetTurnChangesResponse, error) {
+		return c.Sessions.GetTurnChanges(ctx, &odysseyv1.GetTurnChangesRequest{SessionId: sessionID, Turn: turn})
+	})
+}
+
 // ExportCassette returns the cassette the server recorded for a session (servers started
 // with --record-cassettes): one JSON line per model call, as the replay provider plays
 // them. codes.FailedPrecondition when nothing was recorded.

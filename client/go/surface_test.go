@@ -203,3 +203,55 @@ func TestCancelledStream(t *testing.T) {
 		}
 	}
 }
+
+// Fork, rewind and turn changes, with a file written by a session command.
+func TestForkRewindAndTurnChanges(t *testing.T) {
+	addr := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client, _ := demoSession(ctx, t, addr)
+	session := must(client.CreateSession(ctx, "demo",
+		odyssey.WithSandboxMode(odyssey.WorkspaceWrite),
+		odyssey.WithApprovalPolicy(odyssey.Never),
+	))
+	id := session.GetId()
+	shell := func(id, line string) string {
+		t.Helper()
+		result := must(client.RunCommand(ctx, id, odyssey.Command{Argv: []string{"sh", "-c", line}}))
+		if result.GetExitCode() != 0 {
+			t.Fatalf("%s: %v", line, result)
+		}
+		return result.GetStdout()
+	}
+	shell(id, "echo one > notes.txt")
+	if status := must(client.Run(ctx, id, "Give me a tour")); status.GetState() != odysseyv1.ExecutionState_EXECUTION_STATE_COMPLETED {
+		t.Fatalf("run: %v", status)
+	}
+
+	changes := must(client.TurnChanges(ctx, id, 1))
+	if len(changes.GetChanges()) != 1 || changes.GetChanges()[0].GetPath() != "notes.txt" ||
+		changes.GetChanges()[0].GetChange() != odysseyv1.FileChangeKind_FILE_CHANGE_KIND_ADDED ||
+		!strings.Contains(changes.GetChanges()[0].GetUnifiedDiff(), "+one") {
+		t.Fatalf("changes %v", changes)
+	}
+
+	fork := must(client.ForkSession(ctx, id, 1))
+	if fork.GetForkedFrom() != id || fork.GetForkedAt().GetTurn() != 1 {
+		t.Fatalf("fork %v", fork)
+	}
+	if got := shell(fork.GetId(), "cat notes.txt"); got != "one\n" {
+		t.Fatalf("fork's notes.txt %q", got)
+	}
+
+	shell(id, "echo two > notes.txt")
+	rewound := must(client.RewindSession(ctx, id, 1))
+	if rewound.GetEvent().GetSessionRewound().GetToTurn() != 1 {
+		t.Fatalf("rewound %v", rewound)
+	}
+	if got := shell(id, "cat notes.txt"); got != "one\n" {
+		t.Fatalf("rewound notes.txt %q", got)
+	}
+	if _, err := client.ForkSessionAtSequence(ctx, id, 1); odyssey.Code(err) != codes.InvalidArgument {
+		t.Fatalf("fork at a sequence that is no turn's end: %v", err)
+	}
+}

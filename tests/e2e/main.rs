@@ -18,6 +18,7 @@ mod console;
 mod docs;
 mod egress;
 mod event_size;
+mod forks;
 mod gateway;
 mod grpc_web;
 mod grpcurl;

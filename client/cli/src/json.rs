@@ -87,6 +87,7 @@ pub(crate) fn event_kind(event: &pb::SessionEvent) -> &'static str {
         Some(Payload::MemoryRecalled(_)) => "memory_recalled",
         Some(Payload::NetworkConnectionAttempted(_)) => "network_connection_attempted",
         Some(Payload::UserInputAdded(_)) => "user_input_added",
+        Some(Payload::SessionRewound(_)) => "session_rewound",
     }
 }
 

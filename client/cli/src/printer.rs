@@ -110,7 +110,8 @@ impl TurnPrinter {
             Payload::HistoryCompacted(_)
             | Payload::MemoryRecalled(_)
             | Payload::NetworkConnectionAttempted(_)
-            | Payload::UserInputAdded(_) => {
+            | Payload::UserInputAdded(_)
+            | Payload::SessionRewound(_) => {
                 self.close_text(output)?;
                 let line = format!("{}: {}", event_kind(event), detail(event));
                 output.dim_note(&line)?;

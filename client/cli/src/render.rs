@@ -165,6 +165,10 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
         Payload::UserInputAdded(p) => {
             shorten(&format!("steered in: {}", quoted(&p.text)), DETAIL_WIDTH)
         }
+        Payload::SessionRewound(p) => format!(
+            "back to the end of turn {} ({} later turn(s) left the history)",
+            p.to_turn, p.turns_left
+        ),
     }
 }
 

@@ -68,6 +68,37 @@ pub(crate) enum SessionCommand {
     /// List the tools the session's agent is offered (builtin and MCP ones), starting its
     /// MCP servers in the session's sandbox if they are not running.
     Tools { id: String },
+    /// Start a new session from the end of one turn of a session: its history up to there,
+    /// its workspace as it was then. The source is untouched.
+    Fork {
+        id: String,
+        /// The turn to fork after (1 for the first).
+        #[arg(
+            long,
+            value_name = "N",
+            required_unless_present = "at_sequence",
+            conflicts_with = "at_sequence"
+        )]
+        turn: Option<u64>,
+        /// The sequence of a turn's end (its turn_completed event), instead of --turn.
+        #[arg(long, value_name = "SEQUENCE")]
+        at_sequence: Option<u64>,
+    },
+    /// Put a session's conversation and workspace back to the end of a turn; later turns
+    /// stay in its log but leave the model's history.
+    Rewind {
+        id: String,
+        /// The turn to go back to (1 for the first).
+        #[arg(long, value_name = "N")]
+        turn: u64,
+    },
+    /// Show the files a turn added, changed or removed, with a diff of each text file.
+    Diff {
+        id: String,
+        /// The turn (1 for the first).
+        #[arg(long, value_name = "N")]
+        turn: u64,
+    },
 }
 
 pub(crate) async fn run(
@@ -144,6 +175,48 @@ pub(crate) async fn run(
         SessionCommand::Tools { id } => {
             let listed = global.connect().await?.list_session_tools(&id).await?;
             tools(&listed, output)
+        }
+        SessionCommand::Fork {
+            id,
+            turn,
+            at_sequence,
+        } => {
+            use pb::fork_session_request::Point;
+            let point = match (turn, at_sequence) {
+                (_, Some(sequence)) => Point::AtSequence(sequence),
+                (Some(turn), None) => Point::AfterTurn(turn),
+                (None, None) => {
+                    return Err(CliError::Usage(
+                        "give --turn N or --at-sequence SEQUENCE".into(),
+                    ));
+                }
+            };
+            let session = global.connect().await?.fork_session_at(&id, point).await?;
+            show(&session, output)
+        }
+        SessionCommand::Rewind { id, turn } => {
+            let rewound = global.connect().await?.rewind_session(&id, turn).await?;
+            if output.json {
+                output.json_line(&json::message(&rewound)?)?;
+                return Ok(());
+            }
+            let left = match rewound.event.as_ref().and_then(|e| e.payload.as_ref()) {
+                Some(pb::session_event::Payload::SessionRewound(r)) => r.turns_left,
+                _ => 0,
+            };
+            output.line(format!(
+                "Rewound session {id} to the end of turn {turn}: its workspace and history \
+                 are as they were then ({left} later turn(s) left the history)"
+            ))?;
+            Ok(())
+        }
+        SessionCommand::Diff { id, turn } => {
+            let changes = global.connect().await?.get_turn_changes(&id, turn).await?;
+            if output.json {
+                output.json_line(&json::message(&changes)?)?;
+                return Ok(());
+            }
+            diff(&changes, output)
         }
         SessionCommand::Delete { id } => {
             global.connect().await?.delete_session(&id).await?;
@@ -238,7 +311,50 @@ fn show(session: &pb::Session, output: &mut Output<'_>) -> Result<(), CliError> 
     if !metadata.is_empty() {
         fields.push(("metadata", metadata.join(", ")));
     }
+    if let Some(at) = &session.forked_at {
+        fields.push((
+            "forked from",
+            format!("{} after turn {}", session.forked_from, at.turn),
+        ));
+    }
     output.fields(&fields)?;
+    Ok(())
+}
+
+/// `A path`, `M path`, `D path` lines, each text file's diff after its line.
+fn diff(changes: &pb::GetTurnChangesResponse, output: &mut Output<'_>) -> Result<(), CliError> {
+    if changes.changes.is_empty() {
+        output.note(format!(
+            "Turn {} changed nothing in the workspace.",
+            changes.turn
+        ))?;
+        return Ok(());
+    }
+    for change in &changes.changes {
+        let mark = match pb::FileChangeKind::try_from(change.change) {
+            Ok(pb::FileChangeKind::Added) => "A",
+            Ok(pb::FileChangeKind::Removed) => "D",
+            _ => "M",
+        };
+        let suffix = match pb::FileNodeKind::try_from(change.kind) {
+            Ok(pb::FileNodeKind::Directory) => "/",
+            Ok(pb::FileNodeKind::Symlink) => " (link)",
+            _ if change.binary => " (binary)",
+            _ => "",
+        };
+        output.line(format!("{mark} {}{suffix}", change.path))?;
+        if !change.unified_diff.is_empty() {
+            for line in change.unified_diff.lines() {
+                output.line(format!("    {line}"))?;
+            }
+        }
+        if change.diff_truncated {
+            output.line("    (diff cut short)")?;
+        }
+    }
+    if changes.truncated {
+        output.note("More changes were left out.")?;
+    }
     Ok(())
 }
 

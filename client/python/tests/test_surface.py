@@ -101,6 +101,35 @@ def test_sessions_turns_and_commands(client: OdysseyClient) -> None:
     assert gone.value.reason == "SESSION_NOT_FOUND"
 
 
+def test_fork_rewind_and_turn_changes(client: OdysseyClient) -> None:
+    client.install_bundle(DEMO)
+    session = client.create_session("demo", sandbox_mode="workspace_write", approval_policy="never")
+    written = client.run_command(session.id, ["sh", "-c", "echo one > notes.txt"])
+    assert written.exit_code == 0, written.stderr
+    status = client.run(session.id, "Give me a tour", timeout=60)
+    assert status.state == execution_pb2.EXECUTION_STATE_COMPLETED, status.error
+
+    changes = client.get_turn_changes(session.id, 1)
+    assert [(c.path, c.change) for c in changes.changes] == [
+        ("notes.txt", session_pb2.FILE_CHANGE_KIND_ADDED)
+    ]
+    assert "+one" in changes.changes[0].unified_diff
+
+    fork = client.fork_session(session.id, after_turn=1)
+    assert fork.forked_from == session.id and fork.forked_at.turn == 1
+    assert client.run_command(fork.id, ["cat", "notes.txt"]).stdout == "one\n"
+
+    client.run_command(session.id, ["sh", "-c", "echo two > notes.txt"])
+    rewound = client.rewind_session(session.id, 1)
+    assert rewound.event.session_rewound.to_turn == 1
+    assert client.run_command(session.id, ["cat", "notes.txt"]).stdout == "one\n"
+    assert client.run_command(fork.id, ["cat", "notes.txt"]).stdout == "one\n"
+
+    with pytest.raises(OdysseyError) as refused:
+        client.fork_session(session.id, at_sequence=1)
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+
+
 def test_a_deadline_that_expires(client: OdysseyClient) -> None:
     client.install_bundle(DEMO)
     session = client.create_session("demo")

@@ -116,6 +116,70 @@ impl OdysseyClient {
         Ok(())
     }
 
+    /// A new session whose history is `session_id`'s up to the end of turn `after_turn`
+    /// (1 for the first) and whose workspace is what it held then. The source is
+    /// untouched.
+    pub async fn fork_session(
+        &self,
+        session_id: &str,
+        after_turn: u64,
+    ) -> Result<pb::Session, ClientError> {
+        self.fork_session_at(
+            session_id,
+            pb::fork_session_request::Point::AfterTurn(after_turn),
+        )
+        .await
+    }
+
+    /// [`fork_session`](Self::fork_session) from a turn's end given by turn number or by
+    /// the sequence of its `turn_completed` event.
+    pub async fn fork_session_at(
+        &self,
+        session_id: &str,
+        point: pb::fork_session_request::Point,
+    ) -> Result<pb::Session, ClientError> {
+        let request = pb::ForkSessionRequest {
+            session_id: session_id.to_owned(),
+            point: Some(point),
+        };
+        let response = self.sessions().fork_session(request).await?.into_inner();
+        response
+            .session
+            .ok_or_else(|| ClientError::Protocol("ForkSession answered without a session".into()))
+    }
+
+    /// Puts the session's conversation and workspace back to the end of turn `to_turn`;
+    /// answers the session and the `session_rewound` event recording it.
+    pub async fn rewind_session(
+        &self,
+        session_id: &str,
+        to_turn: u64,
+    ) -> Result<pb::RewindSessionResponse, ClientError> {
+        let request = pb::RewindSessionRequest {
+            session_id: session_id.to_owned(),
+            to_turn,
+        };
+        Ok(self.sessions().rewind_session(request).await?.into_inner())
+    }
+
+    /// The files turn `turn` added, changed or removed in the workspace, with unified
+    /// diffs of text files.
+    pub async fn get_turn_changes(
+        &self,
+        session_id: &str,
+        turn: u64,
+    ) -> Result<pb::GetTurnChangesResponse, ClientError> {
+        let request = pb::GetTurnChangesRequest {
+            session_id: session_id.to_owned(),
+            turn,
+        };
+        let response = crate::retry::read(|| async {
+            Ok(self.sessions().get_turn_changes(request.clone()).await?)
+        })
+        .await?;
+        Ok(response.into_inner())
+    }
+
     /// The cassette the server recorded for a session (a server started with
     /// `--record-cassettes`): JSON Lines the `replay` provider plays, to rerun the session
     /// offline from a bundle's `cassettes/<model>.jsonl`.

@@ -48,7 +48,9 @@ import { ServerService, type GetServerInfoResponse } from "./gen/odyssey/v1/serv
 import {
   ListSessionToolsResponseSchema,
   SessionService,
+  type GetTurnChangesResponse,
   type ListSessionToolsResponse,
+  type RewindSessionResponse,
   type Session,
 } from "./gen/odyssey/v1/session_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "./gen/grpc/health/v1/health_pb.js";
@@ -556,6 +558,51 @@ export class OdysseyClientCore {
         return all;
       }
     }
+  }
+
+  /**
+   * A new session whose history is `sessionId`'s up to the end of a turn, given by number
+   * (`afterTurn`, 1 for the first) or by the sequence of its `turn_completed` event
+   * (`atSequence`), and whose workspace is what it held then. The source is untouched.
+   */
+  async forkSession(
+    sessionId: string,
+    at: { afterTurn: bigint } | { atSequence: bigint },
+    options?: CallOptions,
+  ): Promise<Session> {
+    const point =
+      "afterTurn" in at
+        ? { case: "afterTurn" as const, value: at.afterTurn }
+        : { case: "atSequence" as const, value: at.atSequence };
+    const response = await call(() =>
+      this.sessions.forkSession({ sessionId, point }, this.opts(options)),
+    );
+    return required(response.session, "session");
+  }
+
+  /**
+   * Puts the session's conversation and workspace back to the end of turn `toTurn`; later
+   * turns stay in its log but leave the model's history. Answers the session and the
+   * `session_rewound` event. `FailedPrecondition` while a turn of the session runs.
+   */
+  async rewindSession(
+    sessionId: string,
+    toTurn: bigint,
+    options?: CallOptions,
+  ): Promise<RewindSessionResponse> {
+    return call(() => this.sessions.rewindSession({ sessionId, toTurn }, this.opts(options)));
+  }
+
+  /** The files turn `turn` added, changed or removed, with unified diffs of text files. */
+  async getTurnChanges(
+    sessionId: string,
+    turn: bigint,
+    options?: CallOptions,
+  ): Promise<GetTurnChangesResponse> {
+    return this.read(
+      () => this.sessions.getTurnChanges({ sessionId, turn }, this.opts(options)),
+      options?.signal,
+    );
   }
 
   /**

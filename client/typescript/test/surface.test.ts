@@ -12,6 +12,7 @@ import {
   ApprovalPolicy,
   Code,
   ExecutionState,
+  FileChangeKind,
   OdysseyClient,
   OdysseyError,
   SandboxMode,
@@ -115,6 +116,40 @@ test("session, turn and command calls", async () => {
   assert.equal(raw.session?.id, other.id);
   await client.deleteSession(other.id);
   assert.equal((await failure(client.getSession(other.id))).reason, "SESSION_NOT_FOUND");
+});
+
+test("fork, rewind and turn changes", async () => {
+  const session = await client.createSession("demo", {
+    sandboxMode: SandboxMode.WORKSPACE_WRITE,
+    approvalPolicy: ApprovalPolicy.NEVER,
+  });
+  const shell = async (id: string, line: string): Promise<string> => {
+    const result = await client.runCommand(id, { argv: ["sh", "-c", line] });
+    assert.equal(result.exitCode, 0, result.stderr);
+    return result.stdout;
+  };
+  await shell(session.id, "echo one > notes.txt");
+  const status = await client.run(session.id, "Give me a tour");
+  assert.equal(status.state, ExecutionState.COMPLETED, status.error);
+
+  const changes = await client.getTurnChanges(session.id, 1n);
+  assert.deepEqual(
+    changes.changes.map((c) => [c.path, c.change]),
+    [["notes.txt", FileChangeKind.ADDED]],
+  );
+  assert.match(changes.changes[0].unifiedDiff, /\+one/);
+
+  const fork = await client.forkSession(session.id, { afterTurn: 1n });
+  assert.equal(fork.forkedFrom, session.id);
+  assert.equal(fork.forkedAt?.turn, 1n);
+  assert.equal(await shell(fork.id, "cat notes.txt"), "one\n");
+
+  await shell(session.id, "echo two > notes.txt");
+  const rewound = await client.rewindSession(session.id, 1n);
+  assert.equal(rewound.event?.payload.case, "sessionRewound");
+  assert.equal(await shell(session.id, "cat notes.txt"), "one\n");
+  const refused = await failure(client.forkSession(session.id, { atSequence: 1n }));
+  assert.equal(refused.code, Code.InvalidArgument);
 });
 
 test("a deadline that expires", async () => {

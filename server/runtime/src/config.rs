@@ -17,6 +17,7 @@ use crate::prompt::PromptLimits;
 use crate::provider::{CredentialSettings, ProviderSettings};
 use crate::requirements::Requirements;
 use crate::sandbox::SandboxSettings;
+use crate::snapshot::SnapshotSettings;
 use crate::tools::mcp::McpSettings;
 
 #[derive(Clone, Debug)]
@@ -87,6 +88,9 @@ pub struct RuntimeConfig {
     pub event_hook_encoder: EventEncoder,
     /// MCP servers: the operator's, the URLs bundles may use, lifetimes and limits.
     pub mcp: McpSettings,
+    /// Workspace snapshots at turn ends (fork, rewind, turn changes): on or off, retention
+    /// by count and bytes, and the largest workspace recorded.
+    pub snapshots: SnapshotSettings,
 }
 
 impl RuntimeConfig {
@@ -122,6 +126,7 @@ impl RuntimeConfig {
             event_hooks: Vec::new(),
             event_hook_encoder: EventEncoder::default(),
             mcp: McpSettings::default(),
+            snapshots: SnapshotSettings::default(),
         }
     }
 

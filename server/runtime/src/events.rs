@@ -144,13 +144,16 @@ pub enum EventPayload {
         text: String,
         mode: InputMode,
     },
+    /// The conversation and the workspace went back to the end of an earlier turn; the
+    /// turns after it stay in the log but leave the history.
+    SessionRewound(SessionRewound),
 }
 
 impl EventPayload {
     /// Every event type as it is named in the log's `type` field, in the order of
     /// [`EventPayload::type_index`]: metrics count events by it, and event hooks filter
     /// on it.
-    pub const TYPE_NAMES: [&'static str; 20] = [
+    pub const TYPE_NAMES: [&'static str; 21] = [
         "turn_started",
         "turn_completed",
         "agent_message_delta",
@@ -171,6 +174,7 @@ impl EventPayload {
         "memory_recalled",
         "network_connection_attempted",
         "user_input_added",
+        "session_rewound",
     ];
 
     /// This event's position in [`EventPayload::TYPE_NAMES`].
@@ -196,6 +200,7 @@ impl EventPayload {
             Self::MemoryRecalled { .. } => 17,
             Self::NetworkConnectionAttempted(_) => 18,
             Self::UserInputAdded { .. } => 19,
+            Self::SessionRewound(_) => 20,
         }
     }
 
@@ -218,6 +223,7 @@ impl EventPayload {
                 | Self::TurnCompleted(_)
                 | Self::PermissionRequested { .. }
                 | Self::ApprovalResolved { .. }
+                | Self::SessionRewound(_)
         )
     }
 }
@@ -301,6 +307,19 @@ pub struct HistoryCompacted {
     /// The summarizing model call.
     #[serde(default)]
     pub usage: TokenUsage,
+}
+
+/// The session went back to the end of turn `to_turn`: the model's history is what it
+/// was at `to_sequence` (that turn's `turn_completed`), the workspace what it held then.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRewound {
+    pub to_turn: u64,
+    pub to_turn_id: Uuid,
+    pub to_sequence: u64,
+    /// Turns after `to_turn` that left the history (they stay in the log).
+    pub turns_left: u64,
+    /// Entries (files, folders, links) the restored workspace holds.
+    pub entries: u64,
 }
 
 /// One connection a sandboxed process asked the egress proxy for, and the proxy's answer.
@@ -470,6 +489,13 @@ mod tests {
                 text: text(),
                 mode: InputMode::Steer,
             },
+            EventPayload::SessionRewound(SessionRewound {
+                to_turn: 1,
+                to_turn_id: Uuid::nil(),
+                to_sequence: 2,
+                turns_left: 1,
+                entries: 3,
+            }),
         ]
     }
 

@@ -28,6 +28,7 @@ pub mod sandbox;
 pub mod secrets;
 pub mod session;
 pub mod skills;
+pub mod snapshot;
 pub(crate) mod sync;
 pub mod text;
 pub mod textfile;
@@ -40,6 +41,7 @@ pub use api::{
     SessionCommand, SessionFilter, SessionInput, SessionSpec, SessionTool, SessionToolSource,
     SessionTools,
 };
+pub use api::{ForkPoint, Rewound};
 pub use bundle::InstallOptions;
 pub use config::RuntimeConfig;
 pub use error::{ErrorKind, Result, RuntimeError};

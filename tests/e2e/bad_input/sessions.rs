@@ -390,6 +390,134 @@ pub(super) fn cases() -> Vec<Case> {
                 .await
             }
         ),
+        case!(
+            "SessionService/ForkSession",
+            "no fork point",
+            InvalidArgument,
+            Some("point"),
+            |c| {
+                done(
+                    c.sessions()
+                        .fork_session(pb::ForkSessionRequest {
+                            session_id: c.session_id.clone(),
+                            point: None,
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/ForkSession",
+            "turn 0",
+            InvalidArgument,
+            Some("after_turn"),
+            |c| {
+                done(
+                    c.sessions()
+                        .fork_session(pb::ForkSessionRequest {
+                            session_id: c.session_id.clone(),
+                            point: Some(pb::fork_session_request::Point::AfterTurn(0)),
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/ForkSession",
+            "a turn the session does not have",
+            InvalidArgument,
+            Some("after_turn"),
+            |c| {
+                done(
+                    c.sessions()
+                        .fork_session(pb::ForkSessionRequest {
+                            session_id: c.session_id.clone(),
+                            point: Some(pb::fork_session_request::Point::AfterTurn(7)),
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/ForkSession",
+            "a sequence that is no turn's end",
+            InvalidArgument,
+            Some("at_sequence"),
+            |c| {
+                done(
+                    c.sessions()
+                        .fork_session(pb::ForkSessionRequest {
+                            session_id: c.session_id.clone(),
+                            point: Some(pb::fork_session_request::Point::AtSequence(1_000_000)),
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/RewindSession",
+            "turn 0",
+            InvalidArgument,
+            Some("to_turn"),
+            |c| {
+                done(
+                    c.sessions()
+                        .rewind_session(pb::RewindSessionRequest {
+                            session_id: c.session_id.clone(),
+                            to_turn: 0,
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/RewindSession",
+            "a turn the session does not have",
+            InvalidArgument,
+            Some("to_turn"),
+            |c| {
+                done(
+                    c.sessions()
+                        .rewind_session(pb::RewindSessionRequest {
+                            session_id: c.session_id.clone(),
+                            to_turn: 7,
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/GetTurnChanges",
+            "turn 0",
+            InvalidArgument,
+            Some("turn"),
+            |c| {
+                done(
+                    c.sessions()
+                        .get_turn_changes(pb::GetTurnChangesRequest {
+                            session_id: c.session_id.clone(),
+                            turn: 0,
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/GetTurnChanges",
+            "a turn the session does not have",
+            InvalidArgument,
+            Some("turn"),
+            |c| {
+                done(
+                    c.sessions()
+                        .get_turn_changes(pb::GetTurnChangesRequest {
+                            session_id: c.session_id.clone(),
+                            turn: 7,
+                        })
+                        .await,
+                )
+            }
+        ),
     ];
     cases.extend(id_cases());
     cases
@@ -658,6 +786,150 @@ fn id_cases() -> Vec<Case> {
                             session_id: c.session_id.clone(),
                             page_token: "not a token!".into(),
                             ..Default::default()
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/ForkSession",
+            "missing id",
+            InvalidArgument,
+            Some("session_id"),
+            |c| {
+                done(
+                    c.sessions()
+                        .fork_session(pb::ForkSessionRequest {
+                            session_id: String::new(),
+                            point: Some(pb::fork_session_request::Point::AfterTurn(1)),
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/ForkSession",
+            "malformed id",
+            InvalidArgument,
+            Some("session_id"),
+            |c| {
+                done(
+                    c.sessions()
+                        .fork_session(pb::ForkSessionRequest {
+                            session_id: huge(),
+                            point: Some(pb::fork_session_request::Point::AfterTurn(1)),
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/ForkSession",
+            "unknown id",
+            NotFound,
+            None,
+            |c| {
+                done(
+                    c.sessions()
+                        .fork_session(pb::ForkSessionRequest {
+                            session_id: UNKNOWN_ID.into(),
+                            point: Some(pb::fork_session_request::Point::AfterTurn(1)),
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/RewindSession",
+            "missing id",
+            InvalidArgument,
+            Some("session_id"),
+            |c| {
+                done(
+                    c.sessions()
+                        .rewind_session(pb::RewindSessionRequest {
+                            session_id: String::new(),
+                            to_turn: 1,
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/RewindSession",
+            "malformed id",
+            InvalidArgument,
+            Some("session_id"),
+            |c| {
+                done(
+                    c.sessions()
+                        .rewind_session(pb::RewindSessionRequest {
+                            session_id: huge(),
+                            to_turn: 1,
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/RewindSession",
+            "unknown id",
+            NotFound,
+            None,
+            |c| {
+                done(
+                    c.sessions()
+                        .rewind_session(pb::RewindSessionRequest {
+                            session_id: UNKNOWN_ID.into(),
+                            to_turn: 1,
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/GetTurnChanges",
+            "missing id",
+            InvalidArgument,
+            Some("session_id"),
+            |c| {
+                done(
+                    c.sessions()
+                        .get_turn_changes(pb::GetTurnChangesRequest {
+                            session_id: String::new(),
+                            turn: 1,
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/GetTurnChanges",
+            "malformed id",
+            InvalidArgument,
+            Some("session_id"),
+            |c| {
+                done(
+                    c.sessions()
+                        .get_turn_changes(pb::GetTurnChangesRequest {
+                            session_id: huge(),
+                            turn: 1,
+                        })
+                        .await,
+                )
+            }
+        ),
+        case!(
+            "SessionService/GetTurnChanges",
+            "unknown id",
+            NotFound,
+            None,
+            |c| {
+                done(
+                    c.sessions()
+                        .get_turn_changes(pb::GetTurnChangesRequest {
+                            session_id: UNKNOWN_ID.into(),
+                            turn: 1,
                         })
                         .await,
                 )

@@ -450,6 +450,7 @@ pub fn payload_kind(event: &pb::SessionEvent) -> &'static str {
         Some(P::MemoryRecalled(_)) => "memory_recalled",
         Some(P::NetworkConnectionAttempted(_)) => "network_connection_attempted",
         Some(P::UserInputAdded(_)) => "user_input_added",
+        Some(P::SessionRewound(_)) => "session_rewound",
         None => "none",
     }
 }

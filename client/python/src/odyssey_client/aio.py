@@ -438,6 +438,42 @@ class AsyncOdysseyClient:
             if not token:
                 return merged
 
+    async def fork_session(
+        self,
+        session_id: str,
+        *,
+        after_turn: int = 0,
+        at_sequence: int = 0,
+        timeout: Optional[float] = None,
+    ) -> session_pb2.Session:
+        """See :meth:`OdysseyClient.fork_session`."""
+        request = requests.fork(session_id, after_turn, at_sequence)
+        response = await acall(
+            lambda: self.sessions.ForkSession(request, metadata=self._metadata, timeout=timeout)
+        )
+        return response.session
+
+    async def rewind_session(
+        self, session_id: str, to_turn: int, *, timeout: Optional[float] = None
+    ) -> session_pb2.RewindSessionResponse:
+        """See :meth:`OdysseyClient.rewind_session`."""
+        request = session_pb2.RewindSessionRequest(session_id=session_id, to_turn=to_turn)
+        return await acall(
+            lambda: self.sessions.RewindSession(request, metadata=self._metadata, timeout=timeout)
+        )
+
+    async def get_turn_changes(
+        self, session_id: str, turn: int, *, timeout: Optional[float] = None
+    ) -> session_pb2.GetTurnChangesResponse:
+        """See :meth:`OdysseyClient.get_turn_changes`."""
+        request = session_pb2.GetTurnChangesRequest(session_id=session_id, turn=turn)
+        return await acall(
+            lambda: self.sessions.GetTurnChanges(
+                request, metadata=self._metadata, timeout=timeout
+            ),
+            self._retry,
+        )
+
     async def events(
         self,
         session_id: str,

@@ -420,6 +420,43 @@ class OdysseyClient:
             if not token:
                 return merged
 
+    def fork_session(
+        self,
+        session_id: str,
+        *,
+        after_turn: int = 0,
+        at_sequence: int = 0,
+        timeout: Optional[float] = None,
+    ) -> session_pb2.Session:
+        """A new session whose history is ``session_id``'s up to the end of a turn, given
+        by number (``after_turn``, 1 for the first) or by the sequence of its
+        ``turn_completed`` event (``at_sequence``), and whose workspace is what it held
+        then. The source is untouched."""
+        request = requests.fork(session_id, after_turn, at_sequence)
+        return call(
+            lambda: self.sessions.ForkSession(request, metadata=self._metadata, timeout=timeout)
+        ).session
+
+    def rewind_session(
+        self, session_id: str, to_turn: int, *, timeout: Optional[float] = None
+    ) -> session_pb2.RewindSessionResponse:
+        """Puts the session's conversation and workspace back to the end of ``to_turn``;
+        answers the session and the ``session_rewound`` event recording it."""
+        request = session_pb2.RewindSessionRequest(session_id=session_id, to_turn=to_turn)
+        return call(
+            lambda: self.sessions.RewindSession(request, metadata=self._metadata, timeout=timeout)
+        )
+
+    def get_turn_changes(
+        self, session_id: str, turn: int, *, timeout: Optional[float] = None
+    ) -> session_pb2.GetTurnChangesResponse:
+        """The files ``turn`` added, changed or removed, with unified diffs of text files."""
+        request = session_pb2.GetTurnChangesRequest(session_id=session_id, turn=turn)
+        return call(
+            lambda: self.sessions.GetTurnChanges(request, metadata=self._metadata, timeout=timeout),
+            self._retry,
+        )
+
     def events(
         self,
         session_id: str,

@@ -84,6 +84,15 @@ def create_session(
     )
 
 
+def fork(session_id: str, after_turn: int, at_sequence: int) -> session_pb2.ForkSessionRequest:
+    """A ForkSession request: exactly one of ``after_turn`` and ``at_sequence``."""
+    if (after_turn > 0) == (at_sequence > 0):
+        raise ValueError("give exactly one of after_turn (a turn number) and at_sequence")
+    if after_turn > 0:
+        return session_pb2.ForkSessionRequest(session_id=session_id, after_turn=after_turn)
+    return session_pb2.ForkSessionRequest(session_id=session_id, at_sequence=at_sequence)
+
+
 def turn_input(
     session_id: str,
     prompt: str,

@@ -42,7 +42,11 @@ impl OdysseyRuntime {
         ensure_session_budget(session.record(), &session.stats())?;
         let execution_id = Uuid::now_v7();
         let session_id = session.id();
-        self.inner.executions.insert(execution_id, session_id);
+        // Under the rewind lock: a rewind that finds no turn of the session sees none
+        // appear until it is done.
+        self.inner.rewinding.unless_rewinding(session_id, || {
+            self.inner.executions.insert(execution_id, session_id);
+        })?;
         let job = Job {
             execution_id,
             request,

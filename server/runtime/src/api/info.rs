@@ -22,6 +22,8 @@ pub struct ServerInfo {
     pub quarantined: Vec<QuarantinedSession>,
     pub providers: Vec<String>,
     pub activity: Activity,
+    /// How workspaces are snapshotted at turn ends, and the bounds.
+    pub snapshots: crate::snapshot::SnapshotSettings,
 }
 
 /// What the runtime holds right now. Each figure returns to its idle level once the work
@@ -58,6 +60,7 @@ impl OdysseyRuntime {
             quarantined: self.inner.sessions.quarantined(),
             providers: self.inner.providers.known_providers(),
             activity: self.activity(),
+            snapshots: config.snapshots.clone(),
         }
     }
 

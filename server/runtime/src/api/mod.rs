@@ -30,6 +30,7 @@ mod overrides;
 mod prompt;
 mod recording;
 mod sessions;
+mod snapshots;
 mod tools;
 
 use std::os::unix::fs::DirBuilderExt;
@@ -50,6 +51,7 @@ pub use operations::RuntimeCollector;
 pub(crate) use overrides::{normalized_cwd, workspace_dir};
 pub use sessions::{SessionFilter, SessionSpec};
 pub use tools::{SessionTool, SessionToolSource, SessionTools};
+pub use snapshots::{ForkPoint, Rewound};
 
 use crate::bundle::BundleStore;
 use crate::config::RuntimeConfig;
@@ -109,6 +111,8 @@ pub(crate) struct Inner {
     pub(crate) subscriptions: Arc<AtomicUsize>,
     /// The sessions' MCP servers.
     pub(crate) mcp: Arc<crate::tools::mcp::McpServers>,
+    /// Sessions being rewound (no turn may start meanwhile).
+    pub(crate) rewinding: snapshots::Rewinding,
 }
 
 impl OdysseyRuntime {
@@ -159,6 +163,7 @@ impl OdysseyRuntime {
                     .allows_mode(SandboxMode::DangerFullAccess),
             ..sandbox.capabilities()
         };
+        snapshots::remove_staging(&config.sandbox_dir(), snapshots::FORK_STAGING);
         match Sandbox::kill_leftovers(&config.sandbox_dir()).await {
             Ok(report) => tracing::debug!(?report, "sandbox leftovers checked"),
             Err(e) => tracing::warn!(error = %e, "cannot clean up sandbox leftovers"),
@@ -181,6 +186,7 @@ impl OdysseyRuntime {
         let mcp = crate::tools::mcp::McpServers::new(sandbox.clone(), config.mcp.clone());
         let runtime = Self {
             inner: Arc::new(Inner {
+                rewinding: snapshots::Rewinding::default(),
                 mcp,
                 memory,
                 metrics,

@@ -130,6 +130,7 @@ impl OdysseyRuntime {
                 .token_budget
                 .filter(|b| *b > 0)
                 .or(self.inner.config.session_token_budget),
+            forked: None,
         };
         let sessions = self.clone();
         let handle = tokio::task::spawn_blocking(move || sessions.inner.sessions.create(record))
@@ -218,7 +219,7 @@ impl OdysseyRuntime {
         }
     }
 
-    fn with_state(&self, mut info: SessionInfo) -> SessionInfo {
+    pub(super) fn with_state(&self, mut info: SessionInfo) -> SessionInfo {
         info.state = self.session_state(info.record.id);
         info
     }

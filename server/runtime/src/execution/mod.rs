@@ -12,6 +12,7 @@ mod long_term_memory;
 mod queue;
 mod run;
 mod slot;
+mod snapshot;
 mod status;
 mod turn;
 

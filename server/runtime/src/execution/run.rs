@@ -230,6 +230,7 @@ impl OdysseyRuntime {
                 },
             );
         }
+        self.snapshot_workspace(&session, execution_id).await;
         let (outcome, error, reason) = end.into_outcome();
         // The status shows what the record keeps, so no answer is larger in one than in the
         // other (nor than a message may be).

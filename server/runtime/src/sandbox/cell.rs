@@ -201,7 +201,7 @@ fn make_read_only(dir: &Path) -> io::Result<()> {
 /// Removes a tree. A first attempt usually succeeds (root needs no permission bits);
 /// when it does not, folders that lack write access for their owner (a read-only `app/`,
 /// a folder a command locked) get it back, and the removal is tried again.
-fn remove_tree(path: &Path) -> Result<(), SandboxError> {
+pub(crate) fn remove_tree(path: &Path) -> Result<(), SandboxError> {
     match fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(SandboxError::io(format!("reading {}", path.display()), e)),

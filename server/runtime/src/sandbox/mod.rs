@@ -54,6 +54,7 @@ pub use bwrap::{
 pub use capabilities::{
     SandboxCapabilities, SessionLimitsInfo, landlock_abi, seccomp_filters_available,
 };
+pub(crate) use cell::remove_tree;
 pub use cell::{APP_DIGEST_FILE, AppSource};
 pub use cgroup::CgroupVersion;
 pub use egress::{
@@ -211,6 +212,21 @@ impl Sandbox {
         let killed = self.running.cancel_cell(&root);
         if killed > 0 && !self.running.wait_cell_idle(&root, CELL_STOP_WAIT).await {
             tracing::warn!(cell = %root.display(), "sandboxed processes still running after kill");
+        }
+        killed
+    }
+
+    /// Kills the commands running in `cell` (the session's long-lived services, its MCP
+    /// servers, are left running) and waits (a few seconds at most) until they are reaped:
+    /// a turn's end, before its workspace is recorded. Answers how many were killed.
+    pub async fn kill_cell_commands(&self, cell: &CellPaths) -> usize {
+        let root = cell
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| cell.root.clone());
+        let killed = self.running.cancel_commands(&root);
+        if killed > 0 && !self.running.wait_commands_idle(&root, CELL_STOP_WAIT).await {
+            tracing::warn!(cell = %root.display(), "sandboxed commands still running after kill");
         }
         killed
     }

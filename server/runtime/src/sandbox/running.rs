@@ -21,6 +21,8 @@ pub(crate) struct RunningSet {
 struct Running {
     cell_root: PathBuf,
     cancel: CancellationToken,
+    /// A long-lived process of the session (an MCP server), not one command of a turn.
+    service: bool,
 }
 
 /// One registered process; unregisters when dropped.
@@ -79,6 +81,7 @@ impl RunningSet {
             Running {
                 cell_root: cell_root.to_path_buf(),
                 cancel: token.clone(),
+                service: false,
             },
         );
         Ok(RunningGuard {
@@ -99,22 +102,55 @@ impl RunningSet {
         count
     }
 
-    fn has_cell(&self, cell_root: &Path) -> bool {
-        self.lock().values().any(|r| r.cell_root == cell_root)
+    /// Marks `exec_id` as a long-lived process of its session (an MCP server): the end of
+    /// a turn does not stop it.
+    pub(crate) fn mark_service(&self, exec_id: &str) {
+        if let Some(running) = self.lock().get_mut(exec_id) {
+            running.service = true;
+        }
+    }
+
+    /// Kills the commands (not the services) running in `cell_root`; answers how many.
+    pub(crate) fn cancel_commands(&self, cell_root: &Path) -> usize {
+        let execs = self.lock();
+        let mut count = 0;
+        for running in execs
+            .values()
+            .filter(|r| r.cell_root == cell_root && !r.service)
+        {
+            running.cancel.cancel();
+            count += 1;
+        }
+        count
+    }
+
+    fn has_cell(&self, cell_root: &Path, commands_only: bool) -> bool {
+        self.lock()
+            .values()
+            .any(|r| r.cell_root == cell_root && !(commands_only && r.service))
     }
 
     /// Waits until nothing runs in `cell_root`; false if that took longer than `limit`.
     pub(crate) async fn wait_cell_idle(&self, cell_root: &Path, limit: Duration) -> bool {
+        self.wait_idle(cell_root, limit, false).await
+    }
+
+    /// Waits until no command (services aside) runs in `cell_root`.
+    pub(crate) async fn wait_commands_idle(&self, cell_root: &Path, limit: Duration) -> bool {
+        self.wait_idle(cell_root, limit, true).await
+    }
+
+    async fn wait_idle(&self, cell_root: &Path, limit: Duration, commands_only: bool) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let ended = self.ended.notified();
             tokio::pin!(ended);
             ended.as_mut().enable();
-            if !self.has_cell(cell_root) {
+            if !self.has_cell(cell_root, commands_only) {
                 return true;
             }
             if tokio::time::timeout_at(deadline, ended).await.is_err() {
-                return !self.has_cell(cell_root);
+                return !self.has_cell(cell_root, commands_only);
             }
         }
     }

@@ -88,6 +88,7 @@ impl Sandbox {
         let guard =
             self.running
                 .register(&request.exec_id, &checked.cell.root, &stop, max_in_cell)?;
+        self.running.mark_service(&request.exec_id);
         launch.cgroup_files = self.cgroups.enter(
             &checked.sandbox_root,
             &session_name(&checked.cell)?,

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -49,7 +49,34 @@ pub struct SessionHandle {
     summary: SummaryWriter,
     /// The bundle digest this session's sandbox cell was prepared with by this process:
     /// later turns skip preparing it again (see [`SessionHandle::cell_prepared`]).
-    prepared_cell: OnceLock<String>,
+    prepared_cell: Mutex<Option<String>>,
+}
+
+/// Where one turn of the log ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TurnEndRef {
+    /// The turn number: 1 for the session's first `turn_completed`.
+    pub turn: u64,
+    pub turn_id: Uuid,
+    /// The sequence of its `turn_completed`.
+    pub sequence: u64,
+}
+
+/// Turn ends in log order, as the log's `turn_completed` events give them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TurnEnds(Vec<TurnEndRef>);
+
+impl TurnEnds {
+    fn observe(&mut self, event: &Event) {
+        if let EventPayload::TurnCompleted(_) = &event.payload {
+            let turn = self.0.len() as u64 + 1;
+            self.0.push(TurnEndRef {
+                turn,
+                turn_id: event.turn_id.unwrap_or_default(),
+                sequence: event.sequence,
+            });
+        }
+    }
 }
 
 pub(super) struct LiveState {
@@ -61,6 +88,7 @@ pub(super) struct LiveState {
     stats: SessionStats,
     pub(super) recent: VecDeque<Arc<Event>>,
     history: History,
+    turn_ends: TurnEnds,
     /// A turn the log shows as started but never ended, that nothing runs any more:
     /// found when opening the log after a crash, or left by a turn whose end could not
     /// be written. It is closed before the session's next turn starts.
@@ -112,6 +140,9 @@ pub(crate) struct ReplayState {
     pub stats: SessionStats,
     pub recent: VecDeque<Arc<Event>>,
     pub history: History,
+    pub turn_ends: TurnEnds,
+    /// The log replayed, which a rewind's history is read back from.
+    pub log_path: Option<PathBuf>,
     /// A turn started but never completed, and its approvals still pending.
     pub open_turn: Option<OpenTurn>,
 }
@@ -145,7 +176,18 @@ impl ReplayState {
         if let Some(open) = &mut self.open_turn {
             open.so_far.observe(&event);
         }
-        self.history.observe(&event);
+        self.turn_ends.observe(&event);
+        match (&event.payload, &self.log_path) {
+            (EventPayload::SessionRewound(rewound), Some(log)) => {
+                match History::until(log, rewound.to_sequence) {
+                    Ok(history) => self.history = history,
+                    Err(e) => {
+                        tracing::warn!(session = %event.session_id, error = %e, "cannot read back the history a rewind goes back to");
+                    }
+                }
+            }
+            _ => self.history.observe(&event),
+        }
         if self.recent.len() == RECENT_EVENTS {
             self.recent.pop_front();
         }
@@ -179,7 +221,7 @@ impl SessionHandle {
             observer,
             synced_sequence,
             summary: SummaryWriter::new(summary_tasks),
-            prepared_cell: OnceLock::new(),
+            prepared_cell: Mutex::new(None),
             record,
             dir,
             sync_file,
@@ -190,6 +232,7 @@ impl SessionHandle {
                 stats: replay.stats,
                 recent: replay.recent,
                 history: replay.history,
+                turn_ends: replay.turn_ends,
                 log_turn: replay.open_turn.as_ref().map(|open| LogTurn {
                     id: open.turn_id,
                     first_sequence: open.so_far.first_sequence,
@@ -236,12 +279,100 @@ impl SessionHandle {
     /// process sees `data/`, `cache/` and `tmp/` from inside, never the cell itself), so
     /// what was prepared once stays prepared until the session is deleted.
     pub fn cell_prepared(&self, digest: &str) -> bool {
-        self.prepared_cell.get().is_some_and(|d| d == digest)
+        crate::sync::lock(&self.prepared_cell)
+            .as_deref()
+            .is_some_and(|d| d == digest)
     }
 
     /// Records that the session's cell is prepared with the bundle of `digest`.
     pub fn mark_cell_prepared(&self, digest: &str) {
-        let _ = self.prepared_cell.set(digest.to_owned());
+        *crate::sync::lock(&self.prepared_cell) = Some(digest.to_owned());
+    }
+
+    /// Forgets that the cell was prepared: its workspace was replaced (a rewind), so the
+    /// next turn prepares it again.
+    pub fn forget_cell_prepared(&self) {
+        *crate::sync::lock(&self.prepared_cell) = None;
+    }
+
+    /// Where turn `turn` (1 for the first) ended, if the log has that many.
+    pub fn turn_end(&self, turn: u64) -> Option<TurnEndRef> {
+        let index = usize::try_from(turn.checked_sub(1)?).ok()?;
+        self.lock().turn_ends.0.get(index).copied()
+    }
+
+    /// The turn whose `turn_completed` has sequence `sequence`, if one has.
+    pub fn turn_ending_at(&self, sequence: u64) -> Option<TurnEndRef> {
+        let state = self.lock();
+        let ends = &state.turn_ends.0;
+        ends.binary_search_by_key(&sequence, |end| end.sequence)
+            .ok()
+            .map(|i| ends[i])
+    }
+
+    /// The turn number of `turn_id`, if it ended.
+    pub fn turn_number(&self, turn_id: Uuid) -> Option<u64> {
+        self.lock()
+            .turn_ends
+            .0
+            .iter()
+            .rev()
+            .find(|end| end.turn_id == turn_id)
+            .map(|end| end.turn)
+    }
+
+    /// The turn ends up to `sequence`, in log order.
+    pub fn turn_ends_until(&self, sequence: u64) -> Vec<TurnEndRef> {
+        self.lock()
+            .turn_ends
+            .0
+            .iter()
+            .take_while(|end| end.sequence <= sequence)
+            .copied()
+            .collect()
+    }
+
+    /// The events up to `to_sequence`, read from the log.
+    pub(crate) fn events_until(&self, to_sequence: u64) -> Result<Vec<Event>> {
+        let mut reader = self
+            .lock()
+            .log
+            .reader_after(0)
+            .map_err(RuntimeError::from)?;
+        let mut events = Vec::new();
+        while let Some(event) = reader.next_event().map_err(RuntimeError::from)? {
+            if event.sequence > to_sequence {
+                break;
+            }
+            events.push(event);
+        }
+        Ok(events)
+    }
+
+    /// The history as it was at `to_sequence` (rewinds before it included).
+    pub(crate) fn history_until(&self, to_sequence: u64) -> Result<History> {
+        let path = self.lock().log.path().to_path_buf();
+        History::until(&path, to_sequence).map_err(RuntimeError::from)
+    }
+
+    /// Appends a `session_rewound` and puts `history` in place as one step, so no turn
+    /// starts from the history of before it; durable before anyone sees it.
+    pub(crate) async fn append_rewind(
+        &self,
+        payload: EventPayload,
+        history: History,
+    ) -> Result<Arc<Event>> {
+        let event = {
+            let mut state = self.lock();
+            let event = self.write_locked(&mut state, None, payload, true)?;
+            state.history = history;
+            event
+        };
+        let synced = self.sync().await;
+        self.release(event.sequence);
+        synced?;
+        self.publish();
+        Ok(event)
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, LiveState> {
@@ -386,6 +517,7 @@ impl SessionHandle {
         state.stats.observe(&event);
         state.stats.log_bytes = state.log.size();
         state.history.observe(&event);
+        state.turn_ends.observe(&event);
         let event = Arc::new(event);
         if state.recent.len() == RECENT_EVENTS {
             state.recent.pop_front();

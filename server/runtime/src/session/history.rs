@@ -6,7 +6,8 @@
 //! Each turn's token estimate is computed once, when the turn is added, so sizing a
 //! turn's window costs one addition per remembered turn.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::Path;
 use std::sync::Arc;
 
 use uuid::Uuid;
@@ -16,6 +17,8 @@ use crate::events::{Event, EventPayload, INTERRUPTED_BY_INPUT, TurnOutcome};
 use crate::memory::compaction::summary_message;
 use crate::memory::estimate::{message_tokens, messages_tokens};
 use crate::memory::interrupted;
+
+use super::log::{LogError, scan_from};
 
 /// How many completed turns after the summary are kept. Reaching it makes the next turn
 /// compact the older half (see `memory::window::plan`), so a turn leaves the history only
@@ -60,7 +63,7 @@ pub struct HistorySnapshot {
     pub memory_section: Option<Arc<str>>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct History {
     summary: Option<HistorySummary>,
     turns: VecDeque<HistoryTurn>,
@@ -119,8 +122,43 @@ impl History {
             EventPayload::MemoryRecalled { section, .. } => {
                 self.memory_section = Some(Arc::from(section.as_str()));
             }
+            // What a rewind goes back to is read from the log (see `History::until`).
             _ => {}
         }
+    }
+
+    /// The history as it stood once the event at `to_sequence` of the log at `log` was
+    /// folded in, rewinds included: a `session_rewound` puts back the history of the
+    /// sequence it names. Two reads of the log: the first finds the sequences rewinds go
+    /// back to, the second keeps a copy of the history at each of them.
+    pub fn until(log: &Path, to_sequence: u64) -> Result<Self, LogError> {
+        let mut targets = HashSet::new();
+        scan_from(log, 0, |event| {
+            if event.sequence <= to_sequence
+                && let EventPayload::SessionRewound(rewound) = &event.payload
+            {
+                targets.insert(rewound.to_sequence);
+            }
+        })?;
+        let mut history = Self::default();
+        let mut kept: HashMap<u64, Self> = HashMap::new();
+        scan_from(log, 0, |event| {
+            if event.sequence > to_sequence {
+                return;
+            }
+            match &event.payload {
+                EventPayload::SessionRewound(rewound) => {
+                    if let Some(earlier) = kept.get(&rewound.to_sequence) {
+                        history = earlier.clone();
+                    }
+                }
+                _ => history.observe(&event),
+            }
+            if targets.contains(&event.sequence) {
+                kept.insert(event.sequence, history.clone());
+            }
+        })?;
+        Ok(history)
     }
 
     pub fn snapshot(&self) -> HistorySnapshot {

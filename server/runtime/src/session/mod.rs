@@ -13,10 +13,10 @@ mod subscription;
 mod summary;
 mod unfinished;
 
-pub use handle::{ClosedTurn, SessionHandle};
+pub use handle::{ClosedTurn, SessionHandle, TurnEndRef};
 pub use history::{HistorySnapshot, HistorySummary, HistoryTurn, MEMORY_TURNS};
 pub use observer::EventObserver;
-pub use record::{BundlePin, SessionInfo, SessionRecord, SessionState, SessionStats};
+pub use record::{BundlePin, ForkOrigin, SessionInfo, SessionRecord, SessionState, SessionStats};
 pub use sink::EventSink;
 pub use store::{QuarantinedSession, SessionStore};
 pub use subscription::Subscription;

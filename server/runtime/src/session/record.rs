@@ -49,6 +49,21 @@ pub struct SessionRecord {
     /// Tokens (input + output) the session may spend over its life; `None`: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_budget: Option<u64>,
+    /// The session this one was forked from, and where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked: Option<ForkOrigin>,
+}
+
+/// Where a forked session came from: its history is the source's up to the end of that
+/// turn, its workspace what the source's held then.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkOrigin {
+    pub session_id: Uuid,
+    /// The turn number (1 for the source's first turn).
+    pub turn: u64,
+    pub turn_id: Uuid,
+    /// The sequence of that turn's `turn_completed` in the source's log.
+    pub sequence: u64,
 }
 
 /// Running totals of a session, derived from its log.

@@ -185,6 +185,42 @@ impl SessionStore {
         Ok(handle)
     }
 
+    /// Persists a fork: its record, `events` (the source's, up to the fork point) as its
+    /// own log, and what `populate` writes into its folder (its snapshots), all in a
+    /// staging folder renamed into place, so a crash never leaves half a fork. The fork is
+    /// opened, like any session, on first use.
+    pub fn create_fork(
+        &self,
+        mut record: SessionRecord,
+        events: Vec<crate::events::Event>,
+        populate: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<()> {
+        record.model.mask_secrets();
+        let staging = self.root.join(format!("{STAGING_PREFIX}{}", record.id));
+        let io = |what: &str, e| RuntimeError::storage(format!("{what} {}", staging.display()), e);
+        std::fs::create_dir(&staging).map_err(|e| io("create", e))?;
+        let result = (|| {
+            write_json_atomic(&staging.join(RECORD_FILE), &RecordFile::new(&record), true)
+                .map_err(|e| io("write record in", e))?;
+            let mut log = EventLog::create(&staging.join(LOG_FILE)).map_err(RuntimeError::from)?;
+            for mut event in events {
+                event.session_id = record.id;
+                event.id = Uuid::new_v4();
+                log.append(&event).map_err(RuntimeError::from)?;
+            }
+            log.sync().map_err(RuntimeError::from)?;
+            drop(log);
+            populate(&staging)?;
+            std::fs::rename(&staging, self.dir_of(record.id)).map_err(|e| io("rename", e))?;
+            sync_dir(&self.root);
+            Ok(())
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_dir_all(&staging);
+        }
+        result
+    }
+
     /// Opens a session (reading and repairing its log the first time).
     pub async fn get(&self, id: Uuid) -> Result<Arc<SessionHandle>> {
         let cell = self.lock_open().entry(id).or_default().clone();
@@ -413,7 +449,10 @@ fn load(
             record.id
         )));
     }
-    let mut replay = ReplayState::default();
+    let mut replay = ReplayState {
+        log_path: Some(dir.join(LOG_FILE)),
+        ..ReplayState::default()
+    };
     let recovered = match EventLog::open(&dir.join(LOG_FILE), |event| replay.observe(event)) {
         Ok(recovered) => recovered,
         Err(LogError::Corrupt { line, message, .. }) => {

@@ -46,6 +46,7 @@ fn record() -> SessionRecord {
         created_at_ms: 1,
         metadata: Default::default(),
         token_budget: None,
+        forked: None,
     }
 }
 
@@ -858,4 +859,94 @@ async fn the_storage_format_version_is_written_and_a_newer_one_refused() {
     assert!(file(newer.id).is_file(), "left where it is");
     assert!(store.quarantined().is_empty());
     assert!(store.peek(newer.id).is_none());
+}
+
+/// One completed turn whose record holds `prompt` and an answer.
+async fn completed_turn(handle: &Arc<super::SessionHandle>, prompt: &str) -> Uuid {
+    use crate::chat::ChatMessage;
+    let turn = Uuid::now_v7();
+    handle
+        .append(Some(turn), turn_started())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    handle
+        .append(
+            Some(turn),
+            EventPayload::TurnCompleted(TurnCompleted {
+                outcome: TurnOutcome::Completed,
+                response: "ok".into(),
+                error: String::new(),
+                usage: Default::default(),
+                messages: vec![
+                    ChatMessage::user(prompt),
+                    ChatMessage::assistant("ok", vec![]),
+                ],
+                model_calls: 1,
+                reason: String::new(),
+            }),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    turn
+}
+
+fn prompts(handle: &super::SessionHandle) -> Vec<String> {
+    handle
+        .history()
+        .turns
+        .iter()
+        .map(|t| t.messages[0].content.clone())
+        .collect()
+}
+
+async fn rewind(handle: &Arc<super::SessionHandle>, to_turn: u64) {
+    let end = handle
+        .turn_end(to_turn)
+        .unwrap_or_else(|| panic!("turn {to_turn}"));
+    let history = handle
+        .history_until(end.sequence)
+        .unwrap_or_else(|e| panic!("{e}"));
+    handle
+        .append_rewind(
+            EventPayload::SessionRewound(crate::events::SessionRewound {
+                to_turn,
+                to_turn_id: end.turn_id,
+                to_sequence: end.sequence,
+                turns_left: 0,
+                entries: 0,
+            }),
+            history,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[tokio::test]
+async fn a_rewind_puts_back_the_history_of_its_turn_live_and_when_the_log_is_read_again() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let record = record();
+    let id = record.id;
+    let handle = store(&dir).create(record).unwrap_or_else(|e| panic!("{e}"));
+    for prompt in ["one", "two", "three"] {
+        completed_turn(&handle, prompt).await;
+    }
+    rewind(&handle, 1).await;
+    assert_eq!(prompts(&handle), ["one"]);
+    completed_turn(&handle, "four").await;
+    assert_eq!(prompts(&handle), ["one", "four"]);
+    // Back to a turn the first rewind left: its own history, before any rewind.
+    rewind(&handle, 3).await;
+    assert_eq!(prompts(&handle), ["one", "two", "three"]);
+    // Back to turn 4, which followed a rewind.
+    rewind(&handle, 4).await;
+    assert_eq!(prompts(&handle), ["one", "four"]);
+    let turn_four = handle.turn_end(4).unwrap_or_else(|| panic!("turn 4"));
+    drop(handle);
+
+    // Read again from the log, as after a restart.
+    let reopened = store(&dir).get(id).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(prompts(&reopened), ["one", "four"]);
+    assert_eq!(reopened.turn_end(4), Some(turn_four));
+    assert_eq!(reopened.turn_ending_at(turn_four.sequence), Some(turn_four));
+    assert_eq!(reopened.turn_ending_at(turn_four.sequence - 1), None);
 }

@@ -217,6 +217,25 @@ pub struct ServeArgs {
     /// memory and read from disk again when next used [default: 1024].
     #[arg(long, value_name = "SESSIONS")]
     pub open_session_cache: Option<usize>,
+    /// Record a snapshot of the session's workspace at every turn end (fork, rewind,
+    /// turn changes) [default: true].
+    #[arg(long, value_name = "BOOL")]
+    pub snapshots: Option<bool>,
+    /// Turn snapshots one session keeps; the oldest are dropped past it [default: 100].
+    #[arg(long, value_name = "TURNS")]
+    pub snapshot_max_turns: Option<usize>,
+    /// Bytes one session's snapshots may hold; the oldest turns are dropped past it
+    /// [default: 8589934592].
+    #[arg(long, value_name = "BYTES")]
+    pub snapshot_max_bytes: Option<u64>,
+    /// Entries (files, folders, links) of a workspace that is snapshotted; a larger one is
+    /// skipped, and the turn's events say so [default: 100000].
+    #[arg(long, value_name = "ENTRIES")]
+    pub snapshot_max_workspace_files: Option<usize>,
+    /// Bytes of files of a workspace that is snapshotted; a larger one is skipped
+    /// [default: 4294967296].
+    #[arg(long, value_name = "BYTES")]
+    pub snapshot_max_workspace_bytes: Option<u64>,
 }
 
 impl ServeArgs {

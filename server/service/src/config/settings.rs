@@ -363,6 +363,56 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
             },
         )
         .flag("--record-cassettes", |a| a.record_cassettes.then_some(true)),
+        // [snapshots]: the workspace snapshots of turn ends (fork, rewind, turn changes).
+        server(
+            "snapshots.enabled",
+            |d| Some(d.server.runtime.snapshots.enabled),
+            |d, v| {
+                d.server.runtime.snapshots.enabled = v;
+                Ok(())
+            },
+        )
+        .flag("--snapshots", |a| a.snapshots),
+        server(
+            "snapshots.max_turns",
+            |d| Some(d.server.runtime.snapshots.max_turns),
+            |d, v| {
+                d.server.runtime.snapshots.max_turns = at_least(v, 1)?;
+                Ok(())
+            },
+        )
+        .flag("--snapshot-max-turns", |a| a.snapshot_max_turns),
+        server(
+            "snapshots.max_bytes",
+            |d| Some(d.server.runtime.snapshots.max_bytes),
+            |d, v| {
+                d.server.runtime.snapshots.max_bytes = v;
+                Ok(())
+            },
+        )
+        .flag("--snapshot-max-bytes", |a| a.snapshot_max_bytes),
+        server(
+            "snapshots.max_workspace_files",
+            |d| Some(d.server.runtime.snapshots.max_workspace_files),
+            |d, v| {
+                d.server.runtime.snapshots.max_workspace_files = v;
+                Ok(())
+            },
+        )
+        .flag("--snapshot-max-workspace-files", |a| {
+            a.snapshot_max_workspace_files
+        }),
+        server(
+            "snapshots.max_workspace_bytes",
+            |d| Some(d.server.runtime.snapshots.max_workspace_bytes),
+            |d, v| {
+                d.server.runtime.snapshots.max_workspace_bytes = v;
+                Ok(())
+            },
+        )
+        .flag("--snapshot-max-workspace-bytes", |a| {
+            a.snapshot_max_workspace_bytes
+        }),
         // [memory]: long-term memory across an agent's sessions.
         server(
             "memory.long_term",

@@ -383,6 +383,49 @@ pub fn session(info: &SessionInfo) -> pb::Session {
         usage: Some(usage(&info.stats.usage)),
         token_budget: r.token_budget.unwrap_or(0),
         state: session_state(info.state),
+        forked_from: r
+            .forked
+            .as_ref()
+            .map(|f| f.session_id.to_string())
+            .unwrap_or_default(),
+        forked_at: r.forked.as_ref().map(|f| pb::ForkPoint {
+            turn: f.turn,
+            sequence: f.sequence,
+            turn_id: f.turn_id.to_string(),
+        }),
+    }
+}
+
+/// What a turn changed in the workspace.
+pub fn turn_changes(c: &odyssey_runtime::snapshot::TurnChanges) -> pb::GetTurnChangesResponse {
+    use odyssey_runtime::snapshot::{ChangeKind, NodeKind};
+    pb::GetTurnChangesResponse {
+        turn: c.turn,
+        turn_id: c.turn_id.to_string(),
+        base_turn: c.base_turn,
+        changes: c
+            .changes
+            .iter()
+            .map(|f| pb::FileChange {
+                path: f.path.clone(),
+                change: (match f.change {
+                    ChangeKind::Added => pb::FileChangeKind::Added,
+                    ChangeKind::Changed => pb::FileChangeKind::Changed,
+                    ChangeKind::Removed => pb::FileChangeKind::Removed,
+                }) as i32,
+                kind: (match f.kind {
+                    NodeKind::File => pb::FileNodeKind::File,
+                    NodeKind::Dir => pb::FileNodeKind::Directory,
+                    NodeKind::Symlink => pb::FileNodeKind::Symlink,
+                }) as i32,
+                size_before: f.size_before,
+                size_after: f.size_after,
+                binary: f.binary,
+                unified_diff: f.unified_diff.clone(),
+                diff_truncated: f.diff_truncated,
+            })
+            .collect(),
+        truncated: c.truncated,
     }
 }
 
@@ -656,6 +699,13 @@ fn payload(p: &EventPayload) -> pb::session_event::Payload {
                 section: section.clone(),
             })
         }
+        EventPayload::SessionRewound(r) => P::SessionRewound(pb::SessionRewound {
+            to_turn: r.to_turn,
+            to_turn_id: r.to_turn_id.to_string(),
+            to_sequence: r.to_sequence,
+            turns_left: r.turns_left,
+            entries: r.entries,
+        }),
         EventPayload::NetworkConnectionAttempted(a) => {
             P::NetworkConnectionAttempted(pb::NetworkConnectionAttempted {
                 host: a.host.clone(),

@@ -7,6 +7,7 @@ use tonic::{Request, Response, Status};
 use super::convert;
 use odyssey_runtime::OdysseyRuntime;
 use odyssey_runtime::sandbox::SessionLimitsInfo;
+use odyssey_runtime::snapshot::{SnapshotMechanism, SnapshotSettings};
 
 pub struct ServerInfo {
     runtime: OdysseyRuntime,
@@ -67,6 +68,7 @@ impl ServerService for ServerInfo {
                 open_sessions: info.activity.open_sessions as u32,
                 subscriptions: info.activity.subscriptions as u32,
             }),
+            workspace_snapshots: Some(workspace_snapshots(&info.snapshots)),
         }))
     }
 }
@@ -79,5 +81,22 @@ fn session_limits(limits: &SessionLimitsInfo) -> pb::SessionLimits {
         max_processes: limits.max_processes,
         max_concurrent_commands: limits.max_concurrent_commands.unwrap_or(0),
         processes_counted_per_command: limits.processes_counted_per_command,
+    }
+}
+
+fn workspace_snapshots(settings: &SnapshotSettings) -> pb::WorkspaceSnapshots {
+    let mechanism = if !settings.enabled {
+        pb::SnapshotMechanism::Disabled
+    } else {
+        match settings.mechanism() {
+            SnapshotMechanism::Copies => pb::SnapshotMechanism::Copies,
+        }
+    };
+    pb::WorkspaceSnapshots {
+        mechanism: mechanism as i32,
+        max_turns: settings.max_turns as u64,
+        max_bytes: settings.max_bytes,
+        max_workspace_files: settings.max_workspace_files as u64,
+        max_workspace_bytes: settings.max_workspace_bytes,
     }
 }

@@ -13,7 +13,7 @@ use tonic::{Request, Response, Status};
 use super::convert;
 use super::status::{invalid, parse_uuid, to_status, to_status_at};
 use odyssey_runtime::session::Subscription;
-use odyssey_runtime::{OdysseyRuntime, PageRequest, SessionFilter, SessionSpec};
+use odyssey_runtime::{ForkPoint, OdysseyRuntime, PageRequest, SessionFilter, SessionSpec};
 
 /// Batches of events (up to a subscription batch, 256, each) buffered per subscriber
 /// between the log and the network. Small on purpose: a slow client backs up into this
@@ -114,6 +114,64 @@ impl SessionService for Sessions {
         let id = parse_uuid("session_id", &request.into_inner().session_id)?;
         self.runtime.delete_session(id).await.map_err(to_status)?;
         Ok(Response::new(pb::DeleteSessionResponse {}))
+    }
+
+    async fn fork_session(
+        &self,
+        request: Request<pb::ForkSessionRequest>,
+    ) -> Result<Response<pb::ForkSessionResponse>, Status> {
+        use pb::fork_session_request::Point;
+        let r = request.into_inner();
+        let id = parse_uuid("session_id", &r.session_id)?;
+        let point = match r.point {
+            Some(Point::AfterTurn(turn)) => ForkPoint::AfterTurn(turn),
+            Some(Point::AtSequence(sequence)) => ForkPoint::AtSequence(sequence),
+            None => {
+                return Err(invalid(
+                    "point",
+                    "set after_turn (a turn number) or at_sequence (a turn's end)",
+                ));
+            }
+        };
+        let info = self
+            .runtime
+            .fork_session(id, point)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::ForkSessionResponse {
+            session: Some(convert::session(&info)),
+        }))
+    }
+
+    async fn rewind_session(
+        &self,
+        request: Request<pb::RewindSessionRequest>,
+    ) -> Result<Response<pb::RewindSessionResponse>, Status> {
+        let r = request.into_inner();
+        let id = parse_uuid("session_id", &r.session_id)?;
+        let rewound = self
+            .runtime
+            .rewind_session(id, r.to_turn)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::RewindSessionResponse {
+            session: Some(convert::session(&rewound.session)),
+            event: Some(convert::EventIds::default().event(&rewound.event)),
+        }))
+    }
+
+    async fn get_turn_changes(
+        &self,
+        request: Request<pb::GetTurnChangesRequest>,
+    ) -> Result<Response<pb::GetTurnChangesResponse>, Status> {
+        let r = request.into_inner();
+        let id = parse_uuid("session_id", &r.session_id)?;
+        let changes = self
+            .runtime
+            .turn_changes(id, r.turn)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(convert::turn_changes(&changes)))
     }
 
     type ExportSessionCassetteStream = CassetteStream;

@@ -376,6 +376,7 @@ type SessionEvent struct {
 	//	*SessionEvent_MemoryRecalled
 	//	*SessionEvent_NetworkConnectionAttempted
 	//	*SessionEvent_UserInputAdded
+	//	*SessionEvent_SessionRewound
 	Payload       isSessionEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -633,6 +634,15 @@ func (x *SessionEvent) GetUserInputAdded() *UserInputAdded {
 	return nil
 }
 
+func (x *SessionEvent) GetSessionRewound() *SessionRewound {
+	if x != nil {
+		if x, ok := x.Payload.(*SessionEvent_SessionRewound); ok {
+			return x.SessionRewound
+		}
+	}
+	return nil
+}
+
 type isSessionEvent_Payload interface {
 	isSessionEvent_Payload()
 }
@@ -717,6 +727,10 @@ type SessionEvent_UserInputAdded struct {
 	UserInputAdded *UserInputAdded `protobuf:"bytes,29,opt,name=user_input_added,json=userInputAdded,proto3,oneof"`
 }
 
+type SessionEvent_SessionRewound struct {
+	SessionRewound *SessionRewound `protobuf:"bytes,32,opt,name=session_rewound,json=sessionRewound,proto3,oneof"`
+}
+
 func (*SessionEvent_TurnStarted) isSessionEvent_Payload() {}
 
 func (*SessionEvent_TurnCompleted) isSessionEvent_Payload() {}
@@ -756,6 +770,8 @@ func (*SessionEvent_MemoryRecalled) isSessionEvent_Payload() {}
 func (*SessionEvent_NetworkConnectionAttempted) isSessionEvent_Payload() {}
 
 func (*SessionEvent_UserInputAdded) isSessionEvent_Payload() {}
+
+func (*SessionEvent_SessionRewound) isSessionEvent_Payload() {}
 
 // The effective values a turn runs with.
 type TurnContext struct {
@@ -2313,12 +2329,94 @@ func (x *UserInputAdded) GetMode() InputMode {
 	return InputMode_INPUT_MODE_UNSPECIFIED
 }
 
+// The session went back to the end of turn `to_turn` (RewindSession): the model's history
+// is what it was at `to_sequence`, the workspace what it held then. The turns after it
+// stay in the log but leave the history. Outside any turn.
+type SessionRewound struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ToTurn   uint64                 `protobuf:"varint,1,opt,name=to_turn,json=toTurn,proto3" json:"to_turn,omitempty"`
+	ToTurnId string                 `protobuf:"bytes,2,opt,name=to_turn_id,json=toTurnId,proto3" json:"to_turn_id,omitempty"`
+	// The sequence of that turn's TurnCompleted.
+	ToSequence uint64 `protobuf:"varint,3,opt,name=to_sequence,json=toSequence,proto3" json:"to_sequence,omitempty"`
+	// Turns after `to_turn` that left the history.
+	TurnsLeft uint64 `protobuf:"varint,4,opt,name=turns_left,json=turnsLeft,proto3" json:"turns_left,omitempty"`
+	// Entries (files, folders, links) the restored workspace holds.
+	Entries       uint64 `protobuf:"varint,5,opt,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionRewound) Reset() {
+	*x = SessionRewound{}
+	mi := &file_odyssey_v1_events_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionRewound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionRewound) ProtoMessage() {}
+
+func (x *SessionRewound) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_events_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionRewound.ProtoReflect.Descriptor instead.
+func (*SessionRewound) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_events_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SessionRewound) GetToTurn() uint64 {
+	if x != nil {
+		return x.ToTurn
+	}
+	return 0
+}
+
+func (x *SessionRewound) GetToTurnId() string {
+	if x != nil {
+		return x.ToTurnId
+	}
+	return ""
+}
+
+func (x *SessionRewound) GetToSequence() uint64 {
+	if x != nil {
+		return x.ToSequence
+	}
+	return 0
+}
+
+func (x *SessionRewound) GetTurnsLeft() uint64 {
+	if x != nil {
+		return x.TurnsLeft
+	}
+	return 0
+}
+
+func (x *SessionRewound) GetEntries() uint64 {
+	if x != nil {
+		return x.Entries
+	}
+	return 0
+}
+
 var File_odyssey_v1_events_proto protoreflect.FileDescriptor
 
 const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"\x17odyssey/v1/events.proto\x12\n" +
-	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\xc5\r\n" +
+	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\x8c\x0e\n" +
 	"\fSessionEvent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2347,7 +2445,8 @@ const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\x11history_compacted\x18\x1a \x01(\v2\x1c.odyssey.v1.HistoryCompactedH\x00R\x10historyCompacted\x12E\n" +
 	"\x0fmemory_recalled\x18\x1b \x01(\v2\x1a.odyssey.v1.MemoryRecalledH\x00R\x0ememoryRecalled\x12j\n" +
 	"\x1cnetwork_connection_attempted\x18\x1c \x01(\v2&.odyssey.v1.NetworkConnectionAttemptedH\x00R\x1anetworkConnectionAttempted\x12F\n" +
-	"\x10user_input_added\x18\x1d \x01(\v2\x1a.odyssey.v1.UserInputAddedH\x00R\x0euserInputAddedB\t\n" +
+	"\x10user_input_added\x18\x1d \x01(\v2\x1a.odyssey.v1.UserInputAddedH\x00R\x0euserInputAdded\x12E\n" +
+	"\x0fsession_rewound\x18  \x01(\v2\x1a.odyssey.v1.SessionRewoundH\x00R\x0esessionRewoundB\t\n" +
 	"\apayload\"\xcd\x02\n" +
 	"\vTurnContext\x12\x10\n" +
 	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x12+\n" +
@@ -2464,7 +2563,16 @@ const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\"O\n" +
 	"\x0eUserInputAdded\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12)\n" +
-	"\x04mode\x18\x02 \x01(\x0e2\x15.odyssey.v1.InputModeR\x04mode*\x9a\x01\n" +
+	"\x04mode\x18\x02 \x01(\x0e2\x15.odyssey.v1.InputModeR\x04mode\"\xa1\x01\n" +
+	"\x0eSessionRewound\x12\x17\n" +
+	"\ato_turn\x18\x01 \x01(\x04R\x06toTurn\x12\x1c\n" +
+	"\n" +
+	"to_turn_id\x18\x02 \x01(\tR\btoTurnId\x12\x1f\n" +
+	"\vto_sequence\x18\x03 \x01(\x04R\n" +
+	"toSequence\x12\x1d\n" +
+	"\n" +
+	"turns_left\x18\x04 \x01(\x04R\tturnsLeft\x12\x18\n" +
+	"\aentries\x18\x05 \x01(\x04R\aentries*\x9a\x01\n" +
 	"\vTurnOutcome\x12\x1c\n" +
 	"\x18TURN_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TURN_OUTCOME_COMPLETED\x10\x01\x12\x17\n" +
@@ -2514,7 +2622,7 @@ func file_odyssey_v1_events_proto_rawDescGZIP() []byte {
 }
 
 var file_odyssey_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_odyssey_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_odyssey_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_odyssey_v1_events_proto_goTypes = []any{
 	(TurnOutcome)(0),                   // 0: odyssey.v1.TurnOutcome
 	(ChatRole)(0),                      // 1: odyssey.v1.ChatRole
@@ -2547,17 +2655,18 @@ var file_odyssey_v1_events_proto_goTypes = []any{
 	(*MemoryRecalled)(nil),             // 28: odyssey.v1.MemoryRecalled
 	(*NetworkConnectionAttempted)(nil), // 29: odyssey.v1.NetworkConnectionAttempted
 	(*UserInputAdded)(nil),             // 30: odyssey.v1.UserInputAdded
-	nil,                                // 31: odyssey.v1.TurnContext.MetadataEntry
-	(*timestamppb.Timestamp)(nil),      // 32: google.protobuf.Timestamp
-	(*ModelSpec)(nil),                  // 33: odyssey.v1.ModelSpec
-	(SandboxMode)(0),                   // 34: odyssey.v1.SandboxMode
-	(ApprovalPolicy)(0),                // 35: odyssey.v1.ApprovalPolicy
-	(*TokenUsage)(nil),                 // 36: odyssey.v1.TokenUsage
-	(*structpb.Struct)(nil),            // 37: google.protobuf.Struct
-	(InputMode)(0),                     // 38: odyssey.v1.InputMode
+	(*SessionRewound)(nil),             // 31: odyssey.v1.SessionRewound
+	nil,                                // 32: odyssey.v1.TurnContext.MetadataEntry
+	(*timestamppb.Timestamp)(nil),      // 33: google.protobuf.Timestamp
+	(*ModelSpec)(nil),                  // 34: odyssey.v1.ModelSpec
+	(SandboxMode)(0),                   // 35: odyssey.v1.SandboxMode
+	(ApprovalPolicy)(0),                // 36: odyssey.v1.ApprovalPolicy
+	(*TokenUsage)(nil),                 // 37: odyssey.v1.TokenUsage
+	(*structpb.Struct)(nil),            // 38: google.protobuf.Struct
+	(InputMode)(0),                     // 39: odyssey.v1.InputMode
 }
 var file_odyssey_v1_events_proto_depIdxs = []int32{
-	32, // 0: odyssey.v1.SessionEvent.created_at:type_name -> google.protobuf.Timestamp
+	33, // 0: odyssey.v1.SessionEvent.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 1: odyssey.v1.SessionEvent.turn_started:type_name -> odyssey.v1.TurnStarted
 	9,  // 2: odyssey.v1.SessionEvent.turn_completed:type_name -> odyssey.v1.TurnCompleted
 	12, // 3: odyssey.v1.SessionEvent.agent_message_delta:type_name -> odyssey.v1.AgentMessageDelta
@@ -2578,32 +2687,33 @@ var file_odyssey_v1_events_proto_depIdxs = []int32{
 	28, // 18: odyssey.v1.SessionEvent.memory_recalled:type_name -> odyssey.v1.MemoryRecalled
 	29, // 19: odyssey.v1.SessionEvent.network_connection_attempted:type_name -> odyssey.v1.NetworkConnectionAttempted
 	30, // 20: odyssey.v1.SessionEvent.user_input_added:type_name -> odyssey.v1.UserInputAdded
-	33, // 21: odyssey.v1.TurnContext.model:type_name -> odyssey.v1.ModelSpec
-	34, // 22: odyssey.v1.TurnContext.sandbox_mode:type_name -> odyssey.v1.SandboxMode
-	35, // 23: odyssey.v1.TurnContext.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
-	31, // 24: odyssey.v1.TurnContext.metadata:type_name -> odyssey.v1.TurnContext.MetadataEntry
-	7,  // 25: odyssey.v1.TurnStarted.context:type_name -> odyssey.v1.TurnContext
-	0,  // 26: odyssey.v1.TurnCompleted.outcome:type_name -> odyssey.v1.TurnOutcome
-	36, // 27: odyssey.v1.TurnCompleted.usage:type_name -> odyssey.v1.TokenUsage
-	10, // 28: odyssey.v1.TurnCompleted.messages:type_name -> odyssey.v1.ChatMessage
-	1,  // 29: odyssey.v1.ChatMessage.role:type_name -> odyssey.v1.ChatRole
-	11, // 30: odyssey.v1.ChatMessage.tool_calls:type_name -> odyssey.v1.ToolCall
-	37, // 31: odyssey.v1.ToolCallStarted.arguments:type_name -> google.protobuf.Struct
-	2,  // 32: odyssey.v1.ExecCommandOutputDelta.stream:type_name -> odyssey.v1.OutputStream
-	37, // 33: odyssey.v1.PermissionRequested.arguments:type_name -> google.protobuf.Struct
-	3,  // 34: odyssey.v1.ApprovalResolved.decision:type_name -> odyssey.v1.ApprovalDecision
-	4,  // 35: odyssey.v1.ApprovalResolved.resolution:type_name -> odyssey.v1.ApprovalResolution
-	5,  // 36: odyssey.v1.PlanStep.status:type_name -> odyssey.v1.PlanStepStatus
-	23, // 37: odyssey.v1.PlanUpdated.steps:type_name -> odyssey.v1.PlanStep
-	36, // 38: odyssey.v1.TokenUsageReported.call:type_name -> odyssey.v1.TokenUsage
-	36, // 39: odyssey.v1.TokenUsageReported.turn_total:type_name -> odyssey.v1.TokenUsage
-	36, // 40: odyssey.v1.HistoryCompacted.usage:type_name -> odyssey.v1.TokenUsage
-	38, // 41: odyssey.v1.UserInputAdded.mode:type_name -> odyssey.v1.InputMode
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	31, // 21: odyssey.v1.SessionEvent.session_rewound:type_name -> odyssey.v1.SessionRewound
+	34, // 22: odyssey.v1.TurnContext.model:type_name -> odyssey.v1.ModelSpec
+	35, // 23: odyssey.v1.TurnContext.sandbox_mode:type_name -> odyssey.v1.SandboxMode
+	36, // 24: odyssey.v1.TurnContext.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
+	32, // 25: odyssey.v1.TurnContext.metadata:type_name -> odyssey.v1.TurnContext.MetadataEntry
+	7,  // 26: odyssey.v1.TurnStarted.context:type_name -> odyssey.v1.TurnContext
+	0,  // 27: odyssey.v1.TurnCompleted.outcome:type_name -> odyssey.v1.TurnOutcome
+	37, // 28: odyssey.v1.TurnCompleted.usage:type_name -> odyssey.v1.TokenUsage
+	10, // 29: odyssey.v1.TurnCompleted.messages:type_name -> odyssey.v1.ChatMessage
+	1,  // 30: odyssey.v1.ChatMessage.role:type_name -> odyssey.v1.ChatRole
+	11, // 31: odyssey.v1.ChatMessage.tool_calls:type_name -> odyssey.v1.ToolCall
+	38, // 32: odyssey.v1.ToolCallStarted.arguments:type_name -> google.protobuf.Struct
+	2,  // 33: odyssey.v1.ExecCommandOutputDelta.stream:type_name -> odyssey.v1.OutputStream
+	38, // 34: odyssey.v1.PermissionRequested.arguments:type_name -> google.protobuf.Struct
+	3,  // 35: odyssey.v1.ApprovalResolved.decision:type_name -> odyssey.v1.ApprovalDecision
+	4,  // 36: odyssey.v1.ApprovalResolved.resolution:type_name -> odyssey.v1.ApprovalResolution
+	5,  // 37: odyssey.v1.PlanStep.status:type_name -> odyssey.v1.PlanStepStatus
+	23, // 38: odyssey.v1.PlanUpdated.steps:type_name -> odyssey.v1.PlanStep
+	37, // 39: odyssey.v1.TokenUsageReported.call:type_name -> odyssey.v1.TokenUsage
+	37, // 40: odyssey.v1.TokenUsageReported.turn_total:type_name -> odyssey.v1.TokenUsage
+	37, // 41: odyssey.v1.HistoryCompacted.usage:type_name -> odyssey.v1.TokenUsage
+	39, // 42: odyssey.v1.UserInputAdded.mode:type_name -> odyssey.v1.InputMode
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_events_proto_init() }
@@ -2633,6 +2743,7 @@ func file_odyssey_v1_events_proto_init() {
 		(*SessionEvent_MemoryRecalled)(nil),
 		(*SessionEvent_NetworkConnectionAttempted)(nil),
 		(*SessionEvent_UserInputAdded)(nil),
+		(*SessionEvent_SessionRewound)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2640,7 +2751,7 @@ func file_odyssey_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_events_proto_rawDesc), len(file_odyssey_v1_events_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

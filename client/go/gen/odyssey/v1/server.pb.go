@@ -22,6 +22,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SnapshotMechanism int32
+
+const (
+	SnapshotMechanism_SNAPSHOT_MECHANISM_UNSPECIFIED SnapshotMechanism = 0
+	// Snapshots are off.
+	SnapshotMechanism_SNAPSHOT_MECHANISM_DISABLED SnapshotMechanism = 1
+	// Changed files are copied into a content-addressed store at each turn end and copied
+	// back out to fork or rewind.
+	SnapshotMechanism_SNAPSHOT_MECHANISM_COPIES SnapshotMechanism = 2
+	// Overlay layers mounted by the server (not offered yet).
+	SnapshotMechanism_SNAPSHOT_MECHANISM_OVERLAY SnapshotMechanism = 3
+)
+
+// Enum value maps for SnapshotMechanism.
+var (
+	SnapshotMechanism_name = map[int32]string{
+		0: "SNAPSHOT_MECHANISM_UNSPECIFIED",
+		1: "SNAPSHOT_MECHANISM_DISABLED",
+		2: "SNAPSHOT_MECHANISM_COPIES",
+		3: "SNAPSHOT_MECHANISM_OVERLAY",
+	}
+	SnapshotMechanism_value = map[string]int32{
+		"SNAPSHOT_MECHANISM_UNSPECIFIED": 0,
+		"SNAPSHOT_MECHANISM_DISABLED":    1,
+		"SNAPSHOT_MECHANISM_COPIES":      2,
+		"SNAPSHOT_MECHANISM_OVERLAY":     3,
+	}
+)
+
+func (x SnapshotMechanism) Enum() *SnapshotMechanism {
+	p := new(SnapshotMechanism)
+	*p = x
+	return p
+}
+
+func (x SnapshotMechanism) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SnapshotMechanism) Descriptor() protoreflect.EnumDescriptor {
+	return file_odyssey_v1_server_proto_enumTypes[0].Descriptor()
+}
+
+func (SnapshotMechanism) Type() protoreflect.EnumType {
+	return &file_odyssey_v1_server_proto_enumTypes[0]
+}
+
+func (x SnapshotMechanism) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SnapshotMechanism.Descriptor instead.
+func (SnapshotMechanism) EnumDescriptor() ([]byte, []int) {
+	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{0}
+}
+
 type GetServerInfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -69,9 +125,11 @@ type GetServerInfoResponse struct {
 	Providers []string `protobuf:"bytes,6,rep,name=providers,proto3" json:"providers,omitempty"`
 	// What the server holds right now: a figure that keeps growing while nothing runs is
 	// a leak.
-	Activity      *ServerActivity `protobuf:"bytes,7,opt,name=activity,proto3" json:"activity,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Activity *ServerActivity `protobuf:"bytes,7,opt,name=activity,proto3" json:"activity,omitempty"`
+	// How the workspace is snapshotted at turn ends (fork, rewind, turn changes).
+	WorkspaceSnapshots *WorkspaceSnapshots `protobuf:"bytes,8,opt,name=workspace_snapshots,json=workspaceSnapshots,proto3" json:"workspace_snapshots,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *GetServerInfoResponse) Reset() {
@@ -149,6 +207,13 @@ func (x *GetServerInfoResponse) GetProviders() []string {
 func (x *GetServerInfoResponse) GetActivity() *ServerActivity {
 	if x != nil {
 		return x.Activity
+	}
+	return nil
+}
+
+func (x *GetServerInfoResponse) GetWorkspaceSnapshots() *WorkspaceSnapshots {
+	if x != nil {
+		return x.WorkspaceSnapshots
 	}
 	return nil
 }
@@ -574,13 +639,94 @@ func (x *QuarantinedSession) GetQuarantinedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// How this server snapshots sessions' workspaces at turn ends.
+type WorkspaceSnapshots struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Mechanism SnapshotMechanism      `protobuf:"varint,1,opt,name=mechanism,proto3,enum=odyssey.v1.SnapshotMechanism" json:"mechanism,omitempty"`
+	// Turn snapshots one session keeps (the oldest are dropped past it).
+	MaxTurns uint64 `protobuf:"varint,2,opt,name=max_turns,json=maxTurns,proto3" json:"max_turns,omitempty"`
+	// Bytes one session's snapshots may hold (the oldest turns are dropped past it).
+	MaxBytes uint64 `protobuf:"varint,3,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// A workspace with more entries, or more bytes of files, is not snapshotted (the turn's
+	// events say so).
+	MaxWorkspaceFiles uint64 `protobuf:"varint,4,opt,name=max_workspace_files,json=maxWorkspaceFiles,proto3" json:"max_workspace_files,omitempty"`
+	MaxWorkspaceBytes uint64 `protobuf:"varint,5,opt,name=max_workspace_bytes,json=maxWorkspaceBytes,proto3" json:"max_workspace_bytes,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *WorkspaceSnapshots) Reset() {
+	*x = WorkspaceSnapshots{}
+	mi := &file_odyssey_v1_server_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkspaceSnapshots) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkspaceSnapshots) ProtoMessage() {}
+
+func (x *WorkspaceSnapshots) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_server_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkspaceSnapshots.ProtoReflect.Descriptor instead.
+func (*WorkspaceSnapshots) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *WorkspaceSnapshots) GetMechanism() SnapshotMechanism {
+	if x != nil {
+		return x.Mechanism
+	}
+	return SnapshotMechanism_SNAPSHOT_MECHANISM_UNSPECIFIED
+}
+
+func (x *WorkspaceSnapshots) GetMaxTurns() uint64 {
+	if x != nil {
+		return x.MaxTurns
+	}
+	return 0
+}
+
+func (x *WorkspaceSnapshots) GetMaxBytes() uint64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *WorkspaceSnapshots) GetMaxWorkspaceFiles() uint64 {
+	if x != nil {
+		return x.MaxWorkspaceFiles
+	}
+	return 0
+}
+
+func (x *WorkspaceSnapshots) GetMaxWorkspaceBytes() uint64 {
+	if x != nil {
+		return x.MaxWorkspaceBytes
+	}
+	return 0
+}
+
 var File_odyssey_v1_server_proto protoreflect.FileDescriptor
 
 const file_odyssey_v1_server_proto_rawDesc = "" +
 	"\n" +
 	"\x17odyssey/v1/server.proto\x12\n" +
 	"odyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\x16\n" +
-	"\x14GetServerInfoRequest\"\x82\x03\n" +
+	"\x14GetServerInfoRequest\"\xd3\x03\n" +
 	"\x15GetServerInfoResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x129\n" +
 	"\n" +
@@ -589,7 +735,8 @@ const file_odyssey_v1_server_proto_rawDesc = "" +
 	"\asandbox\x18\x04 \x01(\v2\x1f.odyssey.v1.SandboxCapabilitiesR\asandbox\x12Q\n" +
 	"\x14quarantined_sessions\x18\x05 \x03(\v2\x1e.odyssey.v1.QuarantinedSessionR\x13quarantinedSessions\x12\x1c\n" +
 	"\tproviders\x18\x06 \x03(\tR\tproviders\x126\n" +
-	"\bactivity\x18\a \x01(\v2\x1a.odyssey.v1.ServerActivityR\bactivity\"q\n" +
+	"\bactivity\x18\a \x01(\v2\x1a.odyssey.v1.ServerActivityR\bactivity\x12O\n" +
+	"\x13workspace_snapshots\x18\b \x01(\v2\x1e.odyssey.v1.WorkspaceSnapshotsR\x12workspaceSnapshots\"q\n" +
 	"\x0eServerActivity\x12\x14\n" +
 	"\x05tasks\x18\x01 \x01(\x04R\x05tasks\x12#\n" +
 	"\ropen_sessions\x18\x02 \x01(\rR\fopenSessions\x12$\n" +
@@ -625,7 +772,18 @@ const file_odyssey_v1_server_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12A\n" +
-	"\x0equarantined_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rquarantinedAt2e\n" +
+	"\x0equarantined_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rquarantinedAt\"\xeb\x01\n" +
+	"\x12WorkspaceSnapshots\x12;\n" +
+	"\tmechanism\x18\x01 \x01(\x0e2\x1d.odyssey.v1.SnapshotMechanismR\tmechanism\x12\x1b\n" +
+	"\tmax_turns\x18\x02 \x01(\x04R\bmaxTurns\x12\x1b\n" +
+	"\tmax_bytes\x18\x03 \x01(\x04R\bmaxBytes\x12.\n" +
+	"\x13max_workspace_files\x18\x04 \x01(\x04R\x11maxWorkspaceFiles\x12.\n" +
+	"\x13max_workspace_bytes\x18\x05 \x01(\x04R\x11maxWorkspaceBytes*\x97\x01\n" +
+	"\x11SnapshotMechanism\x12\"\n" +
+	"\x1eSNAPSHOT_MECHANISM_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bSNAPSHOT_MECHANISM_DISABLED\x10\x01\x12\x1d\n" +
+	"\x19SNAPSHOT_MECHANISM_COPIES\x10\x02\x12\x1e\n" +
+	"\x1aSNAPSHOT_MECHANISM_OVERLAY\x10\x032e\n" +
 	"\rServerService\x12T\n" +
 	"\rGetServerInfo\x12 .odyssey.v1.GetServerInfoRequest\x1a!.odyssey.v1.GetServerInfoResponseB\xa8\x01\n" +
 	"\x0ecom.odyssey.v1B\vServerProtoP\x01Z@github.com/odyssey-ai/odyssey/client/go/gen/odyssey/v1;odysseyv1\xa2\x02\x03OXX\xaa\x02\n" +
@@ -644,34 +802,39 @@ func file_odyssey_v1_server_proto_rawDescGZIP() []byte {
 	return file_odyssey_v1_server_proto_rawDescData
 }
 
-var file_odyssey_v1_server_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_odyssey_v1_server_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_odyssey_v1_server_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_odyssey_v1_server_proto_goTypes = []any{
-	(*GetServerInfoRequest)(nil),  // 0: odyssey.v1.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil), // 1: odyssey.v1.GetServerInfoResponse
-	(*ServerActivity)(nil),        // 2: odyssey.v1.ServerActivity
-	(*ServerLimits)(nil),          // 3: odyssey.v1.ServerLimits
-	(*SandboxCapabilities)(nil),   // 4: odyssey.v1.SandboxCapabilities
-	(*SessionLimits)(nil),         // 5: odyssey.v1.SessionLimits
-	(*QuarantinedSession)(nil),    // 6: odyssey.v1.QuarantinedSession
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
-	(SandboxMode)(0),              // 8: odyssey.v1.SandboxMode
+	(SnapshotMechanism)(0),        // 0: odyssey.v1.SnapshotMechanism
+	(*GetServerInfoRequest)(nil),  // 1: odyssey.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil), // 2: odyssey.v1.GetServerInfoResponse
+	(*ServerActivity)(nil),        // 3: odyssey.v1.ServerActivity
+	(*ServerLimits)(nil),          // 4: odyssey.v1.ServerLimits
+	(*SandboxCapabilities)(nil),   // 5: odyssey.v1.SandboxCapabilities
+	(*SessionLimits)(nil),         // 6: odyssey.v1.SessionLimits
+	(*QuarantinedSession)(nil),    // 7: odyssey.v1.QuarantinedSession
+	(*WorkspaceSnapshots)(nil),    // 8: odyssey.v1.WorkspaceSnapshots
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(SandboxMode)(0),              // 10: odyssey.v1.SandboxMode
 }
 var file_odyssey_v1_server_proto_depIdxs = []int32{
-	7, // 0: odyssey.v1.GetServerInfoResponse.started_at:type_name -> google.protobuf.Timestamp
-	3, // 1: odyssey.v1.GetServerInfoResponse.limits:type_name -> odyssey.v1.ServerLimits
-	4, // 2: odyssey.v1.GetServerInfoResponse.sandbox:type_name -> odyssey.v1.SandboxCapabilities
-	6, // 3: odyssey.v1.GetServerInfoResponse.quarantined_sessions:type_name -> odyssey.v1.QuarantinedSession
-	2, // 4: odyssey.v1.GetServerInfoResponse.activity:type_name -> odyssey.v1.ServerActivity
-	8, // 5: odyssey.v1.SandboxCapabilities.forced_mode:type_name -> odyssey.v1.SandboxMode
-	5, // 6: odyssey.v1.SandboxCapabilities.session_limits:type_name -> odyssey.v1.SessionLimits
-	7, // 7: odyssey.v1.QuarantinedSession.quarantined_at:type_name -> google.protobuf.Timestamp
-	0, // 8: odyssey.v1.ServerService.GetServerInfo:input_type -> odyssey.v1.GetServerInfoRequest
-	1, // 9: odyssey.v1.ServerService.GetServerInfo:output_type -> odyssey.v1.GetServerInfoResponse
-	9, // [9:10] is the sub-list for method output_type
-	8, // [8:9] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	9,  // 0: odyssey.v1.GetServerInfoResponse.started_at:type_name -> google.protobuf.Timestamp
+	4,  // 1: odyssey.v1.GetServerInfoResponse.limits:type_name -> odyssey.v1.ServerLimits
+	5,  // 2: odyssey.v1.GetServerInfoResponse.sandbox:type_name -> odyssey.v1.SandboxCapabilities
+	7,  // 3: odyssey.v1.GetServerInfoResponse.quarantined_sessions:type_name -> odyssey.v1.QuarantinedSession
+	3,  // 4: odyssey.v1.GetServerInfoResponse.activity:type_name -> odyssey.v1.ServerActivity
+	8,  // 5: odyssey.v1.GetServerInfoResponse.workspace_snapshots:type_name -> odyssey.v1.WorkspaceSnapshots
+	10, // 6: odyssey.v1.SandboxCapabilities.forced_mode:type_name -> odyssey.v1.SandboxMode
+	6,  // 7: odyssey.v1.SandboxCapabilities.session_limits:type_name -> odyssey.v1.SessionLimits
+	9,  // 8: odyssey.v1.QuarantinedSession.quarantined_at:type_name -> google.protobuf.Timestamp
+	0,  // 9: odyssey.v1.WorkspaceSnapshots.mechanism:type_name -> odyssey.v1.SnapshotMechanism
+	1,  // 10: odyssey.v1.ServerService.GetServerInfo:input_type -> odyssey.v1.GetServerInfoRequest
+	2,  // 11: odyssey.v1.ServerService.GetServerInfo:output_type -> odyssey.v1.GetServerInfoResponse
+	11, // [11:12] is the sub-list for method output_type
+	10, // [10:11] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_server_proto_init() }
@@ -685,13 +848,14 @@ func file_odyssey_v1_server_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_server_proto_rawDesc), len(file_odyssey_v1_server_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   7,
+			NumEnums:      1,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_odyssey_v1_server_proto_goTypes,
 		DependencyIndexes: file_odyssey_v1_server_proto_depIdxs,
+		EnumInfos:         file_odyssey_v1_server_proto_enumTypes,
 		MessageInfos:      file_odyssey_v1_server_proto_msgTypes,
 	}.Build()
 	File_odyssey_v1_server_proto = out.File

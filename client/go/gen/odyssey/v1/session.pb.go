@@ -77,6 +77,110 @@ func (SessionState) EnumDescriptor() ([]byte, []int) {
 	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{0}
 }
 
+type FileChangeKind int32
+
+const (
+	FileChangeKind_FILE_CHANGE_KIND_UNSPECIFIED FileChangeKind = 0
+	FileChangeKind_FILE_CHANGE_KIND_ADDED       FileChangeKind = 1
+	FileChangeKind_FILE_CHANGE_KIND_CHANGED     FileChangeKind = 2
+	FileChangeKind_FILE_CHANGE_KIND_REMOVED     FileChangeKind = 3
+)
+
+// Enum value maps for FileChangeKind.
+var (
+	FileChangeKind_name = map[int32]string{
+		0: "FILE_CHANGE_KIND_UNSPECIFIED",
+		1: "FILE_CHANGE_KIND_ADDED",
+		2: "FILE_CHANGE_KIND_CHANGED",
+		3: "FILE_CHANGE_KIND_REMOVED",
+	}
+	FileChangeKind_value = map[string]int32{
+		"FILE_CHANGE_KIND_UNSPECIFIED": 0,
+		"FILE_CHANGE_KIND_ADDED":       1,
+		"FILE_CHANGE_KIND_CHANGED":     2,
+		"FILE_CHANGE_KIND_REMOVED":     3,
+	}
+)
+
+func (x FileChangeKind) Enum() *FileChangeKind {
+	p := new(FileChangeKind)
+	*p = x
+	return p
+}
+
+func (x FileChangeKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FileChangeKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_odyssey_v1_session_proto_enumTypes[1].Descriptor()
+}
+
+func (FileChangeKind) Type() protoreflect.EnumType {
+	return &file_odyssey_v1_session_proto_enumTypes[1]
+}
+
+func (x FileChangeKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FileChangeKind.Descriptor instead.
+func (FileChangeKind) EnumDescriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{1}
+}
+
+type FileNodeKind int32
+
+const (
+	FileNodeKind_FILE_NODE_KIND_UNSPECIFIED FileNodeKind = 0
+	FileNodeKind_FILE_NODE_KIND_FILE        FileNodeKind = 1
+	FileNodeKind_FILE_NODE_KIND_DIRECTORY   FileNodeKind = 2
+	FileNodeKind_FILE_NODE_KIND_SYMLINK     FileNodeKind = 3
+)
+
+// Enum value maps for FileNodeKind.
+var (
+	FileNodeKind_name = map[int32]string{
+		0: "FILE_NODE_KIND_UNSPECIFIED",
+		1: "FILE_NODE_KIND_FILE",
+		2: "FILE_NODE_KIND_DIRECTORY",
+		3: "FILE_NODE_KIND_SYMLINK",
+	}
+	FileNodeKind_value = map[string]int32{
+		"FILE_NODE_KIND_UNSPECIFIED": 0,
+		"FILE_NODE_KIND_FILE":        1,
+		"FILE_NODE_KIND_DIRECTORY":   2,
+		"FILE_NODE_KIND_SYMLINK":     3,
+	}
+)
+
+func (x FileNodeKind) Enum() *FileNodeKind {
+	p := new(FileNodeKind)
+	*p = x
+	return p
+}
+
+func (x FileNodeKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FileNodeKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_odyssey_v1_session_proto_enumTypes[2].Descriptor()
+}
+
+func (FileNodeKind) Type() protoreflect.EnumType {
+	return &file_odyssey_v1_session_proto_enumTypes[2]
+}
+
+func (x FileNodeKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FileNodeKind.Descriptor instead.
+func (FileNodeKind) EnumDescriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{2}
+}
+
 type Session struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -99,7 +203,11 @@ type Session struct {
 	TokenBudget uint64 `protobuf:"varint,14,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
 	// What the session is doing now, derived by the server when the session is read (never
 	// stored: after a restart every session is idle, its interrupted turns recorded so).
-	State         SessionState `protobuf:"varint,15,opt,name=state,proto3,enum=odyssey.v1.SessionState" json:"state,omitempty"`
+	State SessionState `protobuf:"varint,15,opt,name=state,proto3,enum=odyssey.v1.SessionState" json:"state,omitempty"`
+	// The session this one was forked from; empty for a session that was not forked.
+	ForkedFrom string `protobuf:"bytes,18,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	// Where in `forked_from` it was forked; unset for a session that was not forked.
+	ForkedAt      *ForkPoint `protobuf:"bytes,19,opt,name=forked_at,json=forkedAt,proto3" json:"forked_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -239,6 +347,84 @@ func (x *Session) GetState() SessionState {
 	return SessionState_SESSION_STATE_UNSPECIFIED
 }
 
+func (x *Session) GetForkedFrom() string {
+	if x != nil {
+		return x.ForkedFrom
+	}
+	return ""
+}
+
+func (x *Session) GetForkedAt() *ForkPoint {
+	if x != nil {
+		return x.ForkedAt
+	}
+	return nil
+}
+
+// The end of one turn of a session.
+type ForkPoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The turn number: 1 for the session's first turn.
+	Turn uint64 `protobuf:"varint,1,opt,name=turn,proto3" json:"turn,omitempty"`
+	// The sequence of the turn's TurnCompleted event.
+	Sequence uint64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// The turn's id (its execution id).
+	TurnId        string `protobuf:"bytes,3,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkPoint) Reset() {
+	*x = ForkPoint{}
+	mi := &file_odyssey_v1_session_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkPoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkPoint) ProtoMessage() {}
+
+func (x *ForkPoint) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_session_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkPoint.ProtoReflect.Descriptor instead.
+func (*ForkPoint) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ForkPoint) GetTurn() uint64 {
+	if x != nil {
+		return x.Turn
+	}
+	return 0
+}
+
+func (x *ForkPoint) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *ForkPoint) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
 type CreateSessionRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	BundleReference string                 `protobuf:"bytes,1,opt,name=bundle_reference,json=bundleReference,proto3" json:"bundle_reference,omitempty"`
@@ -259,7 +445,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[1]
+	mi := &file_odyssey_v1_session_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -271,7 +457,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[1]
+	mi := &file_odyssey_v1_session_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -284,7 +470,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{1}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateSessionRequest) GetBundleReference() string {
@@ -345,7 +531,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[2]
+	mi := &file_odyssey_v1_session_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -357,7 +543,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[2]
+	mi := &file_odyssey_v1_session_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,7 +556,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{2}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -389,7 +575,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[3]
+	mi := &file_odyssey_v1_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -401,7 +587,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[3]
+	mi := &file_odyssey_v1_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -414,7 +600,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{3}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -433,7 +619,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[4]
+	mi := &file_odyssey_v1_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -445,7 +631,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[4]
+	mi := &file_odyssey_v1_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -458,7 +644,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{4}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -482,7 +668,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[5]
+	mi := &file_odyssey_v1_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -494,7 +680,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[5]
+	mi := &file_odyssey_v1_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -507,7 +693,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{5}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListSessionsRequest) GetPageSize() int32 {
@@ -548,7 +734,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[6]
+	mi := &file_odyssey_v1_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -560,7 +746,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[6]
+	mi := &file_odyssey_v1_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -573,7 +759,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{6}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -599,7 +785,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[7]
+	mi := &file_odyssey_v1_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +797,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[7]
+	mi := &file_odyssey_v1_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +810,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{7}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -642,7 +828,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[8]
+	mi := &file_odyssey_v1_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +840,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[8]
+	mi := &file_odyssey_v1_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +853,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{8}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{9}
 }
 
 type SubscribeSessionRequest struct {
@@ -681,7 +867,7 @@ type SubscribeSessionRequest struct {
 
 func (x *SubscribeSessionRequest) Reset() {
 	*x = SubscribeSessionRequest{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[9]
+	mi := &file_odyssey_v1_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +879,7 @@ func (x *SubscribeSessionRequest) String() string {
 func (*SubscribeSessionRequest) ProtoMessage() {}
 
 func (x *SubscribeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[9]
+	mi := &file_odyssey_v1_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +892,7 @@ func (x *SubscribeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeSessionRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{9}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SubscribeSessionRequest) GetSessionId() string {
@@ -736,7 +922,7 @@ type SubscribeSessionResponse struct {
 
 func (x *SubscribeSessionResponse) Reset() {
 	*x = SubscribeSessionResponse{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[10]
+	mi := &file_odyssey_v1_session_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +934,7 @@ func (x *SubscribeSessionResponse) String() string {
 func (*SubscribeSessionResponse) ProtoMessage() {}
 
 func (x *SubscribeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[10]
+	mi := &file_odyssey_v1_session_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +947,7 @@ func (x *SubscribeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeSessionResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{10}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SubscribeSessionResponse) GetItem() isSubscribeSessionResponse_Item {
@@ -816,7 +1002,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[11]
+	mi := &file_odyssey_v1_session_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -828,7 +1014,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[11]
+	mi := &file_odyssey_v1_session_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -841,7 +1027,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{11}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Heartbeat) GetSentAt() *timestamppb.Timestamp {
@@ -867,7 +1053,7 @@ type ExportSessionCassetteRequest struct {
 
 func (x *ExportSessionCassetteRequest) Reset() {
 	*x = ExportSessionCassetteRequest{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[12]
+	mi := &file_odyssey_v1_session_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -879,7 +1065,7 @@ func (x *ExportSessionCassetteRequest) String() string {
 func (*ExportSessionCassetteRequest) ProtoMessage() {}
 
 func (x *ExportSessionCassetteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[12]
+	mi := &file_odyssey_v1_session_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -892,7 +1078,7 @@ func (x *ExportSessionCassetteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSessionCassetteRequest.ProtoReflect.Descriptor instead.
 func (*ExportSessionCassetteRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{12}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExportSessionCassetteRequest) GetSessionId() string {
@@ -912,7 +1098,7 @@ type ExportSessionCassetteResponse struct {
 
 func (x *ExportSessionCassetteResponse) Reset() {
 	*x = ExportSessionCassetteResponse{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[13]
+	mi := &file_odyssey_v1_session_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -924,7 +1110,7 @@ func (x *ExportSessionCassetteResponse) String() string {
 func (*ExportSessionCassetteResponse) ProtoMessage() {}
 
 func (x *ExportSessionCassetteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[13]
+	mi := &file_odyssey_v1_session_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -937,7 +1123,7 @@ func (x *ExportSessionCassetteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSessionCassetteResponse.ProtoReflect.Descriptor instead.
 func (*ExportSessionCassetteResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{13}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExportSessionCassetteResponse) GetChunk() []byte {
@@ -959,7 +1145,7 @@ type ListSessionToolsRequest struct {
 
 func (x *ListSessionToolsRequest) Reset() {
 	*x = ListSessionToolsRequest{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[14]
+	mi := &file_odyssey_v1_session_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1157,7 @@ func (x *ListSessionToolsRequest) String() string {
 func (*ListSessionToolsRequest) ProtoMessage() {}
 
 func (x *ListSessionToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[14]
+	mi := &file_odyssey_v1_session_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1170,7 @@ func (x *ListSessionToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionToolsRequest) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{14}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListSessionToolsRequest) GetSessionId() string {
@@ -1022,7 +1208,7 @@ type ListSessionToolsResponse struct {
 
 func (x *ListSessionToolsResponse) Reset() {
 	*x = ListSessionToolsResponse{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[15]
+	mi := &file_odyssey_v1_session_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1220,7 @@ func (x *ListSessionToolsResponse) String() string {
 func (*ListSessionToolsResponse) ProtoMessage() {}
 
 func (x *ListSessionToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[15]
+	mi := &file_odyssey_v1_session_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1233,7 @@ func (x *ListSessionToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionToolsResponse) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{15}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListSessionToolsResponse) GetTools() []*SessionTool {
@@ -1089,7 +1275,7 @@ type SessionTool struct {
 
 func (x *SessionTool) Reset() {
 	*x = SessionTool{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[16]
+	mi := &file_odyssey_v1_session_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1101,7 +1287,7 @@ func (x *SessionTool) String() string {
 func (*SessionTool) ProtoMessage() {}
 
 func (x *SessionTool) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[16]
+	mi := &file_odyssey_v1_session_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1114,7 +1300,7 @@ func (x *SessionTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTool.ProtoReflect.Descriptor instead.
 func (*SessionTool) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{16}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SessionTool) GetName() string {
@@ -1162,7 +1348,7 @@ type McpServerError struct {
 
 func (x *McpServerError) Reset() {
 	*x = McpServerError{}
-	mi := &file_odyssey_v1_session_proto_msgTypes[17]
+	mi := &file_odyssey_v1_session_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1174,7 +1360,7 @@ func (x *McpServerError) String() string {
 func (*McpServerError) ProtoMessage() {}
 
 func (x *McpServerError) ProtoReflect() protoreflect.Message {
-	mi := &file_odyssey_v1_session_proto_msgTypes[17]
+	mi := &file_odyssey_v1_session_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1187,7 +1373,7 @@ func (x *McpServerError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerError.ProtoReflect.Descriptor instead.
 func (*McpServerError) Descriptor() ([]byte, []int) {
-	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{17}
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *McpServerError) GetServer() string {
@@ -1204,12 +1390,496 @@ func (x *McpServerError) GetError() string {
 	return ""
 }
 
+type ForkSessionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Where the fork starts: one of them is required.
+	//
+	// Types that are valid to be assigned to Point:
+	//
+	//	*ForkSessionRequest_AfterTurn
+	//	*ForkSessionRequest_AtSequence
+	Point         isForkSessionRequest_Point `protobuf_oneof:"point"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkSessionRequest) Reset() {
+	*x = ForkSessionRequest{}
+	mi := &file_odyssey_v1_session_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkSessionRequest) ProtoMessage() {}
+
+func (x *ForkSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_session_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkSessionRequest.ProtoReflect.Descriptor instead.
+func (*ForkSessionRequest) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ForkSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ForkSessionRequest) GetPoint() isForkSessionRequest_Point {
+	if x != nil {
+		return x.Point
+	}
+	return nil
+}
+
+func (x *ForkSessionRequest) GetAfterTurn() uint64 {
+	if x != nil {
+		if x, ok := x.Point.(*ForkSessionRequest_AfterTurn); ok {
+			return x.AfterTurn
+		}
+	}
+	return 0
+}
+
+func (x *ForkSessionRequest) GetAtSequence() uint64 {
+	if x != nil {
+		if x, ok := x.Point.(*ForkSessionRequest_AtSequence); ok {
+			return x.AtSequence
+		}
+	}
+	return 0
+}
+
+type isForkSessionRequest_Point interface {
+	isForkSessionRequest_Point()
+}
+
+type ForkSessionRequest_AfterTurn struct {
+	// After this turn (1 for the session's first).
+	AfterTurn uint64 `protobuf:"varint,2,opt,name=after_turn,json=afterTurn,proto3,oneof"`
+}
+
+type ForkSessionRequest_AtSequence struct {
+	// At this sequence, which must be a turn's end (a TurnCompleted event).
+	AtSequence uint64 `protobuf:"varint,3,opt,name=at_sequence,json=atSequence,proto3,oneof"`
+}
+
+func (*ForkSessionRequest_AfterTurn) isForkSessionRequest_Point() {}
+
+func (*ForkSessionRequest_AtSequence) isForkSessionRequest_Point() {}
+
+type ForkSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkSessionResponse) Reset() {
+	*x = ForkSessionResponse{}
+	mi := &file_odyssey_v1_session_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkSessionResponse) ProtoMessage() {}
+
+func (x *ForkSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_session_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkSessionResponse.ProtoReflect.Descriptor instead.
+func (*ForkSessionResponse) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ForkSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+type RewindSessionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The turn whose end the session goes back to (1 for the first).
+	ToTurn        uint64 `protobuf:"varint,2,opt,name=to_turn,json=toTurn,proto3" json:"to_turn,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RewindSessionRequest) Reset() {
+	*x = RewindSessionRequest{}
+	mi := &file_odyssey_v1_session_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RewindSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RewindSessionRequest) ProtoMessage() {}
+
+func (x *RewindSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_session_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RewindSessionRequest.ProtoReflect.Descriptor instead.
+func (*RewindSessionRequest) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RewindSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RewindSessionRequest) GetToTurn() uint64 {
+	if x != nil {
+		return x.ToTurn
+	}
+	return 0
+}
+
+type RewindSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session after the rewind.
+	Session *Session `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// The SessionRewound event that records it.
+	Event         *SessionEvent `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RewindSessionResponse) Reset() {
+	*x = RewindSessionResponse{}
+	mi := &file_odyssey_v1_session_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RewindSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RewindSessionResponse) ProtoMessage() {}
+
+func (x *RewindSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_session_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RewindSessionResponse.ProtoReflect.Descriptor instead.
+func (*RewindSessionResponse) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RewindSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *RewindSessionResponse) GetEvent() *SessionEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+type GetTurnChangesRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The turn (1 for the first).
+	Turn          uint64 `protobuf:"varint,2,opt,name=turn,proto3" json:"turn,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTurnChangesRequest) Reset() {
+	*x = GetTurnChangesRequest{}
+	mi := &file_odyssey_v1_session_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTurnChangesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTurnChangesRequest) ProtoMessage() {}
+
+func (x *GetTurnChangesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_session_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTurnChangesRequest.ProtoReflect.Descriptor instead.
+func (*GetTurnChangesRequest) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetTurnChangesRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *GetTurnChangesRequest) GetTurn() uint64 {
+	if x != nil {
+		return x.Turn
+	}
+	return 0
+}
+
+type GetTurnChangesResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Turn   uint64                 `protobuf:"varint,1,opt,name=turn,proto3" json:"turn,omitempty"`
+	TurnId string                 `protobuf:"bytes,2,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// The turn whose end the workspace was at when this turn started; 0 for a fresh
+	// workspace.
+	BaseTurn uint64 `protobuf:"varint,3,opt,name=base_turn,json=baseTurn,proto3" json:"base_turn,omitempty"`
+	// In path order.
+	Changes []*FileChange `protobuf:"bytes,4,rep,name=changes,proto3" json:"changes,omitempty"`
+	// Whether more changes were found than one answer holds (10,000) and the rest left out.
+	Truncated     bool `protobuf:"varint,5,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTurnChangesResponse) Reset() {
+	*x = GetTurnChangesResponse{}
+	mi := &file_odyssey_v1_session_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTurnChangesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTurnChangesResponse) ProtoMessage() {}
+
+func (x *GetTurnChangesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_session_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTurnChangesResponse.ProtoReflect.Descriptor instead.
+func (*GetTurnChangesResponse) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetTurnChangesResponse) GetTurn() uint64 {
+	if x != nil {
+		return x.Turn
+	}
+	return 0
+}
+
+func (x *GetTurnChangesResponse) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+func (x *GetTurnChangesResponse) GetBaseTurn() uint64 {
+	if x != nil {
+		return x.BaseTurn
+	}
+	return 0
+}
+
+func (x *GetTurnChangesResponse) GetChanges() []*FileChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+func (x *GetTurnChangesResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+// One path a turn added, changed or removed.
+type FileChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Relative to the workspace, `/`-separated.
+	Path   string         `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Change FileChangeKind `protobuf:"varint,2,opt,name=change,proto3,enum=odyssey.v1.FileChangeKind" json:"change,omitempty"`
+	// What the path is after the turn (before it, for a removal).
+	Kind       FileNodeKind `protobuf:"varint,3,opt,name=kind,proto3,enum=odyssey.v1.FileNodeKind" json:"kind,omitempty"`
+	SizeBefore uint64       `protobuf:"varint,4,opt,name=size_before,json=sizeBefore,proto3" json:"size_before,omitempty"`
+	SizeAfter  uint64       `protobuf:"varint,5,opt,name=size_after,json=sizeAfter,proto3" json:"size_after,omitempty"`
+	// Either side is not UTF-8 text or is too large to compare (512 KiB): no diff.
+	Binary bool `protobuf:"varint,6,opt,name=binary,proto3" json:"binary,omitempty"`
+	// A unified diff (`--- a/path`, `+++ b/path`) for text files.
+	UnifiedDiff string `protobuf:"bytes,7,opt,name=unified_diff,json=unifiedDiff,proto3" json:"unified_diff,omitempty"`
+	// The diff was cut (64 KiB a file, 1 MiB an answer) or left out.
+	DiffTruncated bool `protobuf:"varint,8,opt,name=diff_truncated,json=diffTruncated,proto3" json:"diff_truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileChange) Reset() {
+	*x = FileChange{}
+	mi := &file_odyssey_v1_session_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileChange) ProtoMessage() {}
+
+func (x *FileChange) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_session_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
+func (*FileChange) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_session_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *FileChange) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FileChange) GetChange() FileChangeKind {
+	if x != nil {
+		return x.Change
+	}
+	return FileChangeKind_FILE_CHANGE_KIND_UNSPECIFIED
+}
+
+func (x *FileChange) GetKind() FileNodeKind {
+	if x != nil {
+		return x.Kind
+	}
+	return FileNodeKind_FILE_NODE_KIND_UNSPECIFIED
+}
+
+func (x *FileChange) GetSizeBefore() uint64 {
+	if x != nil {
+		return x.SizeBefore
+	}
+	return 0
+}
+
+func (x *FileChange) GetSizeAfter() uint64 {
+	if x != nil {
+		return x.SizeAfter
+	}
+	return 0
+}
+
+func (x *FileChange) GetBinary() bool {
+	if x != nil {
+		return x.Binary
+	}
+	return false
+}
+
+func (x *FileChange) GetUnifiedDiff() string {
+	if x != nil {
+		return x.UnifiedDiff
+	}
+	return ""
+}
+
+func (x *FileChange) GetDiffTruncated() bool {
+	if x != nil {
+		return x.DiffTruncated
+	}
+	return false
+}
+
 var File_odyssey_v1_session_proto protoreflect.FileDescriptor
 
 const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"\x18odyssey/v1/session.proto\x12\n" +
-	"odyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\x1a\x17odyssey/v1/events.proto\"\xf3\x05\n" +
+	"odyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\x1a\x17odyssey/v1/events.proto\"\xc8\x06\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12)\n" +
 	"\x10bundle_reference\x18\x02 \x01(\tR\x0fbundleReference\x12-\n" +
@@ -1229,10 +1899,17 @@ const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\bmetadata\x18\f \x03(\v2!.odyssey.v1.Session.MetadataEntryR\bmetadata\x12,\n" +
 	"\x05usage\x18\r \x01(\v2\x16.odyssey.v1.TokenUsageR\x05usage\x12!\n" +
 	"\ftoken_budget\x18\x0e \x01(\x04R\vtokenBudget\x12.\n" +
-	"\x05state\x18\x0f \x01(\x0e2\x18.odyssey.v1.SessionStateR\x05state\x1a;\n" +
+	"\x05state\x18\x0f \x01(\x0e2\x18.odyssey.v1.SessionStateR\x05state\x12\x1f\n" +
+	"\vforked_from\x18\x12 \x01(\tR\n" +
+	"forkedFrom\x122\n" +
+	"\tforked_at\x18\x13 \x01(\v2\x15.odyssey.v1.ForkPointR\bforkedAt\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb6\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"T\n" +
+	"\tForkPoint\x12\x12\n" +
+	"\x04turn\x18\x01 \x01(\x04R\x04turn\x12\x1a\n" +
+	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12\x17\n" +
+	"\aturn_id\x18\x03 \x01(\tR\x06turnId\"\xb6\x03\n" +
 	"\x14CreateSessionRequest\x12)\n" +
 	"\x10bundle_reference\x18\x01 \x01(\tR\x0fbundleReference\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12+\n" +
@@ -1299,12 +1976,61 @@ const file_odyssey_v1_session_proto_rawDesc = "" +
 	"mcp_server\x18\x05 \x01(\tR\tmcpServer\">\n" +
 	"\x0eMcpServerError\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error*\x88\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\x80\x01\n" +
+	"\x12ForkSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1f\n" +
+	"\n" +
+	"after_turn\x18\x02 \x01(\x04H\x00R\tafterTurn\x12!\n" +
+	"\vat_sequence\x18\x03 \x01(\x04H\x00R\n" +
+	"atSequenceB\a\n" +
+	"\x05point\"D\n" +
+	"\x13ForkSessionResponse\x12-\n" +
+	"\asession\x18\x01 \x01(\v2\x13.odyssey.v1.SessionR\asession\"N\n" +
+	"\x14RewindSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
+	"\ato_turn\x18\x02 \x01(\x04R\x06toTurn\"v\n" +
+	"\x15RewindSessionResponse\x12-\n" +
+	"\asession\x18\x01 \x01(\v2\x13.odyssey.v1.SessionR\asession\x12.\n" +
+	"\x05event\x18\x02 \x01(\v2\x18.odyssey.v1.SessionEventR\x05event\"J\n" +
+	"\x15GetTurnChangesRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04turn\x18\x02 \x01(\x04R\x04turn\"\xb2\x01\n" +
+	"\x16GetTurnChangesResponse\x12\x12\n" +
+	"\x04turn\x18\x01 \x01(\x04R\x04turn\x12\x17\n" +
+	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12\x1b\n" +
+	"\tbase_turn\x18\x03 \x01(\x04R\bbaseTurn\x120\n" +
+	"\achanges\x18\x04 \x03(\v2\x16.odyssey.v1.FileChangeR\achanges\x12\x1c\n" +
+	"\ttruncated\x18\x05 \x01(\bR\ttruncated\"\xa4\x02\n" +
+	"\n" +
+	"FileChange\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x122\n" +
+	"\x06change\x18\x02 \x01(\x0e2\x1a.odyssey.v1.FileChangeKindR\x06change\x12,\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x18.odyssey.v1.FileNodeKindR\x04kind\x12\x1f\n" +
+	"\vsize_before\x18\x04 \x01(\x04R\n" +
+	"sizeBefore\x12\x1d\n" +
+	"\n" +
+	"size_after\x18\x05 \x01(\x04R\tsizeAfter\x12\x16\n" +
+	"\x06binary\x18\x06 \x01(\bR\x06binary\x12!\n" +
+	"\funified_diff\x18\a \x01(\tR\vunifiedDiff\x12%\n" +
+	"\x0ediff_truncated\x18\b \x01(\bR\rdiffTruncated*\x88\x01\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n" +
 	"\x15SESSION_STATE_RUNNING\x10\x02\x12&\n" +
-	"\"SESSION_STATE_WAITING_FOR_APPROVAL\x10\x032\x8c\x05\n" +
+	"\"SESSION_STATE_WAITING_FOR_APPROVAL\x10\x03*\x8a\x01\n" +
+	"\x0eFileChangeKind\x12 \n" +
+	"\x1cFILE_CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16FILE_CHANGE_KIND_ADDED\x10\x01\x12\x1c\n" +
+	"\x18FILE_CHANGE_KIND_CHANGED\x10\x02\x12\x1c\n" +
+	"\x18FILE_CHANGE_KIND_REMOVED\x10\x03*\x81\x01\n" +
+	"\fFileNodeKind\x12\x1e\n" +
+	"\x1aFILE_NODE_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13FILE_NODE_KIND_FILE\x10\x01\x12\x1c\n" +
+	"\x18FILE_NODE_KIND_DIRECTORY\x10\x02\x12\x1a\n" +
+	"\x16FILE_NODE_KIND_SYMLINK\x10\x032\x8b\a\n" +
 	"\x0eSessionService\x12T\n" +
 	"\rCreateSession\x12 .odyssey.v1.CreateSessionRequest\x1a!.odyssey.v1.CreateSessionResponse\x12K\n" +
 	"\n" +
@@ -1313,7 +2039,10 @@ const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\rDeleteSession\x12 .odyssey.v1.DeleteSessionRequest\x1a!.odyssey.v1.DeleteSessionResponse\x12_\n" +
 	"\x10SubscribeSession\x12#.odyssey.v1.SubscribeSessionRequest\x1a$.odyssey.v1.SubscribeSessionResponse0\x01\x12n\n" +
 	"\x15ExportSessionCassette\x12(.odyssey.v1.ExportSessionCassetteRequest\x1a).odyssey.v1.ExportSessionCassetteResponse0\x01\x12]\n" +
-	"\x10ListSessionTools\x12#.odyssey.v1.ListSessionToolsRequest\x1a$.odyssey.v1.ListSessionToolsResponseB\xa9\x01\n" +
+	"\x10ListSessionTools\x12#.odyssey.v1.ListSessionToolsRequest\x1a$.odyssey.v1.ListSessionToolsResponse\x12N\n" +
+	"\vForkSession\x12\x1e.odyssey.v1.ForkSessionRequest\x1a\x1f.odyssey.v1.ForkSessionResponse\x12T\n" +
+	"\rRewindSession\x12 .odyssey.v1.RewindSessionRequest\x1a!.odyssey.v1.RewindSessionResponse\x12W\n" +
+	"\x0eGetTurnChanges\x12!.odyssey.v1.GetTurnChangesRequest\x1a\".odyssey.v1.GetTurnChangesResponseB\xa9\x01\n" +
 	"\x0ecom.odyssey.v1B\fSessionProtoP\x01Z@github.com/odyssey-ai/odyssey/client/go/gen/odyssey/v1;odysseyv1\xa2\x02\x03OXX\xaa\x02\n" +
 	"Odyssey.V1\xca\x02\n" +
 	"Odyssey\\V1\xe2\x02\x16Odyssey\\V1\\GPBMetadata\xea\x02\vOdyssey::V1b\x06proto3"
@@ -1330,79 +2059,102 @@ func file_odyssey_v1_session_proto_rawDescGZIP() []byte {
 	return file_odyssey_v1_session_proto_rawDescData
 }
 
-var file_odyssey_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_odyssey_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_odyssey_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_odyssey_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_odyssey_v1_session_proto_goTypes = []any{
 	(SessionState)(0),                     // 0: odyssey.v1.SessionState
-	(*Session)(nil),                       // 1: odyssey.v1.Session
-	(*CreateSessionRequest)(nil),          // 2: odyssey.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),         // 3: odyssey.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),             // 4: odyssey.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),            // 5: odyssey.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),           // 6: odyssey.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),          // 7: odyssey.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),          // 8: odyssey.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),         // 9: odyssey.v1.DeleteSessionResponse
-	(*SubscribeSessionRequest)(nil),       // 10: odyssey.v1.SubscribeSessionRequest
-	(*SubscribeSessionResponse)(nil),      // 11: odyssey.v1.SubscribeSessionResponse
-	(*Heartbeat)(nil),                     // 12: odyssey.v1.Heartbeat
-	(*ExportSessionCassetteRequest)(nil),  // 13: odyssey.v1.ExportSessionCassetteRequest
-	(*ExportSessionCassetteResponse)(nil), // 14: odyssey.v1.ExportSessionCassetteResponse
-	(*ListSessionToolsRequest)(nil),       // 15: odyssey.v1.ListSessionToolsRequest
-	(*ListSessionToolsResponse)(nil),      // 16: odyssey.v1.ListSessionToolsResponse
-	(*SessionTool)(nil),                   // 17: odyssey.v1.SessionTool
-	(*McpServerError)(nil),                // 18: odyssey.v1.McpServerError
-	nil,                                   // 19: odyssey.v1.Session.MetadataEntry
-	nil,                                   // 20: odyssey.v1.CreateSessionRequest.MetadataEntry
-	(*BundleRef)(nil),                     // 21: odyssey.v1.BundleRef
-	(*ModelSpec)(nil),                     // 22: odyssey.v1.ModelSpec
-	(SandboxMode)(0),                      // 23: odyssey.v1.SandboxMode
-	(ApprovalPolicy)(0),                   // 24: odyssey.v1.ApprovalPolicy
-	(*timestamppb.Timestamp)(nil),         // 25: google.protobuf.Timestamp
-	(*TokenUsage)(nil),                    // 26: odyssey.v1.TokenUsage
-	(*SessionEvent)(nil),                  // 27: odyssey.v1.SessionEvent
+	(FileChangeKind)(0),                   // 1: odyssey.v1.FileChangeKind
+	(FileNodeKind)(0),                     // 2: odyssey.v1.FileNodeKind
+	(*Session)(nil),                       // 3: odyssey.v1.Session
+	(*ForkPoint)(nil),                     // 4: odyssey.v1.ForkPoint
+	(*CreateSessionRequest)(nil),          // 5: odyssey.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),         // 6: odyssey.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),             // 7: odyssey.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),            // 8: odyssey.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),           // 9: odyssey.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),          // 10: odyssey.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),          // 11: odyssey.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),         // 12: odyssey.v1.DeleteSessionResponse
+	(*SubscribeSessionRequest)(nil),       // 13: odyssey.v1.SubscribeSessionRequest
+	(*SubscribeSessionResponse)(nil),      // 14: odyssey.v1.SubscribeSessionResponse
+	(*Heartbeat)(nil),                     // 15: odyssey.v1.Heartbeat
+	(*ExportSessionCassetteRequest)(nil),  // 16: odyssey.v1.ExportSessionCassetteRequest
+	(*ExportSessionCassetteResponse)(nil), // 17: odyssey.v1.ExportSessionCassetteResponse
+	(*ListSessionToolsRequest)(nil),       // 18: odyssey.v1.ListSessionToolsRequest
+	(*ListSessionToolsResponse)(nil),      // 19: odyssey.v1.ListSessionToolsResponse
+	(*SessionTool)(nil),                   // 20: odyssey.v1.SessionTool
+	(*McpServerError)(nil),                // 21: odyssey.v1.McpServerError
+	(*ForkSessionRequest)(nil),            // 22: odyssey.v1.ForkSessionRequest
+	(*ForkSessionResponse)(nil),           // 23: odyssey.v1.ForkSessionResponse
+	(*RewindSessionRequest)(nil),          // 24: odyssey.v1.RewindSessionRequest
+	(*RewindSessionResponse)(nil),         // 25: odyssey.v1.RewindSessionResponse
+	(*GetTurnChangesRequest)(nil),         // 26: odyssey.v1.GetTurnChangesRequest
+	(*GetTurnChangesResponse)(nil),        // 27: odyssey.v1.GetTurnChangesResponse
+	(*FileChange)(nil),                    // 28: odyssey.v1.FileChange
+	nil,                                   // 29: odyssey.v1.Session.MetadataEntry
+	nil,                                   // 30: odyssey.v1.CreateSessionRequest.MetadataEntry
+	(*BundleRef)(nil),                     // 31: odyssey.v1.BundleRef
+	(*ModelSpec)(nil),                     // 32: odyssey.v1.ModelSpec
+	(SandboxMode)(0),                      // 33: odyssey.v1.SandboxMode
+	(ApprovalPolicy)(0),                   // 34: odyssey.v1.ApprovalPolicy
+	(*timestamppb.Timestamp)(nil),         // 35: google.protobuf.Timestamp
+	(*TokenUsage)(nil),                    // 36: odyssey.v1.TokenUsage
+	(*SessionEvent)(nil),                  // 37: odyssey.v1.SessionEvent
 }
 var file_odyssey_v1_session_proto_depIdxs = []int32{
-	21, // 0: odyssey.v1.Session.bundle:type_name -> odyssey.v1.BundleRef
-	22, // 1: odyssey.v1.Session.model:type_name -> odyssey.v1.ModelSpec
-	23, // 2: odyssey.v1.Session.sandbox_mode:type_name -> odyssey.v1.SandboxMode
-	24, // 3: odyssey.v1.Session.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
-	25, // 4: odyssey.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	25, // 5: odyssey.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	19, // 6: odyssey.v1.Session.metadata:type_name -> odyssey.v1.Session.MetadataEntry
-	26, // 7: odyssey.v1.Session.usage:type_name -> odyssey.v1.TokenUsage
+	31, // 0: odyssey.v1.Session.bundle:type_name -> odyssey.v1.BundleRef
+	32, // 1: odyssey.v1.Session.model:type_name -> odyssey.v1.ModelSpec
+	33, // 2: odyssey.v1.Session.sandbox_mode:type_name -> odyssey.v1.SandboxMode
+	34, // 3: odyssey.v1.Session.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
+	35, // 4: odyssey.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	35, // 5: odyssey.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	29, // 6: odyssey.v1.Session.metadata:type_name -> odyssey.v1.Session.MetadataEntry
+	36, // 7: odyssey.v1.Session.usage:type_name -> odyssey.v1.TokenUsage
 	0,  // 8: odyssey.v1.Session.state:type_name -> odyssey.v1.SessionState
-	22, // 9: odyssey.v1.CreateSessionRequest.model:type_name -> odyssey.v1.ModelSpec
-	23, // 10: odyssey.v1.CreateSessionRequest.sandbox_mode:type_name -> odyssey.v1.SandboxMode
-	24, // 11: odyssey.v1.CreateSessionRequest.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
-	20, // 12: odyssey.v1.CreateSessionRequest.metadata:type_name -> odyssey.v1.CreateSessionRequest.MetadataEntry
-	1,  // 13: odyssey.v1.CreateSessionResponse.session:type_name -> odyssey.v1.Session
-	1,  // 14: odyssey.v1.GetSessionResponse.session:type_name -> odyssey.v1.Session
-	1,  // 15: odyssey.v1.ListSessionsResponse.sessions:type_name -> odyssey.v1.Session
-	27, // 16: odyssey.v1.SubscribeSessionResponse.event:type_name -> odyssey.v1.SessionEvent
-	12, // 17: odyssey.v1.SubscribeSessionResponse.heartbeat:type_name -> odyssey.v1.Heartbeat
-	25, // 18: odyssey.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
-	17, // 19: odyssey.v1.ListSessionToolsResponse.tools:type_name -> odyssey.v1.SessionTool
-	18, // 20: odyssey.v1.ListSessionToolsResponse.mcp_server_errors:type_name -> odyssey.v1.McpServerError
-	2,  // 21: odyssey.v1.SessionService.CreateSession:input_type -> odyssey.v1.CreateSessionRequest
-	4,  // 22: odyssey.v1.SessionService.GetSession:input_type -> odyssey.v1.GetSessionRequest
-	6,  // 23: odyssey.v1.SessionService.ListSessions:input_type -> odyssey.v1.ListSessionsRequest
-	8,  // 24: odyssey.v1.SessionService.DeleteSession:input_type -> odyssey.v1.DeleteSessionRequest
-	10, // 25: odyssey.v1.SessionService.SubscribeSession:input_type -> odyssey.v1.SubscribeSessionRequest
-	13, // 26: odyssey.v1.SessionService.ExportSessionCassette:input_type -> odyssey.v1.ExportSessionCassetteRequest
-	15, // 27: odyssey.v1.SessionService.ListSessionTools:input_type -> odyssey.v1.ListSessionToolsRequest
-	3,  // 28: odyssey.v1.SessionService.CreateSession:output_type -> odyssey.v1.CreateSessionResponse
-	5,  // 29: odyssey.v1.SessionService.GetSession:output_type -> odyssey.v1.GetSessionResponse
-	7,  // 30: odyssey.v1.SessionService.ListSessions:output_type -> odyssey.v1.ListSessionsResponse
-	9,  // 31: odyssey.v1.SessionService.DeleteSession:output_type -> odyssey.v1.DeleteSessionResponse
-	11, // 32: odyssey.v1.SessionService.SubscribeSession:output_type -> odyssey.v1.SubscribeSessionResponse
-	14, // 33: odyssey.v1.SessionService.ExportSessionCassette:output_type -> odyssey.v1.ExportSessionCassetteResponse
-	16, // 34: odyssey.v1.SessionService.ListSessionTools:output_type -> odyssey.v1.ListSessionToolsResponse
-	28, // [28:35] is the sub-list for method output_type
-	21, // [21:28] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	4,  // 9: odyssey.v1.Session.forked_at:type_name -> odyssey.v1.ForkPoint
+	32, // 10: odyssey.v1.CreateSessionRequest.model:type_name -> odyssey.v1.ModelSpec
+	33, // 11: odyssey.v1.CreateSessionRequest.sandbox_mode:type_name -> odyssey.v1.SandboxMode
+	34, // 12: odyssey.v1.CreateSessionRequest.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
+	30, // 13: odyssey.v1.CreateSessionRequest.metadata:type_name -> odyssey.v1.CreateSessionRequest.MetadataEntry
+	3,  // 14: odyssey.v1.CreateSessionResponse.session:type_name -> odyssey.v1.Session
+	3,  // 15: odyssey.v1.GetSessionResponse.session:type_name -> odyssey.v1.Session
+	3,  // 16: odyssey.v1.ListSessionsResponse.sessions:type_name -> odyssey.v1.Session
+	37, // 17: odyssey.v1.SubscribeSessionResponse.event:type_name -> odyssey.v1.SessionEvent
+	15, // 18: odyssey.v1.SubscribeSessionResponse.heartbeat:type_name -> odyssey.v1.Heartbeat
+	35, // 19: odyssey.v1.Heartbeat.sent_at:type_name -> google.protobuf.Timestamp
+	20, // 20: odyssey.v1.ListSessionToolsResponse.tools:type_name -> odyssey.v1.SessionTool
+	21, // 21: odyssey.v1.ListSessionToolsResponse.mcp_server_errors:type_name -> odyssey.v1.McpServerError
+	3,  // 22: odyssey.v1.ForkSessionResponse.session:type_name -> odyssey.v1.Session
+	3,  // 23: odyssey.v1.RewindSessionResponse.session:type_name -> odyssey.v1.Session
+	37, // 24: odyssey.v1.RewindSessionResponse.event:type_name -> odyssey.v1.SessionEvent
+	28, // 25: odyssey.v1.GetTurnChangesResponse.changes:type_name -> odyssey.v1.FileChange
+	1,  // 26: odyssey.v1.FileChange.change:type_name -> odyssey.v1.FileChangeKind
+	2,  // 27: odyssey.v1.FileChange.kind:type_name -> odyssey.v1.FileNodeKind
+	5,  // 28: odyssey.v1.SessionService.CreateSession:input_type -> odyssey.v1.CreateSessionRequest
+	7,  // 29: odyssey.v1.SessionService.GetSession:input_type -> odyssey.v1.GetSessionRequest
+	9,  // 30: odyssey.v1.SessionService.ListSessions:input_type -> odyssey.v1.ListSessionsRequest
+	11, // 31: odyssey.v1.SessionService.DeleteSession:input_type -> odyssey.v1.DeleteSessionRequest
+	13, // 32: odyssey.v1.SessionService.SubscribeSession:input_type -> odyssey.v1.SubscribeSessionRequest
+	16, // 33: odyssey.v1.SessionService.ExportSessionCassette:input_type -> odyssey.v1.ExportSessionCassetteRequest
+	18, // 34: odyssey.v1.SessionService.ListSessionTools:input_type -> odyssey.v1.ListSessionToolsRequest
+	22, // 35: odyssey.v1.SessionService.ForkSession:input_type -> odyssey.v1.ForkSessionRequest
+	24, // 36: odyssey.v1.SessionService.RewindSession:input_type -> odyssey.v1.RewindSessionRequest
+	26, // 37: odyssey.v1.SessionService.GetTurnChanges:input_type -> odyssey.v1.GetTurnChangesRequest
+	6,  // 38: odyssey.v1.SessionService.CreateSession:output_type -> odyssey.v1.CreateSessionResponse
+	8,  // 39: odyssey.v1.SessionService.GetSession:output_type -> odyssey.v1.GetSessionResponse
+	10, // 40: odyssey.v1.SessionService.ListSessions:output_type -> odyssey.v1.ListSessionsResponse
+	12, // 41: odyssey.v1.SessionService.DeleteSession:output_type -> odyssey.v1.DeleteSessionResponse
+	14, // 42: odyssey.v1.SessionService.SubscribeSession:output_type -> odyssey.v1.SubscribeSessionResponse
+	17, // 43: odyssey.v1.SessionService.ExportSessionCassette:output_type -> odyssey.v1.ExportSessionCassetteResponse
+	19, // 44: odyssey.v1.SessionService.ListSessionTools:output_type -> odyssey.v1.ListSessionToolsResponse
+	23, // 45: odyssey.v1.SessionService.ForkSession:output_type -> odyssey.v1.ForkSessionResponse
+	25, // 46: odyssey.v1.SessionService.RewindSession:output_type -> odyssey.v1.RewindSessionResponse
+	27, // 47: odyssey.v1.SessionService.GetTurnChanges:output_type -> odyssey.v1.GetTurnChangesResponse
+	38, // [38:48] is the sub-list for method output_type
+	28, // [28:38] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_session_proto_init() }
@@ -1412,17 +2164,21 @@ func file_odyssey_v1_session_proto_init() {
 	}
 	file_odyssey_v1_common_proto_init()
 	file_odyssey_v1_events_proto_init()
-	file_odyssey_v1_session_proto_msgTypes[10].OneofWrappers = []any{
+	file_odyssey_v1_session_proto_msgTypes[11].OneofWrappers = []any{
 		(*SubscribeSessionResponse_Event)(nil),
 		(*SubscribeSessionResponse_Heartbeat)(nil),
+	}
+	file_odyssey_v1_session_proto_msgTypes[19].OneofWrappers = []any{
+		(*ForkSessionRequest_AfterTurn)(nil),
+		(*ForkSessionRequest_AtSequence)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_session_proto_rawDesc), len(file_odyssey_v1_session_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   20,
+			NumEnums:      3,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

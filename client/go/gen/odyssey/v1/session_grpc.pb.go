@@ -26,6 +26,9 @@ const (
 	SessionService_SubscribeSession_FullMethodName      = "/odyssey.v1.SessionService/SubscribeSession"
 	SessionService_ExportSessionCassette_FullMethodName = "/odyssey.v1.SessionService/ExportSessionCassette"
 	SessionService_ListSessionTools_FullMethodName      = "/odyssey.v1.SessionService/ListSessionTools"
+	SessionService_ForkSession_FullMethodName           = "/odyssey.v1.SessionService/ForkSession"
+	SessionService_RewindSession_FullMethodName         = "/odyssey.v1.SessionService/RewindSession"
+	SessionService_GetTurnChanges_FullMethodName        = "/odyssey.v1.SessionService/GetTurnChanges"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -53,6 +56,20 @@ type SessionServiceClient interface {
 	// in the session's sandbox cell (as a turn starts them, and within the same start
 	// timeout); one that cannot be started is reported in `mcp_server_errors`.
 	ListSessionTools(ctx context.Context, in *ListSessionToolsRequest, opts ...grpc.CallOption) (*ListSessionToolsResponse, error)
+	// Creates a session whose history is the source's up to the end of one of its turns
+	// and whose workspace is what the source's held at that turn's end (its snapshot). The
+	// source is untouched. INVALID_ARGUMENT for a turn the source does not have or a
+	// sequence that is not a turn's end; FAILED_PRECONDITION when that turn has no snapshot
+	// (skipped, or no longer kept).
+	ForkSession(ctx context.Context, in *ForkSessionRequest, opts ...grpc.CallOption) (*ForkSessionResponse, error)
+	// Puts the session's conversation and workspace back to the end of a turn. The log
+	// stays append-only: a SessionRewound event records it, and the later turns stay
+	// readable but leave the model's history. FAILED_PRECONDITION while a turn of the
+	// session is queued or running.
+	RewindSession(ctx context.Context, in *RewindSessionRequest, opts ...grpc.CallOption) (*RewindSessionResponse, error)
+	// The files one turn added, changed or removed in the workspace, with a unified diff
+	// for text files (bounded).
+	GetTurnChanges(ctx context.Context, in *GetTurnChangesRequest, opts ...grpc.CallOption) (*GetTurnChangesResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -151,6 +168,36 @@ func (c *sessionServiceClient) ListSessionTools(ctx context.Context, in *ListSes
 	return out, nil
 }
 
+func (c *sessionServiceClient) ForkSession(ctx context.Context, in *ForkSessionRequest, opts ...grpc.CallOption) (*ForkSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForkSessionResponse)
+	err := c.cc.Invoke(ctx, SessionService_ForkSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) RewindSession(ctx context.Context, in *RewindSessionRequest, opts ...grpc.CallOption) (*RewindSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RewindSessionResponse)
+	err := c.cc.Invoke(ctx, SessionService_RewindSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) GetTurnChanges(ctx context.Context, in *GetTurnChangesRequest, opts ...grpc.CallOption) (*GetTurnChangesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetTurnChangesResponse)
+	err := c.cc.Invoke(ctx, SessionService_GetTurnChanges_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -176,6 +223,20 @@ type SessionServiceServer interface {
 	// in the session's sandbox cell (as a turn starts them, and within the same start
 	// timeout); one that cannot be started is reported in `mcp_server_errors`.
 	ListSessionTools(context.Context, *ListSessionToolsRequest) (*ListSessionToolsResponse, error)
+	// Creates a session whose history is the source's up to the end of one of its turns
+	// and whose workspace is what the source's held at that turn's end (its snapshot). The
+	// source is untouched. INVALID_ARGUMENT for a turn the source does not have or a
+	// sequence that is not a turn's end; FAILED_PRECONDITION when that turn has no snapshot
+	// (skipped, or no longer kept).
+	ForkSession(context.Context, *ForkSessionRequest) (*ForkSessionResponse, error)
+	// Puts the session's conversation and workspace back to the end of a turn. The log
+	// stays append-only: a SessionRewound event records it, and the later turns stay
+	// readable but leave the model's history. FAILED_PRECONDITION while a turn of the
+	// session is queued or running.
+	RewindSession(context.Context, *RewindSessionRequest) (*RewindSessionResponse, error)
+	// The files one turn added, changed or removed in the workspace, with a unified diff
+	// for text files (bounded).
+	GetTurnChanges(context.Context, *GetTurnChangesRequest) (*GetTurnChangesResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -206,6 +267,15 @@ func (UnimplementedSessionServiceServer) ExportSessionCassette(*ExportSessionCas
 }
 func (UnimplementedSessionServiceServer) ListSessionTools(context.Context, *ListSessionToolsRequest) (*ListSessionToolsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListSessionTools not implemented")
+}
+func (UnimplementedSessionServiceServer) ForkSession(context.Context, *ForkSessionRequest) (*ForkSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForkSession not implemented")
+}
+func (UnimplementedSessionServiceServer) RewindSession(context.Context, *RewindSessionRequest) (*RewindSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RewindSession not implemented")
+}
+func (UnimplementedSessionServiceServer) GetTurnChanges(context.Context, *GetTurnChangesRequest) (*GetTurnChangesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTurnChanges not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -340,6 +410,60 @@ func _SessionService_ListSessionTools_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_ForkSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForkSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).ForkSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_ForkSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).ForkSession(ctx, req.(*ForkSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_RewindSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RewindSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).RewindSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_RewindSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).RewindSession(ctx, req.(*RewindSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_GetTurnChanges_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTurnChangesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).GetTurnChanges(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_GetTurnChanges_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).GetTurnChanges(ctx, req.(*GetTurnChangesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -366,6 +490,18 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListSessionTools",
 			Handler:    _SessionService_ListSessionTools_Handler,
+		},
+		{
+			MethodName: "ForkSession",
+			Handler:    _SessionService_ForkSession_Handler,
+		},
+		{
+			MethodName: "RewindSession",
+			Handler:    _SessionService_RewindSession_Handler,
+		},
+		{
+			MethodName: "GetTurnChanges",
+			Handler:    _SessionService_GetTurnChanges_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -3,6 +3,7 @@ import datetime
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from odyssey.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -10,12 +11,23 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class SnapshotMechanism(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SNAPSHOT_MECHANISM_UNSPECIFIED: _ClassVar[SnapshotMechanism]
+    SNAPSHOT_MECHANISM_DISABLED: _ClassVar[SnapshotMechanism]
+    SNAPSHOT_MECHANISM_COPIES: _ClassVar[SnapshotMechanism]
+    SNAPSHOT_MECHANISM_OVERLAY: _ClassVar[SnapshotMechanism]
+SNAPSHOT_MECHANISM_UNSPECIFIED: SnapshotMechanism
+SNAPSHOT_MECHANISM_DISABLED: SnapshotMechanism
+SNAPSHOT_MECHANISM_COPIES: SnapshotMechanism
+SNAPSHOT_MECHANISM_OVERLAY: SnapshotMechanism
+
 class GetServerInfoRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class GetServerInfoResponse(_message.Message):
-    __slots__ = ("version", "started_at", "limits", "sandbox", "quarantined_sessions", "providers", "activity")
+    __slots__ = ("version", "started_at", "limits", "sandbox", "quarantined_sessions", "providers", "activity", "workspace_snapshots")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
@@ -23,6 +35,7 @@ class GetServerInfoResponse(_message.Message):
     QUARANTINED_SESSIONS_FIELD_NUMBER: _ClassVar[int]
     PROVIDERS_FIELD_NUMBER: _ClassVar[int]
     ACTIVITY_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_SNAPSHOTS_FIELD_NUMBER: _ClassVar[int]
     version: str
     started_at: _timestamp_pb2.Timestamp
     limits: ServerLimits
@@ -30,7 +43,8 @@ class GetServerInfoResponse(_message.Message):
     quarantined_sessions: _containers.RepeatedCompositeFieldContainer[QuarantinedSession]
     providers: _containers.RepeatedScalarFieldContainer[str]
     activity: ServerActivity
-    def __init__(self, version: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., limits: _Optional[_Union[ServerLimits, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxCapabilities, _Mapping]] = ..., quarantined_sessions: _Optional[_Iterable[_Union[QuarantinedSession, _Mapping]]] = ..., providers: _Optional[_Iterable[str]] = ..., activity: _Optional[_Union[ServerActivity, _Mapping]] = ...) -> None: ...
+    workspace_snapshots: WorkspaceSnapshots
+    def __init__(self, version: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., limits: _Optional[_Union[ServerLimits, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxCapabilities, _Mapping]] = ..., quarantined_sessions: _Optional[_Iterable[_Union[QuarantinedSession, _Mapping]]] = ..., providers: _Optional[_Iterable[str]] = ..., activity: _Optional[_Union[ServerActivity, _Mapping]] = ..., workspace_snapshots: _Optional[_Union[WorkspaceSnapshots, _Mapping]] = ...) -> None: ...
 
 class ServerActivity(_message.Message):
     __slots__ = ("tasks", "open_sessions", "subscriptions")
@@ -105,3 +119,17 @@ class QuarantinedSession(_message.Message):
     reason: str
     quarantined_at: _timestamp_pb2.Timestamp
     def __init__(self, session_id: _Optional[str] = ..., reason: _Optional[str] = ..., quarantined_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class WorkspaceSnapshots(_message.Message):
+    __slots__ = ("mechanism", "max_turns", "max_bytes", "max_workspace_files", "max_workspace_bytes")
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    MAX_TURNS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_WORKSPACE_FILES_FIELD_NUMBER: _ClassVar[int]
+    MAX_WORKSPACE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    mechanism: SnapshotMechanism
+    max_turns: int
+    max_bytes: int
+    max_workspace_files: int
+    max_workspace_bytes: int
+    def __init__(self, mechanism: _Optional[_Union[SnapshotMechanism, str]] = ..., max_turns: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_workspace_files: _Optional[int] = ..., max_workspace_bytes: _Optional[int] = ...) -> None: ...

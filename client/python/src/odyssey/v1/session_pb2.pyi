@@ -18,13 +18,35 @@ class SessionState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SESSION_STATE_IDLE: _ClassVar[SessionState]
     SESSION_STATE_RUNNING: _ClassVar[SessionState]
     SESSION_STATE_WAITING_FOR_APPROVAL: _ClassVar[SessionState]
+
+class FileChangeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FILE_CHANGE_KIND_UNSPECIFIED: _ClassVar[FileChangeKind]
+    FILE_CHANGE_KIND_ADDED: _ClassVar[FileChangeKind]
+    FILE_CHANGE_KIND_CHANGED: _ClassVar[FileChangeKind]
+    FILE_CHANGE_KIND_REMOVED: _ClassVar[FileChangeKind]
+
+class FileNodeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FILE_NODE_KIND_UNSPECIFIED: _ClassVar[FileNodeKind]
+    FILE_NODE_KIND_FILE: _ClassVar[FileNodeKind]
+    FILE_NODE_KIND_DIRECTORY: _ClassVar[FileNodeKind]
+    FILE_NODE_KIND_SYMLINK: _ClassVar[FileNodeKind]
 SESSION_STATE_UNSPECIFIED: SessionState
 SESSION_STATE_IDLE: SessionState
 SESSION_STATE_RUNNING: SessionState
 SESSION_STATE_WAITING_FOR_APPROVAL: SessionState
+FILE_CHANGE_KIND_UNSPECIFIED: FileChangeKind
+FILE_CHANGE_KIND_ADDED: FileChangeKind
+FILE_CHANGE_KIND_CHANGED: FileChangeKind
+FILE_CHANGE_KIND_REMOVED: FileChangeKind
+FILE_NODE_KIND_UNSPECIFIED: FileNodeKind
+FILE_NODE_KIND_FILE: FileNodeKind
+FILE_NODE_KIND_DIRECTORY: FileNodeKind
+FILE_NODE_KIND_SYMLINK: FileNodeKind
 
 class Session(_message.Message):
-    __slots__ = ("id", "bundle_reference", "bundle", "agent_id", "model", "sandbox_mode", "approval_policy", "created_at", "updated_at", "turn_count", "last_sequence", "metadata", "usage", "token_budget", "state")
+    __slots__ = ("id", "bundle_reference", "bundle", "agent_id", "model", "sandbox_mode", "approval_policy", "created_at", "updated_at", "turn_count", "last_sequence", "metadata", "usage", "token_budget", "state", "forked_from", "forked_at")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -47,6 +69,8 @@ class Session(_message.Message):
     USAGE_FIELD_NUMBER: _ClassVar[int]
     TOKEN_BUDGET_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    FORKED_FROM_FIELD_NUMBER: _ClassVar[int]
+    FORKED_AT_FIELD_NUMBER: _ClassVar[int]
     id: str
     bundle_reference: str
     bundle: _common_pb2.BundleRef
@@ -62,7 +86,19 @@ class Session(_message.Message):
     usage: _common_pb2.TokenUsage
     token_budget: int
     state: SessionState
-    def __init__(self, id: _Optional[str] = ..., bundle_reference: _Optional[str] = ..., bundle: _Optional[_Union[_common_pb2.BundleRef, _Mapping]] = ..., agent_id: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., sandbox_mode: _Optional[_Union[_common_pb2.SandboxMode, str]] = ..., approval_policy: _Optional[_Union[_common_pb2.ApprovalPolicy, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_count: _Optional[int] = ..., last_sequence: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ..., token_budget: _Optional[int] = ..., state: _Optional[_Union[SessionState, str]] = ...) -> None: ...
+    forked_from: str
+    forked_at: ForkPoint
+    def __init__(self, id: _Optional[str] = ..., bundle_reference: _Optional[str] = ..., bundle: _Optional[_Union[_common_pb2.BundleRef, _Mapping]] = ..., agent_id: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., sandbox_mode: _Optional[_Union[_common_pb2.SandboxMode, str]] = ..., approval_policy: _Optional[_Union[_common_pb2.ApprovalPolicy, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_count: _Optional[int] = ..., last_sequence: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ..., token_budget: _Optional[int] = ..., state: _Optional[_Union[SessionState, str]] = ..., forked_from: _Optional[str] = ..., forked_at: _Optional[_Union[ForkPoint, _Mapping]] = ...) -> None: ...
+
+class ForkPoint(_message.Message):
+    __slots__ = ("turn", "sequence", "turn_id")
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    turn: int
+    sequence: int
+    turn_id: str
+    def __init__(self, turn: _Optional[int] = ..., sequence: _Optional[int] = ..., turn_id: _Optional[str] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
     __slots__ = ("bundle_reference", "agent_id", "model", "sandbox_mode", "approval_policy", "metadata", "token_budget")
@@ -214,3 +250,77 @@ class McpServerError(_message.Message):
     server: str
     error: str
     def __init__(self, server: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+
+class ForkSessionRequest(_message.Message):
+    __slots__ = ("session_id", "after_turn", "at_sequence")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_TURN_FIELD_NUMBER: _ClassVar[int]
+    AT_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    after_turn: int
+    at_sequence: int
+    def __init__(self, session_id: _Optional[str] = ..., after_turn: _Optional[int] = ..., at_sequence: _Optional[int] = ...) -> None: ...
+
+class ForkSessionResponse(_message.Message):
+    __slots__ = ("session",)
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: Session
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
+
+class RewindSessionRequest(_message.Message):
+    __slots__ = ("session_id", "to_turn")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TO_TURN_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    to_turn: int
+    def __init__(self, session_id: _Optional[str] = ..., to_turn: _Optional[int] = ...) -> None: ...
+
+class RewindSessionResponse(_message.Message):
+    __slots__ = ("session", "event")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    session: Session
+    event: _events_pb2.SessionEvent
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., event: _Optional[_Union[_events_pb2.SessionEvent, _Mapping]] = ...) -> None: ...
+
+class GetTurnChangesRequest(_message.Message):
+    __slots__ = ("session_id", "turn")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    turn: int
+    def __init__(self, session_id: _Optional[str] = ..., turn: _Optional[int] = ...) -> None: ...
+
+class GetTurnChangesResponse(_message.Message):
+    __slots__ = ("turn", "turn_id", "base_turn", "changes", "truncated")
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    BASE_TURN_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    turn: int
+    turn_id: str
+    base_turn: int
+    changes: _containers.RepeatedCompositeFieldContainer[FileChange]
+    truncated: bool
+    def __init__(self, turn: _Optional[int] = ..., turn_id: _Optional[str] = ..., base_turn: _Optional[int] = ..., changes: _Optional[_Iterable[_Union[FileChange, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+
+class FileChange(_message.Message):
+    __slots__ = ("path", "change", "kind", "size_before", "size_after", "binary", "unified_diff", "diff_truncated")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_AFTER_FIELD_NUMBER: _ClassVar[int]
+    BINARY_FIELD_NUMBER: _ClassVar[int]
+    UNIFIED_DIFF_FIELD_NUMBER: _ClassVar[int]
+    DIFF_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    change: FileChangeKind
+    kind: FileNodeKind
+    size_before: int
+    size_after: int
+    binary: bool
+    unified_diff: str
+    diff_truncated: bool
+    def __init__(self, path: _Optional[str] = ..., change: _Optional[_Union[FileChangeKind, str]] = ..., kind: _Optional[_Union[FileNodeKind, str]] = ..., size_before: _Optional[int] = ..., size_after: _Optional[int] = ..., binary: _Optional[bool] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ...) -> None: ...

@@ -70,6 +70,21 @@ class SessionServiceStub:
                 request_serializer=odyssey_dot_v1_dot_session__pb2.ListSessionToolsRequest.SerializeToString,
                 response_deserializer=odyssey_dot_v1_dot_session__pb2.ListSessionToolsResponse.FromString,
                 _registered_method=True)
+        self.ForkSession = channel.unary_unary(
+                '/odyssey.v1.SessionService/ForkSession',
+                request_serializer=odyssey_dot_v1_dot_session__pb2.ForkSessionRequest.SerializeToString,
+                response_deserializer=odyssey_dot_v1_dot_session__pb2.ForkSessionResponse.FromString,
+                _registered_method=True)
+        self.RewindSession = channel.unary_unary(
+                '/odyssey.v1.SessionService/RewindSession',
+                request_serializer=odyssey_dot_v1_dot_session__pb2.RewindSessionRequest.SerializeToString,
+                response_deserializer=odyssey_dot_v1_dot_session__pb2.RewindSessionResponse.FromString,
+                _registered_method=True)
+        self.GetTurnChanges = channel.unary_unary(
+                '/odyssey.v1.SessionService/GetTurnChanges',
+                request_serializer=odyssey_dot_v1_dot_session__pb2.GetTurnChangesRequest.SerializeToString,
+                response_deserializer=odyssey_dot_v1_dot_session__pb2.GetTurnChangesResponse.FromString,
+                _registered_method=True)
 
 
 class SessionServiceServicer:
@@ -130,6 +145,35 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ForkSession(self, request, context):
+        """Creates a session whose history is the source's up to the end of one of its turns
+        and whose workspace is what the source's held at that turn's end (its snapshot). The
+        source is untouched. INVALID_ARGUMENT for a turn the source does not have or a
+        sequence that is not a turn's end; FAILED_PRECONDITION when that turn has no snapshot
+        (skipped, or no longer kept).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RewindSession(self, request, context):
+        """Puts the session's conversation and workspace back to the end of a turn. The log
+        stays append-only: a SessionRewound event records it, and the later turns stay
+        readable but leave the model's history. FAILED_PRECONDITION while a turn of the
+        session is queued or running.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTurnChanges(self, request, context):
+        """The files one turn added, changed or removed in the workspace, with a unified diff
+        for text files (bounded).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -167,6 +211,21 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.ListSessionTools,
                     request_deserializer=odyssey_dot_v1_dot_session__pb2.ListSessionToolsRequest.FromString,
                     response_serializer=odyssey_dot_v1_dot_session__pb2.ListSessionToolsResponse.SerializeToString,
+            ),
+            'ForkSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForkSession,
+                    request_deserializer=odyssey_dot_v1_dot_session__pb2.ForkSessionRequest.FromString,
+                    response_serializer=odyssey_dot_v1_dot_session__pb2.ForkSessionResponse.SerializeToString,
+            ),
+            'RewindSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.RewindSession,
+                    request_deserializer=odyssey_dot_v1_dot_session__pb2.RewindSessionRequest.FromString,
+                    response_serializer=odyssey_dot_v1_dot_session__pb2.RewindSessionResponse.SerializeToString,
+            ),
+            'GetTurnChanges': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTurnChanges,
+                    request_deserializer=odyssey_dot_v1_dot_session__pb2.GetTurnChangesRequest.FromString,
+                    response_serializer=odyssey_dot_v1_dot_session__pb2.GetTurnChangesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -359,6 +418,87 @@ class SessionService:
             '/odyssey.v1.SessionService/ListSessionTools',
             odyssey_dot_v1_dot_session__pb2.ListSessionToolsRequest.SerializeToString,
             odyssey_dot_v1_dot_session__pb2.ListSessionToolsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForkSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odyssey.v1.SessionService/ForkSession',
+            odyssey_dot_v1_dot_session__pb2.ForkSessionRequest.SerializeToString,
+            odyssey_dot_v1_dot_session__pb2.ForkSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RewindSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odyssey.v1.SessionService/RewindSession',
+            odyssey_dot_v1_dot_session__pb2.RewindSessionRequest.SerializeToString,
+            odyssey_dot_v1_dot_session__pb2.RewindSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTurnChanges(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odyssey.v1.SessionService/GetTurnChanges',
+            odyssey_dot_v1_dot_session__pb2.GetTurnChangesRequest.SerializeToString,
+            odyssey_dot_v1_dot_session__pb2.GetTurnChangesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -55,6 +55,23 @@ class SessionServiceStub:
     in the session's sandbox cell (as a turn starts them, and within the same start
     timeout); one that cannot be started is reported in `mcp_server_errors`.
     """
+    ForkSession: _grpc.UnaryUnaryMultiCallable[_session_pb2.ForkSessionRequest, _session_pb2.ForkSessionResponse]
+    """Creates a session whose history is the source's up to the end of one of its turns
+    and whose workspace is what the source's held at that turn's end (its snapshot). The
+    source is untouched. INVALID_ARGUMENT for a turn the source does not have or a
+    sequence that is not a turn's end; FAILED_PRECONDITION when that turn has no snapshot
+    (skipped, or no longer kept).
+    """
+    RewindSession: _grpc.UnaryUnaryMultiCallable[_session_pb2.RewindSessionRequest, _session_pb2.RewindSessionResponse]
+    """Puts the session's conversation and workspace back to the end of a turn. The log
+    stays append-only: a SessionRewound event records it, and the later turns stay
+    readable but leave the model's history. FAILED_PRECONDITION while a turn of the
+    session is queued or running.
+    """
+    GetTurnChanges: _grpc.UnaryUnaryMultiCallable[_session_pb2.GetTurnChangesRequest, _session_pb2.GetTurnChangesResponse]
+    """The files one turn added, changed or removed in the workspace, with a unified diff
+    for text files (bounded).
+    """
 
 @_typing.type_check_only
 class SessionServiceAsyncStub(SessionServiceStub):
@@ -82,6 +99,23 @@ class SessionServiceAsyncStub(SessionServiceStub):
     less those its permission rules deny. MCP servers that are not running are started
     in the session's sandbox cell (as a turn starts them, and within the same start
     timeout); one that cannot be started is reported in `mcp_server_errors`.
+    """
+    ForkSession: _aio.UnaryUnaryMultiCallable[_session_pb2.ForkSessionRequest, _session_pb2.ForkSessionResponse]  # type: ignore[assignment]
+    """Creates a session whose history is the source's up to the end of one of its turns
+    and whose workspace is what the source's held at that turn's end (its snapshot). The
+    source is untouched. INVALID_ARGUMENT for a turn the source does not have or a
+    sequence that is not a turn's end; FAILED_PRECONDITION when that turn has no snapshot
+    (skipped, or no longer kept).
+    """
+    RewindSession: _aio.UnaryUnaryMultiCallable[_session_pb2.RewindSessionRequest, _session_pb2.RewindSessionResponse]  # type: ignore[assignment]
+    """Puts the session's conversation and workspace back to the end of a turn. The log
+    stays append-only: a SessionRewound event records it, and the later turns stay
+    readable but leave the model's history. FAILED_PRECONDITION while a turn of the
+    session is queued or running.
+    """
+    GetTurnChanges: _aio.UnaryUnaryMultiCallable[_session_pb2.GetTurnChangesRequest, _session_pb2.GetTurnChangesResponse]  # type: ignore[assignment]
+    """The files one turn added, changed or removed in the workspace, with a unified diff
+    for text files (bounded).
     """
 
 class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -149,6 +183,41 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         less those its permission rules deny. MCP servers that are not running are started
         in the session's sandbox cell (as a turn starts them, and within the same start
         timeout); one that cannot be started is reported in `mcp_server_errors`.
+        """
+
+    @_abc_1.abstractmethod
+    def ForkSession(
+        self,
+        request: _session_pb2.ForkSessionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_pb2.ForkSessionResponse, _abc.Awaitable[_session_pb2.ForkSessionResponse]]:
+        """Creates a session whose history is the source's up to the end of one of its turns
+        and whose workspace is what the source's held at that turn's end (its snapshot). The
+        source is untouched. INVALID_ARGUMENT for a turn the source does not have or a
+        sequence that is not a turn's end; FAILED_PRECONDITION when that turn has no snapshot
+        (skipped, or no longer kept).
+        """
+
+    @_abc_1.abstractmethod
+    def RewindSession(
+        self,
+        request: _session_pb2.RewindSessionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_pb2.RewindSessionResponse, _abc.Awaitable[_session_pb2.RewindSessionResponse]]:
+        """Puts the session's conversation and workspace back to the end of a turn. The log
+        stays append-only: a SessionRewound event records it, and the later turns stay
+        readable but leave the model's history. FAILED_PRECONDITION while a turn of the
+        session is queued or running.
+        """
+
+    @_abc_1.abstractmethod
+    def GetTurnChanges(
+        self,
+        request: _session_pb2.GetTurnChangesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_pb2.GetTurnChangesResponse, _abc.Awaitable[_session_pb2.GetTurnChangesResponse]]:
+        """The files one turn added, changed or removed in the workspace, with a unified diff
+        for text files (bounded).
         """
 
 def add_SessionServiceServicer_to_server(servicer: SessionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

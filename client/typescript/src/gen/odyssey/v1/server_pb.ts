@@ -2,8 +2,8 @@
 // @generated from file odyssey/v1/server.proto (package odyssey.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { SandboxMode } from "./common_pb.js";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file odyssey/v1/server.proto.
  */
 export const file_odyssey_v1_server: GenFile = /*@__PURE__*/
-  fileDesc("ChdvZHlzc2V5L3YxL3NlcnZlci5wcm90bxIKb2R5c3NleS52MSIWChRHZXRTZXJ2ZXJJbmZvUmVxdWVzdCKzAgoVR2V0U2VydmVySW5mb1Jlc3BvbnNlEg8KB3ZlcnNpb24YASABKAkSLgoKc3RhcnRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoGbGltaXRzGAMgASgLMhgub2R5c3NleS52MS5TZXJ2ZXJMaW1pdHMSMAoHc2FuZGJveBgEIAEoCzIfLm9keXNzZXkudjEuU2FuZGJveENhcGFiaWxpdGllcxI8ChRxdWFyYW50aW5lZF9zZXNzaW9ucxgFIAMoCzIeLm9keXNzZXkudjEuUXVhcmFudGluZWRTZXNzaW9uEhEKCXByb3ZpZGVycxgGIAMoCRIsCghhY3Rpdml0eRgHIAEoCzIaLm9keXNzZXkudjEuU2VydmVyQWN0aXZpdHkiTQoOU2VydmVyQWN0aXZpdHkSDQoFdGFza3MYASABKAQSFQoNb3Blbl9zZXNzaW9ucxgCIAEoDRIVCg1zdWJzY3JpcHRpb25zGAMgASgNIskBCgxTZXJ2ZXJMaW1pdHMSFAoMd29ya2VyX2NvdW50GAEgASgNEhYKDnF1ZXVlX2NhcGFjaXR5GAIgASgNEhkKEW1heF9yZXF1ZXN0X2J5dGVzGAMgASgEEhkKEW1heF9hcmNoaXZlX2J5dGVzGAQgASgEEhYKDm1heF90dXJuX3N0ZXBzGAUgASgNEhwKFG1heF90dXJuX2R1cmF0aW9uX21zGAYgASgEEg4KBnF1ZXVlZBgHIAEoDRIPCgdydW5uaW5nGAggASgNIuABChNTYW5kYm94Q2FwYWJpbGl0aWVzEhIKCmJ1YmJsZXdyYXAYASABKAgSEAoIbGFuZGxvY2sYAiABKAgSDwoHc2VjY29tcBgDIAEoCBIsCgtmb3JjZWRfbW9kZRgEIAEoDjIXLm9keXNzZXkudjEuU2FuZGJveE1vZGUSIgoaZGFuZ2VyX2Z1bGxfYWNjZXNzX2FsbG93ZWQYBSABKAgSDQoFbm90ZXMYBiADKAkSMQoOc2Vzc2lvbl9saW1pdHMYByABKAsyGS5vZHlzc2V5LnYxLlNlc3Npb25MaW1pdHMixQEKDVNlc3Npb25MaW1pdHMSHQoVbWVtb3J5X2Nncm91cF92ZXJzaW9uGAEgASgNEhsKE3BpZHNfY2dyb3VwX3ZlcnNpb24YAiABKA0SGQoRZGVmYXVsdF9tZW1vcnlfbWIYAyABKAQSFQoNbWF4X3Byb2Nlc3NlcxgEIAEoBBIfChdtYXhfY29uY3VycmVudF9jb21tYW5kcxgFIAEoBBIlCh1wcm9jZXNzZXNfY291bnRlZF9wZXJfY29tbWFuZBgGIAEoCCJsChJRdWFyYW50aW5lZFNlc3Npb24SEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSMgoOcXVhcmFudGluZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wMmUKDVNlcnZlclNlcnZpY2USVAoNR2V0U2VydmVySW5mbxIgLm9keXNzZXkudjEuR2V0U2VydmVySW5mb1JlcXVlc3QaIS5vZHlzc2V5LnYxLkdldFNlcnZlckluZm9SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_odyssey_v1_common]);
+  fileDesc("ChdvZHlzc2V5L3YxL3NlcnZlci5wcm90bxIKb2R5c3NleS52MSIWChRHZXRTZXJ2ZXJJbmZvUmVxdWVzdCLwAgoVR2V0U2VydmVySW5mb1Jlc3BvbnNlEg8KB3ZlcnNpb24YASABKAkSLgoKc3RhcnRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoGbGltaXRzGAMgASgLMhgub2R5c3NleS52MS5TZXJ2ZXJMaW1pdHMSMAoHc2FuZGJveBgEIAEoCzIfLm9keXNzZXkudjEuU2FuZGJveENhcGFiaWxpdGllcxI8ChRxdWFyYW50aW5lZF9zZXNzaW9ucxgFIAMoCzIeLm9keXNzZXkudjEuUXVhcmFudGluZWRTZXNzaW9uEhEKCXByb3ZpZGVycxgGIAMoCRIsCghhY3Rpdml0eRgHIAEoCzIaLm9keXNzZXkudjEuU2VydmVyQWN0aXZpdHkSOwoTd29ya3NwYWNlX3NuYXBzaG90cxgIIAEoCzIeLm9keXNzZXkudjEuV29ya3NwYWNlU25hcHNob3RzIk0KDlNlcnZlckFjdGl2aXR5Eg0KBXRhc2tzGAEgASgEEhUKDW9wZW5fc2Vzc2lvbnMYAiABKA0SFQoNc3Vic2NyaXB0aW9ucxgDIAEoDSLJAQoMU2VydmVyTGltaXRzEhQKDHdvcmtlcl9jb3VudBgBIAEoDRIWCg5xdWV1ZV9jYXBhY2l0eRgCIAEoDRIZChFtYXhfcmVxdWVzdF9ieXRlcxgDIAEoBBIZChFtYXhfYXJjaGl2ZV9ieXRlcxgEIAEoBBIWCg5tYXhfdHVybl9zdGVwcxgFIAEoDRIcChRtYXhfdHVybl9kdXJhdGlvbl9tcxgGIAEoBBIOCgZxdWV1ZWQYByABKA0SDwoHcnVubmluZxgIIAEoDSLgAQoTU2FuZGJveENhcGFiaWxpdGllcxISCgpidWJibGV3cmFwGAEgASgIEhAKCGxhbmRsb2NrGAIgASgIEg8KB3NlY2NvbXAYAyABKAgSLAoLZm9yY2VkX21vZGUYBCABKA4yFy5vZHlzc2V5LnYxLlNhbmRib3hNb2RlEiIKGmRhbmdlcl9mdWxsX2FjY2Vzc19hbGxvd2VkGAUgASgIEg0KBW5vdGVzGAYgAygJEjEKDnNlc3Npb25fbGltaXRzGAcgASgLMhkub2R5c3NleS52MS5TZXNzaW9uTGltaXRzIsUBCg1TZXNzaW9uTGltaXRzEh0KFW1lbW9yeV9jZ3JvdXBfdmVyc2lvbhgBIAEoDRIbChNwaWRzX2Nncm91cF92ZXJzaW9uGAIgASgNEhkKEWRlZmF1bHRfbWVtb3J5X21iGAMgASgEEhUKDW1heF9wcm9jZXNzZXMYBCABKAQSHwoXbWF4X2NvbmN1cnJlbnRfY29tbWFuZHMYBSABKAQSJQodcHJvY2Vzc2VzX2NvdW50ZWRfcGVyX2NvbW1hbmQYBiABKAgibAoSUXVhcmFudGluZWRTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJEjIKDnF1YXJhbnRpbmVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKmAQoSV29ya3NwYWNlU25hcHNob3RzEjAKCW1lY2hhbmlzbRgBIAEoDjIdLm9keXNzZXkudjEuU25hcHNob3RNZWNoYW5pc20SEQoJbWF4X3R1cm5zGAIgASgEEhEKCW1heF9ieXRlcxgDIAEoBBIbChNtYXhfd29ya3NwYWNlX2ZpbGVzGAQgASgEEhsKE21heF93b3Jrc3BhY2VfYnl0ZXMYBSABKAQqlwEKEVNuYXBzaG90TWVjaGFuaXNtEiIKHlNOQVBTSE9UX01FQ0hBTklTTV9VTlNQRUNJRklFRBAAEh8KG1NOQVBTSE9UX01FQ0hBTklTTV9ESVNBQkxFRBABEh0KGVNOQVBTSE9UX01FQ0hBTklTTV9DT1BJRVMQAhIeChpTTkFQU0hPVF9NRUNIQU5JU01fT1ZFUkxBWRADMmUKDVNlcnZlclNlcnZpY2USVAoNR2V0U2VydmVySW5mbxIgLm9keXNzZXkudjEuR2V0U2VydmVySW5mb1JlcXVlc3QaIS5vZHlzc2V5LnYxLkdldFNlcnZlckluZm9SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_odyssey_v1_common]);
 
 /**
  * @generated from message odyssey.v1.GetServerInfoRequest
@@ -72,6 +72,13 @@ export type GetServerInfoResponse = Message<"odyssey.v1.GetServerInfoResponse"> 
    * @generated from field: odyssey.v1.ServerActivity activity = 7;
    */
   activity?: ServerActivity | undefined;
+
+  /**
+   * How the workspace is snapshotted at turn ends (fork, rewind, turn changes).
+   *
+   * @generated from field: odyssey.v1.WorkspaceSnapshots workspace_snapshots = 8;
+   */
+  workspaceSnapshots?: WorkspaceSnapshots | undefined;
 };
 
 /**
@@ -314,6 +321,90 @@ export type QuarantinedSession = Message<"odyssey.v1.QuarantinedSession"> & {
  */
 export const QuarantinedSessionSchema: GenMessage<QuarantinedSession> = /*@__PURE__*/
   messageDesc(file_odyssey_v1_server, 6);
+
+/**
+ * How this server snapshots sessions' workspaces at turn ends.
+ *
+ * @generated from message odyssey.v1.WorkspaceSnapshots
+ */
+export type WorkspaceSnapshots = Message<"odyssey.v1.WorkspaceSnapshots"> & {
+  /**
+   * @generated from field: odyssey.v1.SnapshotMechanism mechanism = 1;
+   */
+  mechanism: SnapshotMechanism;
+
+  /**
+   * Turn snapshots one session keeps (the oldest are dropped past it).
+   *
+   * @generated from field: uint64 max_turns = 2;
+   */
+  maxTurns: bigint;
+
+  /**
+   * Bytes one session's snapshots may hold (the oldest turns are dropped past it).
+   *
+   * @generated from field: uint64 max_bytes = 3;
+   */
+  maxBytes: bigint;
+
+  /**
+   * A workspace with more entries, or more bytes of files, is not snapshotted (the turn's
+   * events say so).
+   *
+   * @generated from field: uint64 max_workspace_files = 4;
+   */
+  maxWorkspaceFiles: bigint;
+
+  /**
+   * @generated from field: uint64 max_workspace_bytes = 5;
+   */
+  maxWorkspaceBytes: bigint;
+};
+
+/**
+ * Describes the message odyssey.v1.WorkspaceSnapshots.
+ * Use `create(WorkspaceSnapshotsSchema)` to create a new message.
+ */
+export const WorkspaceSnapshotsSchema: GenMessage<WorkspaceSnapshots> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_server, 7);
+
+/**
+ * @generated from enum odyssey.v1.SnapshotMechanism
+ */
+export enum SnapshotMechanism {
+  /**
+   * @generated from enum value: SNAPSHOT_MECHANISM_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Snapshots are off.
+   *
+   * @generated from enum value: SNAPSHOT_MECHANISM_DISABLED = 1;
+   */
+  DISABLED = 1,
+
+  /**
+   * Changed files are copied into a content-addressed store at each turn end and copied
+   * back out to fork or rewind.
+   *
+   * @generated from enum value: SNAPSHOT_MECHANISM_COPIES = 2;
+   */
+  COPIES = 2,
+
+  /**
+   * Overlay layers mounted by the server (not offered yet).
+   *
+   * @generated from enum value: SNAPSHOT_MECHANISM_OVERLAY = 3;
+   */
+  OVERLAY = 3,
+}
+
+/**
+ * Describes the enum odyssey.v1.SnapshotMechanism.
+ */
+export const SnapshotMechanismSchema: GenEnum<SnapshotMechanism> = /*@__PURE__*/
+  enumDesc(file_odyssey_v1_server, 0);
 
 /**
  * Facts about the running server.

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file odyssey/v1/session.proto.
  */
 export const file_odyssey_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("ChhvZHlzc2V5L3YxL3Nlc3Npb24ucHJvdG8SCm9keXNzZXkudjEiyQQKB1Nlc3Npb24SCgoCaWQYASABKAkSGAoQYnVuZGxlX3JlZmVyZW5jZRgCIAEoCRIlCgZidW5kbGUYAyABKAsyFS5vZHlzc2V5LnYxLkJ1bmRsZVJlZhIQCghhZ2VudF9pZBgEIAEoCRIkCgVtb2RlbBgFIAEoCzIVLm9keXNzZXkudjEuTW9kZWxTcGVjEi0KDHNhbmRib3hfbW9kZRgGIAEoDjIXLm9keXNzZXkudjEuU2FuZGJveE1vZGUSMwoPYXBwcm92YWxfcG9saWN5GAcgASgOMhoub2R5c3NleS52MS5BcHByb3ZhbFBvbGljeRIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgp0dXJuX2NvdW50GAogASgEEhUKDWxhc3Rfc2VxdWVuY2UYCyABKAQSMwoIbWV0YWRhdGEYDCADKAsyIS5vZHlzc2V5LnYxLlNlc3Npb24uTWV0YWRhdGFFbnRyeRIlCgV1c2FnZRgNIAEoCzIWLm9keXNzZXkudjEuVG9rZW5Vc2FnZRIUCgx0b2tlbl9idWRnZXQYDiABKAQSJwoFc3RhdGUYDyABKA4yGC5vZHlzc2V5LnYxLlNlc3Npb25TdGF0ZRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi1QIKFENyZWF0ZVNlc3Npb25SZXF1ZXN0EhgKEGJ1bmRsZV9yZWZlcmVuY2UYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSJAoFbW9kZWwYAyABKAsyFS5vZHlzc2V5LnYxLk1vZGVsU3BlYxItCgxzYW5kYm94X21vZGUYBCABKA4yFy5vZHlzc2V5LnYxLlNhbmRib3hNb2RlEjMKD2FwcHJvdmFsX3BvbGljeRgFIAEoDjIaLm9keXNzZXkudjEuQXBwcm92YWxQb2xpY3kSQAoIbWV0YWRhdGEYBiADKAsyLi5vZHlzc2V5LnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0Lk1ldGFkYXRhRW50cnkSFAoMdG9rZW5fYnVkZ2V0GAcgASgEGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI9ChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USJAoHc2Vzc2lvbhgBIAEoCzITLm9keXNzZXkudjEuU2Vzc2lvbiInChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIjoKEkdldFNlc3Npb25SZXNwb25zZRIkCgdzZXNzaW9uGAEgASgLMhMub2R5c3NleS52MS5TZXNzaW9uIl4KE0xpc3RTZXNzaW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSDgoGYnVuZGxlGAMgASgJEhAKCGFnZW50X2lkGAQgASgJIlYKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEiUKCHNlc3Npb25zGAEgAygLMhMub2R5c3NleS52MS5TZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIqChREZWxldGVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIhcKFURlbGV0ZVNlc3Npb25SZXNwb25zZSJFChdTdWJzY3JpYmVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgEInkKGFN1YnNjcmliZVNlc3Npb25SZXNwb25zZRIpCgVldmVudBgBIAEoCzIYLm9keXNzZXkudjEuU2Vzc2lvbkV2ZW50SAASKgoJaGVhcnRiZWF0GAIgASgLMhUub2R5c3NleS52MS5IZWFydGJlYXRIAEIGCgRpdGVtIk8KCUhlYXJ0YmVhdBIrCgdzZW50X2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1sYXN0X3NlcXVlbmNlGAIgASgEIjIKHEV4cG9ydFNlc3Npb25DYXNzZXR0ZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIuCh1FeHBvcnRTZXNzaW9uQ2Fzc2V0dGVSZXNwb25zZRINCgVjaHVuaxgBIAEoDCJUChdMaXN0U2Vzc2lvblRvb2xzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIpIBChhMaXN0U2Vzc2lvblRvb2xzUmVzcG9uc2USJgoFdG9vbHMYASADKAsyFy5vZHlzc2V5LnYxLlNlc3Npb25Ub29sEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRI1ChFtY3Bfc2VydmVyX2Vycm9ycxgDIAMoCzIaLm9keXNzZXkudjEuTWNwU2VydmVyRXJyb3IibwoLU2Vzc2lvblRvb2wSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIZChFpbnB1dF9zY2hlbWFfanNvbhgDIAEoCRIOCgZzb3VyY2UYBCABKAkSEgoKbWNwX3NlcnZlchgFIAEoCSIvCg5NY3BTZXJ2ZXJFcnJvchIOCgZzZXJ2ZXIYASABKAkSDQoFZXJyb3IYAiABKAkqiAEKDFNlc3Npb25TdGF0ZRIdChlTRVNTSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSU0VTU0lPTl9TVEFURV9JRExFEAESGQoVU0VTU0lPTl9TVEFURV9SVU5OSU5HEAISJgoiU0VTU0lPTl9TVEFURV9XQUlUSU5HX0ZPUl9BUFBST1ZBTBADMowFCg5TZXNzaW9uU2VydmljZRJUCg1DcmVhdGVTZXNzaW9uEiAub2R5c3NleS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBohLm9keXNzZXkudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEksKCkdldFNlc3Npb24SHS5vZHlzc2V5LnYxLkdldFNlc3Npb25SZXF1ZXN0Gh4ub2R5c3NleS52MS5HZXRTZXNzaW9uUmVzcG9uc2USUQoMTGlzdFNlc3Npb25zEh8ub2R5c3NleS52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiAub2R5c3NleS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJUCg1EZWxldGVTZXNzaW9uEiAub2R5c3NleS52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBohLm9keXNzZXkudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEl8KEFN1YnNjcmliZVNlc3Npb24SIy5vZHlzc2V5LnYxLlN1YnNjcmliZVNlc3Npb25SZXF1ZXN0GiQub2R5c3NleS52MS5TdWJzY3JpYmVTZXNzaW9uUmVzcG9uc2UwARJuChVFeHBvcnRTZXNzaW9uQ2Fzc2V0dGUSKC5vZHlzc2V5LnYxLkV4cG9ydFNlc3Npb25DYXNzZXR0ZVJlcXVlc3QaKS5vZHlzc2V5LnYxLkV4cG9ydFNlc3Npb25DYXNzZXR0ZVJlc3BvbnNlMAESXQoQTGlzdFNlc3Npb25Ub29scxIjLm9keXNzZXkudjEuTGlzdFNlc3Npb25Ub29sc1JlcXVlc3QaJC5vZHlzc2V5LnYxLkxpc3RTZXNzaW9uVG9vbHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_odyssey_v1_common, file_odyssey_v1_events]);
+  fileDesc("ChhvZHlzc2V5L3YxL3Nlc3Npb24ucHJvdG8SCm9keXNzZXkudjEiiAUKB1Nlc3Npb24SCgoCaWQYASABKAkSGAoQYnVuZGxlX3JlZmVyZW5jZRgCIAEoCRIlCgZidW5kbGUYAyABKAsyFS5vZHlzc2V5LnYxLkJ1bmRsZVJlZhIQCghhZ2VudF9pZBgEIAEoCRIkCgVtb2RlbBgFIAEoCzIVLm9keXNzZXkudjEuTW9kZWxTcGVjEi0KDHNhbmRib3hfbW9kZRgGIAEoDjIXLm9keXNzZXkudjEuU2FuZGJveE1vZGUSMwoPYXBwcm92YWxfcG9saWN5GAcgASgOMhoub2R5c3NleS52MS5BcHByb3ZhbFBvbGljeRIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgp0dXJuX2NvdW50GAogASgEEhUKDWxhc3Rfc2VxdWVuY2UYCyABKAQSMwoIbWV0YWRhdGEYDCADKAsyIS5vZHlzc2V5LnYxLlNlc3Npb24uTWV0YWRhdGFFbnRyeRIlCgV1c2FnZRgNIAEoCzIWLm9keXNzZXkudjEuVG9rZW5Vc2FnZRIUCgx0b2tlbl9idWRnZXQYDiABKAQSJwoFc3RhdGUYDyABKA4yGC5vZHlzc2V5LnYxLlNlc3Npb25TdGF0ZRITCgtmb3JrZWRfZnJvbRgSIAEoCRIoCglmb3JrZWRfYXQYEyABKAsyFS5vZHlzc2V5LnYxLkZvcmtQb2ludBovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiPAoJRm9ya1BvaW50EgwKBHR1cm4YASABKAQSEAoIc2VxdWVuY2UYAiABKAQSDwoHdHVybl9pZBgDIAEoCSLVAgoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSGAoQYnVuZGxlX3JlZmVyZW5jZRgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIkCgVtb2RlbBgDIAEoCzIVLm9keXNzZXkudjEuTW9kZWxTcGVjEi0KDHNhbmRib3hfbW9kZRgEIAEoDjIXLm9keXNzZXkudjEuU2FuZGJveE1vZGUSMwoPYXBwcm92YWxfcG9saWN5GAUgASgOMhoub2R5c3NleS52MS5BcHByb3ZhbFBvbGljeRJACghtZXRhZGF0YRgGIAMoCzIuLm9keXNzZXkudjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QuTWV0YWRhdGFFbnRyeRIUCgx0b2tlbl9idWRnZXQYByABKAQaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIj0KFUNyZWF0ZVNlc3Npb25SZXNwb25zZRIkCgdzZXNzaW9uGAEgASgLMhMub2R5c3NleS52MS5TZXNzaW9uIicKEUdldFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiOgoSR2V0U2Vzc2lvblJlc3BvbnNlEiQKB3Nlc3Npb24YASABKAsyEy5vZHlzc2V5LnYxLlNlc3Npb24iXgoTTGlzdFNlc3Npb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZidW5kbGUYAyABKAkSEAoIYWdlbnRfaWQYBCABKAkiVgoUTGlzdFNlc3Npb25zUmVzcG9uc2USJQoIc2Vzc2lvbnMYASADKAsyEy5vZHlzc2V5LnYxLlNlc3Npb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIioKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiFwoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlIkUKF1N1YnNjcmliZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFgoOYWZ0ZXJfc2VxdWVuY2UYAiABKAQieQoYU3Vic2NyaWJlU2Vzc2lvblJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhgub2R5c3NleS52MS5TZXNzaW9uRXZlbnRIABIqCgloZWFydGJlYXQYAiABKAsyFS5vZHlzc2V5LnYxLkhlYXJ0YmVhdEgAQgYKBGl0ZW0iTwoJSGVhcnRiZWF0EisKB3NlbnRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWxhc3Rfc2VxdWVuY2UYAiABKAQiMgocRXhwb3J0U2Vzc2lvbkNhc3NldHRlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIi4KHUV4cG9ydFNlc3Npb25DYXNzZXR0ZVJlc3BvbnNlEg0KBWNodW5rGAEgASgMIlQKF0xpc3RTZXNzaW9uVG9vbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkikgEKGExpc3RTZXNzaW9uVG9vbHNSZXNwb25zZRImCgV0b29scxgBIAMoCzIXLm9keXNzZXkudjEuU2Vzc2lvblRvb2wSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEjUKEW1jcF9zZXJ2ZXJfZXJyb3JzGAMgAygLMhoub2R5c3NleS52MS5NY3BTZXJ2ZXJFcnJvciJvCgtTZXNzaW9uVG9vbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEhkKEWlucHV0X3NjaGVtYV9qc29uGAMgASgJEg4KBnNvdXJjZRgEIAEoCRISCgptY3Bfc2VydmVyGAUgASgJIi8KDk1jcFNlcnZlckVycm9yEg4KBnNlcnZlchgBIAEoCRINCgVlcnJvchgCIAEoCSJeChJGb3JrU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIUCgphZnRlcl90dXJuGAIgASgESAASFQoLYXRfc2VxdWVuY2UYAyABKARIAEIHCgVwb2ludCI7ChNGb3JrU2Vzc2lvblJlc3BvbnNlEiQKB3Nlc3Npb24YASABKAsyEy5vZHlzc2V5LnYxLlNlc3Npb24iOwoUUmV3aW5kU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgd0b190dXJuGAIgASgEImYKFVJld2luZFNlc3Npb25SZXNwb25zZRIkCgdzZXNzaW9uGAEgASgLMhMub2R5c3NleS52MS5TZXNzaW9uEicKBWV2ZW50GAIgASgLMhgub2R5c3NleS52MS5TZXNzaW9uRXZlbnQiOQoVR2V0VHVybkNoYW5nZXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEdHVybhgCIAEoBCKGAQoWR2V0VHVybkNoYW5nZXNSZXNwb25zZRIMCgR0dXJuGAEgASgEEg8KB3R1cm5faWQYAiABKAkSEQoJYmFzZV90dXJuGAMgASgEEicKB2NoYW5nZXMYBCADKAsyFi5vZHlzc2V5LnYxLkZpbGVDaGFuZ2USEQoJdHJ1bmNhdGVkGAUgASgIItUBCgpGaWxlQ2hhbmdlEgwKBHBhdGgYASABKAkSKgoGY2hhbmdlGAIgASgOMhoub2R5c3NleS52MS5GaWxlQ2hhbmdlS2luZBImCgRraW5kGAMgASgOMhgub2R5c3NleS52MS5GaWxlTm9kZUtpbmQSEwoLc2l6ZV9iZWZvcmUYBCABKAQSEgoKc2l6ZV9hZnRlchgFIAEoBBIOCgZiaW5hcnkYBiABKAgSFAoMdW5pZmllZF9kaWZmGAcgASgJEhYKDmRpZmZfdHJ1bmNhdGVkGAggASgIKogBCgxTZXNzaW9uU3RhdGUSHQoZU0VTU0lPTl9TVEFURV9VTlNQRUNJRklFRBAAEhYKElNFU1NJT05fU1RBVEVfSURMRRABEhkKFVNFU1NJT05fU1RBVEVfUlVOTklORxACEiYKIlNFU1NJT05fU1RBVEVfV0FJVElOR19GT1JfQVBQUk9WQUwQAyqKAQoORmlsZUNoYW5nZUtpbmQSIAocRklMRV9DSEFOR0VfS0lORF9VTlNQRUNJRklFRBAAEhoKFkZJTEVfQ0hBTkdFX0tJTkRfQURERUQQARIcChhGSUxFX0NIQU5HRV9LSU5EX0NIQU5HRUQQAhIcChhGSUxFX0NIQU5HRV9LSU5EX1JFTU9WRUQQAyqBAQoMRmlsZU5vZGVLaW5kEh4KGkZJTEVfTk9ERV9LSU5EX1VOU1BFQ0lGSUVEEAASFwoTRklMRV9OT0RFX0tJTkRfRklMRRABEhwKGEZJTEVfTk9ERV9LSU5EX0RJUkVDVE9SWRACEhoKFkZJTEVfTk9ERV9LSU5EX1NZTUxJTksQAzKLBwoOU2Vzc2lvblNlcnZpY2USVAoNQ3JlYXRlU2Vzc2lvbhIgLm9keXNzZXkudjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QaIS5vZHlzc2V5LnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZRJLCgpHZXRTZXNzaW9uEh0ub2R5c3NleS52MS5HZXRTZXNzaW9uUmVxdWVzdBoeLm9keXNzZXkudjEuR2V0U2Vzc2lvblJlc3BvbnNlElEKDExpc3RTZXNzaW9ucxIfLm9keXNzZXkudjEuTGlzdFNlc3Npb25zUmVxdWVzdBogLm9keXNzZXkudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USVAoNRGVsZXRlU2Vzc2lvbhIgLm9keXNzZXkudjEuRGVsZXRlU2Vzc2lvblJlcXVlc3QaIS5vZHlzc2V5LnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJfChBTdWJzY3JpYmVTZXNzaW9uEiMub2R5c3NleS52MS5TdWJzY3JpYmVTZXNzaW9uUmVxdWVzdBokLm9keXNzZXkudjEuU3Vic2NyaWJlU2Vzc2lvblJlc3BvbnNlMAESbgoVRXhwb3J0U2Vzc2lvbkNhc3NldHRlEigub2R5c3NleS52MS5FeHBvcnRTZXNzaW9uQ2Fzc2V0dGVSZXF1ZXN0Gikub2R5c3NleS52MS5FeHBvcnRTZXNzaW9uQ2Fzc2V0dGVSZXNwb25zZTABEl0KEExpc3RTZXNzaW9uVG9vbHMSIy5vZHlzc2V5LnYxLkxpc3RTZXNzaW9uVG9vbHNSZXF1ZXN0GiQub2R5c3NleS52MS5MaXN0U2Vzc2lvblRvb2xzUmVzcG9uc2USTgoLRm9ya1Nlc3Npb24SHi5vZHlzc2V5LnYxLkZvcmtTZXNzaW9uUmVxdWVzdBofLm9keXNzZXkudjEuRm9ya1Nlc3Npb25SZXNwb25zZRJUCg1SZXdpbmRTZXNzaW9uEiAub2R5c3NleS52MS5SZXdpbmRTZXNzaW9uUmVxdWVzdBohLm9keXNzZXkudjEuUmV3aW5kU2Vzc2lvblJlc3BvbnNlElcKDkdldFR1cm5DaGFuZ2VzEiEub2R5c3NleS52MS5HZXRUdXJuQ2hhbmdlc1JlcXVlc3QaIi5vZHlzc2V5LnYxLkdldFR1cm5DaGFuZ2VzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_odyssey_v1_common, file_odyssey_v1_events]);
 
 /**
  * @generated from message odyssey.v1.Session
@@ -106,6 +106,20 @@ export type Session = Message<"odyssey.v1.Session"> & {
    * @generated from field: odyssey.v1.SessionState state = 15;
    */
   state: SessionState;
+
+  /**
+   * The session this one was forked from; empty for a session that was not forked.
+   *
+   * @generated from field: string forked_from = 18;
+   */
+  forkedFrom: string;
+
+  /**
+   * Where in `forked_from` it was forked; unset for a session that was not forked.
+   *
+   * @generated from field: odyssey.v1.ForkPoint forked_at = 19;
+   */
+  forkedAt?: ForkPoint | undefined;
 };
 
 /**
@@ -114,6 +128,41 @@ export type Session = Message<"odyssey.v1.Session"> & {
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
   messageDesc(file_odyssey_v1_session, 0);
+
+/**
+ * The end of one turn of a session.
+ *
+ * @generated from message odyssey.v1.ForkPoint
+ */
+export type ForkPoint = Message<"odyssey.v1.ForkPoint"> & {
+  /**
+   * The turn number: 1 for the session's first turn.
+   *
+   * @generated from field: uint64 turn = 1;
+   */
+  turn: bigint;
+
+  /**
+   * The sequence of the turn's TurnCompleted event.
+   *
+   * @generated from field: uint64 sequence = 2;
+   */
+  sequence: bigint;
+
+  /**
+   * The turn's id (its execution id).
+   *
+   * @generated from field: string turn_id = 3;
+   */
+  turnId: string;
+};
+
+/**
+ * Describes the message odyssey.v1.ForkPoint.
+ * Use `create(ForkPointSchema)` to create a new message.
+ */
+export const ForkPointSchema: GenMessage<ForkPoint> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_session, 1);
 
 /**
  * @generated from message odyssey.v1.CreateSessionRequest
@@ -169,7 +218,7 @@ export type CreateSessionRequest = Message<"odyssey.v1.CreateSessionRequest"> & 
  * Use `create(CreateSessionRequestSchema)` to create a new message.
  */
 export const CreateSessionRequestSchema: GenMessage<CreateSessionRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 1);
+  messageDesc(file_odyssey_v1_session, 2);
 
 /**
  * @generated from message odyssey.v1.CreateSessionResponse
@@ -186,7 +235,7 @@ export type CreateSessionResponse = Message<"odyssey.v1.CreateSessionResponse"> 
  * Use `create(CreateSessionResponseSchema)` to create a new message.
  */
 export const CreateSessionResponseSchema: GenMessage<CreateSessionResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 2);
+  messageDesc(file_odyssey_v1_session, 3);
 
 /**
  * @generated from message odyssey.v1.GetSessionRequest
@@ -203,7 +252,7 @@ export type GetSessionRequest = Message<"odyssey.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 3);
+  messageDesc(file_odyssey_v1_session, 4);
 
 /**
  * @generated from message odyssey.v1.GetSessionResponse
@@ -220,7 +269,7 @@ export type GetSessionResponse = Message<"odyssey.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 4);
+  messageDesc(file_odyssey_v1_session, 5);
 
 /**
  * @generated from message odyssey.v1.ListSessionsRequest
@@ -256,7 +305,7 @@ export type ListSessionsRequest = Message<"odyssey.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 5);
+  messageDesc(file_odyssey_v1_session, 6);
 
 /**
  * @generated from message odyssey.v1.ListSessionsResponse
@@ -278,7 +327,7 @@ export type ListSessionsResponse = Message<"odyssey.v1.ListSessionsResponse"> & 
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 6);
+  messageDesc(file_odyssey_v1_session, 7);
 
 /**
  * @generated from message odyssey.v1.DeleteSessionRequest
@@ -295,7 +344,7 @@ export type DeleteSessionRequest = Message<"odyssey.v1.DeleteSessionRequest"> & 
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 7);
+  messageDesc(file_odyssey_v1_session, 8);
 
 /**
  * @generated from message odyssey.v1.DeleteSessionResponse
@@ -308,7 +357,7 @@ export type DeleteSessionResponse = Message<"odyssey.v1.DeleteSessionResponse"> 
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 8);
+  messageDesc(file_odyssey_v1_session, 9);
 
 /**
  * @generated from message odyssey.v1.SubscribeSessionRequest
@@ -332,7 +381,7 @@ export type SubscribeSessionRequest = Message<"odyssey.v1.SubscribeSessionReques
  * Use `create(SubscribeSessionRequestSchema)` to create a new message.
  */
 export const SubscribeSessionRequestSchema: GenMessage<SubscribeSessionRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 9);
+  messageDesc(file_odyssey_v1_session, 10);
 
 /**
  * @generated from message odyssey.v1.SubscribeSessionResponse
@@ -361,7 +410,7 @@ export type SubscribeSessionResponse = Message<"odyssey.v1.SubscribeSessionRespo
  * Use `create(SubscribeSessionResponseSchema)` to create a new message.
  */
 export const SubscribeSessionResponseSchema: GenMessage<SubscribeSessionResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 10);
+  messageDesc(file_odyssey_v1_session, 11);
 
 /**
  * @generated from message odyssey.v1.Heartbeat
@@ -385,7 +434,7 @@ export type Heartbeat = Message<"odyssey.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 11);
+  messageDesc(file_odyssey_v1_session, 12);
 
 /**
  * @generated from message odyssey.v1.ExportSessionCassetteRequest
@@ -402,7 +451,7 @@ export type ExportSessionCassetteRequest = Message<"odyssey.v1.ExportSessionCass
  * Use `create(ExportSessionCassetteRequestSchema)` to create a new message.
  */
 export const ExportSessionCassetteRequestSchema: GenMessage<ExportSessionCassetteRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 12);
+  messageDesc(file_odyssey_v1_session, 13);
 
 /**
  * @generated from message odyssey.v1.ExportSessionCassetteResponse
@@ -421,7 +470,7 @@ export type ExportSessionCassetteResponse = Message<"odyssey.v1.ExportSessionCas
  * Use `create(ExportSessionCassetteResponseSchema)` to create a new message.
  */
 export const ExportSessionCassetteResponseSchema: GenMessage<ExportSessionCassetteResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 13);
+  messageDesc(file_odyssey_v1_session, 14);
 
 /**
  * @generated from message odyssey.v1.ListSessionToolsRequest
@@ -450,7 +499,7 @@ export type ListSessionToolsRequest = Message<"odyssey.v1.ListSessionToolsReques
  * Use `create(ListSessionToolsRequestSchema)` to create a new message.
  */
 export const ListSessionToolsRequestSchema: GenMessage<ListSessionToolsRequest> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 14);
+  messageDesc(file_odyssey_v1_session, 15);
 
 /**
  * @generated from message odyssey.v1.ListSessionToolsResponse
@@ -482,7 +531,7 @@ export type ListSessionToolsResponse = Message<"odyssey.v1.ListSessionToolsRespo
  * Use `create(ListSessionToolsResponseSchema)` to create a new message.
  */
 export const ListSessionToolsResponseSchema: GenMessage<ListSessionToolsResponse> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 15);
+  messageDesc(file_odyssey_v1_session, 16);
 
 /**
  * A tool as the model is told of it.
@@ -529,7 +578,7 @@ export type SessionTool = Message<"odyssey.v1.SessionTool"> & {
  * Use `create(SessionToolSchema)` to create a new message.
  */
 export const SessionToolSchema: GenMessage<SessionTool> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 16);
+  messageDesc(file_odyssey_v1_session, 17);
 
 /**
  * @generated from message odyssey.v1.McpServerError
@@ -551,7 +600,246 @@ export type McpServerError = Message<"odyssey.v1.McpServerError"> & {
  * Use `create(McpServerErrorSchema)` to create a new message.
  */
 export const McpServerErrorSchema: GenMessage<McpServerError> = /*@__PURE__*/
-  messageDesc(file_odyssey_v1_session, 17);
+  messageDesc(file_odyssey_v1_session, 18);
+
+/**
+ * @generated from message odyssey.v1.ForkSessionRequest
+ */
+export type ForkSessionRequest = Message<"odyssey.v1.ForkSessionRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * Where the fork starts: one of them is required.
+   *
+   * @generated from oneof odyssey.v1.ForkSessionRequest.point
+   */
+  point: {
+    /**
+     * After this turn (1 for the session's first).
+     *
+     * @generated from field: uint64 after_turn = 2;
+     */
+    value: bigint;
+    case: "afterTurn";
+  } | {
+    /**
+     * At this sequence, which must be a turn's end (a TurnCompleted event).
+     *
+     * @generated from field: uint64 at_sequence = 3;
+     */
+    value: bigint;
+    case: "atSequence";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message odyssey.v1.ForkSessionRequest.
+ * Use `create(ForkSessionRequestSchema)` to create a new message.
+ */
+export const ForkSessionRequestSchema: GenMessage<ForkSessionRequest> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_session, 19);
+
+/**
+ * @generated from message odyssey.v1.ForkSessionResponse
+ */
+export type ForkSessionResponse = Message<"odyssey.v1.ForkSessionResponse"> & {
+  /**
+   * @generated from field: odyssey.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+};
+
+/**
+ * Describes the message odyssey.v1.ForkSessionResponse.
+ * Use `create(ForkSessionResponseSchema)` to create a new message.
+ */
+export const ForkSessionResponseSchema: GenMessage<ForkSessionResponse> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_session, 20);
+
+/**
+ * @generated from message odyssey.v1.RewindSessionRequest
+ */
+export type RewindSessionRequest = Message<"odyssey.v1.RewindSessionRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * The turn whose end the session goes back to (1 for the first).
+   *
+   * @generated from field: uint64 to_turn = 2;
+   */
+  toTurn: bigint;
+};
+
+/**
+ * Describes the message odyssey.v1.RewindSessionRequest.
+ * Use `create(RewindSessionRequestSchema)` to create a new message.
+ */
+export const RewindSessionRequestSchema: GenMessage<RewindSessionRequest> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_session, 21);
+
+/**
+ * @generated from message odyssey.v1.RewindSessionResponse
+ */
+export type RewindSessionResponse = Message<"odyssey.v1.RewindSessionResponse"> & {
+  /**
+   * The session after the rewind.
+   *
+   * @generated from field: odyssey.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+
+  /**
+   * The SessionRewound event that records it.
+   *
+   * @generated from field: odyssey.v1.SessionEvent event = 2;
+   */
+  event?: SessionEvent | undefined;
+};
+
+/**
+ * Describes the message odyssey.v1.RewindSessionResponse.
+ * Use `create(RewindSessionResponseSchema)` to create a new message.
+ */
+export const RewindSessionResponseSchema: GenMessage<RewindSessionResponse> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_session, 22);
+
+/**
+ * @generated from message odyssey.v1.GetTurnChangesRequest
+ */
+export type GetTurnChangesRequest = Message<"odyssey.v1.GetTurnChangesRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * The turn (1 for the first).
+   *
+   * @generated from field: uint64 turn = 2;
+   */
+  turn: bigint;
+};
+
+/**
+ * Describes the message odyssey.v1.GetTurnChangesRequest.
+ * Use `create(GetTurnChangesRequestSchema)` to create a new message.
+ */
+export const GetTurnChangesRequestSchema: GenMessage<GetTurnChangesRequest> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_session, 23);
+
+/**
+ * @generated from message odyssey.v1.GetTurnChangesResponse
+ */
+export type GetTurnChangesResponse = Message<"odyssey.v1.GetTurnChangesResponse"> & {
+  /**
+   * @generated from field: uint64 turn = 1;
+   */
+  turn: bigint;
+
+  /**
+   * @generated from field: string turn_id = 2;
+   */
+  turnId: string;
+
+  /**
+   * The turn whose end the workspace was at when this turn started; 0 for a fresh
+   * workspace.
+   *
+   * @generated from field: uint64 base_turn = 3;
+   */
+  baseTurn: bigint;
+
+  /**
+   * In path order.
+   *
+   * @generated from field: repeated odyssey.v1.FileChange changes = 4;
+   */
+  changes: FileChange[];
+
+  /**
+   * Whether more changes were found than one answer holds (10,000) and the rest left out.
+   *
+   * @generated from field: bool truncated = 5;
+   */
+  truncated: boolean;
+};
+
+/**
+ * Describes the message odyssey.v1.GetTurnChangesResponse.
+ * Use `create(GetTurnChangesResponseSchema)` to create a new message.
+ */
+export const GetTurnChangesResponseSchema: GenMessage<GetTurnChangesResponse> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_session, 24);
+
+/**
+ * One path a turn added, changed or removed.
+ *
+ * @generated from message odyssey.v1.FileChange
+ */
+export type FileChange = Message<"odyssey.v1.FileChange"> & {
+  /**
+   * Relative to the workspace, `/`-separated.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * @generated from field: odyssey.v1.FileChangeKind change = 2;
+   */
+  change: FileChangeKind;
+
+  /**
+   * What the path is after the turn (before it, for a removal).
+   *
+   * @generated from field: odyssey.v1.FileNodeKind kind = 3;
+   */
+  kind: FileNodeKind;
+
+  /**
+   * @generated from field: uint64 size_before = 4;
+   */
+  sizeBefore: bigint;
+
+  /**
+   * @generated from field: uint64 size_after = 5;
+   */
+  sizeAfter: bigint;
+
+  /**
+   * Either side is not UTF-8 text or is too large to compare (512 KiB): no diff.
+   *
+   * @generated from field: bool binary = 6;
+   */
+  binary: boolean;
+
+  /**
+   * A unified diff (`--- a/path`, `+++ b/path`) for text files.
+   *
+   * @generated from field: string unified_diff = 7;
+   */
+  unifiedDiff: string;
+
+  /**
+   * The diff was cut (64 KiB a file, 1 MiB an answer) or left out.
+   *
+   * @generated from field: bool diff_truncated = 8;
+   */
+  diffTruncated: boolean;
+};
+
+/**
+ * Describes the message odyssey.v1.FileChange.
+ * Use `create(FileChangeSchema)` to create a new message.
+ */
+export const FileChangeSchema: GenMessage<FileChange> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_session, 25);
 
 /**
  * @generated from enum odyssey.v1.SessionState
@@ -589,6 +877,68 @@ export enum SessionState {
  */
 export const SessionStateSchema: GenEnum<SessionState> = /*@__PURE__*/
   enumDesc(file_odyssey_v1_session, 0);
+
+/**
+ * @generated from enum odyssey.v1.FileChangeKind
+ */
+export enum FileChangeKind {
+  /**
+   * @generated from enum value: FILE_CHANGE_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: FILE_CHANGE_KIND_ADDED = 1;
+   */
+  ADDED = 1,
+
+  /**
+   * @generated from enum value: FILE_CHANGE_KIND_CHANGED = 2;
+   */
+  CHANGED = 2,
+
+  /**
+   * @generated from enum value: FILE_CHANGE_KIND_REMOVED = 3;
+   */
+  REMOVED = 3,
+}
+
+/**
+ * Describes the enum odyssey.v1.FileChangeKind.
+ */
+export const FileChangeKindSchema: GenEnum<FileChangeKind> = /*@__PURE__*/
+  enumDesc(file_odyssey_v1_session, 1);
+
+/**
+ * @generated from enum odyssey.v1.FileNodeKind
+ */
+export enum FileNodeKind {
+  /**
+   * @generated from enum value: FILE_NODE_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: FILE_NODE_KIND_FILE = 1;
+   */
+  FILE = 1,
+
+  /**
+   * @generated from enum value: FILE_NODE_KIND_DIRECTORY = 2;
+   */
+  DIRECTORY = 2,
+
+  /**
+   * @generated from enum value: FILE_NODE_KIND_SYMLINK = 3;
+   */
+  SYMLINK = 3,
+}
+
+/**
+ * Describes the enum odyssey.v1.FileNodeKind.
+ */
+export const FileNodeKindSchema: GenEnum<FileNodeKind> = /*@__PURE__*/
+  enumDesc(file_odyssey_v1_session, 2);
 
 /**
  * Sessions: a conversation with one agent of one installed bundle, and its event log.
@@ -667,6 +1017,44 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof ListSessionToolsRequestSchema;
     output: typeof ListSessionToolsResponseSchema;
+  },
+  /**
+   * Creates a session whose history is the source's up to the end of one of its turns
+   * and whose workspace is what the source's held at that turn's end (its snapshot). The
+   * source is untouched. INVALID_ARGUMENT for a turn the source does not have or a
+   * sequence that is not a turn's end; FAILED_PRECONDITION when that turn has no snapshot
+   * (skipped, or no longer kept).
+   *
+   * @generated from rpc odyssey.v1.SessionService.ForkSession
+   */
+  forkSession: {
+    methodKind: "unary";
+    input: typeof ForkSessionRequestSchema;
+    output: typeof ForkSessionResponseSchema;
+  },
+  /**
+   * Puts the session's conversation and workspace back to the end of a turn. The log
+   * stays append-only: a SessionRewound event records it, and the later turns stay
+   * readable but leave the model's history. FAILED_PRECONDITION while a turn of the
+   * session is queued or running.
+   *
+   * @generated from rpc odyssey.v1.SessionService.RewindSession
+   */
+  rewindSession: {
+    methodKind: "unary";
+    input: typeof RewindSessionRequestSchema;
+    output: typeof RewindSessionResponseSchema;
+  },
+  /**
+   * The files one turn added, changed or removed in the workspace, with a unified diff
+   * for text files (bounded).
+   *
+   * @generated from rpc odyssey.v1.SessionService.GetTurnChanges
+   */
+  getTurnChanges: {
+    methodKind: "unary";
+    input: typeof GetTurnChangesRequestSchema;
+    output: typeof GetTurnChangesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_odyssey_v1_session, 0);
