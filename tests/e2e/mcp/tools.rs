@@ -220,7 +220,12 @@ async fn list_session_tools_starts_the_servers_and_lists_what_the_model_is_offer
         listed.mcp_server_errors.iter().all(|e| !e.error.is_empty()),
         "{listed:?}"
     );
-    assert!(!format!("{listed:?}").contains(OPERATOR_SECRET));
+    let shown = format!("{listed:?}");
+    assert!(!shown.contains(OPERATOR_SECRET), "{shown}");
+    assert!(
+        !shown.contains("127.0.0.1:9"),
+        "a server's URL is not shown: {shown}"
+    );
     assert_eq!(
         running_servers(&server).len(),
         1,

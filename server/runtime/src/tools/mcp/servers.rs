@@ -83,7 +83,11 @@ impl McpServers {
         let mut listings = Vec::with_capacity(servers.len());
         for server in servers {
             let slot = self.slot(ctx.session_id, &server.name);
-            let tools = slot.ready(self, ctx, server).await.map(|(_, listed)| {
+            let tools = slot
+                .ready(self, ctx, server)
+                .await
+                .map_err(|why| shown(why, server));
+            let tools = tools.map(|(_, listed)| {
                 listed
                     .iter()
                     .map(|listed| McpTool::new(self.clone(), server.clone(), listed))
@@ -476,6 +480,19 @@ fn secrets(server: &ResolvedMcpServer) -> Vec<String> {
     // Longer first, so a value containing another is masked whole.
     values.sort_by_key(|v| std::cmp::Reverse(v.len()));
     values
+}
+
+/// Why a server offers no tools, as clients may be shown it: the values it was given
+/// masked, and a remote server's URL (the operator's may carry a key in its query) named
+/// only as such.
+fn shown(why: String, server: &ResolvedMcpServer) -> String {
+    let why = mask(why, &secrets(server));
+    match &server.launch {
+        McpLaunch::Http { url, .. } if why.contains(url.as_str()) => {
+            why.replace(url.as_str(), "<the server's URL>")
+        }
+        _ => why,
+    }
 }
 
 fn mask(mut text: String, secrets: &[String]) -> String {
