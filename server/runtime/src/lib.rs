@@ -33,6 +33,7 @@ pub mod text;
 pub mod textfile;
 pub mod tools;
 
+pub use api::SessionTurn;
 pub use api::{
     Activity, CommandEvent, CommandEvents, CommandLine, CommandResult, ModelAvailability,
     OdysseyRuntime, PulledBundle, PushedBundle, RuntimeBuilder, RuntimeCollector,

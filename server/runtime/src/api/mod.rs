@@ -30,6 +30,7 @@ mod prompt;
 mod recording;
 mod sessions;
 mod tools;
+mod turn_lookup;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::sync::Arc;
@@ -47,6 +48,7 @@ pub use info::{Activity, SandboxCapabilities, ServerInfo};
 pub use operations::RuntimeCollector;
 pub(crate) use overrides::{normalized_cwd, workspace_dir};
 pub use sessions::{SessionFilter, SessionSpec};
+pub use turn_lookup::SessionTurn;
 
 use crate::bundle::BundleStore;
 use crate::config::RuntimeConfig;
