@@ -5,7 +5,9 @@ mod support;
 
 mod a2a;
 mod a2a_jsonrpc;
+mod a2a_rest;
 mod a2a_sdk;
+mod a2a_tasks;
 mod approval_display;
 mod approval_watch;
 mod approvals;

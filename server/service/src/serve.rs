@@ -197,6 +197,7 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
     let mut http = http_options(&config, identity.clone());
     http.a2a_cards = Some(crate::a2a::CardOptions {
         grpc_port: addr.port(),
+        default_agent: config.grpc.a2a_default_agent.clone(),
         bearer: config.grpc.auth_token.is_some(),
         // Set by the HTTP listener, which knows whether it speaks HTTPS.
         http_tls: false,

@@ -12,6 +12,8 @@ mod answer;
 pub mod card;
 mod error;
 pub mod jsonrpc;
+mod list;
+pub mod rest;
 mod service;
 mod stream;
 mod task;

@@ -34,26 +34,44 @@ pub struct A2a {
     runtime: OdysseyRuntime,
     /// Fires when the server stops: open task streams end then.
     shutdown: CancellationToken,
+    /// The operator's default agent (`a2a.default_agent`), for requests without a tenant.
+    default_agent: Option<String>,
 }
 
 impl A2a {
-    pub fn new(runtime: OdysseyRuntime, shutdown: CancellationToken) -> Self {
-        Self { runtime, shutdown }
+    pub fn new(
+        runtime: OdysseyRuntime,
+        shutdown: CancellationToken,
+        default_agent: Option<String>,
+    ) -> Self {
+        Self {
+            runtime,
+            shutdown,
+            default_agent,
+        }
+    }
+
+    /// The agent `tenant` names, or the default agent when it is empty.
+    async fn agent(&self, tenant: &str) -> Result<AgentRef, Status> {
+        tenant::resolve(&self.runtime, tenant, self.default_agent.as_deref()).await
     }
 
     /// The turn behind task `id`, if it is one of `tenant`'s (any agent's when empty).
+    /// An id naming its session is found in the session's log when the server no longer
+    /// holds the turn (after a restart, or long after it ended).
     async fn find_task(&self, tenant: &str, id: &str) -> Result<ExecutionStatus, Status> {
         let not_found = || Status::from(A2aError::task_not_found(id));
-        let execution_id = Uuid::parse_str(id).map_err(|_| not_found())?;
-        let status = self
-            .runtime
-            .execution_status(execution_id)
-            .map_err(|e| match e.kind() {
-                ErrorKind::NotFound => not_found(),
-                _ => to_status(e),
-            })?;
+        let task = task::parse_task_id(id).ok_or_else(not_found)?;
+        let found = match task.session_id {
+            Some(session_id) => self.runtime.turn_status(session_id, task.turn_id).await,
+            None => self.runtime.execution_status(task.turn_id),
+        };
+        let status = found.map_err(|e| match e.kind() {
+            ErrorKind::NotFound => not_found(),
+            _ => to_status(e),
+        })?;
         if !tenant.is_empty() {
-            let agent = tenant::resolve(&self.runtime, tenant).await?;
+            let agent = self.agent(tenant).await?;
             if !self.session_is_agents(status.session_id, &agent).await? {
                 return Err(not_found());
             }
@@ -148,7 +166,7 @@ impl A2a {
                 "message.context_id",
                 format!(
                     "task {} belongs to context {context}, not `{}`",
-                    status.execution_id,
+                    task_name(&status),
                     shorten(&message.context_id)
                 ),
             ));
@@ -156,7 +174,7 @@ impl A2a {
         if status.state != ExecutionState::WaitingApproval {
             return Err(not_waiting(&status));
         }
-        let decision = answer::decision(message, &status.execution_id.to_string())?;
+        let decision = answer::decision(message, &task_name(&status))?;
         let runtime = self.runtime.clone();
         let session_id = status.session_id;
         // Listing may read the session's log: off the async workers.
@@ -178,7 +196,7 @@ impl A2a {
             // Decided by someone else in between.
             return Err(A2aError::UnsupportedOperation(format!(
                 "task {} no longer waits for an approval; GetTask shows where it is",
-                status.execution_id
+                task_name(&status)
             ))
             .into());
         };
@@ -231,7 +249,7 @@ impl A2a {
         message: &pb::Message,
     ) -> Result<(Uuid, bool), Status> {
         if message.context_id.is_empty() {
-            let agent = tenant::resolve(&self.runtime, tenant).await?;
+            let agent = self.agent(tenant).await?;
             let session = self
                 .runtime
                 .create_session(SessionSpec {
@@ -264,7 +282,7 @@ impl A2a {
                 _ => to_status(e),
             })?;
         if !tenant.is_empty() {
-            let agent = tenant::resolve(&self.runtime, tenant).await?;
+            let agent = self.agent(tenant).await?;
             if !self.session_is_agents(session_id, &agent).await? {
                 let record = &session.record;
                 return Err(invalid(
@@ -333,19 +351,24 @@ struct Answered {
     subscription: Subscription,
 }
 
+/// The id of the task of turn `status`, for messages.
+fn task_name(status: &ExecutionStatus) -> String {
+    Ids::of(status).task_id
+}
+
 /// Why a task takes no answer now, with A2A's error for the case.
 fn not_waiting(status: &ExecutionStatus) -> Status {
     let why = if status.state.is_terminal() {
         format!(
             "task {} has ended ({}); send the message with its contextId and no taskId to \
              start a new task in the same context",
-            status.execution_id,
+            task_name(status),
             state_name(status.state)
         )
     } else {
         format!(
             "task {} is {}, not waiting for input; only an input-required task takes a message",
-            status.execution_id,
+            task_name(status),
             state_name(status.state)
         )
     };
@@ -362,10 +385,7 @@ struct Started {
 impl Started {
     /// The task as it is when queued: submitted, with the client's message.
     fn submitted(&self, history_length: Option<usize>) -> pb::Task {
-        let ids = Ids {
-            task_id: self.handle.execution_id.to_string(),
-            context_id: self.handle.session_id.to_string(),
-        };
+        let ids = Ids::new(self.handle.session_id, self.handle.execution_id);
         let mut message = self.message.clone();
         message.task_id = ids.task_id.clone();
         message.context_id = ids.context_id.clone();
@@ -462,8 +482,20 @@ fn state_name(state: ExecutionState) -> &'static str {
     }
 }
 
-fn unimplemented_yet(what: &str) -> Status {
-    Status::unimplemented(format!("{what} is not offered by this server yet"))
+/// The metadata key in which a gRPC client names the A2A version it speaks.
+const VERSION_METADATA: &str = "a2a-version";
+
+/// Refuses a call naming a protocol version this server does not speak, as the JSON-RPC
+/// binding does with the same header.
+fn checked_version<T>(request: &Request<T>) -> Result<(), Status> {
+    let asked = request
+        .metadata()
+        .get(VERSION_METADATA)
+        .map(|v| v.to_str().unwrap_or(""));
+    match A2aError::unsupported_version(asked) {
+        Some(error) => Err(error.into()),
+        None => Ok(()),
+    }
 }
 
 #[tonic::async_trait]
@@ -472,6 +504,7 @@ impl A2aService for A2a {
         &self,
         request: Request<pb::SendMessageRequest>,
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
+        checked_version(&request)?;
         let request = request.into_inner();
         let configuration = request.configuration.clone().unwrap_or_default();
         if configuration.task_push_notification_config.is_some() {
@@ -514,6 +547,7 @@ impl A2aService for A2a {
         &self,
         request: Request<pb::SendMessageRequest>,
     ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
+        checked_version(&request)?;
         let request = request.into_inner();
         let configuration = request.configuration.clone().unwrap_or_default();
         if configuration.task_push_notification_config.is_some() {
@@ -553,6 +587,7 @@ impl A2aService for A2a {
         &self,
         request: Request<pb::GetTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
+        checked_version(&request)?;
         let r = request.into_inner();
         let limit = history_length(r.history_length, "history_length")?;
         let status = self.find_task(&r.tenant, &r.id).await?;
@@ -561,22 +596,29 @@ impl A2aService for A2a {
 
     async fn list_tasks(
         &self,
-        _request: Request<pb::ListTasksRequest>,
+        request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        Err(unimplemented_yet("ListTasks"))
+        checked_version(&request)?;
+        let request = request.into_inner();
+        let limit = history_length(request.history_length, "history_length")?;
+        Ok(Response::new(
+            super::list::list_tasks(&self.runtime, request, limit, self.default_agent.as_deref())
+                .await?,
+        ))
     }
 
     async fn cancel_task(
         &self,
         request: Request<pb::CancelTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
+        checked_version(&request)?;
         let r = request.into_inner();
         let status = self.find_task(&r.tenant, &r.id).await?;
         let status = match status.state {
             ExecutionState::Cancelled => status,
             state if state.is_terminal() => {
                 return Err(A2aError::TaskNotCancelable {
-                    id: status.execution_id.to_string(),
+                    id: task_name(&status),
                     state: state_name(state),
                 }
                 .into());
@@ -596,12 +638,13 @@ impl A2aService for A2a {
         &self,
         request: Request<pb::SubscribeToTaskRequest>,
     ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
+        checked_version(&request)?;
         let r = request.into_inner();
         let status = self.find_task(&r.tenant, &r.id).await?;
         if status.state.is_terminal() {
             return Err(A2aError::UnsupportedOperation(format!(
                 "task {} has ended ({}); GetTask shows it",
-                status.execution_id,
+                task_name(&status),
                 state_name(status.state)
             ))
             .into());
@@ -621,36 +664,41 @@ impl A2aService for A2a {
 
     async fn create_task_push_notification_config(
         &self,
-        _request: Request<pb::TaskPushNotificationConfig>,
+        request: Request<pb::TaskPushNotificationConfig>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        checked_version(&request)?;
         Err(A2aError::PushNotificationNotSupported.into())
     }
 
     async fn get_task_push_notification_config(
         &self,
-        _request: Request<pb::GetTaskPushNotificationConfigRequest>,
+        request: Request<pb::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        checked_version(&request)?;
         Err(A2aError::PushNotificationNotSupported.into())
     }
 
     async fn list_task_push_notification_configs(
         &self,
-        _request: Request<pb::ListTaskPushNotificationConfigsRequest>,
+        request: Request<pb::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
+        checked_version(&request)?;
         Err(A2aError::PushNotificationNotSupported.into())
     }
 
     async fn get_extended_agent_card(
         &self,
-        _request: Request<pb::GetExtendedAgentCardRequest>,
+        request: Request<pb::GetExtendedAgentCardRequest>,
     ) -> Result<Response<pb::AgentCard>, Status> {
+        checked_version(&request)?;
         Err(A2aError::ExtendedAgentCardNotConfigured.into())
     }
 
     async fn delete_task_push_notification_config(
         &self,
-        _request: Request<pb::DeleteTaskPushNotificationConfigRequest>,
+        request: Request<pb::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
+        checked_version(&request)?;
         Err(A2aError::PushNotificationNotSupported.into())
     }
 }
