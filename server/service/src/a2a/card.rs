@@ -32,8 +32,9 @@ pub struct CardOptions {
     pub bearer: bool,
     /// Whether the HTTP listener (which serves the JSON-RPC binding) speaks HTTPS.
     pub http_tls: bool,
-    /// The operator's default agent (`a2a.default_agent`), whose card is the well-known one.
-    pub default_agent: Option<String>,
+    /// The A2A settings: the default agent (`a2a.default_agent`), whose card is the
+    /// well-known one, and where push notifications may go.
+    pub a2a: super::A2aOptions,
 }
 
 #[derive(Clone)]
@@ -54,7 +55,7 @@ pub fn routes(runtime: OdysseyRuntime, options: CardOptions) -> Router {
 }
 
 async fn default_card(State(cards): State<Cards>, parts: http::request::Parts) -> Response {
-    let default = cards.options.default_agent.as_deref();
+    let default = cards.options.a2a.default_agent.as_deref();
     let agent = match tenant::resolve(&cards.runtime, "", default).await {
         Ok(agent) => agent,
         Err(status) => {
@@ -98,7 +99,10 @@ async fn served(
         jsonrpc: http_url(parts, cards.options.http_tls, super::jsonrpc::PATH),
         rest: http_url(parts, cards.options.http_tls, super::rest::BASE),
     };
-    let card = card(&bundle, agent, urls, cards.options.bearer);
+    let mut card = card(&bundle, agent, urls, cards.options.bearer);
+    if let Some(capabilities) = card.capabilities.as_mut() {
+        capabilities.push_notifications = Some(!cards.options.a2a.push_allowed_urls.is_empty());
+    }
     match odyssey_api::json::to_value(&card) {
         Ok(json) => ([(http::header::CACHE_CONTROL, "max-age=60")], Json(json)).into_response(),
         Err(e) => HttpError::unencodable(&e).into_response(),

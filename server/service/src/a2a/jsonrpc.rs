@@ -64,9 +64,9 @@ pub fn routes(
     runtime: OdysseyRuntime,
     heartbeat: Duration,
     shutdown: CancellationToken,
-    default_agent: Option<String>,
+    options: super::A2aOptions,
 ) -> Router {
-    let a2a = Arc::new(A2a::new(runtime, shutdown, default_agent));
+    let a2a = Arc::new(A2a::new(runtime, shutdown, options));
     Router::new()
         .route(PATH, post(call))
         .with_state(Binding {

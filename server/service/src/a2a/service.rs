@@ -14,8 +14,10 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
+use super::A2aOptions;
 use super::answer;
 use super::error::A2aError;
+use super::push;
 use super::stream::{TaskStream, task_stream};
 use super::task::{self, Ids, MESSAGE_ID_KEY, Turn, turn_events};
 use super::tenant::{self, AgentRef};
@@ -34,32 +36,33 @@ pub struct A2a {
     runtime: OdysseyRuntime,
     /// Fires when the server stops: open task streams end then.
     shutdown: CancellationToken,
-    /// The operator's default agent (`a2a.default_agent`), for requests without a tenant.
-    default_agent: Option<String>,
+    /// The operator's settings (the default agent, where pushes may go) and the push
+    /// registrations every binding shares.
+    options: A2aOptions,
 }
 
 impl A2a {
-    pub fn new(
-        runtime: OdysseyRuntime,
-        shutdown: CancellationToken,
-        default_agent: Option<String>,
-    ) -> Self {
+    pub fn new(runtime: OdysseyRuntime, shutdown: CancellationToken, options: A2aOptions) -> Self {
         Self {
             runtime,
             shutdown,
-            default_agent,
+            options,
         }
     }
 
     /// The agent `tenant` names, or the default agent when it is empty.
     async fn agent(&self, tenant: &str) -> Result<AgentRef, Status> {
-        tenant::resolve(&self.runtime, tenant, self.default_agent.as_deref()).await
+        tenant::resolve(&self.runtime, tenant, self.options.default_agent.as_deref()).await
     }
 
     /// The turn behind task `id`, if it is one of `tenant`'s (any agent's when empty).
     /// An id naming its session is found in the session's log when the server no longer
     /// holds the turn (after a restart, or long after it ended).
-    async fn find_task(&self, tenant: &str, id: &str) -> Result<ExecutionStatus, Status> {
+    pub(super) async fn find_task(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<ExecutionStatus, Status> {
         let not_found = || Status::from(A2aError::task_not_found(id));
         let task = task::parse_task_id(id).ok_or_else(not_found)?;
         let found = match task.session_id {
@@ -109,10 +112,13 @@ impl A2a {
 
     /// Checks a SendMessage, finds or opens its session, and queues its turn; with
     /// `follow`, subscribes to the session first so that no event of the turn is missed.
+    /// A push notification config it carries is registered for the task, with its own
+    /// subscription taken as early.
     async fn start(
         &self,
         request: pb::SendMessageRequest,
         follow: bool,
+        push: Option<push::Checked>,
     ) -> Result<Started, Status> {
         let message = request
             .message
@@ -122,6 +128,10 @@ impl A2a {
         let subscription = match follow {
             true => Some(self.subscribe_at_end(session_id).await?),
             false => None,
+        };
+        let push = match push {
+            Some(checked) => Some((checked, self.subscribe_at_end(session_id).await?)),
+            None => None,
         };
         let submitted = self
             .runtime
@@ -141,6 +151,22 @@ impl A2a {
                 return Err(to_status_at(e, TURN_FIELDS));
             }
         };
+        if let Some((checked, pushes)) = push {
+            // Queued a moment ago: the turn still runs (a cancel in between ends its
+            // deliveries with the turn).
+            let status = self
+                .runtime
+                .execution_status(handle.execution_id)
+                .map_err(to_status)?;
+            let registered = checked.for_task(&status).and_then(|checked| {
+                self.options
+                    .push
+                    .register(&status, checked, pushes, &self.shutdown)
+            });
+            if let Err(e) = registered {
+                tracing::warn!(execution = %handle.execution_id, error = %e.message(), "the push notification config of an A2A message was not registered");
+            }
+        }
         Ok(Started {
             handle,
             message,
@@ -300,8 +326,42 @@ impl A2a {
         Ok((session_id, false))
     }
 
+    /// Refuses push notification calls on a server whose operator allows no webhook.
+    fn push_offered(&self) -> Result<(), Status> {
+        match self.options.push_allowed_urls.is_empty() {
+            true => Err(A2aError::PushNotificationNotSupported.into()),
+            false => Ok(()),
+        }
+    }
+
+    /// The push notification config a SendMessage carries, checked before anything runs.
+    /// Only a message that starts a task takes one (a running task takes a config through
+    /// CreateTaskPushNotificationConfig).
+    fn message_push(
+        &self,
+        request: &pb::SendMessageRequest,
+        configuration: &pb::SendMessageConfiguration,
+    ) -> Result<Option<push::Checked>, Status> {
+        let Some(config) = configuration.task_push_notification_config.clone() else {
+            return Ok(None);
+        };
+        if answering(request).is_some() {
+            return Err(invalid(
+                "configuration.task_push_notification_config",
+                "a message answering a task takes no push notification config; register it \
+                 with CreateTaskPushNotificationConfig",
+            ));
+        }
+        push::prepare(
+            &self.options.push_allowed_urls,
+            config,
+            "configuration.task_push_notification_config.",
+        )
+        .map(Some)
+    }
+
     /// Follows `session_id` from its last event on.
-    async fn subscribe_at_end(&self, session_id: Uuid) -> Result<Subscription, Status> {
+    pub(super) async fn subscribe_at_end(&self, session_id: Uuid) -> Result<Subscription, Status> {
         let last = self
             .runtime
             .get_session(session_id)
@@ -507,10 +567,8 @@ impl A2aService for A2a {
         checked_version(&request)?;
         let request = request.into_inner();
         let configuration = request.configuration.clone().unwrap_or_default();
-        if configuration.task_push_notification_config.is_some() {
-            return Err(A2aError::PushNotificationNotSupported.into());
-        }
         let limit = history_length(configuration.history_length, "configuration.history_length")?;
+        let push = self.message_push(&request, &configuration)?;
         if let Some(message) = answering(&request) {
             let answered = self
                 .answer(&request.tenant, message, Follow::FromNow)
@@ -525,7 +583,7 @@ impl A2aService for A2a {
                 )),
             }));
         }
-        let started = self.start(request, false).await?;
+        let started = self.start(request, false, push).await?;
         let task = if configuration.return_immediately {
             started.submitted(limit)
         } else {
@@ -550,10 +608,8 @@ impl A2aService for A2a {
         checked_version(&request)?;
         let request = request.into_inner();
         let configuration = request.configuration.clone().unwrap_or_default();
-        if configuration.task_push_notification_config.is_some() {
-            return Err(A2aError::PushNotificationNotSupported.into());
-        }
         let limit = history_length(configuration.history_length, "configuration.history_length")?;
+        let push = self.message_push(&request, &configuration)?;
         if let Some(message) = answering(&request) {
             let answered = self
                 .answer(&request.tenant, message, Follow::TurnFromStart)
@@ -569,7 +625,7 @@ impl A2aService for A2a {
                 self.shutdown.clone(),
             )));
         }
-        let mut started = self.start(request, true).await?;
+        let mut started = self.start(request, true, push).await?;
         let first = started.submitted(limit);
         let subscription = started
             .subscription
@@ -602,8 +658,13 @@ impl A2aService for A2a {
         let request = request.into_inner();
         let limit = history_length(request.history_length, "history_length")?;
         Ok(Response::new(
-            super::list::list_tasks(&self.runtime, request, limit, self.default_agent.as_deref())
-                .await?,
+            super::list::list_tasks(
+                &self.runtime,
+                request,
+                limit,
+                self.options.default_agent.as_deref(),
+            )
+            .await?,
         ))
     }
 
@@ -667,7 +728,20 @@ impl A2aService for A2a {
         request: Request<pb::TaskPushNotificationConfig>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
         checked_version(&request)?;
-        Err(A2aError::PushNotificationNotSupported.into())
+        self.push_offered()?;
+        let config = request.into_inner();
+        let status = self.find_task(&config.tenant, &config.task_id).await?;
+        let checked = push::prepare(&self.options.push_allowed_urls, config, "")?;
+        let checked = checked.for_task(&status)?;
+        let subscription = self.subscribe_at_end(status.session_id).await?;
+        // The turn may have ended before the subscription: then no update would come.
+        let now = self.find_task("", &task_name(&status)).await?;
+        let checked = checked.for_task(&now)?;
+        let stored = self
+            .options
+            .push
+            .register(&now, checked, subscription, &self.shutdown)?;
+        Ok(Response::new(stored))
     }
 
     async fn get_task_push_notification_config(
@@ -675,7 +749,15 @@ impl A2aService for A2a {
         request: Request<pb::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
         checked_version(&request)?;
-        Err(A2aError::PushNotificationNotSupported.into())
+        self.push_offered()?;
+        let r = request.into_inner();
+        let status = self.find_task(&r.tenant, &r.task_id).await?;
+        let task = task_name(&status);
+        self.options
+            .push
+            .get(&task, &r.id)
+            .map(Response::new)
+            .ok_or_else(|| no_push_config(&task, &r.id))
     }
 
     async fn list_task_push_notification_configs(
@@ -683,7 +765,14 @@ impl A2aService for A2a {
         request: Request<pb::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
         checked_version(&request)?;
-        Err(A2aError::PushNotificationNotSupported.into())
+        self.push_offered()?;
+        let r = request.into_inner();
+        let status = self.find_task(&r.tenant, &r.task_id).await?;
+        // A task holds a few configs: one page has them all.
+        Ok(Response::new(pb::ListTaskPushNotificationConfigsResponse {
+            configs: self.options.push.list(&task_name(&status)),
+            next_page_token: String::new(),
+        }))
     }
 
     async fn get_extended_agent_card(
@@ -699,8 +788,24 @@ impl A2aService for A2a {
         request: Request<pb::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
         checked_version(&request)?;
-        Err(A2aError::PushNotificationNotSupported.into())
+        self.push_offered()?;
+        let r = request.into_inner();
+        let status = self.find_task(&r.tenant, &r.task_id).await?;
+        let task = task_name(&status);
+        match self.options.push.delete(&task, &r.id) {
+            true => Ok(Response::new(())),
+            false => Err(no_push_config(&task, &r.id)),
+        }
     }
+}
+
+/// The answer for a push notification config a task does not hold.
+fn no_push_config(task: &str, id: &str) -> Status {
+    Status::not_found(format!(
+        "task {task} has no push notification config `{}` (a config is forgotten when its \
+         task ends)",
+        shorten(id)
+    ))
 }
 
 #[cfg(test)]

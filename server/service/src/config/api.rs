@@ -26,6 +26,9 @@ pub struct ApiSettings {
     /// The agent A2A requests without a tenant, and the well-known agent card, are for
     /// (`<bundle>.<agent>`); unset: the default agent of the first installed bundle.
     pub a2a_default_agent: Option<String>,
+    /// Where A2A push notifications may be sent (`a2a.push_allowed_urls`); empty: nowhere,
+    /// and cards say `pushNotifications: false`.
+    pub a2a_push_allowed_urls: Vec<odyssey_runtime::provider::UrlPattern>,
 }
 
 impl Default for ApiSettings {
@@ -37,6 +40,7 @@ impl Default for ApiSettings {
             cors_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             a2a_default_agent: None,
+            a2a_push_allowed_urls: Vec::new(),
         }
     }
 }

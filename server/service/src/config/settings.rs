@@ -878,6 +878,14 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
                 }
             },
         ),
+        server(
+            "a2a.push_allowed_urls",
+            |d| Some(texts(&d.server.grpc.a2a_push_allowed_urls)),
+            |d, v| {
+                d.server.grpc.a2a_push_allowed_urls = patterns(v)?;
+                Ok(())
+            },
+        ),
     ]
 }
 

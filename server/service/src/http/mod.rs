@@ -87,7 +87,7 @@ pub fn router(
             runtime.clone(),
             options.heartbeat,
             shutdown.clone(),
-            cards.default_agent.clone(),
+            cards.a2a.clone(),
         )
     });
     if options.console {
