@@ -168,3 +168,149 @@ fn observe(turns: &mut Vec<LoggedTurn>, turn_id: Uuid, event: Event) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use uuid::Uuid;
+
+    use super::super::{BundlePin, SessionRecord, SessionStore};
+    use crate::events::{
+        ApprovalDecision, ApprovalResolution, EventPayload, TurnCompleted, TurnContext,
+        TurnOutcome, TurnStarted,
+    };
+    use crate::model::ModelSpec;
+    use crate::policy::{ApprovalPolicy, SandboxMode};
+
+    fn started(prompt: &str, message_id: &str) -> EventPayload {
+        EventPayload::TurnStarted(TurnStarted {
+            prompt: prompt.into(),
+            context: TurnContext {
+                cwd: ".".into(),
+                model: ModelSpec::new("replay", "main"),
+                sandbox_mode: SandboxMode::WorkspaceWrite,
+                approval_policy: ApprovalPolicy::OnRequest,
+                metadata: BTreeMap::from([("a2a.message_id".into(), message_id.into())]),
+            },
+        })
+    }
+
+    fn completed(outcome: TurnOutcome, response: &str) -> EventPayload {
+        EventPayload::TurnCompleted(TurnCompleted {
+            outcome,
+            response: response.into(),
+            error: String::new(),
+            usage: Default::default(),
+            messages: Vec::new(),
+            model_calls: 0,
+        })
+    }
+
+    fn resolved(request: &str, resolution: ApprovalResolution) -> EventPayload {
+        EventPayload::ApprovalResolved {
+            request_id: request.into(),
+            decision: ApprovalDecision::Deny,
+            resolution,
+            reason: "no".into(),
+        }
+    }
+
+    fn record() -> SessionRecord {
+        SessionRecord {
+            id: Uuid::now_v7(),
+            bundle_reference: "demo".into(),
+            bundle: BundlePin {
+                namespace: "local".into(),
+                name: "demo".into(),
+                version: "0.1.0".into(),
+                digest: "sha256:00".into(),
+            },
+            agent_id: "main".into(),
+            model: ModelSpec::new("replay", "main"),
+            sandbox_mode: SandboxMode::WorkspaceWrite,
+            approval_policy: ApprovalPolicy::OnRequest,
+            created_at_ms: 1,
+            metadata: Default::default(),
+            token_budget: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_logs_turns_are_read_back_with_their_ends_and_decisions() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let store = SessionStore::open(dir.path().join("sessions"), dir.path().join("q"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let handle = store.create(record()).unwrap_or_else(|e| panic!("{e}"));
+        let (first, second, open) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let delta = |text: &str| EventPayload::AgentMessageDelta { delta: text.into() };
+        for (turn, payload) in [
+            (first, started("one", "m-1")),
+            (
+                first,
+                delta("mentions \"type\":\"turn_started\" in its text"),
+            ),
+            (first, completed(TurnOutcome::Completed, "answer one")),
+            (second, started("two", "m-2")),
+            (second, resolved("r-1", ApprovalResolution::Decided)),
+            (second, resolved("r-2", ApprovalResolution::TimedOut)),
+            (second, completed(TurnOutcome::Cancelled, "")),
+            (open, started("three", "m-3")),
+        ] {
+            handle
+                .append(Some(turn), payload)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        handle.sync().await.unwrap_or_else(|e| panic!("{e}"));
+
+        let turns = handle.logged_turns(None).unwrap_or_else(|e| panic!("{e}"));
+        let seen: Vec<(Uuid, &str, Option<TurnOutcome>)> = turns
+            .iter()
+            .map(|t| {
+                (
+                    t.turn_id,
+                    t.prompt.as_str(),
+                    t.end.as_ref().map(|e| e.outcome),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (first, "one", Some(TurnOutcome::Completed)),
+                (second, "two", Some(TurnOutcome::Cancelled)),
+                (open, "three", None),
+            ]
+        );
+        let one = &turns[0];
+        assert_eq!(one.first_sequence, 1);
+        assert_eq!(
+            one.metadata.get("a2a.message_id").map(String::as_str),
+            Some("m-1")
+        );
+        let end = one.end.as_ref().unwrap_or_else(|| panic!("ended"));
+        assert_eq!(
+            (end.response.as_str(), end.last_sequence),
+            ("answer one", 3)
+        );
+
+        let only = handle
+            .logged_turns(Some(second))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(only.len(), 1);
+        let decisions: Vec<&str> = only[0]
+            .decisions
+            .iter()
+            .map(|d| d.request_id.as_str())
+            .collect();
+        assert_eq!(decisions, ["r-1"], "only a person's decisions");
+        assert!(only[0].updated_at_ms() >= only[0].started_at_ms);
+        assert!(
+            handle
+                .logged_turns(Some(Uuid::now_v7()))
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_empty()
+        );
+    }
+}
