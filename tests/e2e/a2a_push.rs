@@ -264,6 +264,34 @@ async fn a_tasks_updates_are_pushed_to_an_allowed_webhook_in_order_with_its_cred
         .expect("list")
         .into_inner();
     assert_eq!(listed.configs.len(), 1);
+    // The same registry over the HTTP bindings.
+    let gateway = format!("http://{}", server.handle.http_addr().expect("gateway"));
+    let http = reqwest::Client::new();
+    let rest: Value = http
+        .get(format!(
+            "{gateway}/a2a/tasks/{}/pushNotificationConfigs",
+            slow.id
+        ))
+        .send()
+        .await
+        .expect("REST list")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(rest["configs"][0]["id"], "mine", "{rest}");
+    assert_eq!(rest["configs"][0]["token"], "t-1", "{rest}");
+    let rpc: Value = http
+        .post(format!("{gateway}/a2a/jsonrpc"))
+        .json(&serde_json::json!({"jsonrpc": "2.0", "id": 1,
+            "method": "GetTaskPushNotificationConfig",
+            "params": {"taskId": slow.id, "id": "mine"}}))
+        .send()
+        .await
+        .expect("JSON-RPC get")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(rpc["result"]["url"], hook_url.as_str(), "{rpc}");
     let bad_id = a2a
         .create_task_push_notification_config(a2a::TaskPushNotificationConfig {
             task_id: slow.id.clone(),
