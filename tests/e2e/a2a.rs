@@ -714,7 +714,11 @@ async fn a_turn_waiting_for_an_approval_is_input_required_until_it_is_decided() 
         .into_inner()
         .approvals;
     assert_eq!(pending.len(), 1, "{pending:?}");
-    assert_eq!(pending[0].execution_id, task.id);
+    assert_eq!(
+        format!("{}.{}", task.context_id, pending[0].execution_id),
+        task.id,
+        "a task's id names its context and its turn"
+    );
     approvals
         .resolve_approval(pb::ResolveApprovalRequest {
             request_id: pending[0].request_id.clone(),

@@ -1,6 +1,6 @@
 //! Interop with the official A2A Python SDK (`a2a-sdk`, pinned in
 //! scripts/tools/a2a-requirements.txt, installed by scripts/install-tools): its client
-//! discovers an Odyssey agent from the card, runs tasks over gRPC and over JSON-RPC (plain,
+//! discovers an Odyssey agent from the card, runs tasks over gRPC, JSON-RPC and HTTP+JSON (plain,
 //! streamed, cancelled, input-required answered with a decision) and reads A2A's errors, against a real server whose agent talks
 //! to the loopback OpenAI wire server.
 
@@ -38,6 +38,11 @@ async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks
 #[tokio::test]
 async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks_over_jsonrpc() {
     drive("JSONRPC").await;
+}
+
+#[tokio::test]
+async fn the_official_a2a_python_client_discovers_runs_streams_and_cancels_tasks_over_http_json() {
+    drive("HTTP+JSON").await;
 }
 
 /// Runs the client's checks over `binding`, the card's name of an interface.
@@ -149,6 +154,10 @@ async fn drive(binding: &str) {
     assert!(
         stdout.contains("ok: the decision resolves the approval"),
         "the input-required task was answered:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("ok: ListTasks lists the context's task"),
+        "the task was listed:\n{stdout}"
     );
     assert!(
         stdout.contains("ok: an unknown task is TaskNotFoundError"),

@@ -5,7 +5,10 @@ mod support;
 
 mod a2a;
 mod a2a_jsonrpc;
+mod a2a_push;
+mod a2a_rest;
 mod a2a_sdk;
+mod a2a_tasks;
 mod approval_display;
 mod approval_watch;
 mod approvals;

@@ -34,6 +34,7 @@ pub mod text;
 pub mod textfile;
 pub mod tools;
 
+pub use api::SessionTurn;
 pub use api::{
     Activity, AgentMcpServer, CommandEvent, CommandEvents, CommandLine, CommandResult,
     InputDisposition, InputReceipt, McpServerKind, ModelAvailability, OdysseyRuntime, PulledBundle,

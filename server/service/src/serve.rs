@@ -195,15 +195,22 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         .is_some()
         .then(|| Arc::new(grpc::RpcMetrics::new()));
     let mut http = http_options(&config, identity.clone());
+    // One set of A2A settings and push registrations for every binding.
+    let a2a = crate::a2a::A2aOptions::new(
+        config.grpc.a2a_default_agent.clone(),
+        config.grpc.a2a_push_allowed_urls.clone(),
+    );
     http.a2a_cards = Some(crate::a2a::CardOptions {
         grpc_port: addr.port(),
+        a2a: a2a.clone(),
         bearer: config.grpc.auth_token.is_some(),
         // Set by the HTTP listener, which knows whether it speaks HTTPS.
         http_tls: false,
     });
     let allowed_hosts = config.grpc.allowed_hosts.clone();
     let metrics_tls = identity.clone();
-    let grpc = GrpcOptions::new(config.grpc, identity, rpc_metrics.clone());
+    let mut grpc = GrpcOptions::new(config.grpc, identity, rpc_metrics.clone());
+    grpc.a2a = a2a;
     let tls = grpc.tls.is_some();
     let mut runtime_config = config.runtime;
     // Event hooks get the API's public JSON form, as the gateway serves events.

@@ -1,8 +1,9 @@
 """The official A2A Python SDK (`a2a-sdk`) against a real odysseyd: it discovers the
 agent from its card, then runs a task, a streamed task, a cancelled one, and one that
-waits for an approval (answered with a decision) over the binding named (GRPC or JSONRPC,
-one of the card's interfaces), and asks for a task that does not exist. Run by tests/e2e/a2a_sdk.rs, which starts the server and its model; prints
-one line per check and exits non-zero on the first failure.
+waits for an approval (answered with a decision) over the binding named (GRPC, JSONRPC or
+HTTP+JSON, one of the card's interfaces), lists the tasks of a context, and asks for a
+task that does not exist. Run by tests/e2e/a2a_sdk.rs, which starts the server and its
+model; prints one line per check and exits non-zero on the first failure.
 
 Usage: client.py HTTP_BASE_URL TOKEN BINDING
 """
@@ -27,6 +28,7 @@ from a2a.client import (
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
@@ -95,6 +97,11 @@ async def main(base: str, token: str, binding: str) -> None:
     check(
         again.id == task.id and len(again.history) == 1,
         "GetTask finds it, history cut to one message",
+    )
+    listed = await plain.list_tasks(ListTasksRequest(context_id=task.context_id))
+    check(
+        [t.id for t in listed.tasks] == [task.id] and listed.total_size == 1,
+        "ListTasks lists the context's task",
     )
 
     # A streamed task: the task, then status updates and the answer in chunks.

@@ -32,6 +32,7 @@ mod recording;
 mod sessions;
 mod snapshots;
 mod tools;
+mod turn_lookup;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::sync::Arc;
@@ -52,6 +53,7 @@ pub(crate) use overrides::{normalized_cwd, workspace_dir};
 pub use sessions::{SessionFilter, SessionSpec};
 pub use tools::{SessionTool, SessionToolSource, SessionTools};
 pub use snapshots::{ForkPoint, Rewound};
+pub use turn_lookup::SessionTurn;
 
 use crate::bundle::BundleStore;
 use crate::config::RuntimeConfig;

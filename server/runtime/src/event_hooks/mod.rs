@@ -18,6 +18,7 @@
 
 mod command;
 mod config;
+mod delivery;
 mod encoder;
 mod throttle;
 mod webhook;
@@ -33,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use config::{EventHookConfig, HookTarget, check_all};
+pub use delivery::{DeliveryError, RetryPolicy, RetryingWebhook};
 pub use encoder::{EncodeEvent, EventEncoder};
 
 use self::throttle::Throttle;

@@ -11,6 +11,7 @@ mod sink;
 mod store;
 mod subscription;
 mod summary;
+mod turns;
 mod unfinished;
 
 pub use handle::{ClosedTurn, SessionHandle, TurnEndRef};
@@ -20,6 +21,7 @@ pub use record::{BundlePin, ForkOrigin, SessionInfo, SessionRecord, SessionState
 pub use sink::EventSink;
 pub use store::{QuarantinedSession, SessionStore};
 pub use subscription::Subscription;
+pub use turns::{LoggedDecision, LoggedEnd, LoggedTurn};
 
 /// The log and file names, for the fuzzing harness that writes sessions by hand.
 #[cfg(any(test, feature = "fuzzing"))]

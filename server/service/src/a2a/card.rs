@@ -3,7 +3,7 @@
 //! `/a2a/agents/{bundle}/{agent}/agent-card.json` (`{bundle}` is the bundle's name, or
 //! `namespace%2Fname` outside the `local` namespace). Cards are public, as A2A discovery
 //! needs: they tell an agent's name, description, skills and how to reach it (gRPC on the
-//! gRPC port, JSON-RPC on this listener), and declare the bearer token the API itself needs.
+//! gRPC port, JSON-RPC and HTTP+JSON on this listener), and declare the bearer token the API itself needs.
 
 use axum::Json;
 use axum::Router;
@@ -32,6 +32,9 @@ pub struct CardOptions {
     pub bearer: bool,
     /// Whether the HTTP listener (which serves the JSON-RPC binding) speaks HTTPS.
     pub http_tls: bool,
+    /// The A2A settings: the default agent (`a2a.default_agent`), whose card is the
+    /// well-known one, and where push notifications may go.
+    pub a2a: super::A2aOptions,
 }
 
 #[derive(Clone)]
@@ -52,7 +55,8 @@ pub fn routes(runtime: OdysseyRuntime, options: CardOptions) -> Router {
 }
 
 async fn default_card(State(cards): State<Cards>, parts: http::request::Parts) -> Response {
-    let agent = match tenant::resolve(&cards.runtime, "").await {
+    let default = cards.options.a2a.default_agent.as_deref();
+    let agent = match tenant::resolve(&cards.runtime, "", default).await {
         Ok(agent) => agent,
         Err(status) => {
             return HttpError::from(RuntimeError::not_found(
@@ -92,9 +96,13 @@ async fn served(
     };
     let urls = Urls {
         grpc: grpc_url(parts, cards.options.grpc_port),
-        jsonrpc: jsonrpc_url(parts, cards.options.http_tls),
+        jsonrpc: http_url(parts, cards.options.http_tls, super::jsonrpc::PATH),
+        rest: http_url(parts, cards.options.http_tls, super::rest::BASE),
     };
-    let card = card(&bundle, agent, urls, cards.options.bearer);
+    let mut card = card(&bundle, agent, urls, cards.options.bearer);
+    if let Some(capabilities) = card.capabilities.as_mut() {
+        capabilities.push_notifications = Some(!cards.options.a2a.push_allowed_urls.is_empty());
+    }
     match odyssey_api::json::to_value(&card) {
         Ok(json) => ([(http::header::CACHE_CONTROL, "max-age=60")], Json(json)).into_response(),
         Err(e) => HttpError::unencodable(&e).into_response(),
@@ -107,6 +115,8 @@ pub struct Urls {
     pub grpc: String,
     /// The JSON-RPC binding's URL on this listener.
     pub jsonrpc: String,
+    /// The HTTP+JSON binding's base URL on this listener.
+    pub rest: String,
 }
 
 /// The authority the client named to reach this listener (the host check let it through).
@@ -129,13 +139,13 @@ fn grpc_url(parts: &http::request::Parts, port: u16) -> String {
     format!("{named}:{port}")
 }
 
-/// The JSON-RPC binding's URL as the client reached this listener.
-fn jsonrpc_url(parts: &http::request::Parts, tls: bool) -> String {
+/// The URL of `path` on this listener, as the client reached it.
+fn http_url(parts: &http::request::Parts, tls: bool, path: &str) -> String {
     let authority = named_authority(parts)
         .map(|a| a.as_str().to_owned())
         .unwrap_or_else(|| "localhost".to_owned());
     let scheme = if tls { "https" } else { "http" };
-    format!("{scheme}://{authority}{}", super::jsonrpc::PATH)
+    format!("{scheme}://{authority}{path}")
 }
 
 /// The tenant that names `agent` of `bundle` in A2A requests.
@@ -148,7 +158,7 @@ pub fn tenant_of(bundle: &InstalledBundle, agent: &AgentDefinition) -> String {
     }
 }
 
-/// The card of `agent`, reached over gRPC and JSON-RPC at `urls`.
+/// The card of `agent`, reached over gRPC, JSON-RPC and HTTP+JSON at `urls`.
 pub fn card(
     bundle: &InstalledBundle,
     agent: &AgentDefinition,
@@ -219,6 +229,12 @@ pub fn card(
             pb::AgentInterface {
                 url: urls.jsonrpc,
                 protocol_binding: "JSONRPC".into(),
+                tenant: tenant_of(bundle, agent),
+                protocol_version: PROTOCOL_VERSION.into(),
+            },
+            pb::AgentInterface {
+                url: urls.rest,
+                protocol_binding: "HTTP+JSON".into(),
                 tenant: tenant_of(bundle, agent),
                 protocol_version: PROTOCOL_VERSION.into(),
             },

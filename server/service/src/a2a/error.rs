@@ -34,6 +34,9 @@ pub enum A2aError {
     /// There is no extended agent card.
     #[error("this server has no extended agent card")]
     ExtendedAgentCardNotConfigured,
+    /// The client asks for a protocol version this server does not speak.
+    #[error("this server speaks A2A {speaks}; the request asks for `{asked}`")]
+    VersionNotSupported { speaks: &'static str, asked: String },
 }
 
 impl A2aError {
@@ -44,7 +47,8 @@ impl A2aError {
             Self::TaskNotCancelable { .. }
             | Self::UnsupportedOperation(_)
             | Self::PushNotificationNotSupported
-            | Self::ExtendedAgentCardNotConfigured => Code::FailedPrecondition,
+            | Self::ExtendedAgentCardNotConfigured
+            | Self::VersionNotSupported { .. } => Code::FailedPrecondition,
         }
     }
 
@@ -57,11 +61,27 @@ impl A2aError {
             Self::ContentTypeNotSupported(_) => "CONTENT_TYPE_NOT_SUPPORTED",
             Self::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
             Self::ExtendedAgentCardNotConfigured => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+            Self::VersionNotSupported { .. } => "VERSION_NOT_SUPPORTED",
         }
     }
 
     pub fn task_not_found(id: &str) -> Self {
         Self::TaskNotFound(shorten(id))
+    }
+
+    /// The version a client names in its `A2A-Version` header or metadata, if it is not
+    /// one this server speaks (major and minor compared; none named is taken as 1.0).
+    pub fn unsupported_version(asked: Option<&str>) -> Option<Self> {
+        let asked = asked?.trim();
+        let mut numbers = asked.split('.').map(|n| n.parse::<u32>().ok());
+        let major_minor = (numbers.next().flatten(), numbers.next().unwrap_or(Some(0)));
+        if major_minor == (Some(1), Some(0)) {
+            return None;
+        }
+        Some(Self::VersionNotSupported {
+            speaks: super::card::PROTOCOL_VERSION,
+            asked: shorten(asked),
+        })
     }
 }
 

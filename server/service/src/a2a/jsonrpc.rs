@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Code, Request, Status};
 use tonic_types::StatusExt;
 
-use super::error::A2A_ERROR_DOMAIN;
+use super::error::{A2A_ERROR_DOMAIN, A2aError};
 use super::service::A2a;
 use super::stream::TaskStream;
 
@@ -58,20 +58,30 @@ struct Binding {
     heartbeat: Duration,
 }
 
-/// The binding's route; the caller puts it behind the token.
-pub fn routes(runtime: OdysseyRuntime, heartbeat: Duration, shutdown: CancellationToken) -> Router {
-    Router::new().route(PATH, post(call)).with_state(Binding {
-        a2a: Arc::new(A2a::new(runtime, shutdown)),
-        heartbeat,
-    })
+/// The binding's route, and the HTTP+JSON binding's ([`super::rest`]); the caller puts
+/// them behind the token.
+pub fn routes(
+    runtime: OdysseyRuntime,
+    heartbeat: Duration,
+    shutdown: CancellationToken,
+    options: super::A2aOptions,
+) -> Router {
+    let a2a = Arc::new(A2a::new(runtime, shutdown, options));
+    Router::new()
+        .route(PATH, post(call))
+        .with_state(Binding {
+            a2a: a2a.clone(),
+            heartbeat,
+        })
+        .merge(super::rest::routes(a2a, heartbeat))
 }
 
 /// A JSON-RPC error object, before it is put in a response.
 #[derive(Debug)]
-struct RpcError {
-    code: i64,
-    message: String,
-    data: Option<Value>,
+pub(super) struct RpcError {
+    pub(super) code: i64,
+    pub(super) message: String,
+    pub(super) data: Option<Value>,
 }
 
 impl RpcError {
@@ -99,8 +109,8 @@ impl From<Status> for RpcError {
     /// never holds internal details).
     fn from(status: Status) -> Self {
         let details = status.get_error_details();
-        let info = details.error_info();
-        let a2a_code = info
+        let a2a_code = details
+            .error_info()
             .filter(|info| info.domain == A2A_ERROR_DOMAIN)
             .and_then(|info| a2a_error_code(&info.reason));
         let code = a2a_code.unwrap_or(match status.code() {
@@ -108,29 +118,37 @@ impl From<Status> for RpcError {
             Code::Unimplemented => UNSUPPORTED_OPERATION,
             _ => INTERNAL_ERROR,
         });
-        let mut data = Vec::new();
-        if let Some(info) = info {
-            data.push(json!({
-                "@type": ERROR_INFO_TYPE,
-                "reason": info.reason,
-                "domain": info.domain,
-                "metadata": info.metadata,
-            }));
-        }
-        if let Some(bad) = details.bad_request() {
-            let violations: Vec<Value> = bad
-                .field_violations
-                .iter()
-                .map(|v| json!({"field": v.field, "description": v.description}))
-                .collect();
-            data.push(json!({"@type": BAD_REQUEST_TYPE, "fieldViolations": violations}));
-        }
+        let data = status_details(&status);
         Self {
             code,
             message: status.message().to_owned(),
             data: (!data.is_empty()).then_some(Value::Array(data)),
         }
     }
+}
+
+/// The details of a status as JSON objects with their `@type`: its
+/// `google.rpc.ErrorInfo` and, for bad input, its `google.rpc.BadRequest`.
+pub(super) fn status_details(status: &Status) -> Vec<Value> {
+    let details = status.get_error_details();
+    let mut data = Vec::new();
+    if let Some(info) = details.error_info() {
+        data.push(json!({
+            "@type": ERROR_INFO_TYPE,
+            "reason": info.reason,
+            "domain": info.domain,
+            "metadata": info.metadata,
+        }));
+    }
+    if let Some(bad) = details.bad_request() {
+        let violations: Vec<Value> = bad
+            .field_violations
+            .iter()
+            .map(|v| json!({"field": v.field, "description": v.description}))
+            .collect();
+        data.push(json!({"@type": BAD_REQUEST_TYPE, "fieldViolations": violations}));
+    }
+    data
 }
 
 /// The specification's JSON-RPC code of an A2A error reason.
@@ -144,7 +162,7 @@ fn a2a_error_code(reason: &str) -> Option<i64> {
         "INVALID_AGENT_RESPONSE" => -32006,
         "EXTENDED_AGENT_CARD_NOT_CONFIGURED" => -32007,
         "EXTENSION_SUPPORT_REQUIRED" => -32008,
-        "VERSION_NOT_SUPPORTED" => -32009,
+        "VERSION_NOT_SUPPORTED" => VERSION_NOT_SUPPORTED,
         _ => return None,
     })
 }
@@ -227,7 +245,7 @@ fn envelope(body: &[u8]) -> Result<Call, (Value, RpcError)> {
 }
 
 /// `params` as the request message `M`.
-fn params<M: Message + Name + Default>(params: &Value) -> Result<M, RpcError> {
+pub(super) fn params<M: Message + Name + Default>(params: &Value) -> Result<M, RpcError> {
     odyssey_api::json::from_str::<M>(&params.to_string()).map_err(|e| {
         let why = match e {
             odyssey_api::json::JsonError::Json { source, .. } => source.to_string(),
@@ -240,7 +258,7 @@ fn params<M: Message + Name + Default>(params: &Value) -> Result<M, RpcError> {
     })
 }
 
-fn result<M: Message + Name>(message: &M) -> Result<Value, RpcError> {
+pub(super) fn result<M: Message + Name>(message: &M) -> Result<Value, RpcError> {
     odyssey_api::json::to_value(message).map_err(|e| {
         tracing::error!(error = %e, "cannot encode an A2A result");
         RpcError::new(
@@ -248,6 +266,22 @@ fn result<M: Message + Name>(message: &M) -> Result<Value, RpcError> {
             "internal error; the server log has the details",
         )
     })
+}
+
+/// A ListTasksResponse's JSON with every field the specification requires present, also
+/// at its default (proto3 JSON leaves out an empty `nextPageToken` of the last page).
+pub(super) fn with_list_fields(mut value: Value) -> Value {
+    if let Some(fields) = value.as_object_mut() {
+        for (name, default) in [
+            ("tasks", json!([])),
+            ("nextPageToken", json!("")),
+            ("pageSize", json!(0)),
+            ("totalSize", json!(0)),
+        ] {
+            fields.entry(name).or_insert(default);
+        }
+    }
+    value
 }
 
 /// Parses the params, makes the call on the gRPC binding, and encodes its answer.
@@ -273,31 +307,13 @@ fn is_json(headers: &http::HeaderMap) -> bool {
         .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// A version the client asks for that is not this server's (major and minor compared;
-/// a request without the header is taken as this server's version).
+/// A version the client asks for that is not this server's (see
+/// [`A2aError::unsupported_version`]).
 fn unsupported_version(headers: &http::HeaderMap) -> Option<RpcError> {
-    let asked = headers.get(VERSION_HEADER)?;
-    let asked = asked.to_str().unwrap_or("").trim();
-    let mut numbers = asked.split('.').map(|n| n.parse::<u32>().ok());
-    let major_minor = (numbers.next().flatten(), numbers.next().unwrap_or(Some(0)));
-    if major_minor == (Some(1), Some(0)) {
-        return None;
-    }
-    let mut error = RpcError::new(
-        VERSION_NOT_SUPPORTED,
-        format!(
-            "this server speaks A2A {}; the request asks for `{}`",
-            super::card::PROTOCOL_VERSION,
-            crate::grpc::shorten(asked)
-        ),
-    );
-    error.data = Some(json!([{
-        "@type": ERROR_INFO_TYPE,
-        "reason": "VERSION_NOT_SUPPORTED",
-        "domain": A2A_ERROR_DOMAIN,
-        "metadata": {},
-    }]));
-    Some(error)
+    let asked = headers
+        .get(VERSION_HEADER)
+        .map(|v| v.to_str().unwrap_or(""));
+    A2aError::unsupported_version(asked).map(|e| RpcError::from(Status::from(e)))
 }
 
 async fn call(State(binding): State<Binding>, headers: http::HeaderMap, body: Bytes) -> Response {
@@ -320,7 +336,7 @@ async fn call(State(binding): State<Binding>, headers: http::HeaderMap, body: By
     let answer = match call.method.as_str() {
         "SendMessage" => unary(p, |r| a2a.send_message(r)).await,
         "GetTask" => unary(p, |r| a2a.get_task(r)).await,
-        "ListTasks" => unary(p, |r| a2a.list_tasks(r)).await,
+        "ListTasks" => unary(p, |r| a2a.list_tasks(r)).await.map(with_list_fields),
         "CancelTask" => unary(p, |r| a2a.cancel_task(r)).await,
         "CreateTaskPushNotificationConfig" => {
             unary(p, |r| a2a.create_task_push_notification_config(r)).await

@@ -12,6 +12,9 @@ mod answer;
 pub mod card;
 mod error;
 pub mod jsonrpc;
+mod list;
+mod push;
+pub mod rest;
 mod service;
 mod stream;
 mod task;
@@ -22,6 +25,30 @@ pub use card::CardOptions;
 pub use error::{A2A_ERROR_DOMAIN, A2aError};
 pub use service::A2a;
 pub use task::{MESSAGE_ID_KEY, SEQUENCE_KEY};
+
+/// The operator's A2A settings and the push registrations, shared by every binding.
+#[derive(Clone, Debug, Default)]
+pub struct A2aOptions {
+    /// The agent of requests without a tenant (`a2a.default_agent`).
+    pub default_agent: Option<String>,
+    /// Where push notifications may be sent (`a2a.push_allowed_urls`).
+    pub push_allowed_urls: Vec<odyssey_runtime::provider::UrlPattern>,
+    /// The push notification configs of live tasks.
+    pub push: push::PushRegistry,
+}
+
+impl A2aOptions {
+    pub fn new(
+        default_agent: Option<String>,
+        push_allowed_urls: Vec<odyssey_runtime::provider::UrlPattern>,
+    ) -> Self {
+        Self {
+            default_agent,
+            push_allowed_urls,
+            push: push::PushRegistry::default(),
+        }
+    }
+}
 
 /// The fully qualified name of the A2A service.
 pub const SERVICE_NAME: &str = "lf.a2a.v1.A2AService";

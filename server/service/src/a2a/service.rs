@@ -14,8 +14,10 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
+use super::A2aOptions;
 use super::answer;
 use super::error::A2aError;
+use super::push;
 use super::stream::{TaskStream, task_stream};
 use super::task::{self, Ids, MESSAGE_ID_KEY, Turn, turn_events};
 use super::tenant::{self, AgentRef};
@@ -34,26 +36,45 @@ pub struct A2a {
     runtime: OdysseyRuntime,
     /// Fires when the server stops: open task streams end then.
     shutdown: CancellationToken,
+    /// The operator's settings (the default agent, where pushes may go) and the push
+    /// registrations every binding shares.
+    options: A2aOptions,
 }
 
 impl A2a {
-    pub fn new(runtime: OdysseyRuntime, shutdown: CancellationToken) -> Self {
-        Self { runtime, shutdown }
+    pub fn new(runtime: OdysseyRuntime, shutdown: CancellationToken, options: A2aOptions) -> Self {
+        Self {
+            runtime,
+            shutdown,
+            options,
+        }
+    }
+
+    /// The agent `tenant` names, or the default agent when it is empty.
+    async fn agent(&self, tenant: &str) -> Result<AgentRef, Status> {
+        tenant::resolve(&self.runtime, tenant, self.options.default_agent.as_deref()).await
     }
 
     /// The turn behind task `id`, if it is one of `tenant`'s (any agent's when empty).
-    async fn find_task(&self, tenant: &str, id: &str) -> Result<ExecutionStatus, Status> {
+    /// An id naming its session is found in the session's log when the server no longer
+    /// holds the turn (after a restart, or long after it ended).
+    pub(super) async fn find_task(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<ExecutionStatus, Status> {
         let not_found = || Status::from(A2aError::task_not_found(id));
-        let execution_id = Uuid::parse_str(id).map_err(|_| not_found())?;
-        let status = self
-            .runtime
-            .execution_status(execution_id)
-            .map_err(|e| match e.kind() {
-                ErrorKind::NotFound => not_found(),
-                _ => to_status(e),
-            })?;
+        let task = task::parse_task_id(id).ok_or_else(not_found)?;
+        let found = match task.session_id {
+            Some(session_id) => self.runtime.turn_status(session_id, task.turn_id).await,
+            None => self.runtime.execution_status(task.turn_id),
+        };
+        let status = found.map_err(|e| match e.kind() {
+            ErrorKind::NotFound => not_found(),
+            _ => to_status(e),
+        })?;
         if !tenant.is_empty() {
-            let agent = tenant::resolve(&self.runtime, tenant).await?;
+            let agent = self.agent(tenant).await?;
             if !self.session_is_agents(status.session_id, &agent).await? {
                 return Err(not_found());
             }
@@ -91,10 +112,13 @@ impl A2a {
 
     /// Checks a SendMessage, finds or opens its session, and queues its turn; with
     /// `follow`, subscribes to the session first so that no event of the turn is missed.
+    /// A push notification config it carries is registered for the task, with its own
+    /// subscription taken as early.
     async fn start(
         &self,
         request: pb::SendMessageRequest,
         follow: bool,
+        push: Option<push::Checked>,
     ) -> Result<Started, Status> {
         let message = request
             .message
@@ -104,6 +128,10 @@ impl A2a {
         let subscription = match follow {
             true => Some(self.subscribe_at_end(session_id).await?),
             false => None,
+        };
+        let push = match push {
+            Some(checked) => Some((checked, self.subscribe_at_end(session_id).await?)),
+            None => None,
         };
         let submitted = self
             .runtime
@@ -123,6 +151,22 @@ impl A2a {
                 return Err(to_status_at(e, TURN_FIELDS));
             }
         };
+        if let Some((checked, pushes)) = push {
+            // Queued a moment ago: the turn still runs (a cancel in between ends its
+            // deliveries with the turn).
+            let status = self
+                .runtime
+                .execution_status(handle.execution_id)
+                .map_err(to_status)?;
+            let registered = checked.for_task(&status).and_then(|checked| {
+                self.options
+                    .push
+                    .register(&status, checked, pushes, &self.shutdown)
+            });
+            if let Err(e) = registered {
+                tracing::warn!(execution = %handle.execution_id, error = %e.message(), "the push notification config of an A2A message was not registered");
+            }
+        }
         Ok(Started {
             handle,
             message,
@@ -148,7 +192,7 @@ impl A2a {
                 "message.context_id",
                 format!(
                     "task {} belongs to context {context}, not `{}`",
-                    status.execution_id,
+                    task_name(&status),
                     shorten(&message.context_id)
                 ),
             ));
@@ -156,7 +200,7 @@ impl A2a {
         if status.state != ExecutionState::WaitingApproval {
             return Err(not_waiting(&status));
         }
-        let decision = answer::decision(message, &status.execution_id.to_string())?;
+        let decision = answer::decision(message, &task_name(&status))?;
         let runtime = self.runtime.clone();
         let session_id = status.session_id;
         // Listing may read the session's log: off the async workers.
@@ -178,7 +222,7 @@ impl A2a {
             // Decided by someone else in between.
             return Err(A2aError::UnsupportedOperation(format!(
                 "task {} no longer waits for an approval; GetTask shows where it is",
-                status.execution_id
+                task_name(&status)
             ))
             .into());
         };
@@ -231,7 +275,7 @@ impl A2a {
         message: &pb::Message,
     ) -> Result<(Uuid, bool), Status> {
         if message.context_id.is_empty() {
-            let agent = tenant::resolve(&self.runtime, tenant).await?;
+            let agent = self.agent(tenant).await?;
             let session = self
                 .runtime
                 .create_session(SessionSpec {
@@ -264,7 +308,7 @@ impl A2a {
                 _ => to_status(e),
             })?;
         if !tenant.is_empty() {
-            let agent = tenant::resolve(&self.runtime, tenant).await?;
+            let agent = self.agent(tenant).await?;
             if !self.session_is_agents(session_id, &agent).await? {
                 let record = &session.record;
                 return Err(invalid(
@@ -282,8 +326,42 @@ impl A2a {
         Ok((session_id, false))
     }
 
+    /// Refuses push notification calls on a server whose operator allows no webhook.
+    fn push_offered(&self) -> Result<(), Status> {
+        match self.options.push_allowed_urls.is_empty() {
+            true => Err(A2aError::PushNotificationNotSupported.into()),
+            false => Ok(()),
+        }
+    }
+
+    /// The push notification config a SendMessage carries, checked before anything runs.
+    /// Only a message that starts a task takes one (a running task takes a config through
+    /// CreateTaskPushNotificationConfig).
+    fn message_push(
+        &self,
+        request: &pb::SendMessageRequest,
+        configuration: &pb::SendMessageConfiguration,
+    ) -> Result<Option<push::Checked>, Status> {
+        let Some(config) = configuration.task_push_notification_config.clone() else {
+            return Ok(None);
+        };
+        if answering(request).is_some() {
+            return Err(invalid(
+                "configuration.task_push_notification_config",
+                "a message answering a task takes no push notification config; register it \
+                 with CreateTaskPushNotificationConfig",
+            ));
+        }
+        push::prepare(
+            &self.options.push_allowed_urls,
+            config,
+            "configuration.task_push_notification_config.",
+        )
+        .map(Some)
+    }
+
     /// Follows `session_id` from its last event on.
-    async fn subscribe_at_end(&self, session_id: Uuid) -> Result<Subscription, Status> {
+    pub(super) async fn subscribe_at_end(&self, session_id: Uuid) -> Result<Subscription, Status> {
         let last = self
             .runtime
             .get_session(session_id)
@@ -333,19 +411,24 @@ struct Answered {
     subscription: Subscription,
 }
 
+/// The id of the task of turn `status`, for messages.
+fn task_name(status: &ExecutionStatus) -> String {
+    Ids::of(status).task_id
+}
+
 /// Why a task takes no answer now, with A2A's error for the case.
 fn not_waiting(status: &ExecutionStatus) -> Status {
     let why = if status.state.is_terminal() {
         format!(
             "task {} has ended ({}); send the message with its contextId and no taskId to \
              start a new task in the same context",
-            status.execution_id,
+            task_name(status),
             state_name(status.state)
         )
     } else {
         format!(
             "task {} is {}, not waiting for input; only an input-required task takes a message",
-            status.execution_id,
+            task_name(status),
             state_name(status.state)
         )
     };
@@ -362,10 +445,7 @@ struct Started {
 impl Started {
     /// The task as it is when queued: submitted, with the client's message.
     fn submitted(&self, history_length: Option<usize>) -> pb::Task {
-        let ids = Ids {
-            task_id: self.handle.execution_id.to_string(),
-            context_id: self.handle.session_id.to_string(),
-        };
+        let ids = Ids::new(self.handle.session_id, self.handle.execution_id);
         let mut message = self.message.clone();
         message.task_id = ids.task_id.clone();
         message.context_id = ids.context_id.clone();
@@ -462,8 +542,20 @@ fn state_name(state: ExecutionState) -> &'static str {
     }
 }
 
-fn unimplemented_yet(what: &str) -> Status {
-    Status::unimplemented(format!("{what} is not offered by this server yet"))
+/// The metadata key in which a gRPC client names the A2A version it speaks.
+const VERSION_METADATA: &str = "a2a-version";
+
+/// Refuses a call naming a protocol version this server does not speak, as the JSON-RPC
+/// binding does with the same header.
+fn checked_version<T>(request: &Request<T>) -> Result<(), Status> {
+    let asked = request
+        .metadata()
+        .get(VERSION_METADATA)
+        .map(|v| v.to_str().unwrap_or(""));
+    match A2aError::unsupported_version(asked) {
+        Some(error) => Err(error.into()),
+        None => Ok(()),
+    }
 }
 
 #[tonic::async_trait]
@@ -472,12 +564,11 @@ impl A2aService for A2a {
         &self,
         request: Request<pb::SendMessageRequest>,
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
+        checked_version(&request)?;
         let request = request.into_inner();
         let configuration = request.configuration.clone().unwrap_or_default();
-        if configuration.task_push_notification_config.is_some() {
-            return Err(A2aError::PushNotificationNotSupported.into());
-        }
         let limit = history_length(configuration.history_length, "configuration.history_length")?;
+        let push = self.message_push(&request, &configuration)?;
         if let Some(message) = answering(&request) {
             let answered = self
                 .answer(&request.tenant, message, Follow::FromNow)
@@ -492,7 +583,7 @@ impl A2aService for A2a {
                 )),
             }));
         }
-        let started = self.start(request, false).await?;
+        let started = self.start(request, false, push).await?;
         let task = if configuration.return_immediately {
             started.submitted(limit)
         } else {
@@ -514,12 +605,11 @@ impl A2aService for A2a {
         &self,
         request: Request<pb::SendMessageRequest>,
     ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
+        checked_version(&request)?;
         let request = request.into_inner();
         let configuration = request.configuration.clone().unwrap_or_default();
-        if configuration.task_push_notification_config.is_some() {
-            return Err(A2aError::PushNotificationNotSupported.into());
-        }
         let limit = history_length(configuration.history_length, "configuration.history_length")?;
+        let push = self.message_push(&request, &configuration)?;
         if let Some(message) = answering(&request) {
             let answered = self
                 .answer(&request.tenant, message, Follow::TurnFromStart)
@@ -535,7 +625,7 @@ impl A2aService for A2a {
                 self.shutdown.clone(),
             )));
         }
-        let mut started = self.start(request, true).await?;
+        let mut started = self.start(request, true, push).await?;
         let first = started.submitted(limit);
         let subscription = started
             .subscription
@@ -553,6 +643,7 @@ impl A2aService for A2a {
         &self,
         request: Request<pb::GetTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
+        checked_version(&request)?;
         let r = request.into_inner();
         let limit = history_length(r.history_length, "history_length")?;
         let status = self.find_task(&r.tenant, &r.id).await?;
@@ -561,22 +652,34 @@ impl A2aService for A2a {
 
     async fn list_tasks(
         &self,
-        _request: Request<pb::ListTasksRequest>,
+        request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        Err(unimplemented_yet("ListTasks"))
+        checked_version(&request)?;
+        let request = request.into_inner();
+        let limit = history_length(request.history_length, "history_length")?;
+        Ok(Response::new(
+            super::list::list_tasks(
+                &self.runtime,
+                request,
+                limit,
+                self.options.default_agent.as_deref(),
+            )
+            .await?,
+        ))
     }
 
     async fn cancel_task(
         &self,
         request: Request<pb::CancelTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
+        checked_version(&request)?;
         let r = request.into_inner();
         let status = self.find_task(&r.tenant, &r.id).await?;
         let status = match status.state {
             ExecutionState::Cancelled => status,
             state if state.is_terminal() => {
                 return Err(A2aError::TaskNotCancelable {
-                    id: status.execution_id.to_string(),
+                    id: task_name(&status),
                     state: state_name(state),
                 }
                 .into());
@@ -596,12 +699,13 @@ impl A2aService for A2a {
         &self,
         request: Request<pb::SubscribeToTaskRequest>,
     ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
+        checked_version(&request)?;
         let r = request.into_inner();
         let status = self.find_task(&r.tenant, &r.id).await?;
         if status.state.is_terminal() {
             return Err(A2aError::UnsupportedOperation(format!(
                 "task {} has ended ({}); GetTask shows it",
-                status.execution_id,
+                task_name(&status),
                 state_name(status.state)
             ))
             .into());
@@ -621,38 +725,87 @@ impl A2aService for A2a {
 
     async fn create_task_push_notification_config(
         &self,
-        _request: Request<pb::TaskPushNotificationConfig>,
+        request: Request<pb::TaskPushNotificationConfig>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
-        Err(A2aError::PushNotificationNotSupported.into())
+        checked_version(&request)?;
+        self.push_offered()?;
+        let config = request.into_inner();
+        let status = self.find_task(&config.tenant, &config.task_id).await?;
+        let checked = push::prepare(&self.options.push_allowed_urls, config, "")?;
+        let checked = checked.for_task(&status)?;
+        let subscription = self.subscribe_at_end(status.session_id).await?;
+        // The turn may have ended before the subscription: then no update would come.
+        let now = self.find_task("", &task_name(&status)).await?;
+        let checked = checked.for_task(&now)?;
+        let stored = self
+            .options
+            .push
+            .register(&now, checked, subscription, &self.shutdown)?;
+        Ok(Response::new(stored))
     }
 
     async fn get_task_push_notification_config(
         &self,
-        _request: Request<pb::GetTaskPushNotificationConfigRequest>,
+        request: Request<pb::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
-        Err(A2aError::PushNotificationNotSupported.into())
+        checked_version(&request)?;
+        self.push_offered()?;
+        let r = request.into_inner();
+        let status = self.find_task(&r.tenant, &r.task_id).await?;
+        let task = task_name(&status);
+        self.options
+            .push
+            .get(&task, &r.id)
+            .map(Response::new)
+            .ok_or_else(|| no_push_config(&task, &r.id))
     }
 
     async fn list_task_push_notification_configs(
         &self,
-        _request: Request<pb::ListTaskPushNotificationConfigsRequest>,
+        request: Request<pb::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
-        Err(A2aError::PushNotificationNotSupported.into())
+        checked_version(&request)?;
+        self.push_offered()?;
+        let r = request.into_inner();
+        let status = self.find_task(&r.tenant, &r.task_id).await?;
+        // A task holds a few configs: one page has them all.
+        Ok(Response::new(pb::ListTaskPushNotificationConfigsResponse {
+            configs: self.options.push.list(&task_name(&status)),
+            next_page_token: String::new(),
+        }))
     }
 
     async fn get_extended_agent_card(
         &self,
-        _request: Request<pb::GetExtendedAgentCardRequest>,
+        request: Request<pb::GetExtendedAgentCardRequest>,
     ) -> Result<Response<pb::AgentCard>, Status> {
+        checked_version(&request)?;
         Err(A2aError::ExtendedAgentCardNotConfigured.into())
     }
 
     async fn delete_task_push_notification_config(
         &self,
-        _request: Request<pb::DeleteTaskPushNotificationConfigRequest>,
+        request: Request<pb::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
-        Err(A2aError::PushNotificationNotSupported.into())
+        checked_version(&request)?;
+        self.push_offered()?;
+        let r = request.into_inner();
+        let status = self.find_task(&r.tenant, &r.task_id).await?;
+        let task = task_name(&status);
+        match self.options.push.delete(&task, &r.id) {
+            true => Ok(Response::new(())),
+            false => Err(no_push_config(&task, &r.id)),
+        }
     }
+}
+
+/// The answer for a push notification config a task does not hold.
+fn no_push_config(task: &str, id: &str) -> Status {
+    Status::not_found(format!(
+        "task {task} has no push notification config `{}` (a config is forgotten when its \
+         task ends)",
+        shorten(id)
+    ))
 }
 
 #[cfg(test)]

@@ -31,17 +31,27 @@ fn item(payload: pb::stream_response::Payload) -> pb::StreamResponse {
 }
 
 /// Where a task's stream stands.
-struct Progress {
+pub(super) struct Progress {
     ids: Ids,
     execution_id: Uuid,
     /// Whether a chunk of the answer was sent (the first replaces, later ones append).
     chunk_sent: bool,
-    ended: bool,
+    pub(super) ended: bool,
 }
 
 impl Progress {
+    /// A stream of turn `execution_id`'s updates, at its start.
+    pub(super) fn new(ids: Ids, execution_id: Uuid) -> Self {
+        Self {
+            ids,
+            execution_id,
+            chunk_sent: false,
+            ended: false,
+        }
+    }
+
     /// The stream items `event` gives, if it is this turn's.
-    fn items(&mut self, event: &Event) -> Vec<pb::StreamResponse> {
+    pub(super) fn items(&mut self, event: &Event) -> Vec<pb::StreamResponse> {
         use pb::stream_response::Payload;
         if event.turn_id != Some(self.execution_id) {
             return Vec::new();
@@ -161,12 +171,7 @@ pub fn task_stream(
         context_id: first.context_id.clone(),
     };
     let (tx, rx) = mpsc::channel(BUFFER);
-    let progress = Progress {
-        ids,
-        execution_id,
-        chunk_sent: false,
-        ended: false,
-    };
+    let progress = Progress::new(ids, execution_id);
     tokio::spawn(forward(first, progress, subscription, tx, shutdown));
     Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx).flat_map(futures::stream::iter))
 }

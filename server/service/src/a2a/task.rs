@@ -5,10 +5,12 @@
 use std::sync::Arc;
 
 use odyssey_api::a2a::v1 as pb;
-use odyssey_runtime::events::{Event, EventPayload};
+use odyssey_runtime::events::{ApprovalDecision, ApprovalResolution, Event, EventPayload};
+use odyssey_runtime::session::LoggedTurn;
 use odyssey_runtime::{ExecutionState, ExecutionStatus, OdysseyRuntime};
 use prost_types::{Struct, Value, value::Kind};
 use tonic::Status;
+use uuid::Uuid;
 
 use crate::grpc::convert;
 use crate::grpc::to_status;
@@ -90,10 +92,49 @@ pub struct Ids {
 
 impl Ids {
     pub fn of(status: &ExecutionStatus) -> Self {
+        Self::new(status.session_id, status.execution_id)
+    }
+
+    pub fn new(session_id: Uuid, turn_id: Uuid) -> Self {
         Self {
-            task_id: status.execution_id.to_string(),
-            context_id: status.session_id.to_string(),
+            task_id: task_id(session_id, turn_id),
+            context_id: session_id.to_string(),
         }
+    }
+}
+
+/// The id of the task of turn `turn_id` of session `session_id`: `<session>.<turn>`, both
+/// in their hyphenated form. It names the session, so the turn is found in its log after
+/// a restart, when the server no longer holds the turn.
+pub fn task_id(session_id: Uuid, turn_id: Uuid) -> String {
+    format!("{session_id}.{turn_id}")
+}
+
+/// What a task id names: a turn of a session, or (the ids of earlier versions, the
+/// execution id alone) a turn the server holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskRef {
+    pub session_id: Option<Uuid>,
+    pub turn_id: Uuid,
+}
+
+/// The ids a task id holds, if it is one this server makes: each part a UUID in its
+/// canonical hyphenated lowercase form, nothing else.
+pub fn parse_task_id(id: &str) -> Option<TaskRef> {
+    let canonical = |part: &str| {
+        Uuid::try_parse(part)
+            .ok()
+            .filter(|uuid| uuid.hyphenated().to_string() == part)
+    };
+    match id.split_once('.') {
+        Some((session, turn)) => Some(TaskRef {
+            session_id: Some(canonical(session)?),
+            turn_id: canonical(turn)?,
+        }),
+        None => Some(TaskRef {
+            session_id: None,
+            turn_id: canonical(id)?,
+        }),
     }
 }
 
@@ -106,7 +147,17 @@ pub struct Turn {
     pub text: String,
     /// What the pending approval asks, while one is pending.
     pub asking: Option<String>,
+    /// The decisions a person made on the turn's approval requests, in order.
+    pub decisions: Vec<Decided>,
     pub last_at_ms: u64,
+}
+
+/// A person's decision on an approval request of the turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decided {
+    pub decision: ApprovalDecision,
+    pub reason: String,
+    pub sequence: u64,
 }
 
 impl Turn {
@@ -123,11 +174,68 @@ impl Turn {
                 EventPayload::PermissionRequested { summary, .. } => {
                     turn.asking = Some(summary.clone());
                 }
-                EventPayload::ApprovalResolved { .. } => turn.asking = None,
+                EventPayload::ApprovalResolved {
+                    decision,
+                    resolution,
+                    reason,
+                    ..
+                } => {
+                    turn.asking = None;
+                    if *resolution == ApprovalResolution::Decided {
+                        turn.decisions.push(Decided {
+                            decision: *decision,
+                            reason: reason.clone(),
+                            sequence: event.sequence,
+                        });
+                    }
+                }
                 _ => {}
             }
         }
         turn
+    }
+
+    /// What a listing read of a turn from its log: no text of a turn still running.
+    pub fn from_log(logged: &LoggedTurn) -> Self {
+        Self {
+            prompt: Some(logged.prompt.clone()),
+            message_id: logged.metadata.get(MESSAGE_ID_KEY).cloned(),
+            text: String::new(),
+            asking: None,
+            decisions: logged
+                .decisions
+                .iter()
+                .map(|d| Decided {
+                    decision: d.decision,
+                    reason: d.reason.clone(),
+                    sequence: d.sequence,
+                })
+                .collect(),
+            last_at_ms: logged.updated_at_ms(),
+        }
+    }
+}
+
+/// The message of a person's decision in a task's history: the data part an answer
+/// carries (see [`super::answer`]).
+fn decision_message(ids: &Ids, decided: &Decided) -> pb::Message {
+    let mut data = serde_json::json!({"decision": decided.decision});
+    if !decided.reason.is_empty()
+        && let Some(fields) = data.as_object_mut()
+    {
+        fields.insert("reason".into(), decided.reason.clone().into());
+    }
+    pb::Message {
+        message_id: format!("{}-decision-{}", ids.task_id, decided.sequence),
+        context_id: ids.context_id.clone(),
+        task_id: ids.task_id.clone(),
+        role: pb::Role::User as i32,
+        parts: vec![pb::Part {
+            content: Some(pb::part::Content::Data(convert::json_to_value(&data))),
+            media_type: "application/json".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
     }
 }
 
@@ -167,7 +275,9 @@ pub async fn turn_events(
 pub fn task(status: &ExecutionStatus, turn: &Turn, history_length: Option<usize>) -> pb::Task {
     let ids = Ids::of(status);
     let state = task_state(status.state);
-    let answer = if status.state.is_terminal() {
+    // An ended turn's answer is its record's; a turn that ended without one (failed,
+    // cancelled, stopped with the server) keeps the text it had streamed.
+    let answer = if status.state.is_terminal() && !status.response.is_empty() {
         status.response.clone()
     } else {
         turn.text.clone()
@@ -186,6 +296,7 @@ pub fn task(status: &ExecutionStatus, turn: &Turn, history_length: Option<usize>
             ..Default::default()
         });
     }
+    history.extend(turn.decisions.iter().map(|d| decision_message(&ids, d)));
     if status.state == ExecutionState::Completed && !answer.is_empty() {
         history.push(agent_message(
             &ids,

@@ -1,7 +1,7 @@
 //! Which Odyssey agent an A2A request is for. A2A's `tenant` names it as
 //! `<bundle>.<agent>` (`demo.assistant`, `acme/demo.assistant`, `demo@1.2.0.assistant`);
-//! empty means the server's default agent: the default agent of the first installed
-//! bundle (by namespace and name).
+//! empty means the server's default agent: the operator's `a2a.default_agent`, else the
+//! default agent of the first installed bundle (by namespace and name).
 
 use odyssey_runtime::{ErrorKind, OdysseyRuntime, PageRequest};
 use tonic::Status;
@@ -30,11 +30,31 @@ impl AgentRef {
     }
 }
 
-/// The agent `tenant` names, or the default agent when it is empty.
-pub async fn resolve(runtime: &OdysseyRuntime, tenant: &str) -> Result<AgentRef, Status> {
-    if tenant.is_empty() {
-        return default_agent(runtime).await;
+/// The agent `tenant` names, or the default agent when it is empty: `default` (the
+/// operator's `a2a.default_agent`) when set.
+pub async fn resolve(
+    runtime: &OdysseyRuntime,
+    tenant: &str,
+    default: Option<&str>,
+) -> Result<AgentRef, Status> {
+    match (tenant, default) {
+        ("", None) => default_agent(runtime).await,
+        ("", Some(default)) => named(runtime, default).await.map_err(|e| {
+            if e.code() != tonic::Code::InvalidArgument {
+                return e;
+            }
+            Status::failed_precondition(format!(
+                "the server's default agent, `{}` (setting a2a.default_agent), names no \
+                 installed agent; install it, or name the agent in the request's tenant",
+                shorten(default)
+            ))
+        }),
+        (tenant, _) => named(runtime, tenant).await,
     }
+}
+
+/// The agent `tenant` names.
+async fn named(runtime: &OdysseyRuntime, tenant: &str) -> Result<AgentRef, Status> {
     // Bundle and agent names may hold dots too: try each split, last dot first.
     for (at, _) in tenant.rmatch_indices('.') {
         let (reference, agent_id) = (&tenant[..at], &tenant[at + 1..]);

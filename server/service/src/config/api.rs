@@ -23,6 +23,12 @@ pub struct ApiSettings {
     /// Host names requests may name besides IP literals, `localhost` and the certificate's
     /// names; `*` turns the check off.
     pub allowed_hosts: Vec<String>,
+    /// The agent A2A requests without a tenant, and the well-known agent card, are for
+    /// (`<bundle>.<agent>`); unset: the default agent of the first installed bundle.
+    pub a2a_default_agent: Option<String>,
+    /// Where A2A push notifications may be sent (`a2a.push_allowed_urls`); empty: nowhere,
+    /// and cards say `pushNotifications: false`.
+    pub a2a_push_allowed_urls: Vec<odyssey_runtime::provider::UrlPattern>,
 }
 
 impl Default for ApiSettings {
@@ -33,6 +39,8 @@ impl Default for ApiSettings {
             max_message_bytes: 4 * 1024 * 1024,
             cors_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            a2a_default_agent: None,
+            a2a_push_allowed_urls: Vec::new(),
         }
     }
 }

@@ -906,6 +906,36 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
                 Ok(())
             },
         ),
+        // [a2a]: the Agent2Agent protocol.
+        server(
+            "a2a.default_agent",
+            |d| d.server.grpc.a2a_default_agent.clone(),
+            |d, v: String| {
+                let v = v.trim().to_owned();
+                if v.is_empty() {
+                    d.server.grpc.a2a_default_agent = None;
+                    return Ok(());
+                }
+                match v.rsplit_once('.') {
+                    Some((bundle, agent)) if !bundle.is_empty() && !agent.is_empty() => {
+                        d.server.grpc.a2a_default_agent = Some(v);
+                        Ok(())
+                    }
+                    _ => Err(format!(
+                        "`{v}` is not an agent: write `<bundle>.<agent>`, e.g. `demo.assistant`"
+                    )
+                    .into()),
+                }
+            },
+        ),
+        server(
+            "a2a.push_allowed_urls",
+            |d| Some(texts(&d.server.grpc.a2a_push_allowed_urls)),
+            |d, v| {
+                d.server.grpc.a2a_push_allowed_urls = patterns(v)?;
+                Ok(())
+            },
+        ),
     ]
 }
 

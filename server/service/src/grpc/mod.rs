@@ -59,6 +59,8 @@ pub struct GrpcOptions {
     pub allowed_hosts: Vec<String>,
     /// Where every call is counted, when the metrics endpoint is on.
     pub metrics: Option<Arc<RpcMetrics>>,
+    /// The A2A binding's settings and shared state (see [`crate::a2a`]).
+    pub a2a: crate::a2a::A2aOptions,
 }
 
 impl GrpcOptions {
@@ -74,6 +76,8 @@ impl GrpcOptions {
             max_message_bytes,
             cors_origins,
             allowed_hosts,
+            a2a_default_agent,
+            a2a_push_allowed_urls,
         } = settings;
         Self {
             auth_token,
@@ -83,6 +87,7 @@ impl GrpcOptions {
             cors_origins,
             allowed_hosts,
             metrics,
+            a2a: crate::a2a::A2aOptions::new(a2a_default_agent, a2a_push_allowed_urls),
         }
     }
 }
@@ -107,6 +112,7 @@ impl std::fmt::Debug for GrpcOptions {
             .field("cors_origins", &self.cors_origins)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("metrics", &self.metrics.is_some())
+            .field("a2a_default_agent", &self.a2a.default_agent)
             .finish()
     }
 }
@@ -224,9 +230,13 @@ pub async fn serve(
             .max_encoding_message_size(max),
         )
         .add_service(
-            A2aServiceServer::new(crate::a2a::A2a::new(runtime.clone(), a2a_streams))
-                .max_decoding_message_size(max)
-                .max_encoding_message_size(max),
+            A2aServiceServer::new(crate::a2a::A2a::new(
+                runtime.clone(),
+                a2a_streams,
+                options.a2a.clone(),
+            ))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max),
         )
         .add_service(
             ServerServiceServer::new(server_info::ServerInfo::new(runtime, max))

@@ -82,10 +82,14 @@ pub fn router(
         crate::a2a::card::routes(runtime.clone(), cards)
     });
     // A2A's JSON-RPC binding, behind the token like every call.
-    let a2a = options
-        .a2a_cards
-        .as_ref()
-        .map(|_| crate::a2a::jsonrpc::routes(runtime.clone(), options.heartbeat, shutdown.clone()));
+    let a2a = options.a2a_cards.as_ref().map(|cards| {
+        crate::a2a::jsonrpc::routes(
+            runtime.clone(),
+            options.heartbeat,
+            shutdown.clone(),
+            cards.a2a.clone(),
+        )
+    });
     if options.console {
         return with_console(runtime, options, shutdown, cards, a2a);
     }

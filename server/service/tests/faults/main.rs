@@ -11,6 +11,7 @@
 
 mod support;
 
+mod a2a_restart;
 mod crash;
 mod disk;
 mod interrupted;
