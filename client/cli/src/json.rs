@@ -86,6 +86,8 @@ pub(crate) fn event_kind(event: &pb::SessionEvent) -> &'static str {
         Some(Payload::HistoryCompacted(_)) => "history_compacted",
         Some(Payload::MemoryRecalled(_)) => "memory_recalled",
         Some(Payload::NetworkConnectionAttempted(_)) => "network_connection_attempted",
+        Some(Payload::SubagentStarted(_)) => "subagent_started",
+        Some(Payload::SubagentFinished(_)) => "subagent_finished",
     }
 }
 

@@ -68,6 +68,7 @@ fn record() -> SessionRecord {
         created_at_ms: 0,
         metadata: Default::default(),
         token_budget: None,
+        parent: None,
     }
 }
 

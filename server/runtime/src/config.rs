@@ -87,6 +87,11 @@ pub struct RuntimeConfig {
     pub event_hook_encoder: EventEncoder,
     /// MCP servers: the operator's, the URLs bundles may use, lifetimes and limits.
     pub mcp: McpSettings,
+    /// How deep sub-agents nest: a session this many levels below a client's session
+    /// cannot start another.
+    pub max_subagent_depth: u32,
+    /// Sub-agents one turn runs at once; further `Agent` calls of a model step wait.
+    pub max_concurrent_subagents: u32,
 }
 
 impl RuntimeConfig {
@@ -97,6 +102,8 @@ impl RuntimeConfig {
             worker_count: 4,
             queue_capacity: 128,
             max_turn_steps: 32,
+            max_subagent_depth: 3,
+            max_concurrent_subagents: 4,
             max_turn_duration: Duration::from_secs(600),
             execution_history: 10_000,
             open_session_cache: 1_024,

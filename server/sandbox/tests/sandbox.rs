@@ -926,6 +926,7 @@ async fn the_bash_tool_runs_commands_and_records_their_events() {
         created_at_ms: 1,
         metadata: BTreeMap::new(),
         token_budget: None,
+        parent: None,
     };
     let session = sessions.create(record).expect("session");
     let cell = fx

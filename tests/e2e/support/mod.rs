@@ -449,6 +449,8 @@ pub fn payload_kind(event: &pb::SessionEvent) -> &'static str {
         Some(P::HistoryCompacted(_)) => "history_compacted",
         Some(P::MemoryRecalled(_)) => "memory_recalled",
         Some(P::NetworkConnectionAttempted(_)) => "network_connection_attempted",
+        Some(P::SubagentStarted(_)) => "subagent_started",
+        Some(P::SubagentFinished(_)) => "subagent_finished",
         None => "none",
     }
 }

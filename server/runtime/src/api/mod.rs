@@ -46,6 +46,7 @@ pub use hub::{PulledBundle, PushedBundle};
 pub use info::{Activity, SandboxCapabilities, ServerInfo};
 pub use operations::RuntimeCollector;
 pub(crate) use overrides::{normalized_cwd, workspace_dir};
+pub(crate) use sessions::SubagentSpec;
 pub use sessions::{SessionFilter, SessionSpec};
 
 use crate::bundle::BundleStore;

@@ -11,6 +11,7 @@ mod queue;
 mod run;
 mod slot;
 mod status;
+mod subagent;
 mod turn;
 
 pub use status::{
@@ -24,4 +25,5 @@ pub(crate) use long_term_memory::TurnMemory;
 pub(crate) use queue::{Job, PushError, Queue};
 pub(crate) use slot::WorkerSlot;
 pub(crate) use status::ExecutionTable;
+pub(crate) use subagent::Delegation;
 pub(crate) use turn::{Progress, Turn, TurnFailure};

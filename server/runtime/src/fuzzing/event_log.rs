@@ -76,6 +76,7 @@ fn record_json() -> &'static [u8] {
             created_at_ms: 1,
             metadata: Default::default(),
             token_budget: None,
+            parent: None,
         };
         serde_json::to_vec(&record).unwrap_or_else(|e| panic!("cannot encode a record: {e}"))
     })

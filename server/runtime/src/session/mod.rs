@@ -16,7 +16,9 @@ mod unfinished;
 pub use handle::{ClosedTurn, SessionHandle};
 pub use history::{HistorySnapshot, HistorySummary, HistoryTurn, MEMORY_TURNS};
 pub use observer::EventObserver;
-pub use record::{BundlePin, SessionInfo, SessionRecord, SessionState, SessionStats};
+pub use record::{
+    BundlePin, InheritedRules, ParentLink, SessionInfo, SessionRecord, SessionState, SessionStats,
+};
 pub use sink::EventSink;
 pub use store::{QuarantinedSession, SessionStore};
 pub use subscription::Subscription;

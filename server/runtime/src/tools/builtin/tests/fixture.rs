@@ -206,5 +206,6 @@ fn record() -> SessionRecord {
         created_at_ms: 1,
         metadata: Default::default(),
         token_budget: None,
+        parent: None,
     }
 }
