@@ -778,3 +778,120 @@ async fn a_bundle_whose_delegates_are_unknown_or_itself_is_refused_naming_the_fi
         );
     }
 }
+
+#[tokio::test]
+async fn the_rust_sdk_lists_a_sessions_sub_agents_and_reads_their_events() {
+    use odyssey_client::{ConnectOptions, OdysseyClient, SessionFilter, SessionOptions};
+    let server = TestServer::start().await;
+    let client = OdysseyClient::connect_with(server.handle.url(), ConnectOptions::new())
+        .await
+        .expect("connect");
+    let bundle = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundles/delegate");
+    let archive = odyssey_client::pack_project(&bundle).expect("pack");
+    client
+        .build_bundle(archive, "", false)
+        .await
+        .expect("build");
+    let parent = client
+        .create_session("delegate", SessionOptions::default())
+        .await
+        .expect("session");
+    let status = client
+        .run(
+            &parent.id,
+            "Get the notes written",
+            pb::TurnOverrides::default(),
+        )
+        .await
+        .expect("run");
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{status:?}"
+    );
+    assert!(
+        status.response.contains("hello from the coder"),
+        "{status:?}"
+    );
+    let filter = SessionFilter {
+        parent_session_id: Some(parent.id.clone()),
+        ..SessionFilter::default()
+    };
+    let children = client.list_sessions(&filter).await.expect("list");
+    assert_eq!(children.len(), 1, "{children:?}");
+    assert_eq!(children[0].parent_session_id, parent.id);
+    assert_eq!(children[0].parent_call_id, "call_agent");
+    let events = server.events(&parent.id, 0, status.last_sequence).await;
+    let finished = first_payload!(events, SubagentFinished).expect("subagent_finished");
+    assert_eq!(finished.child_session_id, children[0].id);
+    assert_eq!(finished.outcome, pb::TurnOutcome::Completed as i32);
+    // The coder wrote into the planner's workspace.
+    let notes = server
+        .home()
+        .join("sandbox")
+        .join(&parent.id)
+        .join("data/notes.txt");
+    assert_eq!(
+        std::fs::read_to_string(notes).expect("notes"),
+        "hello from the coder\n"
+    );
+}
+
+#[tokio::test]
+async fn a_child_sharing_a_workspace_reaches_no_other_sessions_files() {
+    // (the other session's id, the host path of its workspace), known once it exists.
+    let target = Arc::new(std::sync::Mutex::new((String::new(), String::new())));
+    let seen = target.clone();
+    let model = OpenAiWireServer::start(Script::respond(KEY, move |body: &Value| {
+        let model = body["model"].as_str().unwrap_or_default();
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let tools_done = messages.iter().filter(|m| m["role"] == "tool").count();
+        let (id, host) = seen.lock().map(|t| t.clone()).unwrap_or_default();
+        match (model, tools_done) {
+            ("planner", 0) => calls(&[(
+                "call-agent",
+                "Agent",
+                r#"{"agent": "coder", "prompt": "Look around", "workspace": "shared"}"#,
+            )]),
+            ("coder", 0) => calls(&[
+                (
+                    "up",
+                    "Read",
+                    &format!(r#"{{"path": "../../{id}/data/secret.txt"}}"#),
+                ),
+                (
+                    "host",
+                    "Read",
+                    &format!(r#"{{"path": "{host}/secret.txt"}}"#),
+                ),
+            ]),
+            _ => text("done"),
+        }
+    }))
+    .await
+    .expect("loopback model");
+    let server = server_for(&model, |_| {}).await;
+    // Another session's workspace, holding a secret.
+    let other = server.session_on(&planner_and_coder("bystander")).await;
+    let other_data = server.home().join("sandbox").join(&other.id).join("data");
+    std::fs::create_dir_all(&other_data).expect("other workspace");
+    std::fs::write(other_data.join("secret.txt"), "not yours\n").expect("secret");
+    *target.lock().expect("lock") = (other.id.clone(), other_data.display().to_string());
+
+    let parent = server.create_session("bystander@0.1.0").await;
+    let status = server.run(&parent.id, "Look").await;
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{status:?}"
+    );
+    let child = children_of(&server, &parent.id).await.remove(0);
+    let results = tool_results(&all_events(&server, &child.id).await);
+    assert_eq!(results.len(), 2, "{results:?}");
+    for (tool, success, result) in &results {
+        assert_eq!(tool, "Read");
+        assert!(!success, "{results:?}");
+        assert!(!result.contains("not yours"), "{results:?}");
+        assert!(result.contains("is outside the workspace"), "{results:?}");
+    }
+}

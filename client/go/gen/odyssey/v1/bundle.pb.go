@@ -129,7 +129,10 @@ type AgentInfo struct {
 	ToolsAsk   []string   `protobuf:"bytes,8,rep,name=tools_ask,json=toolsAsk,proto3" json:"tools_ask,omitempty"`
 	ToolsDeny  []string   `protobuf:"bytes,9,rep,name=tools_deny,json=toolsDeny,proto3" json:"tools_deny,omitempty"`
 	// The model the bundle names, set only when an override replaces it (`model` differs).
-	BundleModel   *ModelSpec `protobuf:"bytes,10,opt,name=bundle_model,json=bundleModel,proto3" json:"bundle_model,omitempty"`
+	BundleModel *ModelSpec `protobuf:"bytes,10,opt,name=bundle_model,json=bundleModel,proto3" json:"bundle_model,omitempty"`
+	// The agents of the same bundle this agent may delegate to with the `Agent` tool
+	// (`spec.delegates` of its agent.yaml).
+	Delegates     []string `protobuf:"bytes,12,rep,name=delegates,proto3" json:"delegates,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -230,6 +233,13 @@ func (x *AgentInfo) GetToolsDeny() []string {
 func (x *AgentInfo) GetBundleModel() *ModelSpec {
 	if x != nil {
 		return x.BundleModel
+	}
+	return nil
+}
+
+func (x *AgentInfo) GetDelegates() []string {
+	if x != nil {
+		return x.Delegates
 	}
 	return nil
 }
@@ -1959,7 +1969,7 @@ const file_odyssey_v1_bundle_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x06 \x01(\x04R\tsizeBytes\x12\x1d\n" +
 	"\n" +
-	"file_count\x18\a \x01(\rR\tfileCount\"\xce\x02\n" +
+	"file_count\x18\a \x01(\rR\tfileCount\"\xec\x02\n" +
 	"\tAgentInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -1974,7 +1984,8 @@ const file_odyssey_v1_bundle_proto_rawDesc = "" +
 	"\n" +
 	"tools_deny\x18\t \x03(\tR\ttoolsDeny\x128\n" +
 	"\fbundle_model\x18\n" +
-	" \x01(\v2\x15.odyssey.v1.ModelSpecR\vbundleModel\"\x83\x01\n" +
+	" \x01(\v2\x15.odyssey.v1.ModelSpecR\vbundleModel\x12\x1c\n" +
+	"\tdelegates\x18\f \x03(\tR\tdelegates\"\x83\x01\n" +
 	"\tSkillInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x12\n" +

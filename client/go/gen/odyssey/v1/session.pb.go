@@ -99,9 +99,13 @@ type Session struct {
 	TokenBudget uint64 `protobuf:"varint,14,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
 	// What the session is doing now, derived by the server when the session is read (never
 	// stored: after a restart every session is idle, its interrupted turns recorded so).
-	State         SessionState `protobuf:"varint,15,opt,name=state,proto3,enum=odyssey.v1.SessionState" json:"state,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	State SessionState `protobuf:"varint,15,opt,name=state,proto3,enum=odyssey.v1.SessionState" json:"state,omitempty"`
+	// Set on a sub-agent's session: the session whose `Agent` tool call created it, and
+	// that call's id. Empty on sessions a client created.
+	ParentSessionId string `protobuf:"bytes,16,opt,name=parent_session_id,json=parentSessionId,proto3" json:"parent_session_id,omitempty"`
+	ParentCallId    string `protobuf:"bytes,17,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -237,6 +241,20 @@ func (x *Session) GetState() SessionState {
 		return x.State
 	}
 	return SessionState_SESSION_STATE_UNSPECIFIED
+}
+
+func (x *Session) GetParentSessionId() string {
+	if x != nil {
+		return x.ParentSessionId
+	}
+	return ""
+}
+
+func (x *Session) GetParentCallId() string {
+	if x != nil {
+		return x.ParentCallId
+	}
+	return ""
 }
 
 type CreateSessionRequest struct {
@@ -475,9 +493,11 @@ type ListSessionsRequest struct {
 	// Only sessions created from this bundle name (or `ns/name`), when set.
 	Bundle string `protobuf:"bytes,3,opt,name=bundle,proto3" json:"bundle,omitempty"`
 	// Only sessions of this agent, when set.
-	AgentId       string `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AgentId string `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// Only the sub-agent sessions this session created (its direct children), when set.
+	ParentSessionId string `protobuf:"bytes,5,opt,name=parent_session_id,json=parentSessionId,proto3" json:"parent_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListSessionsRequest) Reset() {
@@ -534,6 +554,13 @@ func (x *ListSessionsRequest) GetBundle() string {
 func (x *ListSessionsRequest) GetAgentId() string {
 	if x != nil {
 		return x.AgentId
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetParentSessionId() string {
+	if x != nil {
+		return x.ParentSessionId
 	}
 	return ""
 }
@@ -952,7 +979,7 @@ var File_odyssey_v1_session_proto protoreflect.FileDescriptor
 const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"\x18odyssey/v1/session.proto\x12\n" +
-	"odyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\x1a\x17odyssey/v1/events.proto\"\xf3\x05\n" +
+	"odyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\x1a\x17odyssey/v1/events.proto\"\xc5\x06\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12)\n" +
 	"\x10bundle_reference\x18\x02 \x01(\tR\x0fbundleReference\x12-\n" +
@@ -972,7 +999,9 @@ const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\bmetadata\x18\f \x03(\v2!.odyssey.v1.Session.MetadataEntryR\bmetadata\x12,\n" +
 	"\x05usage\x18\r \x01(\v2\x16.odyssey.v1.TokenUsageR\x05usage\x12!\n" +
 	"\ftoken_budget\x18\x0e \x01(\x04R\vtokenBudget\x12.\n" +
-	"\x05state\x18\x0f \x01(\x0e2\x18.odyssey.v1.SessionStateR\x05state\x1a;\n" +
+	"\x05state\x18\x0f \x01(\x0e2\x18.odyssey.v1.SessionStateR\x05state\x12*\n" +
+	"\x11parent_session_id\x18\x10 \x01(\tR\x0fparentSessionId\x12$\n" +
+	"\x0eparent_call_id\x18\x11 \x01(\tR\fparentCallId\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb6\x03\n" +
@@ -993,13 +1022,14 @@ const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"C\n" +
 	"\x12GetSessionResponse\x12-\n" +
-	"\asession\x18\x01 \x01(\v2\x13.odyssey.v1.SessionR\asession\"\x84\x01\n" +
+	"\asession\x18\x01 \x01(\v2\x13.odyssey.v1.SessionR\asession\"\xb0\x01\n" +
 	"\x13ListSessionsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x16\n" +
 	"\x06bundle\x18\x03 \x01(\tR\x06bundle\x12\x19\n" +
-	"\bagent_id\x18\x04 \x01(\tR\aagentId\"o\n" +
+	"\bagent_id\x18\x04 \x01(\tR\aagentId\x12*\n" +
+	"\x11parent_session_id\x18\x05 \x01(\tR\x0fparentSessionId\"o\n" +
 	"\x14ListSessionsResponse\x12/\n" +
 	"\bsessions\x18\x01 \x03(\v2\x13.odyssey.v1.SessionR\bsessions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"5\n" +

@@ -27,7 +27,7 @@ from odyssey.v1 import common_pb2 as odyssey_dot_v1_dot_common__pb2
 from odyssey.v1 import events_pb2 as odyssey_dot_v1_dot_events__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18odyssey/v1/session.proto\x12\nodyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\x1a\x17odyssey/v1/events.proto\"\xc9\x04\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\x18\n\x10\x62undle_reference\x18\x02 \x01(\t\x12%\n\x06\x62undle\x18\x03 \x01(\x0b\x32\x15.odyssey.v1.BundleRef\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\x12$\n\x05model\x18\x05 \x01(\x0b\x32\x15.odyssey.v1.ModelSpec\x12-\n\x0csandbox_mode\x18\x06 \x01(\x0e\x32\x17.odyssey.v1.SandboxMode\x12\x33\n\x0f\x61pproval_policy\x18\x07 \x01(\x0e\x32\x1a.odyssey.v1.ApprovalPolicy\x12.\n\ncreated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nturn_count\x18\n \x01(\x04\x12\x15\n\rlast_sequence\x18\x0b \x01(\x04\x12\x33\n\x08metadata\x18\x0c \x03(\x0b\x32!.odyssey.v1.Session.MetadataEntry\x12%\n\x05usage\x18\r \x01(\x0b\x32\x16.odyssey.v1.TokenUsage\x12\x14\n\x0ctoken_budget\x18\x0e \x01(\x04\x12\'\n\x05state\x18\x0f \x01(\x0e\x32\x18.odyssey.v1.SessionState\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xd5\x02\n\x14\x43reateSessionRequest\x12\x18\n\x10\x62undle_reference\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12$\n\x05model\x18\x03 \x01(\x0b\x32\x15.odyssey.v1.ModelSpec\x12-\n\x0csandbox_mode\x18\x04 \x01(\x0e\x32\x17.odyssey.v1.SandboxMode\x12\x33\n\x0f\x61pproval_policy\x18\x05 \x01(\x0e\x32\x1a.odyssey.v1.ApprovalPolicy\x12@\n\x08metadata\x18\x06 \x03(\x0b\x32..odyssey.v1.CreateSessionRequest.MetadataEntry\x12\x14\n\x0ctoken_budget\x18\x07 \x01(\x04\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"=\n\x15\x43reateSessionResponse\x12$\n\x07session\x18\x01 \x01(\x0b\x32\x13.odyssey.v1.Session\"\'\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\":\n\x12GetSessionResponse\x12$\n\x07session\x18\x01 \x01(\x0b\x32\x13.odyssey.v1.Session\"^\n\x13ListSessionsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x0e\n\x06\x62undle\x18\x03 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\"V\n\x14ListSessionsResponse\x12%\n\x08sessions\x18\x01 \x03(\x0b\x32\x13.odyssey.v1.Session\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"*\n\x14\x44\x65leteSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x17\n\x15\x44\x65leteSessionResponse\"E\n\x17SubscribeSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x04\"y\n\x18SubscribeSessionResponse\x12)\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x18.odyssey.v1.SessionEventH\x00\x12*\n\theartbeat\x18\x02 \x01(\x0b\x32\x15.odyssey.v1.HeartbeatH\x00\x42\x06\n\x04item\"O\n\tHeartbeat\x12+\n\x07sent_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlast_sequence\x18\x02 \x01(\x04\"2\n\x1c\x45xportSessionCassetteRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\".\n\x1d\x45xportSessionCassetteResponse\x12\r\n\x05\x63hunk\x18\x01 \x01(\x0c*\x88\x01\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x02\x12&\n\"SESSION_STATE_WAITING_FOR_APPROVAL\x10\x03\x32\xad\x04\n\x0eSessionService\x12T\n\rCreateSession\x12 .odyssey.v1.CreateSessionRequest\x1a!.odyssey.v1.CreateSessionResponse\x12K\n\nGetSession\x12\x1d.odyssey.v1.GetSessionRequest\x1a\x1e.odyssey.v1.GetSessionResponse\x12Q\n\x0cListSessions\x12\x1f.odyssey.v1.ListSessionsRequest\x1a .odyssey.v1.ListSessionsResponse\x12T\n\rDeleteSession\x12 .odyssey.v1.DeleteSessionRequest\x1a!.odyssey.v1.DeleteSessionResponse\x12_\n\x10SubscribeSession\x12#.odyssey.v1.SubscribeSessionRequest\x1a$.odyssey.v1.SubscribeSessionResponse0\x01\x12n\n\x15\x45xportSessionCassette\x12(.odyssey.v1.ExportSessionCassetteRequest\x1a).odyssey.v1.ExportSessionCassetteResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18odyssey/v1/session.proto\x12\nodyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\x1a\x17odyssey/v1/events.proto\"\xfc\x04\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\x18\n\x10\x62undle_reference\x18\x02 \x01(\t\x12%\n\x06\x62undle\x18\x03 \x01(\x0b\x32\x15.odyssey.v1.BundleRef\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\x12$\n\x05model\x18\x05 \x01(\x0b\x32\x15.odyssey.v1.ModelSpec\x12-\n\x0csandbox_mode\x18\x06 \x01(\x0e\x32\x17.odyssey.v1.SandboxMode\x12\x33\n\x0f\x61pproval_policy\x18\x07 \x01(\x0e\x32\x1a.odyssey.v1.ApprovalPolicy\x12.\n\ncreated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nturn_count\x18\n \x01(\x04\x12\x15\n\rlast_sequence\x18\x0b \x01(\x04\x12\x33\n\x08metadata\x18\x0c \x03(\x0b\x32!.odyssey.v1.Session.MetadataEntry\x12%\n\x05usage\x18\r \x01(\x0b\x32\x16.odyssey.v1.TokenUsage\x12\x14\n\x0ctoken_budget\x18\x0e \x01(\x04\x12\'\n\x05state\x18\x0f \x01(\x0e\x32\x18.odyssey.v1.SessionState\x12\x19\n\x11parent_session_id\x18\x10 \x01(\t\x12\x16\n\x0eparent_call_id\x18\x11 \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xd5\x02\n\x14\x43reateSessionRequest\x12\x18\n\x10\x62undle_reference\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12$\n\x05model\x18\x03 \x01(\x0b\x32\x15.odyssey.v1.ModelSpec\x12-\n\x0csandbox_mode\x18\x04 \x01(\x0e\x32\x17.odyssey.v1.SandboxMode\x12\x33\n\x0f\x61pproval_policy\x18\x05 \x01(\x0e\x32\x1a.odyssey.v1.ApprovalPolicy\x12@\n\x08metadata\x18\x06 \x03(\x0b\x32..odyssey.v1.CreateSessionRequest.MetadataEntry\x12\x14\n\x0ctoken_budget\x18\x07 \x01(\x04\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"=\n\x15\x43reateSessionResponse\x12$\n\x07session\x18\x01 \x01(\x0b\x32\x13.odyssey.v1.Session\"\'\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\":\n\x12GetSessionResponse\x12$\n\x07session\x18\x01 \x01(\x0b\x32\x13.odyssey.v1.Session\"y\n\x13ListSessionsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x0e\n\x06\x62undle\x18\x03 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\x12\x19\n\x11parent_session_id\x18\x05 \x01(\t\"V\n\x14ListSessionsResponse\x12%\n\x08sessions\x18\x01 \x03(\x0b\x32\x13.odyssey.v1.Session\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"*\n\x14\x44\x65leteSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x17\n\x15\x44\x65leteSessionResponse\"E\n\x17SubscribeSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x04\"y\n\x18SubscribeSessionResponse\x12)\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x18.odyssey.v1.SessionEventH\x00\x12*\n\theartbeat\x18\x02 \x01(\x0b\x32\x15.odyssey.v1.HeartbeatH\x00\x42\x06\n\x04item\"O\n\tHeartbeat\x12+\n\x07sent_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlast_sequence\x18\x02 \x01(\x04\"2\n\x1c\x45xportSessionCassetteRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\".\n\x1d\x45xportSessionCassetteResponse\x12\r\n\x05\x63hunk\x18\x01 \x01(\x0c*\x88\x01\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x02\x12&\n\"SESSION_STATE_WAITING_FOR_APPROVAL\x10\x03\x32\xad\x04\n\x0eSessionService\x12T\n\rCreateSession\x12 .odyssey.v1.CreateSessionRequest\x1a!.odyssey.v1.CreateSessionResponse\x12K\n\nGetSession\x12\x1d.odyssey.v1.GetSessionRequest\x1a\x1e.odyssey.v1.GetSessionResponse\x12Q\n\x0cListSessions\x12\x1f.odyssey.v1.ListSessionsRequest\x1a .odyssey.v1.ListSessionsResponse\x12T\n\rDeleteSession\x12 .odyssey.v1.DeleteSessionRequest\x1a!.odyssey.v1.DeleteSessionResponse\x12_\n\x10SubscribeSession\x12#.odyssey.v1.SubscribeSessionRequest\x1a$.odyssey.v1.SubscribeSessionResponse0\x01\x12n\n\x15\x45xportSessionCassette\x12(.odyssey.v1.ExportSessionCassetteRequest\x1a).odyssey.v1.ExportSessionCassetteResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,40 +38,40 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SESSION_METADATAENTRY']._serialized_options = b'8\001'
   _globals['_CREATESESSIONREQUEST_METADATAENTRY']._loaded_options = None
   _globals['_CREATESESSIONREQUEST_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_SESSIONSTATE']._serialized_start=1848
-  _globals['_SESSIONSTATE']._serialized_end=1984
+  _globals['_SESSIONSTATE']._serialized_start=1926
+  _globals['_SESSIONSTATE']._serialized_end=2062
   _globals['_SESSION']._serialized_start=124
-  _globals['_SESSION']._serialized_end=709
-  _globals['_SESSION_METADATAENTRY']._serialized_start=662
-  _globals['_SESSION_METADATAENTRY']._serialized_end=709
-  _globals['_CREATESESSIONREQUEST']._serialized_start=712
-  _globals['_CREATESESSIONREQUEST']._serialized_end=1053
-  _globals['_CREATESESSIONREQUEST_METADATAENTRY']._serialized_start=662
-  _globals['_CREATESESSIONREQUEST_METADATAENTRY']._serialized_end=709
-  _globals['_CREATESESSIONRESPONSE']._serialized_start=1055
-  _globals['_CREATESESSIONRESPONSE']._serialized_end=1116
-  _globals['_GETSESSIONREQUEST']._serialized_start=1118
-  _globals['_GETSESSIONREQUEST']._serialized_end=1157
-  _globals['_GETSESSIONRESPONSE']._serialized_start=1159
-  _globals['_GETSESSIONRESPONSE']._serialized_end=1217
-  _globals['_LISTSESSIONSREQUEST']._serialized_start=1219
-  _globals['_LISTSESSIONSREQUEST']._serialized_end=1313
-  _globals['_LISTSESSIONSRESPONSE']._serialized_start=1315
-  _globals['_LISTSESSIONSRESPONSE']._serialized_end=1401
-  _globals['_DELETESESSIONREQUEST']._serialized_start=1403
-  _globals['_DELETESESSIONREQUEST']._serialized_end=1445
-  _globals['_DELETESESSIONRESPONSE']._serialized_start=1447
-  _globals['_DELETESESSIONRESPONSE']._serialized_end=1470
-  _globals['_SUBSCRIBESESSIONREQUEST']._serialized_start=1472
-  _globals['_SUBSCRIBESESSIONREQUEST']._serialized_end=1541
-  _globals['_SUBSCRIBESESSIONRESPONSE']._serialized_start=1543
-  _globals['_SUBSCRIBESESSIONRESPONSE']._serialized_end=1664
-  _globals['_HEARTBEAT']._serialized_start=1666
-  _globals['_HEARTBEAT']._serialized_end=1745
-  _globals['_EXPORTSESSIONCASSETTEREQUEST']._serialized_start=1747
-  _globals['_EXPORTSESSIONCASSETTEREQUEST']._serialized_end=1797
-  _globals['_EXPORTSESSIONCASSETTERESPONSE']._serialized_start=1799
-  _globals['_EXPORTSESSIONCASSETTERESPONSE']._serialized_end=1845
-  _globals['_SESSIONSERVICE']._serialized_start=1987
-  _globals['_SESSIONSERVICE']._serialized_end=2544
+  _globals['_SESSION']._serialized_end=760
+  _globals['_SESSION_METADATAENTRY']._serialized_start=713
+  _globals['_SESSION_METADATAENTRY']._serialized_end=760
+  _globals['_CREATESESSIONREQUEST']._serialized_start=763
+  _globals['_CREATESESSIONREQUEST']._serialized_end=1104
+  _globals['_CREATESESSIONREQUEST_METADATAENTRY']._serialized_start=713
+  _globals['_CREATESESSIONREQUEST_METADATAENTRY']._serialized_end=760
+  _globals['_CREATESESSIONRESPONSE']._serialized_start=1106
+  _globals['_CREATESESSIONRESPONSE']._serialized_end=1167
+  _globals['_GETSESSIONREQUEST']._serialized_start=1169
+  _globals['_GETSESSIONREQUEST']._serialized_end=1208
+  _globals['_GETSESSIONRESPONSE']._serialized_start=1210
+  _globals['_GETSESSIONRESPONSE']._serialized_end=1268
+  _globals['_LISTSESSIONSREQUEST']._serialized_start=1270
+  _globals['_LISTSESSIONSREQUEST']._serialized_end=1391
+  _globals['_LISTSESSIONSRESPONSE']._serialized_start=1393
+  _globals['_LISTSESSIONSRESPONSE']._serialized_end=1479
+  _globals['_DELETESESSIONREQUEST']._serialized_start=1481
+  _globals['_DELETESESSIONREQUEST']._serialized_end=1523
+  _globals['_DELETESESSIONRESPONSE']._serialized_start=1525
+  _globals['_DELETESESSIONRESPONSE']._serialized_end=1548
+  _globals['_SUBSCRIBESESSIONREQUEST']._serialized_start=1550
+  _globals['_SUBSCRIBESESSIONREQUEST']._serialized_end=1619
+  _globals['_SUBSCRIBESESSIONRESPONSE']._serialized_start=1621
+  _globals['_SUBSCRIBESESSIONRESPONSE']._serialized_end=1742
+  _globals['_HEARTBEAT']._serialized_start=1744
+  _globals['_HEARTBEAT']._serialized_end=1823
+  _globals['_EXPORTSESSIONCASSETTEREQUEST']._serialized_start=1825
+  _globals['_EXPORTSESSIONCASSETTEREQUEST']._serialized_end=1875
+  _globals['_EXPORTSESSIONCASSETTERESPONSE']._serialized_start=1877
+  _globals['_EXPORTSESSIONCASSETTERESPONSE']._serialized_end=1923
+  _globals['_SESSIONSERVICE']._serialized_start=2065
+  _globals['_SESSIONSERVICE']._serialized_end=2622
 # @@protoc_insertion_point(module_scope)

@@ -24,7 +24,7 @@ SESSION_STATE_RUNNING: SessionState
 SESSION_STATE_WAITING_FOR_APPROVAL: SessionState
 
 class Session(_message.Message):
-    __slots__ = ("id", "bundle_reference", "bundle", "agent_id", "model", "sandbox_mode", "approval_policy", "created_at", "updated_at", "turn_count", "last_sequence", "metadata", "usage", "token_budget", "state")
+    __slots__ = ("id", "bundle_reference", "bundle", "agent_id", "model", "sandbox_mode", "approval_policy", "created_at", "updated_at", "turn_count", "last_sequence", "metadata", "usage", "token_budget", "state", "parent_session_id", "parent_call_id")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -47,6 +47,8 @@ class Session(_message.Message):
     USAGE_FIELD_NUMBER: _ClassVar[int]
     TOKEN_BUDGET_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    PARENT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PARENT_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     id: str
     bundle_reference: str
     bundle: _common_pb2.BundleRef
@@ -62,7 +64,9 @@ class Session(_message.Message):
     usage: _common_pb2.TokenUsage
     token_budget: int
     state: SessionState
-    def __init__(self, id: _Optional[str] = ..., bundle_reference: _Optional[str] = ..., bundle: _Optional[_Union[_common_pb2.BundleRef, _Mapping]] = ..., agent_id: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., sandbox_mode: _Optional[_Union[_common_pb2.SandboxMode, str]] = ..., approval_policy: _Optional[_Union[_common_pb2.ApprovalPolicy, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_count: _Optional[int] = ..., last_sequence: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ..., token_budget: _Optional[int] = ..., state: _Optional[_Union[SessionState, str]] = ...) -> None: ...
+    parent_session_id: str
+    parent_call_id: str
+    def __init__(self, id: _Optional[str] = ..., bundle_reference: _Optional[str] = ..., bundle: _Optional[_Union[_common_pb2.BundleRef, _Mapping]] = ..., agent_id: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., sandbox_mode: _Optional[_Union[_common_pb2.SandboxMode, str]] = ..., approval_policy: _Optional[_Union[_common_pb2.ApprovalPolicy, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_count: _Optional[int] = ..., last_sequence: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ..., token_budget: _Optional[int] = ..., state: _Optional[_Union[SessionState, str]] = ..., parent_session_id: _Optional[str] = ..., parent_call_id: _Optional[str] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
     __slots__ = ("bundle_reference", "agent_id", "model", "sandbox_mode", "approval_policy", "metadata", "token_budget")
@@ -108,16 +112,18 @@ class GetSessionResponse(_message.Message):
     def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "bundle", "agent_id")
+    __slots__ = ("page_size", "page_token", "bundle", "agent_id", "parent_session_id")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     BUNDLE_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PARENT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     bundle: str
     agent_id: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., bundle: _Optional[str] = ..., agent_id: _Optional[str] = ...) -> None: ...
+    parent_session_id: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., bundle: _Optional[str] = ..., agent_id: _Optional[str] = ..., parent_session_id: _Optional[str] = ...) -> None: ...
 
 class ListSessionsResponse(_message.Message):
     __slots__ = ("sessions", "next_page_token")
