@@ -895,3 +895,65 @@ async fn a_child_sharing_a_workspace_reaches_no_other_sessions_files() {
         assert!(result.contains("is outside the workspace"), "{results:?}");
     }
 }
+
+#[tokio::test]
+async fn deleting_the_parent_cancels_its_running_child() {
+    let stuck = StreamBuilder::new()
+        .pause(Duration::from_secs(120))
+        .text("never", 1)
+        .finish("stop")
+        .done()
+        .build();
+    let model = OpenAiWireServer::start(model_server(HashMap::from([
+        (
+            "planner",
+            vec![calls(&[(
+                "call-agent",
+                "Agent",
+                r#"{"agent": "coder", "prompt": "Take forever"}"#,
+            )])],
+        ),
+        ("coder", vec![stuck]),
+    ])))
+    .await
+    .expect("loopback model");
+    let server = server_for(&model, |_| {}).await;
+    let parent = server.session_on(&planner_and_coder("deleted")).await;
+    server
+        .submit(&parent.id, "Start a slow child")
+        .await
+        .expect("submitted");
+    let mut child = None;
+    for _ in 0..400 {
+        if let Some(found) = children_of(&server, &parent.id).await.pop()
+            && found.state == pb::SessionState::Running as i32
+        {
+            child = Some(found);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let child = child.expect("the child runs");
+    server
+        .sessions()
+        .delete_session(pb::DeleteSessionRequest {
+            session_id: parent.id.clone(),
+        })
+        .await
+        .expect("delete the parent");
+    let mut ended = None;
+    for _ in 0..400 {
+        let events = all_events(&server, &child.id).await;
+        if let Some(done) = first_payload!(events, TurnCompleted) {
+            ended = Some(done);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let ended = ended.expect("the child's turn ended");
+    assert_eq!(ended.outcome, pb::TurnOutcome::Cancelled as i32);
+    assert_eq!(
+        server.get_session(&child.id).await.state,
+        pb::SessionState::Idle as i32
+    );
+}
