@@ -75,6 +75,11 @@ pub struct Settings {
     #[arg(long, default_value_t = 6.0)]
     #[serde(default = "default_turn_cost_seconds")]
     pub turn_cost_seconds: f64,
+    /// subagents: samples measured (each three turns: a parent with an `Agent` call, the
+    /// same parent with an `UpdatePlan` call, the child agent alone).
+    #[arg(long, default_value_t = 300)]
+    #[serde(default = "default_subagent_turns")]
+    pub subagent_turns: usize,
     /// A further odysseyd flag for every daemon (`--daemon-arg=--long-term-memory=false`);
     /// repeatable.
     #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -88,6 +93,11 @@ fn default_turn_cost_pairs() -> usize {
 
 fn default_turn_cost_seconds() -> f64 {
     6.0
+}
+
+// Reports written before `subagents` existed lack its setting; they still compare.
+fn default_subagent_turns() -> usize {
+    300
 }
 
 impl Settings {

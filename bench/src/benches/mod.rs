@@ -8,6 +8,7 @@ mod overhead;
 mod replay;
 mod sandbox;
 mod startup;
+mod subagents;
 mod throughput;
 mod turn_cost;
 
@@ -38,11 +39,12 @@ pub enum Which {
     Archives,
     Egress,
     TurnCost,
+    Subagents,
 }
 
 impl Which {
     /// Every benchmark, in the order of the report.
-    pub const EACH: [Which; 10] = [
+    pub const EACH: [Which; 11] = [
         Which::Overhead,
         Which::Throughput,
         Which::Append,
@@ -53,6 +55,7 @@ impl Which {
         Which::Archives,
         Which::Egress,
         Which::TurnCost,
+        Which::Subagents,
     ];
 
     /// The benchmarks of `quick`.
@@ -91,6 +94,7 @@ impl Which {
             Which::Archives => "archives",
             Which::Egress => "egress",
             Which::TurnCost => "turn-cost",
+            Which::Subagents => "subagents",
         }
     }
 
@@ -108,6 +112,7 @@ impl Which {
             Which::Archives => "hostile bundle archives refused",
             Which::Egress => "networked sandboxes through the egress proxy",
             Which::TurnCost => "a turn's own cost against model servers as users run them",
+            Which::Subagents => "what a sub-agent call adds beyond the child's turn",
         }
     }
 
@@ -124,6 +129,7 @@ impl Which {
             Which::Archives => archives::run(env).await,
             Which::Egress => egress::run(env).await,
             Which::TurnCost => turn_cost::run(env).await,
+            Which::Subagents => subagents::run(env).await,
         }
     }
 }

@@ -261,6 +261,13 @@ impl Delegation {
         }
         let max_depth = self.runtime.inner.config.max_subagent_depth;
         let depth = self.parent.parent.as_ref().map_or(0, |p| p.ancestors.len());
+        if max_depth == 0 {
+            return Err(ToolOutput::error(format!(
+                "cannot start agent `{}`: sub-agents are turned off on this server \
+                 (turns.max_subagent_depth is 0); do the task here",
+                args.agent
+            )));
+        }
         if depth + 1 > max_depth as usize {
             return Err(ToolOutput::error(format!(
                 "cannot start agent `{}`: this session is a sub-agent {depth} level(s) deep, \
