@@ -4,6 +4,7 @@
 //! its runtime overhead (the client's wall time of `Run` less the model server's time on
 //! the turn's calls), interleaved, so each sample's neighbours share the machine's load.
 
+use std::path::Path;
 use std::time::Duration;
 
 use odyssey_client::{OdysseyClient, SessionOptions, pack_files};
@@ -15,6 +16,7 @@ use crate::daemon::MODEL_KEY;
 use crate::env::{self, Env};
 use crate::error::{BenchError, ClientContext, Result};
 use crate::floors::Floor;
+use crate::machine::filesystem_of;
 use crate::replies;
 use crate::report::{Bound, Figure, Statistic};
 use crate::stats::Summary;
@@ -26,63 +28,26 @@ const P50_LIMIT_MS: f64 = 1.0;
 const TURNS_PER_SESSION: usize = 16;
 
 const BUNDLE: &str = "bench-delegate";
+/// Where a home on memory (no disk under the log) can go, when the machine has it.
+const MEMORY_FS: &str = "/dev/shm";
+
+/// What one run measured, per sample.
+struct Samples {
+    parent: Vec<Duration>,
+    child: Vec<Duration>,
+    baseline: Vec<Duration>,
+    call: Vec<Duration>,
+}
 
 pub async fn run(env: &Env) -> Result<Outcome> {
-    let turns = env.settings.subagent_turns.max(1);
-    let warmup = (turns / 10).max(5);
-    // One server delegates (the parent calls `Agent` once, the child, offered no tools,
-    // answers at once); the other has the parent call `UpdatePlan` instead.
-    let delegating = env::model(Script::tool_loop(
-        MODEL_KEY,
-        "Agent",
-        r#"{"agent": "helper", "prompt": "Answer briefly."}"#,
-        1,
-        replies::short(),
-    ))
-    .await?;
-    let planning = env::model(Script::tool_loop(
-        MODEL_KEY,
-        "UpdatePlan",
-        r#"{"steps": [{"text": "answer", "status": "completed"}]}"#,
-        1,
-        replies::short(),
-    ))
-    .await?;
     let home = env.home("subagents")?;
     let plain_home = env.home("subagents-plain")?;
-    let daemon = env.daemon(&home, Some(&delegating), &[]).await?;
-    let plain = env.daemon(&plain_home, Some(&planning), &[]).await?;
-    let client = daemon.client().await?;
-    let plain_client = plain.client().await?;
-    install(&client).await?;
-    install(&plain_client).await?;
-
-    let mut parent = Vec::with_capacity(turns);
-    let mut child = Vec::with_capacity(turns);
-    let mut baseline = Vec::with_capacity(turns);
-    let mut call = Vec::with_capacity(turns);
-    let mut sessions = Sessions::default();
-    for i in 0..warmup + turns {
-        if i % TURNS_PER_SESSION == 0 {
-            sessions = Sessions {
-                parent: session(&client, "main").await?,
-                child: session(&client, "helper").await?,
-                baseline: session(&plain_client, "main").await?,
-            };
-        }
-        let with_agent = overhead(&client, &delegating, &sessions.parent, 3).await?;
-        let alone = overhead(&client, &delegating, &sessions.child, 1).await?;
-        let with_plan = overhead(&plain_client, &planning, &sessions.baseline, 2).await?;
-        if i >= warmup {
-            parent.push(with_agent);
-            child.push(alone);
-            baseline.push(with_plan);
-            call.push(with_agent.saturating_sub(with_plan).saturating_sub(alone));
-        }
-    }
-    daemon.stop().await?;
-    plain.stop().await?;
-
+    let Samples {
+        parent,
+        child,
+        baseline,
+        call,
+    } = measure(env, &home, &plain_home).await?;
     let mut outcome = Outcome::default();
     outcome.figures.push(
         Figure::new(
@@ -121,15 +86,102 @@ pub async fn run(env: &Env) -> Result<Outcome> {
                 .against(Floor::Unary),
         );
     }
+    // The same samples with the homes on memory: what the runtime itself adds, syncs
+    // costing next to nothing.
+    if filesystem_of(Path::new(MEMORY_FS)).starts_with("tmpfs") {
+        let parent_dir = tempfile::Builder::new()
+            .prefix("odyssey-bench-")
+            .tempdir_in(MEMORY_FS)
+            .map_err(|e| BenchError::io("create a folder in", MEMORY_FS, e))?;
+        let home = env.home_in(Some(parent_dir.path()), "subagents-tmpfs")?;
+        let plain_home = env.home_in(Some(parent_dir.path()), "subagents-plain-tmpfs")?;
+        let memory = measure(env, &home, &plain_home).await?;
+        outcome.figures.push(
+            Figure::new(
+                "sub-agent call overhead, homes on tmpfs",
+                "ms",
+                "as `sub-agent call overhead`, with the homes on tmpfs: the runtime's own \
+                 work, without the durable writes of the child session's creation",
+            )
+            .samples(Summary::of_millis(&memory.call))
+            .against(Floor::Unary),
+        );
+    }
     outcome.notes.push(
         "The child's turn alone is run through `Run` by the client, so it includes one \
          client round trip that the child of an `Agent` call does not make (it is queued \
          in the server): the sub-agent figure is low by about one bare unary call. A child \
          session is created durably (its `session.json` synced), which the parent's \
-         `UpdatePlan` turn does not do."
+         `UpdatePlan` turn does not do: on a disk that sync is most of the figure (compare \
+         the tmpfs one)."
             .to_owned(),
     );
     Ok(outcome)
+}
+
+/// Runs the warm-up and measured samples on two daemons with these homes.
+async fn measure(
+    env: &Env,
+    home: &crate::env::Home,
+    plain_home: &crate::env::Home,
+) -> Result<Samples> {
+    let turns = env.settings.subagent_turns.max(1);
+    let warmup = (turns / 10).max(5);
+    // One server delegates (the parent calls `Agent` once, the child, offered no tools,
+    // answers at once); the other has the parent call `UpdatePlan` instead.
+    let delegating = env::model(Script::tool_loop(
+        MODEL_KEY,
+        "Agent",
+        r#"{"agent": "helper", "prompt": "Answer briefly."}"#,
+        1,
+        replies::short(),
+    ))
+    .await?;
+    let planning = env::model(Script::tool_loop(
+        MODEL_KEY,
+        "UpdatePlan",
+        r#"{"steps": [{"text": "answer", "status": "completed"}]}"#,
+        1,
+        replies::short(),
+    ))
+    .await?;
+    let daemon = env.daemon(home, Some(&delegating), &[]).await?;
+    let plain = env.daemon(plain_home, Some(&planning), &[]).await?;
+    let client = daemon.client().await?;
+    let plain_client = plain.client().await?;
+    install(&client).await?;
+    install(&plain_client).await?;
+
+    let mut samples = Samples {
+        parent: Vec::with_capacity(turns),
+        child: Vec::with_capacity(turns),
+        baseline: Vec::with_capacity(turns),
+        call: Vec::with_capacity(turns),
+    };
+    let mut sessions = Sessions::default();
+    for i in 0..warmup + turns {
+        if i % TURNS_PER_SESSION == 0 {
+            sessions = Sessions {
+                parent: session(&client, "main").await?,
+                child: session(&client, "helper").await?,
+                baseline: session(&plain_client, "main").await?,
+            };
+        }
+        let with_agent = overhead(&client, &delegating, &sessions.parent, 3).await?;
+        let alone = overhead(&client, &delegating, &sessions.child, 1).await?;
+        let with_plan = overhead(&plain_client, &planning, &sessions.baseline, 2).await?;
+        if i >= warmup {
+            samples.parent.push(with_agent);
+            samples.child.push(alone);
+            samples.baseline.push(with_plan);
+            samples
+                .call
+                .push(with_agent.saturating_sub(with_plan).saturating_sub(alone));
+        }
+    }
+    daemon.stop().await?;
+    plain.stop().await?;
+    Ok(samples)
 }
 
 #[derive(Default)]
