@@ -87,6 +87,11 @@ pub struct Settings {
     #[arg(long, default_value_t = 30)]
     #[serde(default = "default_mcp_starts")]
     pub mcp_starts: usize,
+    /// subagents: samples measured (each three turns: a parent with an `Agent` call, the
+    /// same parent with an `UpdatePlan` call, the child agent alone).
+    #[arg(long, default_value_t = 300)]
+    #[serde(default = "default_subagent_turns")]
+    pub subagent_turns: usize,
     /// A further odysseyd flag for every daemon (`--daemon-arg=--long-term-memory=false`);
     /// repeatable.
     #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -113,6 +118,11 @@ fn default_mcp_calls_per_turn() -> usize {
 
 fn default_mcp_starts() -> usize {
     30
+}
+
+// Reports written before `subagents` existed lack its setting; they still compare.
+fn default_subagent_turns() -> usize {
+    300
 }
 
 impl Settings {

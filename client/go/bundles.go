@@ -106,6 +106,8 @@ type ListOptions struct {
 	Namespace, Bundle string
 	// ListSessions: only sessions of this agent.
 	AgentID string
+	// ListSessions: only the sub-agent sessions this session started.
+	ParentSessionID string
 	// ListApprovals: only requests of this session.
 	SessionID string
 	PageSize  int32

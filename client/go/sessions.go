@@ -80,12 +80,13 @@ func (c *Client) GetSession(ctx context.Context, sessionID string) (*odysseyv1.S
 	return r.GetSession(), err
 }
 
-// ListSessions iterates every session (of one bundle or agent, when opts says), page
-// after page.
+// ListSessions iterates every session (of one bundle or agent, or the sub-agents one
+// session started, when opts says), page after page.
 func (c *Client) ListSessions(ctx context.Context, opts ListOptions) iter.Seq2[*odysseyv1.Session, error] {
 	return pages(ctx, c, func(ctx context.Context, token string) ([]*odysseyv1.Session, string, error) {
 		r, err := c.Sessions.ListSessions(ctx, &odysseyv1.ListSessionsRequest{
-			Bundle: opts.Bundle, AgentId: opts.AgentID, PageSize: opts.PageSize, PageToken: token,
+			Bundle: opts.Bundle, AgentId: opts.AgentID, ParentSessionId: opts.ParentSessionID,
+			PageSize: opts.PageSize, PageToken: token,
 		})
 		return r.GetSessions(), r.GetNextPageToken(), err
 	})

@@ -39,6 +39,7 @@ mod providers;
 mod recovery;
 mod sdk;
 mod sessions;
+mod subagents;
 mod surface;
 mod tls_web;
 mod turns;

@@ -9,6 +9,7 @@ mod overhead;
 mod replay;
 mod sandbox;
 mod startup;
+mod subagents;
 mod throughput;
 mod turn_cost;
 
@@ -40,11 +41,12 @@ pub enum Which {
     Egress,
     TurnCost,
     Mcp,
+    Subagents,
 }
 
 impl Which {
     /// Every benchmark, in the order of the report.
-    pub const EACH: [Which; 11] = [
+    pub const EACH: [Which; 12] = [
         Which::Overhead,
         Which::Throughput,
         Which::Append,
@@ -56,6 +58,7 @@ impl Which {
         Which::Egress,
         Which::TurnCost,
         Which::Mcp,
+        Which::Subagents,
     ];
 
     /// The benchmarks of `quick`.
@@ -95,6 +98,7 @@ impl Which {
             Which::Egress => "egress",
             Which::TurnCost => "turn-cost",
             Which::Mcp => "mcp",
+            Which::Subagents => "subagents",
         }
     }
 
@@ -113,6 +117,7 @@ impl Which {
             Which::Egress => "networked sandboxes through the egress proxy",
             Which::TurnCost => "a turn's own cost against model servers as users run them",
             Which::Mcp => "stdio MCP servers: a warm tool call, and a start in the sandbox",
+            Which::Subagents => "what a sub-agent call adds beyond the child's turn",
         }
     }
 
@@ -130,6 +135,7 @@ impl Which {
             Which::Egress => egress::run(env).await,
             Which::TurnCost => turn_cost::run(env).await,
             Which::Mcp => mcp::run(env).await,
+            Which::Subagents => subagents::run(env).await,
         }
     }
 }

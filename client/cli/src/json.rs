@@ -88,6 +88,8 @@ pub(crate) fn event_kind(event: &pb::SessionEvent) -> &'static str {
         Some(Payload::NetworkConnectionAttempted(_)) => "network_connection_attempted",
         Some(Payload::UserInputAdded(_)) => "user_input_added",
         Some(Payload::SessionRewound(_)) => "session_rewound",
+        Some(Payload::SubagentStarted(_)) => "subagent_started",
+        Some(Payload::SubagentFinished(_)) => "subagent_finished",
     }
 }
 

@@ -116,6 +116,10 @@ impl TurnPrinter {
                 let line = format!("{}: {}", event_kind(event), detail(event));
                 output.dim_note(&line)?;
             }
+            Payload::SubagentStarted(_) | Payload::SubagentFinished(_) => {
+                self.close_text(output)?;
+                output.note(format!("{}: {}", event_kind(event), detail(event)))?;
+            }
             Payload::ErrorOccurred(_) => {
                 self.close_text(output)?;
                 output.note(format!("{}: {}", event_kind(event), detail(event)))?;

@@ -169,6 +169,25 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
             "back to the end of turn {} ({} later turn(s) left the history)",
             p.to_turn, p.turns_left
         ),
+        Payload::SubagentStarted(p) => format!(
+            "{} in session {} ({} workspace)",
+            p.agent_id, p.child_session_id, p.workspace
+        ),
+        Payload::SubagentFinished(p) => match pb::TurnOutcome::try_from(p.outcome) {
+            Ok(pb::TurnOutcome::Completed) => format!(
+                "{} in session {}: completed · {}",
+                p.agent_id,
+                p.child_session_id,
+                usage(p.usage.as_ref())
+            ),
+            _ => format!(
+                "{} in session {}: {}: {}",
+                p.agent_id,
+                p.child_session_id,
+                outcome(p.outcome),
+                shorten(&p.error, DETAIL_WIDTH)
+            ),
+        },
     }
 }
 

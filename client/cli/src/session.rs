@@ -51,8 +51,12 @@ pub(crate) enum SessionCommand {
         /// At most this many sessions.
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
+        /// Only the sub-agent sessions this session started.
+        #[arg(long, value_name = "SESSION")]
+        parent: Option<String>,
     },
-    /// Show one session.
+    /// Show one session (and, for a sub-agent's, the session that started it).
+    #[command(visible_alias = "show")]
     Get { id: String },
     /// Cancel a session's turns and remove it.
     Delete { id: String },
@@ -135,10 +139,12 @@ pub(crate) async fn run(
             bundle,
             agent,
             limit,
+            parent,
         } => {
             let filter = SessionFilter {
                 bundle,
                 agent_id: agent,
+                parent_session_id: parent,
                 limit,
             };
             let sessions = global.connect().await?.list_sessions(&filter).await?;
@@ -308,6 +314,18 @@ fn show(session: &pb::Session, output: &mut Output<'_>) -> Result<(), CliError> 
         ("created", rfc3339(session.created_at.as_ref())),
         ("updated", rfc3339(session.updated_at.as_ref())),
     ];
+    if !session.parent_session_id.is_empty() {
+        fields.insert(
+            1,
+            (
+                "parent",
+                format!(
+                    "{} (tool call {})",
+                    session.parent_session_id, session.parent_call_id
+                ),
+            ),
+        );
+    }
     if !metadata.is_empty() {
         fields.push(("metadata", metadata.join(", ")));
     }

@@ -10,10 +10,11 @@ import grpc
 import pytest
 
 from conftest import REPO, Server
-from odyssey.v1 import events_pb2
+from odyssey.v1 import events_pb2, execution_pb2
 from odyssey_client import OdysseyClient, OdysseyError
 
 DEMO = REPO / "bundles" / "demo"
+DELEGATE = REPO / "bundles" / "delegate"
 
 
 def test_turn_with_approval_and_resumed_stream(client: OdysseyClient) -> None:
@@ -79,6 +80,40 @@ def test_turn_with_approval_and_resumed_stream(client: OdysseyClient) -> None:
     status = client.execution_status(turn.execution_id)
     assert status.last_sequence == seen[-1].sequence
     assert client.get_session(session.id).last_sequence == seen[-1].sequence
+
+
+def test_a_sub_agent_runs_in_a_child_session_listed_under_its_parent(
+    client: OdysseyClient,
+) -> None:
+    client.install_bundle(DELEGATE)
+    session = client.create_session("delegate")
+    assert session.agent_id == "planner" and not session.parent_session_id
+
+    status = client.run(session.id, "Get the notes written")
+    assert status.state == execution_pb2.EXECUTION_STATE_COMPLETED, status.error
+    assert "hello from the coder" in status.response
+
+    children = list(client.list_sessions(parent_session_id=session.id))
+    assert len(children) == 1
+    child = children[0]
+    assert child.agent_id == "coder"
+    assert child.parent_session_id == session.id
+    assert child.parent_call_id == "call_agent"
+    assert client.get_session(child.id).parent_session_id == session.id
+
+    with client.events(session.id) as stream:
+        seen = []
+        for event in stream:
+            seen.append(event)
+            if event.sequence == status.last_sequence:
+                break
+    started = [e.subagent_started for e in seen if e.HasField("subagent_started")]
+    finished = [e.subagent_finished for e in seen if e.HasField("subagent_finished")]
+    assert [s.child_session_id for s in started] == [child.id]
+    assert started[0].workspace == "shared"
+    assert [f.outcome for f in finished] == [events_pb2.TURN_OUTCOME_COMPLETED]
+    assert finished[0].usage.input_tokens == 200
+    assert client.server_info().limits.max_subagent_depth == 3
 
 
 def test_unknown_session_is_not_found(client: OdysseyClient) -> None:

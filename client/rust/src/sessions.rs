@@ -28,6 +28,8 @@ pub struct SessionFilter {
     /// Bundle name or `ns/name`.
     pub bundle: Option<String>,
     pub agent_id: Option<String>,
+    /// Only the sub-agent sessions this session started.
+    pub parent_session_id: Option<String>,
     /// Stop after this many sessions; all of them when `None`.
     pub limit: Option<usize>,
 }
@@ -91,6 +93,7 @@ impl OdysseyClient {
                 page_token: std::mem::take(&mut page_token),
                 bundle: filter.bundle.clone().unwrap_or_default(),
                 agent_id: filter.agent_id.clone().unwrap_or_default(),
+                parent_session_id: filter.parent_session_id.clone().unwrap_or_default(),
             };
             let page = crate::retry::read(|| async {
                 Ok(self.sessions().list_sessions(request.clone()).await?)

@@ -514,7 +514,13 @@ export class OdysseyClientCore {
 
   /** Every session (of one bundle name or agent, when given), page after page. */
   listSessions(
-    options: { bundle?: string; agentId?: string; pageSize?: number } & CallOptions = {},
+    options: {
+      bundle?: string;
+      agentId?: string;
+      /** Only the sub-agent sessions this session started. */
+      parentSessionId?: string;
+      pageSize?: number;
+    } & CallOptions = {},
   ): Pager<Session> {
     return new Pager(async (pageToken) => {
       const page = await this.read(
@@ -523,6 +529,7 @@ export class OdysseyClientCore {
             {
               bundle: options.bundle ?? "",
               agentId: options.agentId ?? "",
+              parentSessionId: options.parentSessionId ?? "",
               pageSize: options.pageSize ?? 0,
               pageToken,
             },

@@ -105,6 +105,9 @@ export function sessionPage(main: HTMLElement, sessionId: string): Page {
         fields([
           ["Bundle", s.bundle ? `${s.bundle.namespace}/${s.bundle.name}@${s.bundle.version}` : s.bundleReference],
           ["Agent", s.agentId],
+          ...(s.parentSessionId
+            ? [["Parent", el("a", { href: `#/sessions/${encodeURIComponent(s.parentSessionId)}` }, s.parentSessionId)] as [string, HTMLElement]]
+            : []),
           ["Model", s.model ? `${s.model.provider}/${s.model.name}` : "—"],
           ["State", el("span", { class: `state state-${state}`, "data-state": state }, state)],
           ["Turns", String(s.turnCount)],
@@ -288,6 +291,32 @@ export function sessionPage(main: HTMLElement, sessionId: string): Page {
       case "networkConnectionAttempted":
         line(view, event, el("p", { class: "meta" }, `Network: ${visible(p.value.host, true)}:${p.value.port}`));
         break;
+      case "subagentStarted":
+        line(
+          view,
+          event,
+          el(
+            "p",
+            { class: "meta" },
+            `Sub-agent ${visible(p.value.agentId, true)} (${visible(p.value.workspace, true)} workspace): `,
+            el("a", { href: `#/sessions/${encodeURIComponent(p.value.childSessionId)}` }, p.value.childSessionId),
+          ),
+        );
+        break;
+      case "subagentFinished": {
+        const outcome = label(TurnOutcome[p.value.outcome], "");
+        line(
+          view,
+          event,
+          el(
+            "p",
+            { class: outcome === "completed" ? "ok" : "bad" },
+            `Sub-agent ${visible(p.value.agentId, true)} ${outcome} · tokens ${usage(p.value.usage)}`,
+          ),
+          p.value.error ? textBlock(p.value.error) : null,
+        );
+        break;
+      }
       default:
         break;
     }

@@ -91,6 +91,11 @@ pub struct RuntimeConfig {
     /// Workspace snapshots at turn ends (fork, rewind, turn changes): on or off, retention
     /// by count and bytes, and the largest workspace recorded.
     pub snapshots: SnapshotSettings,
+    /// How deep sub-agents nest: a session this many levels below a client's session
+    /// cannot start another.
+    pub max_subagent_depth: u32,
+    /// Sub-agents one turn runs at once; further `Agent` calls of a model step wait.
+    pub max_concurrent_subagents: u32,
 }
 
 impl RuntimeConfig {
@@ -101,6 +106,8 @@ impl RuntimeConfig {
             worker_count: 4,
             queue_capacity: 128,
             max_turn_steps: 32,
+            max_subagent_depth: 3,
+            max_concurrent_subagents: 4,
             max_turn_duration: Duration::from_secs(600),
             execution_history: 10_000,
             open_session_cache: 1_024,

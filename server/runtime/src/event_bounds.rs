@@ -69,6 +69,15 @@ pub fn bound(payload: &mut EventPayload) {
         }
         EventPayload::ErrorOccurred { message, .. } => cut(message, TEXT_BYTES),
         EventPayload::HistoryCompacted(compacted) => cut(&mut compacted.summary, TEXT_BYTES),
+        EventPayload::SubagentStarted(started) => {
+            cut(&mut started.call_id, NAME_BYTES);
+            cut(&mut started.agent_id, NAME_BYTES);
+        }
+        EventPayload::SubagentFinished(finished) => {
+            cut(&mut finished.call_id, NAME_BYTES);
+            cut(&mut finished.agent_id, NAME_BYTES);
+            cut(&mut finished.error, TEXT_BYTES);
+        }
         _ => {}
     }
 }
@@ -91,6 +100,12 @@ pub fn split(text: &str, max: usize) -> Vec<&str> {
 /// at most [`TEXT_BYTES`], with a note of what was left out.
 pub fn bound_text(text: &mut String) {
     cut(text, TEXT_BYTES);
+}
+
+/// A tool's result as its event and the turn record keep it: at most [`RESULT_BYTES`],
+/// with a note of what was left out.
+pub fn bound_result(text: &mut String) {
+    cut(text, RESULT_BYTES);
 }
 
 /// Each message within its own bound, then the largest piece cut further until the

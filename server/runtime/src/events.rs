@@ -147,13 +147,17 @@ pub enum EventPayload {
     /// The conversation and the workspace went back to the end of an earlier turn; the
     /// turns after it stay in the log but leave the history.
     SessionRewound(SessionRewound),
+    /// A call of the `Agent` tool started a sub-agent: a child session and a turn on it.
+    SubagentStarted(SubagentStarted),
+    /// A sub-agent's turn ended; its usage counts in the parent's turn.
+    SubagentFinished(SubagentFinished),
 }
 
 impl EventPayload {
     /// Every event type as it is named in the log's `type` field, in the order of
     /// [`EventPayload::type_index`]: metrics count events by it, and event hooks filter
     /// on it.
-    pub const TYPE_NAMES: [&'static str; 21] = [
+    pub const TYPE_NAMES: [&'static str; 23] = [
         "turn_started",
         "turn_completed",
         "agent_message_delta",
@@ -175,6 +179,8 @@ impl EventPayload {
         "network_connection_attempted",
         "user_input_added",
         "session_rewound",
+        "subagent_started",
+        "subagent_finished",
     ];
 
     /// This event's position in [`EventPayload::TYPE_NAMES`].
@@ -201,6 +207,8 @@ impl EventPayload {
             Self::NetworkConnectionAttempted(_) => 18,
             Self::UserInputAdded { .. } => 19,
             Self::SessionRewound(_) => 20,
+            Self::SubagentStarted(_) => 21,
+            Self::SubagentFinished(_) => 22,
         }
     }
 
@@ -336,6 +344,48 @@ pub struct NetworkConnectionAttempted {
     pub allowed: bool,
     /// Why, in words: the rule that allowed it, or what refused it.
     pub reason: String,
+}
+
+/// Where a sub-agent works: in its parent's workspace, or in one of its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentWorkspace {
+    Shared,
+    #[default]
+    Fresh,
+}
+
+impl SubagentWorkspace {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Shared => "shared",
+            Self::Fresh => "fresh",
+        }
+    }
+}
+
+/// A call of the `Agent` tool started a child session and queued a turn on it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubagentStarted {
+    pub call_id: String,
+    pub child_session_id: Uuid,
+    pub child_turn_id: Uuid,
+    pub agent_id: String,
+    pub workspace: SubagentWorkspace,
+}
+
+/// A sub-agent's turn ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubagentFinished {
+    pub call_id: String,
+    pub child_session_id: Uuid,
+    pub child_turn_id: Uuid,
+    pub agent_id: String,
+    pub outcome: TurnOutcome,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub error: String,
+    #[serde(default)]
+    pub usage: TokenUsage,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -495,6 +545,22 @@ mod tests {
                 to_sequence: 2,
                 turns_left: 1,
                 entries: 3,
+            }),
+            EventPayload::SubagentStarted(SubagentStarted {
+                call_id: text(),
+                child_session_id: Uuid::nil(),
+                child_turn_id: Uuid::nil(),
+                agent_id: text(),
+                workspace: SubagentWorkspace::Shared,
+            }),
+            EventPayload::SubagentFinished(SubagentFinished {
+                call_id: text(),
+                child_session_id: Uuid::nil(),
+                child_turn_id: Uuid::nil(),
+                agent_id: text(),
+                outcome: TurnOutcome::Completed,
+                error: String::new(),
+                usage: TokenUsage::default(),
             }),
         ]
     }

@@ -927,6 +927,7 @@ async fn the_bash_tool_runs_commands_and_records_their_events() {
         metadata: BTreeMap::new(),
         token_budget: None,
         forked: None,
+        parent: None,
     };
     let session = sessions.create(record).expect("session");
     let cell = fx

@@ -451,6 +451,8 @@ pub fn payload_kind(event: &pb::SessionEvent) -> &'static str {
         Some(P::NetworkConnectionAttempted(_)) => "network_connection_attempted",
         Some(P::UserInputAdded(_)) => "user_input_added",
         Some(P::SessionRewound(_)) => "session_rewound",
+        Some(P::SubagentStarted(_)) => "subagent_started",
+        Some(P::SubagentFinished(_)) => "subagent_finished",
         None => "none",
     }
 }

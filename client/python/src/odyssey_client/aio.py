@@ -390,13 +390,18 @@ class AsyncOdysseyClient:
         *,
         bundle: str = "",
         agent_id: str = "",
+        parent_session_id: str = "",
         page_size: int = 0,
         timeout: Optional[float] = None,
     ) -> AsyncIterator[session_pb2.Session]:
         token = ""
         while True:
             request = session_pb2.ListSessionsRequest(
-                bundle=bundle, agent_id=agent_id, page_size=page_size, page_token=token
+                bundle=bundle,
+                agent_id=agent_id,
+                parent_session_id=parent_session_id,
+                page_size=page_size,
+                page_token=token,
             )
             page = await acall(
                 lambda: self.sessions.ListSessions(

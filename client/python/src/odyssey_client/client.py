@@ -373,14 +373,20 @@ class OdysseyClient:
         *,
         bundle: str = "",
         agent_id: str = "",
+        parent_session_id: str = "",
         page_size: int = 0,
         timeout: Optional[float] = None,
     ) -> Iterator[session_pb2.Session]:
-        """Every session (of one bundle name or agent, when given), page after page."""
+        """Every session (of one bundle name or agent, or the sub-agents one session
+        started, when given), page after page."""
         token = ""
         while True:
             request = session_pb2.ListSessionsRequest(
-                bundle=bundle, agent_id=agent_id, page_size=page_size, page_token=token
+                bundle=bundle,
+                agent_id=agent_id,
+                parent_session_id=parent_session_id,
+                page_size=page_size,
+                page_token=token,
             )
             page = call(
                 lambda: self.sessions.ListSessions(

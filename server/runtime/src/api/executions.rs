@@ -14,7 +14,7 @@ use crate::execution::{
     ensure_session_budget,
 };
 use crate::sandbox::{AppSource, CellPaths};
-use crate::session::SessionHandle;
+use crate::session::{SessionHandle, SessionRecord};
 
 /// How long a caller is told to wait when the queue is full.
 const QUEUE_FULL_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
@@ -122,6 +122,16 @@ impl OdysseyRuntime {
 
     /// Stops a queued or running turn. The turn ends as cancelled, with events saying so.
     pub async fn cancel(&self, execution_id: Uuid) -> Result<ExecutionStatus> {
+        self.cancel_because(execution_id, "cancelled by request")
+            .await
+    }
+
+    /// [`Self::cancel`], recording `why` as the reason of a running turn's end.
+    pub(crate) async fn cancel_because(
+        &self,
+        execution_id: Uuid,
+        why: &str,
+    ) -> Result<ExecutionStatus> {
         let status = self.execution_status(execution_id)?;
         if status.state.is_terminal() {
             return Ok(status);
@@ -130,7 +140,7 @@ impl OdysseyRuntime {
             self.record_unstarted(job, TurnOutcome::Cancelled, "cancelled before it started")
                 .await;
         } else if let Some(signal) = self.inner.executions.cancel_signal(execution_id) {
-            signal.cancel(TurnOutcome::Cancelled, "cancelled by request");
+            signal.cancel(TurnOutcome::Cancelled, why);
         }
         self.wait(execution_id).await
     }
@@ -147,17 +157,36 @@ impl OdysseyRuntime {
         let session_id = session.id();
         let root = self.inner.config.sandbox_dir();
         if session.cell_prepared(&bundle.id.digest) {
-            return Ok(CellPaths::under(root.join(session_id.to_string())));
+            return self.session_cell(session.record());
         }
         let sandbox = self.inner.sandbox.clone();
         let staged = bundle.clone();
-        let cell = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             sandbox.prepare_cell(&root, session_id, AppSource::from(staged.as_ref()))
         })
         .await
         .map_err(|e| RuntimeError::storage("prepare sandbox cell", std::io::Error::other(e)))?
         .map_err(RuntimeError::from)?;
         session.mark_cell_prepared(&bundle.id.digest);
+        self.session_cell(session.record())
+    }
+
+    /// The folders of a session's cell. A sub-agent that shares its parent's workspace has
+    /// its own cell (app, cache, tmp, runs) with the workspace of the session that owns it:
+    /// its processes see that one `data/` folder and nothing else of the other session.
+    pub(crate) fn session_cell(&self, record: &SessionRecord) -> Result<CellPaths> {
+        let root = self.inner.config.sandbox_dir();
+        let mut cell = CellPaths::under(root.join(record.id.to_string()));
+        if let Some(owner) = record.parent.as_ref().and_then(|p| p.workspace_of) {
+            let shared = CellPaths::under(root.join(owner.to_string())).data;
+            if !shared.is_dir() {
+                return Err(RuntimeError::FailedPrecondition(format!(
+                    "session {} works in the workspace of session {owner}, which is gone",
+                    record.id
+                )));
+            }
+            cell.data = shared;
+        }
         Ok(cell)
     }
 }

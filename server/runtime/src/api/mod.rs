@@ -50,9 +50,10 @@ pub use info::{Activity, SandboxCapabilities, ServerInfo};
 pub use input::{InputDisposition, InputReceipt, SessionInput};
 pub use operations::RuntimeCollector;
 pub(crate) use overrides::{normalized_cwd, workspace_dir};
+pub(crate) use sessions::SubagentSpec;
 pub use sessions::{SessionFilter, SessionSpec};
-pub use tools::{SessionTool, SessionToolSource, SessionTools};
 pub use snapshots::{ForkPoint, Rewound};
+pub use tools::{SessionTool, SessionToolSource, SessionTools};
 pub use turn_lookup::SessionTurn;
 
 use crate::bundle::BundleStore;

@@ -37,8 +37,12 @@ impl OdysseyRuntime {
                 .map_err(|e| super::sessions::model_error(e, true))?;
         }
         if let Some(cwd) = &request.cwd {
-            let cell =
-                CellPaths::under(self.inner.config.sandbox_dir().join(session_id.to_string()));
+            let cell = match self.inner.sessions.peek(session_id) {
+                Some(info) => self.session_cell(&info.record)?,
+                None => {
+                    CellPaths::under(self.inner.config.sandbox_dir().join(session_id.to_string()))
+                }
+            };
             if cell.data.is_dir() {
                 workspace_dir(&cell.data, cwd)?;
             }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::OdysseyRuntime;
-use crate::bundle::{AgentDefinition, BundleId, name_problem};
+use crate::bundle::{AgentDefinition, BundleId, InstalledBundle, name_problem};
 use crate::error::{ErrorKind, Result, RuntimeError, shorten};
 use crate::events::TurnOutcome;
 use crate::events::now_ms;
@@ -16,7 +16,9 @@ use crate::policy::{ApprovalPolicy, SandboxMode};
 use crate::provider::ProviderError;
 use crate::requirements;
 use crate::sandbox::CellPaths;
-use crate::session::{BundlePin, SessionInfo, SessionRecord, SessionState, Subscription};
+use crate::session::{
+    BundlePin, InheritedRules, ParentLink, SessionInfo, SessionRecord, SessionState, Subscription,
+};
 
 const MAX_METADATA_ENTRIES: usize = 32;
 const MAX_METADATA_KEY: usize = 128;
@@ -65,12 +67,27 @@ pub(super) fn model_error(error: ProviderError, from_request: bool) -> RuntimeEr
     }
 }
 
+/// What a sub-agent's session is made from: the `Agent` call of a parent's turn.
+pub(crate) struct SubagentSpec<'a> {
+    pub parent: &'a SessionRecord,
+    pub parent_agent: &'a AgentDefinition,
+    pub bundle: &'a InstalledBundle,
+    pub agent_id: &'a str,
+    pub call_id: &'a str,
+    /// Work in the parent's workspace rather than a fresh one.
+    pub shared_workspace: bool,
+    /// What the parent has left of its budget, if it has one.
+    pub token_budget: Option<u64>,
+}
+
 /// Which sessions to list.
 #[derive(Clone, Debug, Default)]
 pub struct SessionFilter {
     /// Bundle name, or `namespace/name`.
     pub bundle: Option<String>,
     pub agent_id: Option<String>,
+    /// Only the sub-agent sessions this session started (its direct children).
+    pub parent_session_id: Option<Uuid>,
 }
 
 impl OdysseyRuntime {
@@ -131,12 +148,97 @@ impl OdysseyRuntime {
                 .filter(|b| *b > 0)
                 .or(self.inner.config.session_token_budget),
             forked: None,
+            parent: None,
         };
         let sessions = self.clone();
         let handle = tokio::task::spawn_blocking(move || sessions.inner.sessions.create(record))
             .await
             .map_err(|e| RuntimeError::storage("create session", std::io::Error::other(e)))??;
         tracing::info!(session = %handle.id(), bundle = %bundle.id, agent = %agent.id, "session created");
+        Ok(self.with_state(handle.info()))
+    }
+
+    /// Creates a sub-agent's session: `agent_id` of the parent's bundle, on its own model,
+    /// with the parent's approval policy, a sandbox mode never wider than the parent's,
+    /// the rules of every agent above it, and at most the tokens the parent has left.
+    pub(crate) async fn create_subagent_session(
+        &self,
+        child: SubagentSpec<'_>,
+    ) -> Result<SessionInfo> {
+        self.ensure_running()?;
+        let SubagentSpec {
+            parent,
+            parent_agent,
+            bundle,
+            agent_id,
+            call_id,
+            shared_workspace,
+            token_budget,
+        } = child;
+        let manifest = &bundle.manifest;
+        let agent = manifest.agent(agent_id).ok_or_else(|| {
+            RuntimeError::FailedPrecondition(format!(
+                "agent `{agent_id}` is no longer in bundle {}",
+                bundle.id
+            ))
+        })?;
+        let (model, _) = self.default_model(&bundle.id, agent);
+        self.inner
+            .providers
+            .check_usable(&model)
+            .map_err(|e| model_error(e, false))?;
+        let own_mode = self.effective_sandbox_mode(None, manifest.sandbox.mode)?;
+        self.inner
+            .config
+            .mcp
+            .resolve(manifest, agent, &self.inner.config.access)?;
+        let above = parent.parent.as_ref();
+        let mut ancestors = vec![parent.id];
+        ancestors.extend(
+            above
+                .map(|p| p.ancestors.iter().copied())
+                .into_iter()
+                .flatten(),
+        );
+        let mut inherited_rules = vec![InheritedRules {
+            agent_id: parent_agent.id.clone(),
+            allow: parent_agent.tools.allow.clone(),
+            ask: parent_agent.tools.ask.clone(),
+            deny: parent_agent.tools.deny.clone(),
+        }];
+        inherited_rules.extend(
+            above
+                .map(|p| p.inherited_rules.iter().cloned())
+                .into_iter()
+                .flatten(),
+        );
+        let workspace_of =
+            shared_workspace.then(|| above.and_then(|p| p.workspace_of).unwrap_or(parent.id));
+        let record = SessionRecord {
+            id: Uuid::now_v7(),
+            bundle_reference: parent.bundle.reference(),
+            bundle: parent.bundle.clone(),
+            agent_id: agent.id.clone(),
+            model,
+            sandbox_mode: own_mode.min(parent.sandbox_mode),
+            approval_policy: parent.approval_policy,
+            created_at_ms: now_ms(),
+            metadata: BTreeMap::new(),
+            token_budget,
+            forked: None,
+            parent: Some(ParentLink {
+                session_id: parent.id,
+                call_id: call_id.to_owned(),
+                ancestors,
+                workspace_of,
+                inherited_rules,
+            }),
+        };
+        let sessions = self.clone();
+        let handle = tokio::task::spawn_blocking(move || sessions.inner.sessions.create(record))
+            .await
+            .map_err(|e| RuntimeError::storage("create session", std::io::Error::other(e)))??;
+        tracing::info!(session = %handle.id(), parent = %parent.id, agent = %agent.id, "sub-agent session created");
         Ok(self.with_state(handle.info()))
     }
 
@@ -335,7 +437,13 @@ fn matches_filter(info: &SessionInfo, filter: &SessionFilter) -> bool {
         .agent_id
         .as_deref()
         .is_none_or(|wanted| info.record.agent_id == wanted);
-    bundle_ok && agent_ok
+    let parent_ok = filter.parent_session_id.is_none_or(|wanted| {
+        info.record
+            .parent
+            .as_ref()
+            .is_some_and(|p| p.session_id == wanted)
+    });
+    bundle_ok && agent_ok && parent_ok
 }
 
 /// Checks a session's or a turn's metadata against the limits on its size.

@@ -61,6 +61,9 @@ struct AgentSpec {
     /// Names of the bundle's MCP servers this agent uses.
     #[serde(default, rename = "mcp_servers")]
     mcp_servers: Vec<String>,
+    /// Agents of the same bundle this one may start with the `Agent` tool.
+    #[serde(default)]
+    delegates: Vec<String>,
 }
 
 /// `spec.memory`: long-term memory for this agent.
@@ -208,6 +211,7 @@ pub(crate) fn load_agent(
             enabled: spec.memory.and_then(|m| m.enabled).unwrap_or(true),
         },
         mcp_servers: spec.mcp_servers,
+        delegates: spec.delegates,
         is_default: src.is_default,
     })
 }

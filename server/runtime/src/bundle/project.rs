@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::agent::{AgentSource, expect_value, load_agent};
 use super::archive::ArchiveLimits;
-use super::checks::{check_agents, check_skills, check_tools, checked_file};
+use super::checks::{CheckedAgent, check_agents, check_skills, check_tools, checked_file};
 use super::digest::digest_files;
 use super::error::BundleError;
 use super::files::collect_files;
@@ -20,7 +20,7 @@ use super::mcp::{check_agent_servers, mcp_servers};
 use super::names::name_problem;
 use super::sandbox::sandbox_spec;
 use super::skill::parse_skill;
-use super::types::{BundleManifest, SkillSummary};
+use super::types::{AgentDefinition, BundleManifest, SkillSummary};
 
 /// Longest description taken from a readme, in characters.
 const MAX_DESCRIPTION_CHARS: usize = 500;
@@ -131,6 +131,7 @@ pub(crate) fn read_manifest(root: &Path) -> Result<BundleManifest, BundleError> 
         check_agent_servers(&agent.file, &loaded.mcp_servers, &mcp_servers)?;
         agents.push(loaded);
     }
+    check_delegates(&agent_refs, &agents)?;
     let mut skills = Vec::with_capacity(skill_refs.len());
     for (skill_name, path) in skill_refs {
         let parsed = parse_skill(&read_text(&root, &path, &path, "")?);
@@ -192,4 +193,33 @@ fn readme_description(text: &str) -> String {
         _ => text,
     };
     truncate(first_paragraph(body), MAX_DESCRIPTION_CHARS)
+}
+
+/// Checks every agent's `spec.delegates`: each another agent of this bundle, named once.
+fn check_delegates(refs: &[CheckedAgent], agents: &[AgentDefinition]) -> Result<(), BundleError> {
+    for (agent_ref, agent) in refs.iter().zip(agents) {
+        let mut seen = std::collections::BTreeSet::new();
+        for (index, delegate) in agent.delegates.iter().enumerate() {
+            let fail = |message: String| {
+                BundleError::manifest(&agent_ref.file, format!("spec.delegates[{index}]"), message)
+            };
+            if delegate == &agent.id {
+                return Err(fail(format!(
+                    "agent `{}` cannot delegate to itself",
+                    agent.id
+                )));
+            }
+            if !agents.iter().any(|a| &a.id == delegate) {
+                let known: Vec<&str> = agents.iter().map(|a| a.id.as_str()).collect();
+                return Err(fail(format!(
+                    "`{delegate}` is not an agent of this bundle (its agents: {})",
+                    known.join(", ")
+                )));
+            }
+            if !seen.insert(delegate) {
+                return Err(fail(format!("`{delegate}` is named twice")));
+            }
+        }
+    }
+    Ok(())
 }

@@ -40,6 +40,10 @@ pub struct AgentDefinition {
     /// The bundle's MCP servers this agent uses (`spec.mcp_servers` of its agent.yaml),
     /// each declared in the manifest.
     pub mcp_servers: Vec<String>,
+    /// The agents of the same bundle this agent may start as sub-agents with the `Agent`
+    /// tool (`spec.delegates` of its agent.yaml), each checked at build to be another
+    /// agent of the bundle.
+    pub delegates: Vec<String>,
     pub is_default: bool,
 }
 

@@ -60,6 +60,14 @@ impl TokenBudgets {
         }
     }
 
+    /// What the session has left of its budget with this turn's usage so far; `None`:
+    /// it has no budget.
+    pub fn left(&self, progress: &Progress) -> Option<u64> {
+        let spent = self.session_spent + tokens_spent(&progress.usage);
+        self.session_budget
+            .map(|budget| budget.saturating_sub(spent))
+    }
+
     /// Before a model call: the session must have tokens left.
     pub fn check_session(&self, progress: &Progress) -> std::result::Result<(), TurnFailure> {
         let spent = self.session_spent + tokens_spent(&progress.usage);

@@ -20,6 +20,11 @@ use crate::tools::{Tool, ToolContext};
 
 pub(crate) struct Gate {
     pub rules: PermissionRules,
+    /// A sub-agent's ancestors' rules (agent id, rules), nearest first: what any of them
+    /// denies is denied here too.
+    pub inherited: Vec<(String, PermissionRules)>,
+    /// A sub-agent's ancestor sessions, nearest first (shown with its approvals).
+    pub ancestors: Vec<Uuid>,
     pub policy: ApprovalPolicy,
     pub approvals: ApprovalStore,
     pub hooks: Vec<HookConfig>,
@@ -47,7 +52,7 @@ pub(crate) enum Verdict {
 impl Gate {
     /// Whether a tool offered to the model (not denied outright).
     pub fn offered(&self, tool: &str) -> bool {
-        self.rules.offered(tool)
+        self.rules.offered(tool) && self.inherited.iter().all(|(_, rules)| rules.offered(tool))
     }
 
     pub async fn check(
@@ -67,6 +72,18 @@ impl Gate {
         let mut decision =
             self.rules
                 .decide(name, subject.as_deref(), tool.read_only(), self.policy);
+        // A sub-agent is never allowed what an agent above it is denied, even where its own
+        // rules are more specific.
+        for (agent, rules) in &self.inherited {
+            if let Decision::Deny { reason } =
+                rules.decide(name, subject.as_deref(), tool.read_only(), self.policy)
+            {
+                decision = Decision::Deny {
+                    reason: format!("{reason} (a rule of the parent agent `{agent}`)"),
+                };
+                break;
+            }
+        }
         // A remembered `allow_always` is a rule too: a call that always asks is asked.
         if matches!(decision, Decision::Ask { .. })
             && !always_asks(name, subject.as_deref())
@@ -109,6 +126,7 @@ impl Gate {
             summary: summary.clone(),
             display: display.clone(),
             reason: reason.clone(),
+            parent_session_ids: self.ancestors.clone(),
         });
         ctx.events
             .emit_durable(EventPayload::PermissionRequested {

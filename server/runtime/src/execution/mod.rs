@@ -14,6 +14,7 @@ mod run;
 mod slot;
 mod snapshot;
 mod status;
+mod subagent;
 mod turn;
 
 pub use status::{
@@ -29,4 +30,5 @@ pub(crate) use long_term_memory::TurnMemory;
 pub(crate) use queue::{Job, Placed, PushError, Queue};
 pub(crate) use slot::WorkerSlot;
 pub(crate) use status::ExecutionTable;
+pub(crate) use subagent::Delegation;
 pub(crate) use turn::{Progress, Turn, TurnFailure};

@@ -11,8 +11,8 @@ use uuid::Uuid;
 
 use super::end::TurnEnd;
 use super::{
-    CancelSignal, ExecutionRequest, ExecutionState, Gate, Inbox, Job, Progress, TokenBudgets, Turn,
-    TurnFailure, WorkerSlot, ensure_session_budget, tokens_spent,
+    CancelSignal, Delegation, ExecutionRequest, ExecutionState, Gate, Inbox, Job, Progress,
+    TokenBudgets, Turn, TurnFailure, WorkerSlot, ensure_session_budget, tokens_spent,
 };
 use crate::api::OdysseyRuntime;
 use crate::error::{Result, RuntimeError};
@@ -24,6 +24,7 @@ use crate::permissions::PermissionRules;
 use crate::sandbox::ProcessView;
 use crate::session::{EventSink, SessionHandle};
 use crate::tools::ToolContext;
+use crate::tools::builtin::AGENT_TOOL_NAME;
 
 impl OdysseyRuntime {
     /// Starts queued turns while worker slots are free.
@@ -326,9 +327,24 @@ impl OdysseyRuntime {
         let access = self.inner.config.access.grant(&bundle.manifest.sandbox)?;
         let cell = self.prepare_cell(session, &bundle).await?;
         let rules = PermissionRules::from_tool_rules(&agent.tools)?;
+        let (inherited, ancestors) = match &record.parent {
+            Some(link) => (
+                link.inherited_rules
+                    .iter()
+                    .map(|r| {
+                        PermissionRules::parse(&r.allow, &r.ask, &r.deny)
+                            .map(|rules| (r.agent_id.clone(), rules))
+                    })
+                    .collect::<std::result::Result<Vec<_>, _>>()?,
+                link.ancestors.clone(),
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
         let executions = self.clone();
         let gate = Gate {
             rules,
+            inherited,
+            ancestors,
             policy: record.approval_policy,
             approvals: self.inner.approvals.clone(),
             hooks: self.inner.config.hooks.clone(),
@@ -340,7 +356,19 @@ impl OdysseyRuntime {
                     .update(turn_id, |s| s.state = state);
             }),
         };
-        let tools = self.turn_tools(&bundle, |name| gate.offered(name))?;
+        let mut tools = self.turn_tools(&bundle, |name| gate.offered(name))?;
+        let delegation = Delegation::for_turn(self, &bundle, &record, &agent);
+        let declares_agent_tool = bundle
+            .manifest
+            .tools
+            .iter()
+            .any(|t| t.is_builtin() && t.name == AGENT_TOOL_NAME);
+        if let Some(delegation) = &delegation
+            && declares_agent_tool
+            && gate.offered(AGENT_TOOL_NAME)
+        {
+            tools.insert(delegation.tool());
+        }
         crate::api::workspace_dir(&cell.data, &context.cwd)?;
         let view = ProcessView::new(record.sandbox_mode, &cell);
         let stats = session.stats();
@@ -398,6 +426,7 @@ impl OdysseyRuntime {
             },
             memory,
             inbox,
+            delegation,
         };
         self.add_mcp_tools(
             &bundle,

@@ -21,6 +21,7 @@ use super::gate::{Call, Gate, Verdict};
 use super::inbox::Inbox;
 use super::long_term_memory::TurnMemory;
 use super::slot::WorkerSlot;
+use super::subagent::Delegation;
 
 /// Everything a turn needs, resolved before it starts.
 pub(crate) struct Turn {
@@ -42,6 +43,8 @@ pub(crate) struct Turn {
     pub memory: Option<TurnMemory>,
     /// Input steered into the turn while it runs.
     pub inbox: Arc<Inbox>,
+    /// How this turn starts sub-agents, when its agent has delegates.
+    pub delegation: Option<Arc<Delegation>>,
 }
 
 /// What a turn produced so far. Kept outside the loop's future so that a cancelled or
@@ -58,6 +61,16 @@ pub(crate) struct Progress {
     /// The long-term memory record of the answer being written; the turn's end is
     /// published once it is done.
     pub remembering: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// What the gate made of a call.
+enum Admitted {
+    /// Run it through the tool set.
+    Run(ToolContext),
+    /// An `Agent` call: run it with the step's other children.
+    Child(ToolContext, serde_json::Value),
+    /// Answer it with this, without running it.
+    Refused(ToolOutput),
 }
 
 /// Why a turn failed, as an event code and message.
@@ -141,13 +154,30 @@ impl Turn {
                 progress.response = text;
                 return Ok(());
             }
+            let mut results = Vec::with_capacity(calls.len());
+            let mut children = Vec::new();
             for (call, refusal) in calls.into_iter().zip(refusals) {
                 let result = match refusal {
-                    Some(why) => self.refuse_tool(&call, &why)?,
-                    None => self.run_tool(&call, progress, slot).await?,
+                    Some(why) => Some(self.refuse_tool(&call, &why)?),
+                    None => match self.admit(&call, progress, slot).await? {
+                        Admitted::Child(ctx, arguments) => {
+                            children.push((results.len(), call, ctx, arguments));
+                            None
+                        }
+                        Admitted::Run(ctx) => {
+                            let output = self.tools.call(ctx, &call.name, &call.arguments).await;
+                            Some(self.finish_tool(&call, output)?)
+                        }
+                        Admitted::Refused(output) => Some(self.finish_tool(&call, output)?),
+                    },
                 };
-                progress.messages.push(result);
+                results.push(result);
             }
+            if !children.is_empty() {
+                self.run_children(children, &mut results, progress, slot)
+                    .await?;
+            }
+            progress.messages.extend(results.into_iter().flatten());
         }
         Err(TurnFailure {
             code: "step_budget_exceeded".into(),
@@ -211,12 +241,14 @@ impl Turn {
         Ok((text, calls, reasoning_state))
     }
 
-    async fn run_tool(
+    /// Records a call's start and puts it through the gate: what is then to be done with
+    /// it. `Agent` calls come back as children for [`Self::run_children`].
+    async fn admit(
         &self,
         call: &ToolCall,
         progress: &mut Progress,
         slot: &mut WorkerSlot,
-    ) -> Result<ChatMessage> {
+    ) -> Result<Admitted> {
         let parsed: Option<serde_json::Value> = if call.arguments.trim().is_empty() {
             Some(serde_json::Value::Object(Default::default()))
         } else {
@@ -250,10 +282,51 @@ impl Turn {
             // Unknown tools and malformed arguments are answered by the tool set.
             _ => Verdict::Run,
         };
-        let output = match verdict {
-            Verdict::Run => self.tools.call(ctx, &call.name, &call.arguments).await,
-            Verdict::Refuse(reason) => ToolOutput::error(reason),
+        Ok(match (verdict, parsed) {
+            (Verdict::Refuse(reason), _) => Admitted::Refused(ToolOutput::error(reason)),
+            (Verdict::Run, Some(arguments))
+                if tool.is_some()
+                    && self
+                        .delegation
+                        .as_ref()
+                        .is_some_and(|d| d.handles(&call.name)) =>
+            {
+                Admitted::Child(ctx, arguments)
+            }
+            (Verdict::Run, _) => Admitted::Run(ctx),
+        })
+    }
+
+    /// Runs a model step's `Agent` calls together (at most the per-turn limit at once)
+    /// without holding the worker slot, so the children can have it; their usage counts in
+    /// this turn.
+    async fn run_children(
+        &self,
+        children: Vec<(usize, ToolCall, ToolContext, serde_json::Value)>,
+        results: &mut [Option<ChatMessage>],
+        progress: &mut Progress,
+        slot: &mut WorkerSlot,
+    ) -> Result<()> {
+        let Some(delegation) = &self.delegation else {
+            return Ok(());
         };
+        let budget_left = self.budgets.left(progress);
+        let runs = children.iter().map(|(_, _, ctx, arguments)| {
+            delegation.run(ctx.clone(), arguments.clone(), budget_left)
+        });
+        let done = slot.release_while(futures::future::join_all(runs)).await;
+        for ((index, call, _, _), delegated) in children.into_iter().zip(done) {
+            progress.usage += delegated.usage;
+            let message = self.finish_tool(&call, delegated.output)?;
+            if let Some(slot) = results.get_mut(index) {
+                *slot = Some(message);
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a call's result and turns it into the message the model gets.
+    fn finish_tool(&self, call: &ToolCall, output: ToolOutput) -> Result<ChatMessage> {
         self.emit(EventPayload::ToolCallFinished {
             call_id: call.id.clone(),
             tool: call.name.clone(),

@@ -77,6 +77,7 @@ fn record_json() -> &'static [u8] {
             metadata: Default::default(),
             token_budget: None,
             forked: None,
+            parent: None,
         };
         serde_json::to_vec(&record).unwrap_or_else(|e| panic!("cannot encode a record: {e}"))
     })

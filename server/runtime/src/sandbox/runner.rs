@@ -127,12 +127,27 @@ impl Sandbox {
         }
         // Everything below compares and binds real paths, so symlinks in the server's
         // home cannot make two views of the cell disagree.
-        let cell = CellPaths::under(paths::canonical("cell", &cell.root)?);
+        let workspace = paths::canonical("workspace", &cell.data)?;
+        let cell = CellPaths {
+            data: workspace,
+            ..CellPaths::under(paths::canonical("cell", &cell.root)?)
+        };
         let sandbox_root = cell
             .root
             .parent()
             .map(Path::to_path_buf)
             .ok_or_else(|| SandboxError::invalid("cell", "the cell has no parent folder"))?;
+        // A workspace is a cell's `data/`: this one's, or, for a sub-agent that shares it,
+        // that of another cell under the same root. Never any other folder.
+        let workspace_cell = cell.data.parent().and_then(Path::parent);
+        if cell.data.file_name() != Some(std::ffi::OsStr::new("data"))
+            || workspace_cell != Some(sandbox_root.as_path())
+        {
+            return Err(SandboxError::invalid(
+                "cell",
+                "the workspace is not the data folder of a cell of this server",
+            ));
+        }
         let home = sandbox_root.parent().unwrap_or(&sandbox_root).to_path_buf();
         let mounts_read = check_mounts("mounts_read", &request.mounts_read, &home)?;
         let mounts_write = check_mounts("mounts_write", &request.mounts_write, &home)?;

@@ -17,7 +17,10 @@ mod unfinished;
 pub use handle::{ClosedTurn, SessionHandle, TurnEndRef};
 pub use history::{HistorySnapshot, HistorySummary, HistoryTurn, MEMORY_TURNS};
 pub use observer::EventObserver;
-pub use record::{BundlePin, ForkOrigin, SessionInfo, SessionRecord, SessionState, SessionStats};
+pub use record::{
+    BundlePin, ForkOrigin, InheritedRules, ParentLink, SessionInfo, SessionRecord, SessionState,
+    SessionStats,
+};
 pub use sink::EventSink;
 pub use store::{QuarantinedSession, SessionStore};
 pub use subscription::Subscription;

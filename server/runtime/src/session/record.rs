@@ -52,6 +52,10 @@ pub struct SessionRecord {
     /// The session this one was forked from, and where.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked: Option<ForkOrigin>,
+    /// Set on a sub-agent's session: the session and `Agent` call that started it, and
+    /// what it inherited from them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
 }
 
 /// Where a forked session came from: its history is the source's up to the end of that
@@ -64,6 +68,40 @@ pub struct ForkOrigin {
     pub turn_id: Uuid,
     /// The sequence of that turn's `turn_completed` in the source's log.
     pub sequence: u64,
+}
+
+/// How a sub-agent's session is tied to the session that started it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParentLink {
+    pub session_id: Uuid,
+    /// The `Agent` tool call of the parent's turn.
+    pub call_id: String,
+    /// The sessions above this one, nearest first (the parent, its parent, ...): its
+    /// depth is their number.
+    pub ancestors: Vec<Uuid>,
+    /// The session whose workspace (`data/`) this one works in, when it shares one; a
+    /// shared workspace is always the topmost owner's, never a link to a link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_of: Option<Uuid>,
+    /// The permission rules of every ancestor's agent, nearest first: a call any of them
+    /// denies is denied here too, whatever this agent's own rules say.
+    #[serde(default)]
+    pub inherited_rules: Vec<InheritedRules>,
+}
+
+/// One ancestor agent's permission rules, as its bundle declared them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InheritedRules {
+    /// The agent they are from (for messages).
+    pub agent_id: String,
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub ask: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 /// Running totals of a session, derived from its log.

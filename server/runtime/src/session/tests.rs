@@ -47,6 +47,7 @@ fn record() -> SessionRecord {
         metadata: Default::default(),
         token_budget: None,
         forked: None,
+        parent: None,
     }
 }
 

@@ -235,6 +235,7 @@ mod tests {
             metadata: Default::default(),
             token_budget: None,
             forked: None,
+            parent: None,
         }
     }
 

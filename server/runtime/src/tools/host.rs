@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::Tool;
-use super::builtin::BUILTIN_NAMES;
+use super::builtin::{AGENT_TOOL_NAME, BUILTIN_NAMES};
 use crate::bundle::ToolEntry;
 use crate::error::{Result, RuntimeError};
 
@@ -35,7 +35,7 @@ impl HostTools {
                 "a tool name must be non-empty, without whitespace or control characters",
             ));
         }
-        if name == BASH || BUILTIN_NAMES.contains(&name.as_str()) {
+        if name == BASH || name == AGENT_TOOL_NAME || BUILTIN_NAMES.contains(&name.as_str()) {
             return Err(refuse(
                 "this is a builtin tool's name; register yours under another one",
             ));

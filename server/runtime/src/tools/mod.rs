@@ -146,6 +146,8 @@ impl ToolSet {
                 _ if entry.is_host() => host.get(&entry.name).cloned(),
                 _ if !entry.is_builtin() => None,
                 "Bash" => Some(Arc::new(bash::Bash::new(sandbox.clone()))),
+                // Built by the turn, for agents that have delegates.
+                builtin::AGENT_TOOL_NAME => continue,
                 name => builtin::builtin(name),
             };
             match tool {

@@ -252,6 +252,7 @@ async fn agent_sessions(runtime: &OdysseyRuntime, agent: &AgentRef) -> Result<Ve
     let filter = SessionFilter {
         bundle: Some(format!("{}/{}", agent.namespace, agent.name)),
         agent_id: Some(agent.agent_id.clone()),
+        parent_session_id: None,
     };
     let mut ids = Vec::new();
     let mut page = PageRequest::first(SESSION_PAGE);

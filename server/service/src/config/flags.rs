@@ -76,6 +76,12 @@ pub struct ServeArgs {
     /// Wall-clock budget of one turn, in seconds [default: 600].
     #[arg(long)]
     pub max_turn_seconds: Option<u64>,
+    /// How deep sub-agents may nest below a client's session [default: 3].
+    #[arg(long)]
+    pub max_subagent_depth: Option<u32>,
+    /// Sub-agents one turn may run at once [default: 4].
+    #[arg(long)]
+    pub max_concurrent_subagents: Option<u32>,
     /// Heartbeat interval of idle event streams, in seconds [default: 15].
     #[arg(long)]
     pub heartbeat_seconds: Option<u64>,

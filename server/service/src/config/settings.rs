@@ -336,6 +336,24 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
         )
         .flag("--max-turn-seconds", |a| a.max_turn_seconds),
         server(
+            "turns.max_subagent_depth",
+            |d| Some(d.server.runtime.max_subagent_depth),
+            |d, v| {
+                d.server.runtime.max_subagent_depth = v;
+                Ok(())
+            },
+        )
+        .flag("--max-subagent-depth", |a| a.max_subagent_depth),
+        server(
+            "turns.max_concurrent_subagents",
+            |d| Some(d.server.runtime.max_concurrent_subagents),
+            |d, v| {
+                d.server.runtime.max_concurrent_subagents = at_least(v, 1)?;
+                Ok(())
+            },
+        )
+        .flag("--max-concurrent-subagents", |a| a.max_concurrent_subagents),
+        server(
             "turns.max_output_tokens",
             |d| d.server.runtime.max_turn_output_tokens,
             |d, v| {

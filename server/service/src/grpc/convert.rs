@@ -259,6 +259,7 @@ pub fn agent(served: &ServedAgent) -> pb::AgentInfo {
         tools_ask: a.tools.ask.clone(),
         tools_deny: a.tools.deny.clone(),
         bundle_model: served.bundle_model.as_ref().map(model),
+        delegates: a.delegates.clone(),
         mcp_servers: served.mcp_servers.iter().map(mcp_server_info).collect(),
     }
 }
@@ -383,6 +384,16 @@ pub fn session(info: &SessionInfo) -> pb::Session {
         usage: Some(usage(&info.stats.usage)),
         token_budget: r.token_budget.unwrap_or(0),
         state: session_state(info.state),
+        parent_session_id: r
+            .parent
+            .as_ref()
+            .map(|p| p.session_id.to_string())
+            .unwrap_or_default(),
+        parent_call_id: r
+            .parent
+            .as_ref()
+            .map(|p| p.call_id.clone())
+            .unwrap_or_default(),
         forked_from: r
             .forked
             .as_ref()
@@ -465,6 +476,12 @@ pub fn approval(a: &Approval) -> pb::Approval {
         requested_at: Some(timestamp_ms(a.created_at_ms)),
         expires_at: Some(timestamp_ms(a.expires_at_ms)),
         reason: a.request.reason.clone(),
+        parent_session_ids: a
+            .request
+            .parent_session_ids
+            .iter()
+            .map(uuid::Uuid::to_string)
+            .collect(),
     }
 }
 
@@ -715,6 +732,22 @@ fn payload(p: &EventPayload) -> pb::session_event::Payload {
                 reason: a.reason.clone(),
             })
         }
+        EventPayload::SubagentStarted(s) => P::SubagentStarted(pb::SubagentStarted {
+            call_id: s.call_id.clone(),
+            child_session_id: s.child_session_id.to_string(),
+            child_turn_id: s.child_turn_id.to_string(),
+            agent_id: s.agent_id.clone(),
+            workspace: s.workspace.as_str().to_owned(),
+        }),
+        EventPayload::SubagentFinished(f) => P::SubagentFinished(pb::SubagentFinished {
+            call_id: f.call_id.clone(),
+            child_session_id: f.child_session_id.to_string(),
+            child_turn_id: f.child_turn_id.to_string(),
+            agent_id: f.agent_id.clone(),
+            outcome: turn_outcome(f.outcome),
+            error: f.error.clone(),
+            usage: Some(usage(&f.usage)),
+        }),
         EventPayload::UserInputAdded { text, mode } => P::UserInputAdded(pb::UserInputAdded {
             text: text.clone(),
             mode: input_mode(*mode),

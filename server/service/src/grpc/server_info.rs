@@ -43,6 +43,8 @@ impl ServerService for ServerInfo {
                 max_turn_duration_ms: info.max_turn_duration_ms,
                 queued: info.queued as u32,
                 running: info.running as u32,
+                max_subagent_depth: info.max_subagent_depth,
+                max_concurrent_subagents: info.max_concurrent_subagents,
             }),
             sandbox: Some(pb::SandboxCapabilities {
                 bubblewrap: sandbox.bubblewrap,

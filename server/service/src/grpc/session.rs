@@ -95,6 +95,11 @@ impl SessionService for Sessions {
         let filter = SessionFilter {
             bundle: Some(r.bundle).filter(|b| !b.is_empty()),
             agent_id: Some(r.agent_id).filter(|a| !a.is_empty()),
+            parent_session_id: if r.parent_session_id.is_empty() {
+                None
+            } else {
+                Some(parse_uuid("parent_session_id", &r.parent_session_id)?)
+            },
         };
         let page = self
             .runtime

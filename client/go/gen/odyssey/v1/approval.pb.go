@@ -39,9 +39,12 @@ type Approval struct {
 	Display           string `protobuf:"bytes,10,opt,name=display,proto3" json:"display,omitempty"`
 	ControlCharacters bool   `protobuf:"varint,11,opt,name=control_characters,json=controlCharacters,proto3" json:"control_characters,omitempty"`
 	// Why the call needs a human: the rule (or policy) that asked.
-	Reason        string `protobuf:"bytes,12,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Reason string `protobuf:"bytes,12,opt,name=reason,proto3" json:"reason,omitempty"`
+	// When the call is a sub-agent's: the chain of sessions above `session_id`, nearest
+	// first (its parent, that session's parent, ...). Empty for a session a client created.
+	ParentSessionIds []string `protobuf:"bytes,13,rep,name=parent_session_ids,json=parentSessionIds,proto3" json:"parent_session_ids,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Approval) Reset() {
@@ -156,6 +159,13 @@ func (x *Approval) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *Approval) GetParentSessionIds() []string {
+	if x != nil {
+		return x.ParentSessionIds
+	}
+	return nil
 }
 
 type ListApprovalsRequest struct {
@@ -649,7 +659,7 @@ var File_odyssey_v1_approval_proto protoreflect.FileDescriptor
 const file_odyssey_v1_approval_proto_rawDesc = "" +
 	"\n" +
 	"\x19odyssey/v1/approval.proto\x12\n" +
-	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/events.proto\"\xc4\x03\n" +
+	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/events.proto\"\xf2\x03\n" +
 	"\bApproval\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n" +
@@ -666,7 +676,8 @@ const file_odyssey_v1_approval_proto_rawDesc = "" +
 	"\adisplay\x18\n" +
 	" \x01(\tR\adisplay\x12-\n" +
 	"\x12control_characters\x18\v \x01(\bR\x11controlCharacters\x12\x16\n" +
-	"\x06reason\x18\f \x01(\tR\x06reason\"q\n" +
+	"\x06reason\x18\f \x01(\tR\x06reason\x12,\n" +
+	"\x12parent_session_ids\x18\r \x03(\tR\x10parentSessionIds\"q\n" +
 	"\x14ListApprovalsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +

@@ -131,7 +131,10 @@ type AgentInfo struct {
 	// The model the bundle names, set only when an override replaces it (`model` differs).
 	BundleModel *ModelSpec `protobuf:"bytes,10,opt,name=bundle_model,json=bundleModel,proto3" json:"bundle_model,omitempty"`
 	// The MCP servers the agent uses (its agent.yaml's `spec.mcp_servers`), in that order.
-	McpServers    []*McpServerInfo `protobuf:"bytes,11,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
+	McpServers []*McpServerInfo `protobuf:"bytes,11,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
+	// The agents of the same bundle this agent may delegate to with the `Agent` tool
+	// (`spec.delegates` of its agent.yaml).
+	Delegates     []string `protobuf:"bytes,12,rep,name=delegates,proto3" json:"delegates,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -239,6 +242,13 @@ func (x *AgentInfo) GetBundleModel() *ModelSpec {
 func (x *AgentInfo) GetMcpServers() []*McpServerInfo {
 	if x != nil {
 		return x.McpServers
+	}
+	return nil
+}
+
+func (x *AgentInfo) GetDelegates() []string {
+	if x != nil {
+		return x.Delegates
 	}
 	return nil
 }
@@ -2035,7 +2045,7 @@ const file_odyssey_v1_bundle_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x06 \x01(\x04R\tsizeBytes\x12\x1d\n" +
 	"\n" +
-	"file_count\x18\a \x01(\rR\tfileCount\"\x8a\x03\n" +
+	"file_count\x18\a \x01(\rR\tfileCount\"\xa8\x03\n" +
 	"\tAgentInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -2052,7 +2062,8 @@ const file_odyssey_v1_bundle_proto_rawDesc = "" +
 	"\fbundle_model\x18\n" +
 	" \x01(\v2\x15.odyssey.v1.ModelSpecR\vbundleModel\x12:\n" +
 	"\vmcp_servers\x18\v \x03(\v2\x19.odyssey.v1.McpServerInfoR\n" +
-	"mcpServers\"S\n" +
+	"mcpServers\x12\x1c\n" +
+	"\tdelegates\x18\f \x03(\tR\tdelegates\"S\n" +
 	"\rMcpServerInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1a\n" +

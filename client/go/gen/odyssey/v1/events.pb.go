@@ -377,6 +377,8 @@ type SessionEvent struct {
 	//	*SessionEvent_NetworkConnectionAttempted
 	//	*SessionEvent_UserInputAdded
 	//	*SessionEvent_SessionRewound
+	//	*SessionEvent_SubagentStarted
+	//	*SessionEvent_SubagentFinished
 	Payload       isSessionEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -643,6 +645,24 @@ func (x *SessionEvent) GetSessionRewound() *SessionRewound {
 	return nil
 }
 
+func (x *SessionEvent) GetSubagentStarted() *SubagentStarted {
+	if x != nil {
+		if x, ok := x.Payload.(*SessionEvent_SubagentStarted); ok {
+			return x.SubagentStarted
+		}
+	}
+	return nil
+}
+
+func (x *SessionEvent) GetSubagentFinished() *SubagentFinished {
+	if x != nil {
+		if x, ok := x.Payload.(*SessionEvent_SubagentFinished); ok {
+			return x.SubagentFinished
+		}
+	}
+	return nil
+}
+
 type isSessionEvent_Payload interface {
 	isSessionEvent_Payload()
 }
@@ -731,6 +751,14 @@ type SessionEvent_SessionRewound struct {
 	SessionRewound *SessionRewound `protobuf:"bytes,32,opt,name=session_rewound,json=sessionRewound,proto3,oneof"`
 }
 
+type SessionEvent_SubagentStarted struct {
+	SubagentStarted *SubagentStarted `protobuf:"bytes,30,opt,name=subagent_started,json=subagentStarted,proto3,oneof"`
+}
+
+type SessionEvent_SubagentFinished struct {
+	SubagentFinished *SubagentFinished `protobuf:"bytes,31,opt,name=subagent_finished,json=subagentFinished,proto3,oneof"`
+}
+
 func (*SessionEvent_TurnStarted) isSessionEvent_Payload() {}
 
 func (*SessionEvent_TurnCompleted) isSessionEvent_Payload() {}
@@ -772,6 +800,10 @@ func (*SessionEvent_NetworkConnectionAttempted) isSessionEvent_Payload() {}
 func (*SessionEvent_UserInputAdded) isSessionEvent_Payload() {}
 
 func (*SessionEvent_SessionRewound) isSessionEvent_Payload() {}
+
+func (*SessionEvent_SubagentStarted) isSessionEvent_Payload() {}
+
+func (*SessionEvent_SubagentFinished) isSessionEvent_Payload() {}
 
 // The effective values a turn runs with.
 type TurnContext struct {
@@ -2411,12 +2443,190 @@ func (x *SessionRewound) GetEntries() uint64 {
 	return 0
 }
 
+// A call of the builtin `Agent` tool started a child session (a sub-agent) and queued a
+// turn on it. The child's own events stay in the child's log (follow them with
+// SubscribeSession on `child_session_id`); the parent's log records the start and the end.
+type SubagentStarted struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The `Agent` tool call that started the child.
+	CallId         string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	ChildSessionId string `protobuf:"bytes,2,opt,name=child_session_id,json=childSessionId,proto3" json:"child_session_id,omitempty"`
+	// The child's turn (its execution id).
+	ChildTurnId string `protobuf:"bytes,3,opt,name=child_turn_id,json=childTurnId,proto3" json:"child_turn_id,omitempty"`
+	// The agent of the bundle the child runs.
+	AgentId string `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// "shared": the child works in the parent's workspace; "fresh": in a workspace of its own.
+	Workspace     string `protobuf:"bytes,5,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubagentStarted) Reset() {
+	*x = SubagentStarted{}
+	mi := &file_odyssey_v1_events_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubagentStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubagentStarted) ProtoMessage() {}
+
+func (x *SubagentStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_events_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubagentStarted.ProtoReflect.Descriptor instead.
+func (*SubagentStarted) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_events_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SubagentStarted) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *SubagentStarted) GetChildSessionId() string {
+	if x != nil {
+		return x.ChildSessionId
+	}
+	return ""
+}
+
+func (x *SubagentStarted) GetChildTurnId() string {
+	if x != nil {
+		return x.ChildTurnId
+	}
+	return ""
+}
+
+func (x *SubagentStarted) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *SubagentStarted) GetWorkspace() string {
+	if x != nil {
+		return x.Workspace
+	}
+	return ""
+}
+
+// A sub-agent's turn ended. Its usage counts against the parent session's token budget.
+type SubagentFinished struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	CallId         string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	ChildSessionId string                 `protobuf:"bytes,2,opt,name=child_session_id,json=childSessionId,proto3" json:"child_session_id,omitempty"`
+	ChildTurnId    string                 `protobuf:"bytes,3,opt,name=child_turn_id,json=childTurnId,proto3" json:"child_turn_id,omitempty"`
+	AgentId        string                 `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Outcome        TurnOutcome            `protobuf:"varint,5,opt,name=outcome,proto3,enum=odyssey.v1.TurnOutcome" json:"outcome,omitempty"`
+	// Why the child's turn did not complete (empty when it did).
+	Error string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	// Tokens the child's turn spent.
+	Usage         *TokenUsage `protobuf:"bytes,7,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubagentFinished) Reset() {
+	*x = SubagentFinished{}
+	mi := &file_odyssey_v1_events_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubagentFinished) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubagentFinished) ProtoMessage() {}
+
+func (x *SubagentFinished) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_events_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubagentFinished.ProtoReflect.Descriptor instead.
+func (*SubagentFinished) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_events_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SubagentFinished) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *SubagentFinished) GetChildSessionId() string {
+	if x != nil {
+		return x.ChildSessionId
+	}
+	return ""
+}
+
+func (x *SubagentFinished) GetChildTurnId() string {
+	if x != nil {
+		return x.ChildTurnId
+	}
+	return ""
+}
+
+func (x *SubagentFinished) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *SubagentFinished) GetOutcome() TurnOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return TurnOutcome_TURN_OUTCOME_UNSPECIFIED
+}
+
+func (x *SubagentFinished) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *SubagentFinished) GetUsage() *TokenUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 var File_odyssey_v1_events_proto protoreflect.FileDescriptor
 
 const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"\x17odyssey/v1/events.proto\x12\n" +
-	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\x8c\x0e\n" +
+	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\xa3\x0f\n" +
 	"\fSessionEvent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2446,7 +2656,9 @@ const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\x0fmemory_recalled\x18\x1b \x01(\v2\x1a.odyssey.v1.MemoryRecalledH\x00R\x0ememoryRecalled\x12j\n" +
 	"\x1cnetwork_connection_attempted\x18\x1c \x01(\v2&.odyssey.v1.NetworkConnectionAttemptedH\x00R\x1anetworkConnectionAttempted\x12F\n" +
 	"\x10user_input_added\x18\x1d \x01(\v2\x1a.odyssey.v1.UserInputAddedH\x00R\x0euserInputAdded\x12E\n" +
-	"\x0fsession_rewound\x18  \x01(\v2\x1a.odyssey.v1.SessionRewoundH\x00R\x0esessionRewoundB\t\n" +
+	"\x0fsession_rewound\x18  \x01(\v2\x1a.odyssey.v1.SessionRewoundH\x00R\x0esessionRewound\x12H\n" +
+	"\x10subagent_started\x18\x1e \x01(\v2\x1b.odyssey.v1.SubagentStartedH\x00R\x0fsubagentStarted\x12K\n" +
+	"\x11subagent_finished\x18\x1f \x01(\v2\x1c.odyssey.v1.SubagentFinishedH\x00R\x10subagentFinishedB\t\n" +
 	"\apayload\"\xcd\x02\n" +
 	"\vTurnContext\x12\x10\n" +
 	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x12+\n" +
@@ -2572,7 +2784,21 @@ const file_odyssey_v1_events_proto_rawDesc = "" +
 	"toSequence\x12\x1d\n" +
 	"\n" +
 	"turns_left\x18\x04 \x01(\x04R\tturnsLeft\x12\x18\n" +
-	"\aentries\x18\x05 \x01(\x04R\aentries*\x9a\x01\n" +
+	"\aentries\x18\x05 \x01(\x04R\aentries\"\xb1\x01\n" +
+	"\x0fSubagentStarted\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12(\n" +
+	"\x10child_session_id\x18\x02 \x01(\tR\x0echildSessionId\x12\"\n" +
+	"\rchild_turn_id\x18\x03 \x01(\tR\vchildTurnId\x12\x19\n" +
+	"\bagent_id\x18\x04 \x01(\tR\aagentId\x12\x1c\n" +
+	"\tworkspace\x18\x05 \x01(\tR\tworkspace\"\x8b\x02\n" +
+	"\x10SubagentFinished\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12(\n" +
+	"\x10child_session_id\x18\x02 \x01(\tR\x0echildSessionId\x12\"\n" +
+	"\rchild_turn_id\x18\x03 \x01(\tR\vchildTurnId\x12\x19\n" +
+	"\bagent_id\x18\x04 \x01(\tR\aagentId\x121\n" +
+	"\aoutcome\x18\x05 \x01(\x0e2\x17.odyssey.v1.TurnOutcomeR\aoutcome\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12,\n" +
+	"\x05usage\x18\a \x01(\v2\x16.odyssey.v1.TokenUsageR\x05usage*\x9a\x01\n" +
 	"\vTurnOutcome\x12\x1c\n" +
 	"\x18TURN_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TURN_OUTCOME_COMPLETED\x10\x01\x12\x17\n" +
@@ -2622,7 +2848,7 @@ func file_odyssey_v1_events_proto_rawDescGZIP() []byte {
 }
 
 var file_odyssey_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_odyssey_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_odyssey_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_odyssey_v1_events_proto_goTypes = []any{
 	(TurnOutcome)(0),                   // 0: odyssey.v1.TurnOutcome
 	(ChatRole)(0),                      // 1: odyssey.v1.ChatRole
@@ -2656,17 +2882,19 @@ var file_odyssey_v1_events_proto_goTypes = []any{
 	(*NetworkConnectionAttempted)(nil), // 29: odyssey.v1.NetworkConnectionAttempted
 	(*UserInputAdded)(nil),             // 30: odyssey.v1.UserInputAdded
 	(*SessionRewound)(nil),             // 31: odyssey.v1.SessionRewound
-	nil,                                // 32: odyssey.v1.TurnContext.MetadataEntry
-	(*timestamppb.Timestamp)(nil),      // 33: google.protobuf.Timestamp
-	(*ModelSpec)(nil),                  // 34: odyssey.v1.ModelSpec
-	(SandboxMode)(0),                   // 35: odyssey.v1.SandboxMode
-	(ApprovalPolicy)(0),                // 36: odyssey.v1.ApprovalPolicy
-	(*TokenUsage)(nil),                 // 37: odyssey.v1.TokenUsage
-	(*structpb.Struct)(nil),            // 38: google.protobuf.Struct
-	(InputMode)(0),                     // 39: odyssey.v1.InputMode
+	(*SubagentStarted)(nil),            // 32: odyssey.v1.SubagentStarted
+	(*SubagentFinished)(nil),           // 33: odyssey.v1.SubagentFinished
+	nil,                                // 34: odyssey.v1.TurnContext.MetadataEntry
+	(*timestamppb.Timestamp)(nil),      // 35: google.protobuf.Timestamp
+	(*ModelSpec)(nil),                  // 36: odyssey.v1.ModelSpec
+	(SandboxMode)(0),                   // 37: odyssey.v1.SandboxMode
+	(ApprovalPolicy)(0),                // 38: odyssey.v1.ApprovalPolicy
+	(*TokenUsage)(nil),                 // 39: odyssey.v1.TokenUsage
+	(*structpb.Struct)(nil),            // 40: google.protobuf.Struct
+	(InputMode)(0),                     // 41: odyssey.v1.InputMode
 }
 var file_odyssey_v1_events_proto_depIdxs = []int32{
-	33, // 0: odyssey.v1.SessionEvent.created_at:type_name -> google.protobuf.Timestamp
+	35, // 0: odyssey.v1.SessionEvent.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 1: odyssey.v1.SessionEvent.turn_started:type_name -> odyssey.v1.TurnStarted
 	9,  // 2: odyssey.v1.SessionEvent.turn_completed:type_name -> odyssey.v1.TurnCompleted
 	12, // 3: odyssey.v1.SessionEvent.agent_message_delta:type_name -> odyssey.v1.AgentMessageDelta
@@ -2688,32 +2916,36 @@ var file_odyssey_v1_events_proto_depIdxs = []int32{
 	29, // 19: odyssey.v1.SessionEvent.network_connection_attempted:type_name -> odyssey.v1.NetworkConnectionAttempted
 	30, // 20: odyssey.v1.SessionEvent.user_input_added:type_name -> odyssey.v1.UserInputAdded
 	31, // 21: odyssey.v1.SessionEvent.session_rewound:type_name -> odyssey.v1.SessionRewound
-	34, // 22: odyssey.v1.TurnContext.model:type_name -> odyssey.v1.ModelSpec
-	35, // 23: odyssey.v1.TurnContext.sandbox_mode:type_name -> odyssey.v1.SandboxMode
-	36, // 24: odyssey.v1.TurnContext.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
-	32, // 25: odyssey.v1.TurnContext.metadata:type_name -> odyssey.v1.TurnContext.MetadataEntry
-	7,  // 26: odyssey.v1.TurnStarted.context:type_name -> odyssey.v1.TurnContext
-	0,  // 27: odyssey.v1.TurnCompleted.outcome:type_name -> odyssey.v1.TurnOutcome
-	37, // 28: odyssey.v1.TurnCompleted.usage:type_name -> odyssey.v1.TokenUsage
-	10, // 29: odyssey.v1.TurnCompleted.messages:type_name -> odyssey.v1.ChatMessage
-	1,  // 30: odyssey.v1.ChatMessage.role:type_name -> odyssey.v1.ChatRole
-	11, // 31: odyssey.v1.ChatMessage.tool_calls:type_name -> odyssey.v1.ToolCall
-	38, // 32: odyssey.v1.ToolCallStarted.arguments:type_name -> google.protobuf.Struct
-	2,  // 33: odyssey.v1.ExecCommandOutputDelta.stream:type_name -> odyssey.v1.OutputStream
-	38, // 34: odyssey.v1.PermissionRequested.arguments:type_name -> google.protobuf.Struct
-	3,  // 35: odyssey.v1.ApprovalResolved.decision:type_name -> odyssey.v1.ApprovalDecision
-	4,  // 36: odyssey.v1.ApprovalResolved.resolution:type_name -> odyssey.v1.ApprovalResolution
-	5,  // 37: odyssey.v1.PlanStep.status:type_name -> odyssey.v1.PlanStepStatus
-	23, // 38: odyssey.v1.PlanUpdated.steps:type_name -> odyssey.v1.PlanStep
-	37, // 39: odyssey.v1.TokenUsageReported.call:type_name -> odyssey.v1.TokenUsage
-	37, // 40: odyssey.v1.TokenUsageReported.turn_total:type_name -> odyssey.v1.TokenUsage
-	37, // 41: odyssey.v1.HistoryCompacted.usage:type_name -> odyssey.v1.TokenUsage
-	39, // 42: odyssey.v1.UserInputAdded.mode:type_name -> odyssey.v1.InputMode
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	32, // 22: odyssey.v1.SessionEvent.subagent_started:type_name -> odyssey.v1.SubagentStarted
+	33, // 23: odyssey.v1.SessionEvent.subagent_finished:type_name -> odyssey.v1.SubagentFinished
+	36, // 24: odyssey.v1.TurnContext.model:type_name -> odyssey.v1.ModelSpec
+	37, // 25: odyssey.v1.TurnContext.sandbox_mode:type_name -> odyssey.v1.SandboxMode
+	38, // 26: odyssey.v1.TurnContext.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
+	34, // 27: odyssey.v1.TurnContext.metadata:type_name -> odyssey.v1.TurnContext.MetadataEntry
+	7,  // 28: odyssey.v1.TurnStarted.context:type_name -> odyssey.v1.TurnContext
+	0,  // 29: odyssey.v1.TurnCompleted.outcome:type_name -> odyssey.v1.TurnOutcome
+	39, // 30: odyssey.v1.TurnCompleted.usage:type_name -> odyssey.v1.TokenUsage
+	10, // 31: odyssey.v1.TurnCompleted.messages:type_name -> odyssey.v1.ChatMessage
+	1,  // 32: odyssey.v1.ChatMessage.role:type_name -> odyssey.v1.ChatRole
+	11, // 33: odyssey.v1.ChatMessage.tool_calls:type_name -> odyssey.v1.ToolCall
+	40, // 34: odyssey.v1.ToolCallStarted.arguments:type_name -> google.protobuf.Struct
+	2,  // 35: odyssey.v1.ExecCommandOutputDelta.stream:type_name -> odyssey.v1.OutputStream
+	40, // 36: odyssey.v1.PermissionRequested.arguments:type_name -> google.protobuf.Struct
+	3,  // 37: odyssey.v1.ApprovalResolved.decision:type_name -> odyssey.v1.ApprovalDecision
+	4,  // 38: odyssey.v1.ApprovalResolved.resolution:type_name -> odyssey.v1.ApprovalResolution
+	5,  // 39: odyssey.v1.PlanStep.status:type_name -> odyssey.v1.PlanStepStatus
+	23, // 40: odyssey.v1.PlanUpdated.steps:type_name -> odyssey.v1.PlanStep
+	39, // 41: odyssey.v1.TokenUsageReported.call:type_name -> odyssey.v1.TokenUsage
+	39, // 42: odyssey.v1.TokenUsageReported.turn_total:type_name -> odyssey.v1.TokenUsage
+	39, // 43: odyssey.v1.HistoryCompacted.usage:type_name -> odyssey.v1.TokenUsage
+	41, // 44: odyssey.v1.UserInputAdded.mode:type_name -> odyssey.v1.InputMode
+	0,  // 45: odyssey.v1.SubagentFinished.outcome:type_name -> odyssey.v1.TurnOutcome
+	39, // 46: odyssey.v1.SubagentFinished.usage:type_name -> odyssey.v1.TokenUsage
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_events_proto_init() }
@@ -2744,6 +2976,8 @@ func file_odyssey_v1_events_proto_init() {
 		(*SessionEvent_NetworkConnectionAttempted)(nil),
 		(*SessionEvent_UserInputAdded)(nil),
 		(*SessionEvent_SessionRewound)(nil),
+		(*SessionEvent_SubagentStarted)(nil),
+		(*SessionEvent_SubagentFinished)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2751,7 +2985,7 @@ func file_odyssey_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_events_proto_rawDesc), len(file_odyssey_v1_events_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

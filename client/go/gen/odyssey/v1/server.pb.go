@@ -291,8 +291,14 @@ type ServerLimits struct {
 	MaxTurnDurationMs uint64                 `protobuf:"varint,6,opt,name=max_turn_duration_ms,json=maxTurnDurationMs,proto3" json:"max_turn_duration_ms,omitempty"`
 	Queued            uint32                 `protobuf:"varint,7,opt,name=queued,proto3" json:"queued,omitempty"`
 	Running           uint32                 `protobuf:"varint,8,opt,name=running,proto3" json:"running,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// How deep sub-agents may nest: a session this many levels below one a client created
+	// cannot start another (its `Agent` calls are refused).
+	MaxSubagentDepth uint32 `protobuf:"varint,9,opt,name=max_subagent_depth,json=maxSubagentDepth,proto3" json:"max_subagent_depth,omitempty"`
+	// How many sub-agents one turn may run at once; further `Agent` calls of the same model
+	// step wait for one to end.
+	MaxConcurrentSubagents uint32 `protobuf:"varint,10,opt,name=max_concurrent_subagents,json=maxConcurrentSubagents,proto3" json:"max_concurrent_subagents,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *ServerLimits) Reset() {
@@ -377,6 +383,20 @@ func (x *ServerLimits) GetQueued() uint32 {
 func (x *ServerLimits) GetRunning() uint32 {
 	if x != nil {
 		return x.Running
+	}
+	return 0
+}
+
+func (x *ServerLimits) GetMaxSubagentDepth() uint32 {
+	if x != nil {
+		return x.MaxSubagentDepth
+	}
+	return 0
+}
+
+func (x *ServerLimits) GetMaxConcurrentSubagents() uint32 {
+	if x != nil {
+		return x.MaxConcurrentSubagents
 	}
 	return 0
 }
@@ -740,7 +760,7 @@ const file_odyssey_v1_server_proto_rawDesc = "" +
 	"\x0eServerActivity\x12\x14\n" +
 	"\x05tasks\x18\x01 \x01(\x04R\x05tasks\x12#\n" +
 	"\ropen_sessions\x18\x02 \x01(\rR\fopenSessions\x12$\n" +
-	"\rsubscriptions\x18\x03 \x01(\rR\rsubscriptions\"\xb9\x02\n" +
+	"\rsubscriptions\x18\x03 \x01(\rR\rsubscriptions\"\xa1\x03\n" +
 	"\fServerLimits\x12!\n" +
 	"\fworker_count\x18\x01 \x01(\rR\vworkerCount\x12%\n" +
 	"\x0equeue_capacity\x18\x02 \x01(\rR\rqueueCapacity\x12*\n" +
@@ -749,7 +769,10 @@ const file_odyssey_v1_server_proto_rawDesc = "" +
 	"\x0emax_turn_steps\x18\x05 \x01(\rR\fmaxTurnSteps\x12/\n" +
 	"\x14max_turn_duration_ms\x18\x06 \x01(\x04R\x11maxTurnDurationMs\x12\x16\n" +
 	"\x06queued\x18\a \x01(\rR\x06queued\x12\x18\n" +
-	"\arunning\x18\b \x01(\rR\arunning\"\xba\x02\n" +
+	"\arunning\x18\b \x01(\rR\arunning\x12,\n" +
+	"\x12max_subagent_depth\x18\t \x01(\rR\x10maxSubagentDepth\x128\n" +
+	"\x18max_concurrent_subagents\x18\n" +
+	" \x01(\rR\x16maxConcurrentSubagents\"\xba\x02\n" +
 	"\x13SandboxCapabilities\x12\x1e\n" +
 	"\n" +
 	"bubblewrap\x18\x01 \x01(\bR\n" +

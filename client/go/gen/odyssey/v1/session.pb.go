@@ -204,6 +204,10 @@ type Session struct {
 	// What the session is doing now, derived by the server when the session is read (never
 	// stored: after a restart every session is idle, its interrupted turns recorded so).
 	State SessionState `protobuf:"varint,15,opt,name=state,proto3,enum=odyssey.v1.SessionState" json:"state,omitempty"`
+	// Set on a sub-agent's session: the session whose `Agent` tool call created it, and
+	// that call's id. Empty on sessions a client created.
+	ParentSessionId string `protobuf:"bytes,16,opt,name=parent_session_id,json=parentSessionId,proto3" json:"parent_session_id,omitempty"`
+	ParentCallId    string `protobuf:"bytes,17,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
 	// The session this one was forked from; empty for a session that was not forked.
 	ForkedFrom string `protobuf:"bytes,18,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
 	// Where in `forked_from` it was forked; unset for a session that was not forked.
@@ -345,6 +349,20 @@ func (x *Session) GetState() SessionState {
 		return x.State
 	}
 	return SessionState_SESSION_STATE_UNSPECIFIED
+}
+
+func (x *Session) GetParentSessionId() string {
+	if x != nil {
+		return x.ParentSessionId
+	}
+	return ""
+}
+
+func (x *Session) GetParentCallId() string {
+	if x != nil {
+		return x.ParentCallId
+	}
+	return ""
 }
 
 func (x *Session) GetForkedFrom() string {
@@ -661,9 +679,11 @@ type ListSessionsRequest struct {
 	// Only sessions created from this bundle name (or `ns/name`), when set.
 	Bundle string `protobuf:"bytes,3,opt,name=bundle,proto3" json:"bundle,omitempty"`
 	// Only sessions of this agent, when set.
-	AgentId       string `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AgentId string `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// Only the sub-agent sessions this session created (its direct children), when set.
+	ParentSessionId string `protobuf:"bytes,5,opt,name=parent_session_id,json=parentSessionId,proto3" json:"parent_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListSessionsRequest) Reset() {
@@ -720,6 +740,13 @@ func (x *ListSessionsRequest) GetBundle() string {
 func (x *ListSessionsRequest) GetAgentId() string {
 	if x != nil {
 		return x.AgentId
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetParentSessionId() string {
+	if x != nil {
+		return x.ParentSessionId
 	}
 	return ""
 }
@@ -1879,7 +1906,7 @@ var File_odyssey_v1_session_proto protoreflect.FileDescriptor
 const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"\x18odyssey/v1/session.proto\x12\n" +
-	"odyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\x1a\x17odyssey/v1/events.proto\"\xc8\x06\n" +
+	"odyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\x1a\x17odyssey/v1/events.proto\"\x9a\a\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12)\n" +
 	"\x10bundle_reference\x18\x02 \x01(\tR\x0fbundleReference\x12-\n" +
@@ -1899,7 +1926,9 @@ const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\bmetadata\x18\f \x03(\v2!.odyssey.v1.Session.MetadataEntryR\bmetadata\x12,\n" +
 	"\x05usage\x18\r \x01(\v2\x16.odyssey.v1.TokenUsageR\x05usage\x12!\n" +
 	"\ftoken_budget\x18\x0e \x01(\x04R\vtokenBudget\x12.\n" +
-	"\x05state\x18\x0f \x01(\x0e2\x18.odyssey.v1.SessionStateR\x05state\x12\x1f\n" +
+	"\x05state\x18\x0f \x01(\x0e2\x18.odyssey.v1.SessionStateR\x05state\x12*\n" +
+	"\x11parent_session_id\x18\x10 \x01(\tR\x0fparentSessionId\x12$\n" +
+	"\x0eparent_call_id\x18\x11 \x01(\tR\fparentCallId\x12\x1f\n" +
 	"\vforked_from\x18\x12 \x01(\tR\n" +
 	"forkedFrom\x122\n" +
 	"\tforked_at\x18\x13 \x01(\v2\x15.odyssey.v1.ForkPointR\bforkedAt\x1a;\n" +
@@ -1927,13 +1956,14 @@ const file_odyssey_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"C\n" +
 	"\x12GetSessionResponse\x12-\n" +
-	"\asession\x18\x01 \x01(\v2\x13.odyssey.v1.SessionR\asession\"\x84\x01\n" +
+	"\asession\x18\x01 \x01(\v2\x13.odyssey.v1.SessionR\asession\"\xb0\x01\n" +
 	"\x13ListSessionsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x16\n" +
 	"\x06bundle\x18\x03 \x01(\tR\x06bundle\x12\x19\n" +
-	"\bagent_id\x18\x04 \x01(\tR\aagentId\"o\n" +
+	"\bagent_id\x18\x04 \x01(\tR\aagentId\x12*\n" +
+	"\x11parent_session_id\x18\x05 \x01(\tR\x0fparentSessionId\"o\n" +
 	"\x14ListSessionsResponse\x12/\n" +
 	"\bsessions\x18\x01 \x03(\v2\x13.odyssey.v1.SessionR\bsessions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"5\n" +

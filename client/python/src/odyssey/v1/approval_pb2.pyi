@@ -12,7 +12,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Approval(_message.Message):
-    __slots__ = ("request_id", "session_id", "execution_id", "call_id", "tool", "arguments", "summary", "requested_at", "expires_at", "display", "control_characters", "reason")
+    __slots__ = ("request_id", "session_id", "execution_id", "call_id", "tool", "arguments", "summary", "requested_at", "expires_at", "display", "control_characters", "reason", "parent_session_ids")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -25,6 +25,7 @@ class Approval(_message.Message):
     DISPLAY_FIELD_NUMBER: _ClassVar[int]
     CONTROL_CHARACTERS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    PARENT_SESSION_IDS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     session_id: str
     execution_id: str
@@ -37,7 +38,8 @@ class Approval(_message.Message):
     display: str
     control_characters: bool
     reason: str
-    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[str] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., display: _Optional[str] = ..., control_characters: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+    parent_session_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[str] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., display: _Optional[str] = ..., control_characters: _Optional[bool] = ..., reason: _Optional[str] = ..., parent_session_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListApprovalsRequest(_message.Message):
     __slots__ = ("session_id", "page_size", "page_token")

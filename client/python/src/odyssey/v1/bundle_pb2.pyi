@@ -29,7 +29,7 @@ class Bundle(_message.Message):
     def __init__(self, ref: _Optional[_Union[_common_pb2.BundleRef, _Mapping]] = ..., description: _Optional[str] = ..., default_agent_id: _Optional[str] = ..., agent_ids: _Optional[_Iterable[str]] = ..., installed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., size_bytes: _Optional[int] = ..., file_count: _Optional[int] = ...) -> None: ...
 
 class AgentInfo(_message.Message):
-    __slots__ = ("id", "name", "version", "description", "model", "is_default", "tools_allow", "tools_ask", "tools_deny", "bundle_model", "mcp_servers")
+    __slots__ = ("id", "name", "version", "description", "model", "is_default", "tools_allow", "tools_ask", "tools_deny", "bundle_model", "mcp_servers", "delegates")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -41,6 +41,7 @@ class AgentInfo(_message.Message):
     TOOLS_DENY_FIELD_NUMBER: _ClassVar[int]
     BUNDLE_MODEL_FIELD_NUMBER: _ClassVar[int]
     MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
+    DELEGATES_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     version: str
@@ -52,7 +53,8 @@ class AgentInfo(_message.Message):
     tools_deny: _containers.RepeatedScalarFieldContainer[str]
     bundle_model: _common_pb2.ModelSpec
     mcp_servers: _containers.RepeatedCompositeFieldContainer[McpServerInfo]
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., is_default: _Optional[bool] = ..., tools_allow: _Optional[_Iterable[str]] = ..., tools_ask: _Optional[_Iterable[str]] = ..., tools_deny: _Optional[_Iterable[str]] = ..., bundle_model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerInfo, _Mapping]]] = ...) -> None: ...
+    delegates: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., is_default: _Optional[bool] = ..., tools_allow: _Optional[_Iterable[str]] = ..., tools_ask: _Optional[_Iterable[str]] = ..., tools_deny: _Optional[_Iterable[str]] = ..., bundle_model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerInfo, _Mapping]]] = ..., delegates: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class McpServerInfo(_message.Message):
     __slots__ = ("name", "kind", "operator")

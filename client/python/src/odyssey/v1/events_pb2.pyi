@@ -83,7 +83,7 @@ PLAN_STEP_STATUS_IN_PROGRESS: PlanStepStatus
 PLAN_STEP_STATUS_COMPLETED: PlanStepStatus
 
 class SessionEvent(_message.Message):
-    __slots__ = ("id", "session_id", "sequence", "created_at", "turn_id", "turn_started", "turn_completed", "agent_message_delta", "reasoning_delta", "reasoning_section_break", "tool_call_started", "tool_call_delta", "tool_call_finished", "exec_command_begin", "exec_command_output_delta", "exec_command_end", "permission_requested", "approval_resolved", "plan_updated", "token_usage_reported", "error_occurred", "history_compacted", "memory_recalled", "network_connection_attempted", "user_input_added", "session_rewound")
+    __slots__ = ("id", "session_id", "sequence", "created_at", "turn_id", "turn_started", "turn_completed", "agent_message_delta", "reasoning_delta", "reasoning_section_break", "tool_call_started", "tool_call_delta", "tool_call_finished", "exec_command_begin", "exec_command_output_delta", "exec_command_end", "permission_requested", "approval_resolved", "plan_updated", "token_usage_reported", "error_occurred", "history_compacted", "memory_recalled", "network_connection_attempted", "user_input_added", "session_rewound", "subagent_started", "subagent_finished")
     ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
@@ -110,6 +110,8 @@ class SessionEvent(_message.Message):
     NETWORK_CONNECTION_ATTEMPTED_FIELD_NUMBER: _ClassVar[int]
     USER_INPUT_ADDED_FIELD_NUMBER: _ClassVar[int]
     SESSION_REWOUND_FIELD_NUMBER: _ClassVar[int]
+    SUBAGENT_STARTED_FIELD_NUMBER: _ClassVar[int]
+    SUBAGENT_FINISHED_FIELD_NUMBER: _ClassVar[int]
     id: str
     session_id: str
     sequence: int
@@ -136,7 +138,9 @@ class SessionEvent(_message.Message):
     network_connection_attempted: NetworkConnectionAttempted
     user_input_added: UserInputAdded
     session_rewound: SessionRewound
-    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., sequence: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., turn_started: _Optional[_Union[TurnStarted, _Mapping]] = ..., turn_completed: _Optional[_Union[TurnCompleted, _Mapping]] = ..., agent_message_delta: _Optional[_Union[AgentMessageDelta, _Mapping]] = ..., reasoning_delta: _Optional[_Union[ReasoningDelta, _Mapping]] = ..., reasoning_section_break: _Optional[_Union[ReasoningSectionBreak, _Mapping]] = ..., tool_call_started: _Optional[_Union[ToolCallStarted, _Mapping]] = ..., tool_call_delta: _Optional[_Union[ToolCallDelta, _Mapping]] = ..., tool_call_finished: _Optional[_Union[ToolCallFinished, _Mapping]] = ..., exec_command_begin: _Optional[_Union[ExecCommandBegin, _Mapping]] = ..., exec_command_output_delta: _Optional[_Union[ExecCommandOutputDelta, _Mapping]] = ..., exec_command_end: _Optional[_Union[ExecCommandEnd, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., approval_resolved: _Optional[_Union[ApprovalResolved, _Mapping]] = ..., plan_updated: _Optional[_Union[PlanUpdated, _Mapping]] = ..., token_usage_reported: _Optional[_Union[TokenUsageReported, _Mapping]] = ..., error_occurred: _Optional[_Union[ErrorOccurred, _Mapping]] = ..., history_compacted: _Optional[_Union[HistoryCompacted, _Mapping]] = ..., memory_recalled: _Optional[_Union[MemoryRecalled, _Mapping]] = ..., network_connection_attempted: _Optional[_Union[NetworkConnectionAttempted, _Mapping]] = ..., user_input_added: _Optional[_Union[UserInputAdded, _Mapping]] = ..., session_rewound: _Optional[_Union[SessionRewound, _Mapping]] = ...) -> None: ...
+    subagent_started: SubagentStarted
+    subagent_finished: SubagentFinished
+    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., sequence: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., turn_started: _Optional[_Union[TurnStarted, _Mapping]] = ..., turn_completed: _Optional[_Union[TurnCompleted, _Mapping]] = ..., agent_message_delta: _Optional[_Union[AgentMessageDelta, _Mapping]] = ..., reasoning_delta: _Optional[_Union[ReasoningDelta, _Mapping]] = ..., reasoning_section_break: _Optional[_Union[ReasoningSectionBreak, _Mapping]] = ..., tool_call_started: _Optional[_Union[ToolCallStarted, _Mapping]] = ..., tool_call_delta: _Optional[_Union[ToolCallDelta, _Mapping]] = ..., tool_call_finished: _Optional[_Union[ToolCallFinished, _Mapping]] = ..., exec_command_begin: _Optional[_Union[ExecCommandBegin, _Mapping]] = ..., exec_command_output_delta: _Optional[_Union[ExecCommandOutputDelta, _Mapping]] = ..., exec_command_end: _Optional[_Union[ExecCommandEnd, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., approval_resolved: _Optional[_Union[ApprovalResolved, _Mapping]] = ..., plan_updated: _Optional[_Union[PlanUpdated, _Mapping]] = ..., token_usage_reported: _Optional[_Union[TokenUsageReported, _Mapping]] = ..., error_occurred: _Optional[_Union[ErrorOccurred, _Mapping]] = ..., history_compacted: _Optional[_Union[HistoryCompacted, _Mapping]] = ..., memory_recalled: _Optional[_Union[MemoryRecalled, _Mapping]] = ..., network_connection_attempted: _Optional[_Union[NetworkConnectionAttempted, _Mapping]] = ..., user_input_added: _Optional[_Union[UserInputAdded, _Mapping]] = ..., session_rewound: _Optional[_Union[SessionRewound, _Mapping]] = ..., subagent_started: _Optional[_Union[SubagentStarted, _Mapping]] = ..., subagent_finished: _Optional[_Union[SubagentFinished, _Mapping]] = ...) -> None: ...
 
 class TurnContext(_message.Message):
     __slots__ = ("cwd", "model", "sandbox_mode", "approval_policy", "metadata")
@@ -414,3 +418,35 @@ class SessionRewound(_message.Message):
     turns_left: int
     entries: int
     def __init__(self, to_turn: _Optional[int] = ..., to_turn_id: _Optional[str] = ..., to_sequence: _Optional[int] = ..., turns_left: _Optional[int] = ..., entries: _Optional[int] = ...) -> None: ...
+
+class SubagentStarted(_message.Message):
+    __slots__ = ("call_id", "child_session_id", "child_turn_id", "agent_id", "workspace")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    CHILD_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    CHILD_TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    child_session_id: str
+    child_turn_id: str
+    agent_id: str
+    workspace: str
+    def __init__(self, call_id: _Optional[str] = ..., child_session_id: _Optional[str] = ..., child_turn_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., workspace: _Optional[str] = ...) -> None: ...
+
+class SubagentFinished(_message.Message):
+    __slots__ = ("call_id", "child_session_id", "child_turn_id", "agent_id", "outcome", "error", "usage")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    CHILD_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    CHILD_TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    child_session_id: str
+    child_turn_id: str
+    agent_id: str
+    outcome: TurnOutcome
+    error: str
+    usage: _common_pb2.TokenUsage
+    def __init__(self, call_id: _Optional[str] = ..., child_session_id: _Optional[str] = ..., child_turn_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., outcome: _Optional[_Union[TurnOutcome, str]] = ..., error: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ...) -> None: ...

@@ -57,7 +57,7 @@ class ServerActivity(_message.Message):
     def __init__(self, tasks: _Optional[int] = ..., open_sessions: _Optional[int] = ..., subscriptions: _Optional[int] = ...) -> None: ...
 
 class ServerLimits(_message.Message):
-    __slots__ = ("worker_count", "queue_capacity", "max_request_bytes", "max_archive_bytes", "max_turn_steps", "max_turn_duration_ms", "queued", "running")
+    __slots__ = ("worker_count", "queue_capacity", "max_request_bytes", "max_archive_bytes", "max_turn_steps", "max_turn_duration_ms", "queued", "running", "max_subagent_depth", "max_concurrent_subagents")
     WORKER_COUNT_FIELD_NUMBER: _ClassVar[int]
     QUEUE_CAPACITY_FIELD_NUMBER: _ClassVar[int]
     MAX_REQUEST_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -66,6 +66,8 @@ class ServerLimits(_message.Message):
     MAX_TURN_DURATION_MS_FIELD_NUMBER: _ClassVar[int]
     QUEUED_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
+    MAX_SUBAGENT_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENT_SUBAGENTS_FIELD_NUMBER: _ClassVar[int]
     worker_count: int
     queue_capacity: int
     max_request_bytes: int
@@ -74,7 +76,9 @@ class ServerLimits(_message.Message):
     max_turn_duration_ms: int
     queued: int
     running: int
-    def __init__(self, worker_count: _Optional[int] = ..., queue_capacity: _Optional[int] = ..., max_request_bytes: _Optional[int] = ..., max_archive_bytes: _Optional[int] = ..., max_turn_steps: _Optional[int] = ..., max_turn_duration_ms: _Optional[int] = ..., queued: _Optional[int] = ..., running: _Optional[int] = ...) -> None: ...
+    max_subagent_depth: int
+    max_concurrent_subagents: int
+    def __init__(self, worker_count: _Optional[int] = ..., queue_capacity: _Optional[int] = ..., max_request_bytes: _Optional[int] = ..., max_archive_bytes: _Optional[int] = ..., max_turn_steps: _Optional[int] = ..., max_turn_duration_ms: _Optional[int] = ..., queued: _Optional[int] = ..., running: _Optional[int] = ..., max_subagent_depth: _Optional[int] = ..., max_concurrent_subagents: _Optional[int] = ...) -> None: ...
 
 class SandboxCapabilities(_message.Message):
     __slots__ = ("bubblewrap", "landlock", "seccomp", "forced_mode", "danger_full_access_allowed", "notes", "session_limits")

@@ -46,7 +46,7 @@ FILE_NODE_KIND_DIRECTORY: FileNodeKind
 FILE_NODE_KIND_SYMLINK: FileNodeKind
 
 class Session(_message.Message):
-    __slots__ = ("id", "bundle_reference", "bundle", "agent_id", "model", "sandbox_mode", "approval_policy", "created_at", "updated_at", "turn_count", "last_sequence", "metadata", "usage", "token_budget", "state", "forked_from", "forked_at")
+    __slots__ = ("id", "bundle_reference", "bundle", "agent_id", "model", "sandbox_mode", "approval_policy", "created_at", "updated_at", "turn_count", "last_sequence", "metadata", "usage", "token_budget", "state", "parent_session_id", "parent_call_id", "forked_from", "forked_at")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -69,6 +69,8 @@ class Session(_message.Message):
     USAGE_FIELD_NUMBER: _ClassVar[int]
     TOKEN_BUDGET_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    PARENT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PARENT_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     FORKED_FROM_FIELD_NUMBER: _ClassVar[int]
     FORKED_AT_FIELD_NUMBER: _ClassVar[int]
     id: str
@@ -86,9 +88,11 @@ class Session(_message.Message):
     usage: _common_pb2.TokenUsage
     token_budget: int
     state: SessionState
+    parent_session_id: str
+    parent_call_id: str
     forked_from: str
     forked_at: ForkPoint
-    def __init__(self, id: _Optional[str] = ..., bundle_reference: _Optional[str] = ..., bundle: _Optional[_Union[_common_pb2.BundleRef, _Mapping]] = ..., agent_id: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., sandbox_mode: _Optional[_Union[_common_pb2.SandboxMode, str]] = ..., approval_policy: _Optional[_Union[_common_pb2.ApprovalPolicy, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_count: _Optional[int] = ..., last_sequence: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ..., token_budget: _Optional[int] = ..., state: _Optional[_Union[SessionState, str]] = ..., forked_from: _Optional[str] = ..., forked_at: _Optional[_Union[ForkPoint, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., bundle_reference: _Optional[str] = ..., bundle: _Optional[_Union[_common_pb2.BundleRef, _Mapping]] = ..., agent_id: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., sandbox_mode: _Optional[_Union[_common_pb2.SandboxMode, str]] = ..., approval_policy: _Optional[_Union[_common_pb2.ApprovalPolicy, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_count: _Optional[int] = ..., last_sequence: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ..., token_budget: _Optional[int] = ..., state: _Optional[_Union[SessionState, str]] = ..., parent_session_id: _Optional[str] = ..., parent_call_id: _Optional[str] = ..., forked_from: _Optional[str] = ..., forked_at: _Optional[_Union[ForkPoint, _Mapping]] = ...) -> None: ...
 
 class ForkPoint(_message.Message):
     __slots__ = ("turn", "sequence", "turn_id")
@@ -144,16 +148,18 @@ class GetSessionResponse(_message.Message):
     def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "bundle", "agent_id")
+    __slots__ = ("page_size", "page_token", "bundle", "agent_id", "parent_session_id")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     BUNDLE_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PARENT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     bundle: str
     agent_id: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., bundle: _Optional[str] = ..., agent_id: _Optional[str] = ...) -> None: ...
+    parent_session_id: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., bundle: _Optional[str] = ..., agent_id: _Optional[str] = ..., parent_session_id: _Optional[str] = ...) -> None: ...
 
 class ListSessionsResponse(_message.Message):
     __slots__ = ("sessions", "next_page_token")

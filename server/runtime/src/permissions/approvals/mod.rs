@@ -49,6 +49,8 @@ pub struct PendingApproval {
     pub display: CallDisplay,
     /// Why the call needs approval (the rules' reason).
     pub reason: String,
+    /// When the session is a sub-agent's: the sessions above it, nearest first.
+    pub parent_session_ids: Vec<Uuid>,
 }
 
 /// How a request ended.

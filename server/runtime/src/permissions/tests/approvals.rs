@@ -27,6 +27,7 @@ fn pending(
         display: crate::permissions::display_call(None, &arguments),
         arguments,
         reason: "no rule allows it".to_owned(),
+        parent_session_ids: Vec::new(),
     }
 }
 

@@ -6,7 +6,7 @@
 //! and the validation of what it sends ([`args`]). Every file path goes through
 //! [`paths`], the one place that decides what the session may reach.
 
-mod args;
+pub(crate) mod args;
 mod edit;
 mod glob;
 mod grep;
@@ -55,6 +55,10 @@ pub const BUILTIN_NAMES: [&str; 8] = [
     update_plan::NAME,
 ];
 
+/// The builtin that starts sub-agents. It runs other agents' turns, so the turn builds it
+/// (see `execution::subagent`), and only for an agent that has delegates.
+pub const AGENT_TOOL_NAME: &str = "Agent";
+
 /// Every builtin tool of this module.
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
     BUILTIN_NAMES
@@ -81,7 +85,7 @@ pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
 }
 
 /// A tool's spec with the schema derived from its argument struct.
-fn spec_of<T: JsonSchema>(name: &str, description: &str) -> ToolSpec {
+pub(crate) fn spec_of<T: JsonSchema>(name: &str, description: &str) -> ToolSpec {
     ToolSpec {
         name: name.to_owned(),
         description: description.to_owned(),

@@ -248,6 +248,7 @@ mod tests {
             },
             tools: Default::default(),
             memory: Default::default(),
+            delegates: Vec::new(),
             mcp_servers: servers.iter().map(|(n, _)| (*n).to_owned()).collect(),
             is_default: true,
         };

@@ -207,5 +207,6 @@ fn record() -> SessionRecord {
         metadata: Default::default(),
         token_budget: None,
         forked: None,
+        parent: None,
     }
 }
