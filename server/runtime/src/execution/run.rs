@@ -231,7 +231,7 @@ impl OdysseyRuntime {
                 },
             );
         }
-        self.snapshot_workspace(&session, execution_id).await;
+        let snapshot = self.snapshot_workspace(&session, execution_id).await;
         let (outcome, error, reason) = end.into_outcome();
         // The status shows what the record keeps, so no answer is larger in one than in the
         // other (nor than a message may be).
@@ -244,12 +244,29 @@ impl OdysseyRuntime {
         let remembering = progress.remembering.take();
         let record = completed(outcome, response.clone(), error.clone(), progress, reason);
         let executions = &self.inner.executions;
-        // The answer's long-term memory record is written while the end is synced: a
-        // caller that sees the turn ended finds it recalled by a new session.
-        let remembered = async {
-            if let Some(task) = remembering {
-                let _ = task.await;
-            }
+        // The answer's long-term memory record is written, and the workspace snapshot
+        // synced, while the end is synced: a caller that sees the turn ended finds the
+        // record recalled by a new session and can fork from the turn.
+        let session_id = session.id();
+        let remembered = async move {
+            let remembered = async {
+                if let Some(task) = remembering {
+                    let _ = task.await;
+                }
+            };
+            let synced = async {
+                let Some(snapshot) = snapshot else { return };
+                match tokio::task::spawn_blocking(move || snapshot.sync()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        tracing::warn!(session = %session_id, error = %e, "cannot sync the workspace snapshot");
+                    }
+                    Err(e) => {
+                        tracing::warn!(session = %session_id, error = %e, "the workspace snapshot sync stopped");
+                    }
+                }
+            };
+            tokio::join!(remembered, synced);
         };
         let ended = session
             .append_after(Some(execution_id), record, remembered, |event| {

@@ -1,6 +1,7 @@
 //! The workspace snapshot at a turn's end: the session's commands still running are
 //! killed, then `data/` is recorded (see `crate::snapshot`) before the turn's end is
-//! written, so whoever sees the turn end can fork from it. A snapshot that fails or is
+//! written, and synced while the end is synced (the end is published once both are on
+//! stable storage), so whoever sees the turn end can fork from it. A snapshot that fails or is
 //! skipped (a workspace past the limits) never fails the turn: the turn's events say so.
 
 use std::sync::Arc;
@@ -11,13 +12,19 @@ use crate::api::OdysseyRuntime;
 use crate::events::EventPayload;
 use crate::sandbox::CellPaths;
 use crate::session::SessionHandle;
-use crate::snapshot::{SnapshotOutcome, SnapshotStore};
+use crate::snapshot::{SnapshotOutcome, SnapshotStore, UnsyncedSnapshot};
 
 impl OdysseyRuntime {
-    pub(crate) async fn snapshot_workspace(&self, session: &Arc<SessionHandle>, turn_id: Uuid) {
+    /// Records the workspace at the turn's end; answers what is left to sync, if anything
+    /// was recorded.
+    pub(crate) async fn snapshot_workspace(
+        &self,
+        session: &Arc<SessionHandle>,
+        turn_id: Uuid,
+    ) -> Option<UnsyncedSnapshot> {
         let settings = self.inner.config.snapshots.clone();
         if !settings.enabled {
-            return;
+            return None;
         }
         let cell = CellPaths::under(
             self.inner
@@ -31,15 +38,17 @@ impl OdysseyRuntime {
         let turn = session.stats().turn_count + 1;
         let store = SnapshotStore::of_session(session.dir());
         let data = cell.data;
-        let recorded =
-            tokio::task::spawn_blocking(move || store.record(&data, turn, turn_id, &settings))
-                .await;
+        let recorded = tokio::task::spawn_blocking(move || {
+            store.record_unsynced(&data, turn, turn_id, &settings)
+        })
+        .await;
         let problem = match recorded {
-            Ok(Ok(SnapshotOutcome::Recorded(taken))) => {
+            Ok(Ok((SnapshotOutcome::Recorded(taken), unsynced))) => {
                 tracing::debug!(session = %session.id(), turn, entries = taken.entries, hashed_files = taken.hashed_files, hashed_bytes = taken.hashed_bytes, "workspace snapshot recorded");
-                return;
+                return Some(unsynced);
             }
-            Ok(Ok(SnapshotOutcome::Skipped(reason))) => (
+            // Nothing to fork from: the manifest saying why needs no sync of its own.
+            Ok(Ok((SnapshotOutcome::Skipped(reason), _))) => (
                 "workspace_snapshot_skipped",
                 format!(
                     "the workspace was not snapshotted at the end of this turn ({reason}); \
@@ -68,5 +77,6 @@ impl OdysseyRuntime {
                 fatal: false,
             },
         );
+        None
     }
 }

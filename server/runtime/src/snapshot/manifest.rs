@@ -88,6 +88,16 @@ impl Manifest {
 
     /// Writes the manifest to `path` atomically (a synced temporary file renamed over it).
     pub fn write(&self, path: &Path) -> Result<(), SnapshotError> {
+        self.write_file(path, true)
+    }
+
+    /// Writes the manifest as [`Manifest::write`] does, without syncing it: the caller
+    /// syncs it later (see [`super::store::UnsyncedSnapshot`]).
+    pub fn write_unsynced(&self, path: &Path) -> Result<(), SnapshotError> {
+        self.write_file(path, false)
+    }
+
+    fn write_file(&self, path: &Path, sync: bool) -> Result<(), SnapshotError> {
         use std::io::Write;
         let bytes = serde_json::to_vec(self).map_err(|e| SnapshotError::Corrupt {
             path: path.to_path_buf(),
@@ -97,7 +107,9 @@ impl Manifest {
         let written = (|| {
             let mut file = std::fs::File::create(&tmp)?;
             file.write_all(&bytes)?;
-            file.sync_data()?;
+            if sync {
+                file.sync_data()?;
+            }
             std::fs::rename(&tmp, path)
         })();
         if let Err(e) = written {

@@ -31,7 +31,7 @@ pub use diff::{ChangeKind, FileChange, MAX_CHANGES, NodeKind, TurnChanges, chang
 pub use error::SnapshotError;
 pub use manifest::{Manifest, Node};
 pub use settings::{SnapshotMechanism, SnapshotSettings};
-pub use store::{SnapshotOutcome, SnapshotStore, TakenSnapshot};
+pub use store::{SnapshotOutcome, SnapshotStore, TakenSnapshot, UnsyncedSnapshot};
 
 /// The folder of a session's snapshots, inside its session folder.
 pub const SNAPSHOTS_DIR: &str = "snapshots";

@@ -38,6 +38,28 @@ pub struct TakenSnapshot {
     pub hashed_bytes: u64,
 }
 
+/// A snapshot written but not yet on stable storage: its new objects, its manifest and
+/// the manifest's folder entry still to be synced.
+#[derive(Debug)]
+pub struct UnsyncedSnapshot {
+    objects: ObjectStore,
+    fresh_objects: Vec<PathBuf>,
+    manifest: PathBuf,
+    turns_dir: PathBuf,
+}
+
+impl UnsyncedSnapshot {
+    /// Makes the snapshot durable: the objects first, then the manifest naming them.
+    pub fn sync(self) -> Result<(), SnapshotError> {
+        self.objects.sync(&self.fresh_objects)?;
+        std::fs::File::open(&self.manifest)
+            .and_then(|f| f.sync_data())
+            .map_err(|e| SnapshotError::io("syncing", &self.manifest, e))?;
+        sync_dir(&self.turns_dir);
+        Ok(())
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct SnapshotStore {
     root: PathBuf,
@@ -107,7 +129,8 @@ impl SnapshotStore {
         std::fs::create_dir_all(&turns).map_err(|e| SnapshotError::io("creating", &turns, e))
     }
 
-    /// Records the workspace at `data` as it is at the end of turn `turn` (`turn_id`).
+    /// Records the workspace at `data` as it is at the end of turn `turn` (`turn_id`),
+    /// durably.
     pub fn record(
         &self,
         data: &Path,
@@ -115,6 +138,20 @@ impl SnapshotStore {
         turn_id: Uuid,
         settings: &SnapshotSettings,
     ) -> Result<SnapshotOutcome, SnapshotError> {
+        let (outcome, unsynced) = self.record_unsynced(data, turn, turn_id, settings)?;
+        unsynced.sync()?;
+        Ok(outcome)
+    }
+
+    /// Records the workspace as [`SnapshotStore::record`] does, leaving its syncs to the
+    /// caller: a turn syncs them while its end is synced, not before.
+    pub fn record_unsynced(
+        &self,
+        data: &Path,
+        turn: u64,
+        turn_id: Uuid,
+        settings: &SnapshotSettings,
+    ) -> Result<(SnapshotOutcome, UnsyncedSnapshot), SnapshotError> {
         self.ensure_dirs()?;
         let head = self.head();
         let limits = WalkLimits {
@@ -129,6 +166,7 @@ impl SnapshotStore {
             created_at_ms: now_ms(),
             ..Manifest::default()
         };
+        let mut fresh_objects = Vec::new();
         let (manifest, outcome) = match walk(data, &head, &self.objects, limits)? {
             Walked::Recorded {
                 manifest,
@@ -136,7 +174,7 @@ impl SnapshotStore {
                 hashed_bytes,
                 fresh,
             } => {
-                self.objects.sync(&fresh)?;
+                fresh_objects = fresh;
                 let taken = TakenSnapshot {
                     entries: manifest.entries.len(),
                     hashed_files,
@@ -159,11 +197,16 @@ impl SnapshotStore {
             }
         };
         let path = self.turn_path(turn, turn_id);
-        manifest.write(&path)?;
-        sync_dir(&self.turns_dir());
+        manifest.write_unsynced(&path)?;
         self.link_head(&path, &manifest)?;
         self.retain(settings);
-        Ok(outcome)
+        let unsynced = UnsyncedSnapshot {
+            objects: self.objects.clone(),
+            fresh_objects,
+            manifest: path,
+            turns_dir: self.turns_dir(),
+        };
+        Ok((outcome, unsynced))
     }
 
     /// The manifest of turn `turn` (`turn_id`), if it was recorded and kept.
