@@ -1,0 +1,53 @@
+use std::time::Duration;
+
+use odyssey_store_postgres::EventsAppended;
+
+use crate::database::TestDatabase;
+use crate::{PATIENCE, events, session_id};
+
+#[tokio::test]
+async fn a_follower_is_woken_by_an_append_of_another_replica() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let writer = db.replica();
+    let mut listener = db.store.listen_for_events().await.unwrap();
+    let id = session_id();
+    writer.create_session(&id, b"{}").await.unwrap();
+    let lease = writer
+        .acquire_lease(&id, "replica-a", Duration::from_secs(30))
+        .await
+        .unwrap();
+    writer
+        .append_events(&lease, 0, &events("a", 3))
+        .await
+        .unwrap();
+    writer
+        .append_events(&lease, 3, &events("b", 1))
+        .await
+        .unwrap();
+
+    // Other tests share the database and its channel: only this session counts. One
+    // wake-up per append, with the log's last sequence.
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let woken = tokio::time::timeout(PATIENCE, listener.next())
+            .await
+            .expect("no wake-up came")
+            .unwrap();
+        if woken.session_id == id {
+            seen.push(woken);
+        }
+    }
+    let at = |last_sequence| EventsAppended {
+        session_id: id.clone(),
+        last_sequence,
+    };
+    assert_eq!(seen, [at(3), at(4)]);
+    // What the wake-up points at is there to read.
+    assert_eq!(
+        db.store.events_after(&id, 3, 10).await.unwrap()[0].kind,
+        "b"
+    );
+    db.drop().await;
+}
