@@ -24,11 +24,16 @@ pub enum StoreError {
     EmptyPasswordFile { path: PathBuf },
     #[error("the database connection pool: {0}")]
     Pool(String),
-    #[error("cannot get a database connection: {0}")]
-    Connect(#[from] deadpool_postgres::PoolError),
-    #[error("the database failed to {what}: {source}")]
+    #[error("cannot get a database connection: {message}")]
+    Connect {
+        message: String,
+        #[source]
+        source: deadpool_postgres::PoolError,
+    },
+    #[error("the database failed to {what}: {message}")]
     Query {
         what: &'static str,
+        message: String,
         #[source]
         source: tokio_postgres::Error,
     },
@@ -78,8 +83,39 @@ pub enum StoreError {
 
 impl StoreError {
     pub(crate) fn query(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> Self {
-        move |source| Self::Query { what, source }
+        move |source| Self::Query {
+            what,
+            message: describe(&source),
+            source,
+        }
     }
+}
+
+impl From<deadpool_postgres::PoolError> for StoreError {
+    fn from(source: deadpool_postgres::PoolError) -> Self {
+        let message = match &source {
+            deadpool_postgres::PoolError::Backend(e) => describe(e),
+            other => other.to_string(),
+        };
+        Self::Connect { message, source }
+    }
+}
+
+/// What the server said (`FATAL: password authentication failed for user "odyssey"`), or
+/// the client's error with its causes: the driver's own text for a server error is only
+/// "db error".
+pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        return format!("{}: {}", db.severity(), db.message());
+    }
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(e) = cause {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        cause = e.source();
+    }
+    text
 }
 
 /// Whether a database error is the violation of a unique constraint (SQLSTATE 23505).

@@ -86,7 +86,7 @@ where
                     }
                 }
                 Ok(_) => continue,
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(crate::error::describe(&e)),
             };
             let failed = item.is_err();
             if sender.send(item).await.is_err() || failed {
