@@ -82,11 +82,20 @@ impl DatabaseConfig {
         self
     }
 
-    /// Runs every connection's statements with this `search_path` (one schema per test
-    /// run, for instance).
-    pub fn with_search_path(mut self, schema: &str) -> Self {
+    /// Runs every connection's statements in this schema (one schema per test, for
+    /// instance): letters, digits and `_` only, starting with a letter or `_`.
+    pub fn with_search_path(mut self, schema: &str) -> Result<Self, StoreError> {
+        let mut chars = schema.chars();
+        let starts_well = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        if !starts_well || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(StoreError::InvalidArgument(format!(
+                "`{schema}` is not a schema name: letters, digits and `_` only, starting with a letter or `_`"
+            )));
+        }
         self.pg.options(format!("-c search_path={schema}"));
-        self
+        Ok(self)
     }
 
     /// `postgres://user@host:port/database`, without the password: for logs and messages.
@@ -231,6 +240,15 @@ mod tests {
         ] {
             let config = DatabaseConfig::parse(local).unwrap();
             assert!(matches!(config.tls(), Ok(Tls::Plain)), "{local}");
+        }
+    }
+
+    #[test]
+    fn a_schema_name_is_an_identifier_or_refused() {
+        let config = DatabaseConfig::parse("postgres://odyssey@127.0.0.1/odyssey").unwrap();
+        assert!(config.clone().with_search_path("t_1a").is_ok());
+        for bad in ["", "1t", "a b", "a -c x=y", "a;b"] {
+            assert!(config.clone().with_search_path(bad).is_err(), "{bad}");
         }
     }
 

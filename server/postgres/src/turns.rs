@@ -4,7 +4,10 @@
 //! so claimers never wait on each other, and a unique index on running turns per session
 //! refuses a second running turn even if two claims ever raced past the check.
 
+use std::time::Duration;
+
 use crate::error::{is_foreign_key_violation, is_unique_violation};
+use crate::leases::millis;
 use crate::{Store, StoreError};
 
 /// How a turn ended.
@@ -125,6 +128,40 @@ impl Store {
             });
         }
         Ok(())
+    }
+
+    /// Records as interrupted every running turn whose replica was not heard from within
+    /// `silence` ([`Store::replica_alive`]): it died with the turn open, as a single server
+    /// that crashed. Returns them, so that the caller records each in its session's log;
+    /// the sessions' next turns may then be claimed by any replica.
+    pub async fn interrupt_abandoned_turns(
+        &self,
+        silence: Duration,
+    ) -> Result<Vec<ClaimedTurn>, StoreError> {
+        let silence = millis(silence)?;
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "UPDATE turns t SET state = 'interrupted', finished_at = clock_timestamp()
+                 WHERE t.state = 'running'
+                   AND NOT EXISTS (
+                       SELECT 1 FROM replicas r
+                       WHERE r.id = t.claimed_by
+                         AND r.seen_at > clock_timestamp() - $1::bigint * interval '1 millisecond')
+                 RETURNING id, session_id, position, request",
+                &[&silence],
+            )
+            .await
+            .map_err(StoreError::query("interrupt abandoned turns"))?;
+        Ok(rows
+            .iter()
+            .map(|row| ClaimedTurn {
+                id: row.get(0),
+                session_id: row.get(1),
+                position: row.get(2),
+                request: row.get(3),
+            })
+            .collect())
     }
 
     /// Turns of a session still queued, in the order they will run.

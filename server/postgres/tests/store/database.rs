@@ -49,6 +49,7 @@ impl TestDatabase {
         let config = DatabaseConfig::parse(&url)
             .unwrap()
             .with_search_path(&schema)
+            .unwrap()
             .with_max_connections(8);
         let store = Store::new(config.clone()).unwrap();
         Some(Self {
@@ -79,12 +80,22 @@ impl TestDatabase {
 
     /// One value read outside the store, in this test's schema.
     pub async fn count(&self, sql: &str) -> i64 {
+        self.client()
+            .await
+            .query_one(sql, &[])
+            .await
+            .unwrap()
+            .get(0)
+    }
+
+    /// A connection of its own, outside the store, in this test's schema.
+    pub async fn client(&self) -> tokio_postgres::Client {
         let client = connect(&self.url).await;
         client
             .batch_execute(&format!("SET search_path = {}", self.schema))
             .await
             .unwrap();
-        client.query_one(sql, &[]).await.unwrap().get(0)
+        client
     }
 }
 

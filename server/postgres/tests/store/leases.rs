@@ -182,3 +182,49 @@ async fn no_write_of_the_old_holder_lands_after_a_takeover_racing_it() {
     assert_eq!(sequences, (1..=log.len() as i64).collect::<Vec<_>>());
     db.drop().await;
 }
+
+/// A takeover in flight holds the lease row: an append of the old holder waits for it and,
+/// once it commits, is refused (it never writes on the strength of the lease it read
+/// before the takeover).
+#[tokio::test]
+async fn an_append_waits_for_a_takeover_in_flight_and_is_then_refused() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let id = session_id();
+    db.store.create_session(&id, b"{}").await.unwrap();
+    let old = db
+        .store
+        .acquire_lease(&id, "replica-a", LONG)
+        .await
+        .unwrap();
+
+    let mut other = db.client().await;
+    let takeover = other.transaction().await.unwrap();
+    takeover
+        .execute(
+            "UPDATE session_leases SET holder = 'replica-b', epoch = epoch + 1 WHERE session_id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap();
+    let append = {
+        let (store, old) = (db.replica(), old.clone());
+        tokio::spawn(async move { store.append_events(&old, 0, &events("a", 1)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !append.is_finished(),
+        "the append did not wait for the takeover"
+    );
+    takeover.commit().await.unwrap();
+
+    let error = tokio::time::timeout(crate::PATIENCE, append)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(error, StoreError::LeaseLost { .. }), "{error}");
+    assert!(db.store.events_after(&id, 0, 10).await.unwrap().is_empty());
+    db.drop().await;
+}

@@ -10,6 +10,7 @@ mod events;
 mod leases;
 mod listen;
 mod migrations;
+mod replicas;
 mod turns;
 
 use std::time::Duration;

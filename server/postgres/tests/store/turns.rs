@@ -160,3 +160,102 @@ async fn claimers_racing_never_run_two_turns_of_a_session() {
     );
     db.drop().await;
 }
+
+#[tokio::test]
+async fn the_running_turn_of_a_silent_replica_is_interrupted_and_the_next_one_runs_elsewhere() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let (a, b) = (db.store.clone(), db.replica());
+    let (s1, s2) = (session_id(), session_id());
+    for s in [&s1, &s2] {
+        a.create_session(s, b"{}").await.unwrap();
+    }
+    a.submit_turn("t1", &s1, b"{}").await.unwrap();
+    a.submit_turn("t2", &s1, b"{}").await.unwrap();
+    b.submit_turn("u1", &s2, b"{}").await.unwrap();
+    a.replica_alive("replica-a").await.unwrap();
+    b.replica_alive("replica-b").await.unwrap();
+    assert_eq!(
+        a.claim_next_turn("replica-a").await.unwrap().unwrap().id,
+        "t1"
+    );
+    assert_eq!(
+        b.claim_next_turn("replica-b").await.unwrap().unwrap().id,
+        "u1"
+    );
+
+    // replica-a dies; replica-b keeps saying it is alive.
+    let silence = Duration::from_millis(300);
+    assert!(
+        b.interrupt_abandoned_turns(silence)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    tokio::time::sleep(silence + Duration::from_millis(100)).await;
+    b.replica_alive("replica-b").await.unwrap();
+    let interrupted = b.interrupt_abandoned_turns(silence).await.unwrap();
+    let ids: Vec<&str> = interrupted.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["t1"]);
+    assert_eq!(interrupted[0].session_id, s1);
+    assert_eq!(
+        db.count("SELECT count(*) FROM turns WHERE id = 't1' AND state = 'interrupted'")
+            .await,
+        1
+    );
+    assert_eq!(
+        b.claim_next_turn("replica-b").await.unwrap().unwrap().id,
+        "t2"
+    );
+    // What the dead replica would still say about its turn is refused.
+    let error = a
+        .finish_turn("t1", "replica-a", TurnState::Completed)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, StoreError::TurnNotRunning { .. }),
+        "{error}"
+    );
+    db.drop().await;
+}
+
+/// A claimer in the middle of claiming a session's first turn holds its row: another
+/// claimer skips that session (not jumping to its second turn) and takes another's.
+#[tokio::test]
+async fn a_claimer_never_jumps_over_a_turn_another_is_claiming() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let (s1, s2) = (session_id(), session_id());
+    for s in [&s1, &s2] {
+        db.store.create_session(s, b"{}").await.unwrap();
+    }
+    db.store.submit_turn("t1", &s1, b"{}").await.unwrap();
+    db.store.submit_turn("t2", &s1, b"{}").await.unwrap();
+    db.store.submit_turn("u1", &s2, b"{}").await.unwrap();
+
+    let mut other = db.client().await;
+    let claiming = other.transaction().await.unwrap();
+    claiming
+        .execute("SELECT 1 FROM turns WHERE id = 't1' FOR UPDATE", &[])
+        .await
+        .unwrap();
+    let claimed = tokio::time::timeout(crate::PATIENCE, db.store.claim_next_turn("replica-b"))
+        .await
+        .expect("a claim waited on a locked turn")
+        .unwrap();
+    assert_eq!(claimed.unwrap().id, "u1");
+    assert_eq!(db.store.claim_next_turn("replica-b").await.unwrap(), None);
+    claiming.rollback().await.unwrap();
+    assert_eq!(
+        db.store
+            .claim_next_turn("replica-b")
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        "t1"
+    );
+    db.drop().await;
+}
