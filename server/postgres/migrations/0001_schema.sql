@@ -81,13 +81,14 @@ CREATE TABLE approvals (
 );
 CREATE INDEX approvals_pending ON approvals (session_id) WHERE state = 'pending';
 
--- Installed bundles, by the digest of their archive (verified on read).
+-- Installed bundles, by their digest; the archive's own SHA-256 is checked on every read.
 CREATE TABLE bundles (
-    digest       text PRIMARY KEY,
-    name         text NOT NULL,
-    version      text NOT NULL,
-    archive      bytea NOT NULL,
-    installed_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    digest         text PRIMARY KEY,
+    name           text NOT NULL,
+    version        text NOT NULL,
+    archive        bytea NOT NULL,
+    archive_sha256 text NOT NULL,
+    installed_at   timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE INDEX bundles_by_name ON bundles (name, version);
 

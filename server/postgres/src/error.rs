@@ -75,6 +75,16 @@ pub enum StoreError {
     TurnExists(String),
     #[error("turn {turn_id} is not running on {holder}")]
     TurnNotRunning { turn_id: String, holder: String },
+    #[error(
+        "bundle {0}: its archive in the database no longer matches the SHA-256 recorded at install"
+    )]
+    BundleCorrupted(String),
+    #[error("approval {0} already exists")]
+    ApprovalExists(String),
+    #[error("approval {0} does not exist")]
+    ApprovalNotFound(String),
+    #[error("approval {0} was already answered")]
+    ApprovalDecided(String),
     #[error("{0}")]
     InvalidArgument(String),
     #[error("the connection listening for appended events was closed: {0}")]

@@ -14,6 +14,8 @@
 //! This crate knows nothing of gRPC or HTTP; it depends on the driver (`tokio-postgres`),
 //! its pool (`deadpool-postgres`) and rustls only.
 
+mod approvals;
+mod bundles;
 mod connect;
 mod error;
 mod events;
@@ -24,6 +26,8 @@ mod replicas;
 mod sessions;
 mod turns;
 
+pub use approvals::{ApprovalAnswer, StoredApproval};
+pub use bundles::StoredBundle;
 pub use connect::{DEFAULT_MAX_CONNECTIONS, DatabaseConfig};
 pub use error::StoreError;
 pub use events::{NewEvent, StoredEvent};

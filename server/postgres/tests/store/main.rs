@@ -5,6 +5,8 @@
 // A test step that fails is the test failing: unwrap and expect say where.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod approvals;
+mod bundles;
 mod database;
 mod events;
 mod leases;
