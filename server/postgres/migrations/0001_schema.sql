@@ -81,6 +81,22 @@ CREATE TABLE approvals (
 );
 CREATE INDEX approvals_pending ON approvals (session_id) WHERE state = 'pending';
 
+-- An answer wakes the replica running the turn, whichever replica took it: channel
+-- odyssey_approvals, the approval's id, delivered when the answer commits.
+CREATE FUNCTION odyssey_approval_answered() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('odyssey_approvals', NEW.id);
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER approval_answered
+AFTER UPDATE OF state ON approvals
+FOR EACH ROW
+WHEN (OLD.state = 'pending' AND NEW.state <> 'pending')
+EXECUTE FUNCTION odyssey_approval_answered();
+
 -- Installed bundles, by their digest; the archive's own SHA-256 is checked on every read.
 CREATE TABLE bundles (
     digest         text PRIMARY KEY,

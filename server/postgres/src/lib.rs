@@ -32,7 +32,7 @@ pub use connect::{DEFAULT_MAX_CONNECTIONS, DatabaseConfig};
 pub use error::StoreError;
 pub use events::{NewEvent, StoredEvent};
 pub use leases::Lease;
-pub use listen::{EVENTS_CHANNEL, EventListener, EventsAppended};
+pub use listen::{APPROVALS_CHANNEL, EVENTS_CHANNEL, EventListener, EventsAppended, Wake};
 pub use migrate::{MIGRATIONS, Migration, MigrationReport, latest_version};
 pub use replicas::Replica;
 pub use sessions::StoredSession;

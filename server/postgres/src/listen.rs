@@ -1,6 +1,7 @@
-//! The wake-up of followers: every statement appending events notifies channel
-//! [`EVENTS_CHANNEL`] with `session_id:last_sequence` when it commits (a trigger of the
-//! schema does it, whoever writes). A notification only says "read the rows again": the
+//! The wake-ups of replicas: every statement appending events notifies channel
+//! [`EVENTS_CHANNEL`] with `session_id:last_sequence` when it commits, and every answer to
+//! an approval notifies [`APPROVALS_CHANNEL`] with the approval's id (triggers of the
+//! schema do it, whoever writes). A notification only says "read the rows again": the
 //! rows are the truth, so a follower reads from its last sequence, and a missed
 //! notification costs a delay, never an event.
 
@@ -14,6 +15,8 @@ use crate::{Store, StoreError};
 
 /// The channel appends are announced on.
 pub const EVENTS_CHANNEL: &str = "odyssey_events";
+/// The channel answers to approvals are announced on.
+pub const APPROVALS_CHANNEL: &str = "odyssey_approvals";
 
 /// Notifications waiting to be read before the connection stops reading more.
 const BUFFER: usize = 1024;
@@ -25,17 +28,28 @@ pub struct EventsAppended {
     pub last_sequence: i64,
 }
 
-/// One connection listening for appended events (outside the pool: it stays open).
+/// What a replica is woken for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wake {
+    Events(EventsAppended),
+    /// An approval was answered (on any replica).
+    ApprovalAnswered {
+        approval_id: String,
+    },
+}
+
+/// One connection listening for appended events and answered approvals (outside the
+/// pool: it stays open).
 pub struct EventListener {
     // Kept so the connection stays open; the task reading it ends when this is dropped.
     _client: tokio_postgres::Client,
-    notifications: mpsc::Receiver<Result<EventsAppended, String>>,
+    notifications: mpsc::Receiver<Result<Wake, String>>,
 }
 
 impl EventListener {
     /// The next wake-up. Fails when the connection was lost: the follower then reads its
     /// sessions' rows again and listens anew.
-    pub async fn next(&mut self) -> Result<EventsAppended, StoreError> {
+    pub async fn next(&mut self) -> Result<Wake, StoreError> {
         match self.notifications.recv().await {
             Some(Ok(appended)) => Ok(appended),
             Some(Err(message)) => Err(StoreError::ListenerClosed(message)),
@@ -47,7 +61,8 @@ impl EventListener {
 }
 
 impl Store {
-    /// Opens a connection that listens for appended events. Notifications sent before it
+    /// Opens a connection that listens for appended events and answered approvals.
+    /// Notifications sent before it
     /// returns are not seen: read the rows after listening, not before.
     pub async fn listen_for_events(&self) -> Result<EventListener, StoreError> {
         match &self.tls {
@@ -75,7 +90,7 @@ where
             let item = match message {
                 Ok(AsyncMessage::Notification(n)) if n.channel() == EVENTS_CHANNEL => {
                     match parse(n.payload()) {
-                        Some(appended) => Ok(appended),
+                        Some(appended) => Ok(Wake::Events(appended)),
                         None => {
                             tracing::warn!(
                                 payload = n.payload(),
@@ -84,6 +99,11 @@ where
                             continue;
                         }
                     }
+                }
+                Ok(AsyncMessage::Notification(n)) if n.channel() == APPROVALS_CHANNEL => {
+                    Ok(Wake::ApprovalAnswered {
+                        approval_id: n.payload().to_owned(),
+                    })
                 }
                 Ok(_) => continue,
                 Err(e) => Err(crate::error::describe(&e)),
@@ -95,7 +115,9 @@ where
         }
     });
     client
-        .batch_execute(&format!("LISTEN {EVENTS_CHANNEL}"))
+        .batch_execute(&format!(
+            "LISTEN {EVENTS_CHANNEL}; LISTEN {APPROVALS_CHANNEL}"
+        ))
         .await
         .map_err(StoreError::query("listen for appended events"))?;
     Ok(EventListener {

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use odyssey_store_postgres::EventsAppended;
+use odyssey_store_postgres::{ApprovalAnswer, EventsAppended, StoredApproval, Wake};
 
 use crate::database::TestDatabase;
 use crate::{PATIENCE, events, session_id};
@@ -35,8 +35,9 @@ async fn a_follower_is_woken_by_an_append_of_another_replica() {
             .await
             .expect("no wake-up came")
             .unwrap();
-        if woken.session_id == id {
-            seen.push(woken);
+        match woken {
+            Wake::Events(appended) if appended.session_id == id => seen.push(appended),
+            _ => {}
         }
     }
     let at = |last_sequence| EventsAppended {
@@ -48,6 +49,48 @@ async fn a_follower_is_woken_by_an_append_of_another_replica() {
     assert_eq!(
         db.store.events_after(&id, 3, 10).await.unwrap()[0].kind,
         "b"
+    );
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn the_replica_running_a_turn_is_woken_by_an_answer_given_on_another() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let answering = db.replica();
+    let mut listener = db.store.listen_for_events().await.unwrap();
+    let id = session_id();
+    db.store.create_session(&id, b"{}").await.unwrap();
+    let approval_id = format!("{id}/a1");
+    db.store
+        .add_approval(&StoredApproval {
+            id: approval_id.clone(),
+            session_id: id.clone(),
+            turn_id: "t1".to_owned(),
+            request: b"call".to_vec(),
+        })
+        .await
+        .unwrap();
+    answering
+        .decide_approval(&approval_id, ApprovalAnswer::Denied, b"no")
+        .await
+        .unwrap();
+    let expected = Wake::ApprovalAnswered {
+        approval_id: approval_id.clone(),
+    };
+    loop {
+        let woken = tokio::time::timeout(PATIENCE, listener.next())
+            .await
+            .expect("no wake-up came")
+            .unwrap();
+        if woken == expected {
+            break;
+        }
+    }
+    assert_eq!(
+        db.store.approval_answer(&approval_id).await.unwrap(),
+        Some((ApprovalAnswer::Denied, b"no".to_vec()))
     );
     db.drop().await;
 }
