@@ -8,24 +8,49 @@ use clap::Parser;
     name = "odysseyd",
     version,
     about,
+    args_conflicts_with_subcommands = true,
     after_help = "Settings are read from /etc/odyssey/config.toml, <home>/config.toml, the --config \
                   file, ODYSSEY_<FLAG> environment variables (--worker-count: ODYSSEY_WORKER_COUNT) \
                   and these flags, a later one winning. `odyssey config show --sources` prints the \
                   result and where each value came from."
 )]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
     #[command(flatten)]
     serve: odyssey_server::config::ServeArgs,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Brings the PostgreSQL database's schema to this odysseyd's version and says which
+    /// version it is at (odysseyd does not serve from PostgreSQL yet).
+    Migrate(odyssey_server::migrate::MigrateArgs),
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    match odyssey_server::serve::run(cli.serve).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("odysseyd: {e}");
-            std::process::ExitCode::FAILURE
+    match cli.command {
+        Some(Command::Migrate(args)) => {
+            let sources = odyssey_server::config::Sources::process();
+            match odyssey_server::migrate::run(args, &sources).await {
+                Ok(said) => {
+                    println!("{said}");
+                    std::process::ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("odysseyd migrate: {e}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
         }
+        None => match odyssey_server::serve::run(cli.serve).await {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("odysseyd: {e}");
+                std::process::ExitCode::FAILURE
+            }
+        },
     }
 }

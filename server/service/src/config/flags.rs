@@ -247,16 +247,21 @@ pub struct ServeArgs {
 impl ServeArgs {
     /// No flag given but the address and home.
     pub fn new(listen: SocketAddr, home: PathBuf) -> Self {
+        let mut args = Self::unset();
+        args.listen = Some(listen);
+        args.home = Some(home);
+        args
+    }
+
+    /// No flag given at all: every value comes from the layers below.
+    pub fn unset() -> Self {
         use clap::Parser;
         #[derive(clap::Parser)]
         struct Wrapper {
             #[command(flatten)]
             args: ServeArgs,
         }
-        let mut args = Wrapper::parse_from(["odysseyd"]).args;
-        args.listen = Some(listen);
-        args.home = Some(home);
-        args
+        Wrapper::parse_from(["odysseyd"]).args
     }
 
     /// The configuration of these flags (and a `--config` file they name) over the

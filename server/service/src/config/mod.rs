@@ -8,13 +8,14 @@
 //! 6. command-line flags, when given.
 //!
 //! Each file is TOML with the sections `[server]`, `[turns]`, `[sandbox]`, `[approvals]`,
-//! `[metrics]`, `[[hooks.event]]`, `[providers.<name>]`, `[requirements]` and
+//! `[metrics]`, `[database]`, `[[hooks.event]]`, `[providers.<name>]`, `[requirements]` and
 //! `[[models.override]]`; `settings.rs` lists every key. Unknown keys and bad values are
 //! errors naming the file, line and key.
 //! Every value remembers where it came from, for `odyssey config show --sources`, and
 //! secrets (the auth token, provider keys) are masked in every output.
 
 mod api;
+mod database;
 mod error;
 mod event_hooks;
 mod files;
@@ -38,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use api::ApiSettings;
+pub use database::{DatabaseSettings, PASSWORD_VARIABLE, check_url};
 pub use error::ConfigError;
 pub use flags::{LogFormat, SandboxModeArg, ServeArgs};
 pub use names::{parse_allowed_host, parse_origin};
@@ -80,6 +82,8 @@ pub struct ServerConfig {
     pub metrics_listen: Option<SocketAddr>,
     /// A bearer token that reads metrics only, accepted beside the API token.
     pub metrics_auth_token: Option<Secret>,
+    /// The PostgreSQL database (`[database]`), for `odysseyd migrate` only so far.
+    pub database: DatabaseSettings,
 }
 
 impl ServerConfig {
@@ -97,6 +101,7 @@ impl ServerConfig {
             console: false,
             metrics_listen: None,
             metrics_auth_token: None,
+            database: DatabaseSettings::default(),
         }
     }
 }
@@ -288,6 +293,12 @@ pub fn load(args: &ServeArgs, sources: &Sources) -> Result<Loaded, ConfigError> 
         .collect();
     key_files.sort();
     warnings.extend(key_files);
+    if let Some(url) = &config.database.url {
+        warnings.push(format!(
+            "database.url is set ({url}), but odysseyd does not serve from PostgreSQL yet: \
+             sessions stay in the home folder, and only `odysseyd migrate` uses the database"
+        ));
+    }
     requirements::check_within(&config, &entries)?;
     Ok(Loaded {
         config,

@@ -954,6 +954,23 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
                 Ok(())
             },
         ),
+        // [database]: the PostgreSQL database (`odysseyd migrate`; not served from yet).
+        server(
+            "database.url",
+            |d| d.server.database.url.clone(),
+            |d, v: String| {
+                d.server.database.url = Some(super::database::check_url(&v)?);
+                Ok(())
+            },
+        ),
+        server(
+            "database.password_file",
+            |d| d.server.database.password_file.clone(),
+            |d, v: PathBuf| {
+                d.server.database.password_file = Some(v);
+                Ok(())
+            },
+        ),
     ]
 }
 

@@ -1,0 +1,74 @@
+//! Odyssey's PostgreSQL store: what several `odysseyd` replicas share in one database.
+//!
+//! Sessions and their event logs (rows keyed by session and sequence, gap-free), the turn
+//! queue (claimed with `FOR UPDATE SKIP LOCKED`, one running turn per session, submission
+//! order kept), session leases with fencing (a write under an expired or taken-over lease
+//! is refused by the same statement that would make it), approvals, bundles and the
+//! replicas themselves. The schema is versioned and migrated by [`Store::migrate`]
+//! (`odysseyd migrate`).
+//!
+//! Not served yet: the runtime reaches its storage directly (files under its home), and
+//! uses this store only once its storage seam exists. Until then `odysseyd migrate` is the
+//! one command that touches the database.
+//!
+//! This crate knows nothing of gRPC or HTTP; it depends on the driver (`tokio-postgres`),
+//! its pool (`deadpool-postgres`) and rustls only.
+
+mod approvals;
+mod bundles;
+mod connect;
+mod error;
+mod events;
+mod leases;
+mod listen;
+mod migrate;
+mod replicas;
+mod sessions;
+mod turns;
+
+pub use approvals::{ApprovalAnswer, StoredApproval};
+pub use bundles::StoredBundle;
+pub use connect::{DEFAULT_MAX_CONNECTIONS, DatabaseConfig};
+pub use error::StoreError;
+pub use events::{NewEvent, StoredEvent};
+pub use leases::Lease;
+pub use listen::{APPROVALS_CHANNEL, EVENTS_CHANNEL, EventListener, EventsAppended, Wake};
+pub use migrate::{MIGRATIONS, Migration, MigrationReport, latest_version};
+pub use replicas::Replica;
+pub use sessions::StoredSession;
+pub use turns::{ClaimedTurn, TurnState};
+
+use connect::Tls;
+
+/// A pool of connections to one database.
+#[derive(Clone)]
+pub struct Store {
+    pool: deadpool_postgres::Pool,
+    tls: Tls,
+    config: DatabaseConfig,
+}
+
+impl Store {
+    /// A store over `config`'s database. No connection is made before the first call.
+    pub fn new(config: DatabaseConfig) -> Result<Self, StoreError> {
+        let (pool, tls) = config.pool()?;
+        Ok(Self { pool, tls, config })
+    }
+
+    /// The database, without its password (for logs and messages).
+    pub fn target(&self) -> String {
+        self.config.target()
+    }
+
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        Ok(self.pool.get().await?)
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("database", &self.config)
+            .finish_non_exhaustive()
+    }
+}
