@@ -139,7 +139,12 @@ impl McpServers {
         arguments: Value,
     ) -> ToolOutput {
         let mut output = self.call_unmasked(ctx, server, tool, arguments).await;
-        output.content = mask(output.content, &secrets(server));
+        output.content = if output.is_error {
+            // Our own failure messages may quote the server's URL (a transport error).
+            shown(output.content, server)
+        } else {
+            mask(output.content, &secrets(server))
+        };
         output
     }
 
@@ -196,7 +201,7 @@ impl McpServers {
             }
             Err(e) if e.is_fatal() => {
                 connection.stop();
-                let message = format!("MCP server `{}`: {e}", server.name);
+                let message = shown(format!("MCP server `{}`: {e}", server.name), server);
                 slot.failed(&connection, &message).await;
                 tracing::warn!(session = %ctx.session_id, server = %server.name, "{message}; stopped");
                 ToolOutput::error(format!(
@@ -420,7 +425,7 @@ impl Slot {
                 Ok((connection, tools))
             }
             Err(e) => {
-                let message = format!("MCP server `{}`: {e}", server.name);
+                let message = shown(format!("MCP server `{}`: {e}", server.name), server);
                 state.record_failure(&message);
                 Err(message)
             }
@@ -486,13 +491,21 @@ fn secrets(server: &ResolvedMcpServer) -> Vec<String> {
 /// masked, and a remote server's URL (the operator's may carry a key in its query) named
 /// only as such.
 fn shown(why: String, server: &ResolvedMcpServer) -> String {
-    let why = mask(why, &secrets(server));
-    match &server.launch {
-        McpLaunch::Http { url, .. } if why.contains(url.as_str()) => {
-            why.replace(url.as_str(), "<the server's URL>")
+    let mut why = mask(why, &secrets(server));
+    if let McpLaunch::Http { url, .. } = &server.launch {
+        if why.contains(url.as_str()) {
+            why = why.replace(url.as_str(), "<the server's URL>");
         }
-        _ => why,
+        // A transport error may quote the URL as its parser wrote it back (a `/` added
+        // after the host): its query, where a key would be, is hidden whatever the form.
+        if let Some((_, query)) = url.split_once('?')
+            && !query.is_empty()
+            && why.contains(query)
+        {
+            why = why.replace(query, crate::secrets::MASK);
+        }
     }
+    why
 }
 
 fn mask(mut text: String, secrets: &[String]) -> String {
@@ -502,4 +515,39 @@ fn mask(mut text: String, secrets: &[String]) -> String {
         }
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remote(url: &str) -> ResolvedMcpServer {
+        ResolvedMcpServer {
+            name: "docs".into(),
+            launch: McpLaunch::Http {
+                url: url.into(),
+                headers: BTreeMap::from([("Authorization".into(), "Bearer sk-header-1234".into())]),
+            },
+        }
+    }
+
+    /// Regression: a failed call to an operator's remote server quoted its URL, and so any
+    /// key in its query, to the model and the session's events.
+    #[test]
+    fn a_failure_message_never_shows_the_servers_url_query_or_headers() {
+        let server = remote("https://mcp.example.com?api_key=sk-query-5678");
+        let why = "MCP server `docs`: error sending request for url \
+                   (https://mcp.example.com/?api_key=sk-query-5678) with Bearer sk-header-1234"
+            .to_owned();
+        let told = shown(why, &server);
+        assert!(!told.contains("sk-query-5678"), "{told}");
+        assert!(!told.contains("sk-header-1234"), "{told}");
+        assert!(told.contains("MCP server `docs`"), "{told}");
+
+        let exact = shown(
+            "failed at https://mcp.example.com?api_key=sk-query-5678".to_owned(),
+            &server,
+        );
+        assert_eq!(exact, "failed at <the server's URL>");
+    }
 }
