@@ -189,6 +189,57 @@ async fn all_events(server: &TestServer, session: &str) -> Vec<pb::SessionEvent>
     server.events(session, 0, last).await
 }
 
+/// A server whose planner delegates to a coder whose model never answers: the child runs
+/// until something stops it. The model server is returned too, to keep it up.
+async fn stuck_child_server() -> (OpenAiWireServer, TestServer) {
+    let stuck = StreamBuilder::new()
+        .pause(Duration::from_secs(120))
+        .text("never", 1)
+        .finish("stop")
+        .done()
+        .build();
+    let model = OpenAiWireServer::start(model_server(HashMap::from([
+        (
+            "planner",
+            vec![calls(&[(
+                "call-agent",
+                "Agent",
+                r#"{"agent": "coder", "prompt": "Take forever"}"#,
+            )])],
+        ),
+        ("coder", vec![stuck]),
+    ])))
+    .await
+    .expect("loopback model");
+    let server = server_for(&model, |_| {}).await;
+    (model, server)
+}
+
+/// The parent's child session, once it is running.
+async fn running_child(server: &TestServer, parent: &str) -> pb::Session {
+    for _ in 0..400 {
+        if let Some(child) = children_of(server, parent).await.pop()
+            && child.state == pb::SessionState::Running as i32
+        {
+            return child;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the child runs")
+}
+
+/// The child's `turn_completed`, once its log has it.
+async fn child_turn_end(server: &TestServer, child: &str) -> pb::TurnCompleted {
+    for _ in 0..400 {
+        let events = all_events(server, child).await;
+        if let Some(done) = first_payload!(events, TurnCompleted) {
+            return done;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the child's turn ended")
+}
+
 fn tool_results(events: &[pb::SessionEvent]) -> Vec<(String, bool, String)> {
     events
         .iter()
@@ -596,44 +647,13 @@ async fn a_childs_sandbox_and_rules_are_never_wider_than_its_parents() {
 
 #[tokio::test]
 async fn cancelling_the_parent_cancels_its_running_child() {
-    let stuck = StreamBuilder::new()
-        .pause(Duration::from_secs(120))
-        .text("never", 1)
-        .finish("stop")
-        .done()
-        .build();
-    let model = OpenAiWireServer::start(model_server(HashMap::from([
-        (
-            "planner",
-            vec![calls(&[(
-                "call-agent",
-                "Agent",
-                r#"{"agent": "coder", "prompt": "Take forever"}"#,
-            )])],
-        ),
-        ("coder", vec![stuck]),
-    ])))
-    .await
-    .expect("loopback model");
-    let server = server_for(&model, |_| {}).await;
+    let (_model, server) = stuck_child_server().await;
     let parent = server.session_on(&planner_and_coder("cancelled")).await;
     let execution = server
         .submit(&parent.id, "Start a slow child")
         .await
         .expect("submitted");
-    let child = {
-        let mut found = None;
-        for _ in 0..400 {
-            if let Some(child) = children_of(&server, &parent.id).await.pop()
-                && child.state == pb::SessionState::Running as i32
-            {
-                found = Some(child);
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        found.expect("the child runs")
-    };
+    let child = running_child(&server, &parent.id).await;
     server
         .executions()
         .cancel_execution(pb::CancelExecutionRequest {
@@ -644,16 +664,7 @@ async fn cancelling_the_parent_cancels_its_running_child() {
     server
         .wait_for_state(&execution, pb::ExecutionState::Cancelled)
         .await;
-    let mut child_end = None;
-    for _ in 0..400 {
-        let events = all_events(&server, &child.id).await;
-        if let Some(done) = first_payload!(events, TurnCompleted) {
-            child_end = Some(done);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let child_end = child_end.expect("the child's turn ended");
+    let child_end = child_turn_end(&server, &child.id).await;
     assert_eq!(child_end.outcome, pb::TurnOutcome::Cancelled as i32);
     let events = all_events(&server, &parent.id).await;
     let finished = first_payload!(events, SubagentFinished).expect("subagent_finished");
@@ -898,42 +909,13 @@ async fn a_child_sharing_a_workspace_reaches_no_other_sessions_files() {
 
 #[tokio::test]
 async fn deleting_the_parent_cancels_its_running_child() {
-    let stuck = StreamBuilder::new()
-        .pause(Duration::from_secs(120))
-        .text("never", 1)
-        .finish("stop")
-        .done()
-        .build();
-    let model = OpenAiWireServer::start(model_server(HashMap::from([
-        (
-            "planner",
-            vec![calls(&[(
-                "call-agent",
-                "Agent",
-                r#"{"agent": "coder", "prompt": "Take forever"}"#,
-            )])],
-        ),
-        ("coder", vec![stuck]),
-    ])))
-    .await
-    .expect("loopback model");
-    let server = server_for(&model, |_| {}).await;
+    let (_model, server) = stuck_child_server().await;
     let parent = server.session_on(&planner_and_coder("deleted")).await;
     server
         .submit(&parent.id, "Start a slow child")
         .await
         .expect("submitted");
-    let mut child = None;
-    for _ in 0..400 {
-        if let Some(found) = children_of(&server, &parent.id).await.pop()
-            && found.state == pb::SessionState::Running as i32
-        {
-            child = Some(found);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let child = child.expect("the child runs");
+    let child = running_child(&server, &parent.id).await;
     server
         .sessions()
         .delete_session(pb::DeleteSessionRequest {
@@ -941,16 +923,7 @@ async fn deleting_the_parent_cancels_its_running_child() {
         })
         .await
         .expect("delete the parent");
-    let mut ended = None;
-    for _ in 0..400 {
-        let events = all_events(&server, &child.id).await;
-        if let Some(done) = first_payload!(events, TurnCompleted) {
-            ended = Some(done);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let ended = ended.expect("the child's turn ended");
+    let ended = child_turn_end(&server, &child.id).await;
     assert_eq!(ended.outcome, pb::TurnOutcome::Cancelled as i32);
     assert_eq!(
         server.get_session(&child.id).await.state,
