@@ -16,6 +16,7 @@ use odyssey_api::v1::approval_service_client::ApprovalServiceClient;
 
 use crate::support::{Project, TestServer, error_reason, payload_kind};
 
+mod images;
 mod tools;
 
 /// A replay project declaring `servers` (YAML lines under `spec.mcp_servers`) and an

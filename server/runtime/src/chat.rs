@@ -38,6 +38,34 @@ pub struct ChatMessage {
     /// Absent from messages recorded before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasoning_state: Vec<ReasoningState>,
+    /// On tool messages: images the tool returned, for models that take images. The
+    /// content already describes each one (type and size), so a model that does not take
+    /// images still reads what it was given. Never part of an event sent to clients.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ChatImage>,
+}
+
+/// An image a tool returned: an allowed media type and bytes checked to be of that type
+/// (see `tools::images`), kept in base64 as every provider's wire format takes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatImage {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub mime_type: String,
+    /// The image's bytes, standard base64 with padding.
+    pub data: String,
+}
+
+impl ChatImage {
+    /// The image as a `data:` URL, the form OpenAI's formats take.
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.mime_type, self.data)
+    }
+
+    /// The size of the image's bytes (not of their base64).
+    pub fn byte_len(&self) -> usize {
+        let padding = self.data.bytes().rev().take_while(|b| *b == b'=').count();
+        (self.data.len() / 4 * 3).saturating_sub(padding)
+    }
 }
 
 /// Reasoning a provider hands out opaquely and requires back verbatim, such as
@@ -89,6 +117,7 @@ impl ChatMessage {
             tool_call_id: None,
             is_error: false,
             reasoning_state: Vec::new(),
+            images: Vec::new(),
         }
     }
 }

@@ -132,6 +132,7 @@ fn bound_record(completed: &mut TurnCompleted) {
             }
         }
     }
+    bound_images(&mut completed.messages);
     let mut total: usize = completed.messages.iter().map(size).sum();
     while total > RECORD_BYTES {
         // The largest piece: a message's text (the prompt only when nothing else is left)
@@ -166,6 +167,20 @@ fn bound_record(completed: &mut TurnCompleted) {
             cut(text, before / 2);
         }
         total = total - before + text.len();
+    }
+}
+
+/// The images of a turn record within a turn's limits (a turn keeps no more as it
+/// runs; a record read from elsewhere is held to them too): the first ones are kept.
+fn bound_images(messages: &mut [ChatMessage]) {
+    use crate::tools::images::{MAX_TURN_IMAGE_BYTES, MAX_TURN_IMAGES};
+    let (mut count, mut bytes) = (0, 0);
+    for message in messages {
+        message.images.retain(|image| {
+            count += 1;
+            bytes += image.byte_len();
+            count <= MAX_TURN_IMAGES && bytes <= MAX_TURN_IMAGE_BYTES
+        });
     }
 }
 

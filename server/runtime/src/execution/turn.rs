@@ -13,6 +13,7 @@ use crate::events::EventPayload;
 use crate::model::ModelSpec;
 use crate::provider::{ModelDelta, ModelProvider, ModelRequest};
 use crate::session::{HistorySnapshot, SessionHandle};
+use crate::tools::images::TurnImages;
 use crate::tools::{ToolContext, ToolOutput, ToolSet};
 
 use super::arguments;
@@ -61,6 +62,8 @@ pub(crate) struct Progress {
     /// The long-term memory record of the answer being written; the turn's end is
     /// published once it is done.
     pub remembering: Option<tokio::task::JoinHandle<()>>,
+    /// The images tool results passed to the model so far, against the turn's limits.
+    pub images: TurnImages,
 }
 
 /// What the gate made of a call.
@@ -166,9 +169,11 @@ impl Turn {
                         }
                         Admitted::Run(ctx) => {
                             let output = self.tools.call(ctx, &call.name, &call.arguments).await;
-                            Some(self.finish_tool(&call, output)?)
+                            Some(self.finish_tool(&call, output, progress)?)
                         }
-                        Admitted::Refused(output) => Some(self.finish_tool(&call, output)?),
+                        Admitted::Refused(output) => {
+                            Some(self.finish_tool(&call, output, progress)?)
+                        }
                     },
                 };
                 results.push(result);
@@ -317,7 +322,7 @@ impl Turn {
         let done = slot.release_while(futures::future::join_all(runs)).await;
         for ((index, call, _, _), delegated) in children.into_iter().zip(done) {
             progress.usage += delegated.usage;
-            let message = self.finish_tool(&call, delegated.output)?;
+            let message = self.finish_tool(&call, delegated.output, progress)?;
             if let Some(slot) = results.get_mut(index) {
                 *slot = Some(message);
             }
@@ -325,19 +330,27 @@ impl Turn {
         Ok(())
     }
 
-    /// Records a call's result and turns it into the message the model gets.
-    fn finish_tool(&self, call: &ToolCall, output: ToolOutput) -> Result<ChatMessage> {
+    /// Records a call's result and turns it into the message the model gets. Its images
+    /// go to the model within the turn's limits; the event has only their descriptions.
+    fn finish_tool(
+        &self,
+        call: &ToolCall,
+        mut output: ToolOutput,
+        progress: &mut Progress,
+    ) -> Result<ChatMessage> {
+        let images = progress
+            .images
+            .admit(std::mem::take(&mut output.images), &mut output.content);
         self.emit(EventPayload::ToolCallFinished {
             call_id: call.id.clone(),
             tool: call.name.clone(),
             success: !output.is_error,
             result: output.content.clone(),
         })?;
-        Ok(ChatMessage::tool_result(
-            call.id.clone(),
-            output.content,
-            output.is_error,
-        ))
+        Ok(ChatMessage {
+            images,
+            ..ChatMessage::tool_result(call.id.clone(), output.content, output.is_error)
+        })
     }
 
     /// Answers a call whose arguments are beyond the limits: recorded with a note in their

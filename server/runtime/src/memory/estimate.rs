@@ -21,6 +21,10 @@ pub const MESSAGE_OVERHEAD: u64 = 4;
 pub const TOOL_CALL_OVERHEAD: u64 = 4;
 /// Tokens for a tool definition's framing, beyond its JSON.
 pub const TOOL_SPEC_OVERHEAD: u64 = 8;
+/// Tokens of an image a tool returned, whatever its size: about what Anthropic charges
+/// for the largest image it takes unscaled (~1.15 megapixels), more than OpenAI's
+/// high-detail tiles of a typical screenshot and Gemini's 258 per image.
+pub const IMAGE_TOKENS: u64 = 1600;
 
 /// Tokens of plain text: one per four bytes, rounded up.
 pub fn text_tokens(text: &str) -> u64 {
@@ -40,7 +44,8 @@ pub fn message_tokens(message: &ChatMessage) -> u64 {
         })
         .sum();
     let call_id = message.tool_call_id.as_deref().map_or(0, text_tokens);
-    MESSAGE_OVERHEAD + text_tokens(&message.content) + calls + call_id
+    let images = IMAGE_TOKENS * message.images.len() as u64;
+    MESSAGE_OVERHEAD + text_tokens(&message.content) + calls + call_id + images
 }
 
 /// Tokens of a sequence of messages.

@@ -33,6 +33,31 @@ use serde::{Deserialize, Serialize};
 use crate::chat::{ChatMessage, ReasoningState, TokenUsage};
 use crate::model::ModelSpec;
 
+/// Providers whose models are sent the images tools return unless a model's config says
+/// `images: false`; the models of any other provider get them only with `images: true`
+/// (DeepSeek, Groq and local servers mostly serve models that refuse an image). A model
+/// not sent images still reads each one's description in the tool's result.
+const IMAGE_PROVIDERS: [&str; 7] = [
+    "openai",
+    "azure_openai",
+    "anthropic",
+    "google",
+    "gemini",
+    "openrouter",
+    "xai",
+];
+
+/// Whether the images of tool results are sent to `model` (see [`IMAGE_PROVIDERS`]).
+pub(crate) fn takes_images(model: &ModelSpec) -> bool {
+    match model
+        .config_value("images")
+        .and_then(serde_json::Value::as_bool)
+    {
+        Some(chosen) => chosen,
+        None => IMAGE_PROVIDERS.contains(&model.provider.as_str()),
+    }
+}
+
 /// A tool as the model sees it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
@@ -85,4 +110,28 @@ pub trait ModelProvider: Send + Sync + 'static {
         &self,
         request: ModelRequest,
     ) -> BoxStream<'static, Result<ModelDelta, ProviderError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_go_to_the_providers_that_take_them_unless_a_model_says_otherwise() {
+        let with = |provider: &str, config: serde_json::Value| ModelSpec {
+            config: config.as_object().cloned(),
+            ..ModelSpec::new(provider, "m")
+        };
+        assert!(takes_images(&with("anthropic", serde_json::json!({}))));
+        assert!(takes_images(&with("openai", serde_json::json!({}))));
+        assert!(!takes_images(&with("deepseek", serde_json::json!({}))));
+        assert!(!takes_images(&with(
+            "openai",
+            serde_json::json!({ "images": false })
+        )));
+        assert!(takes_images(&with(
+            "ollama",
+            serde_json::json!({ "images": true })
+        )));
+    }
 }

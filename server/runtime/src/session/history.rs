@@ -25,6 +25,13 @@ use super::log::{LogError, scan_from};
 /// through a summary unless that compaction fails.
 pub const MEMORY_TURNS: usize = 64;
 
+/// Images the remembered turns keep, the newest turns' first: every later model call sends
+/// them again, so together with a running turn's own (`tools::images`) a request stays
+/// well within what providers take (Gemini: 20 MB inline, Anthropic: 100 images). Older
+/// turns keep only the text describing their images.
+pub const HISTORY_IMAGE_BYTES: usize = crate::tools::images::MAX_TURN_IMAGE_BYTES;
+pub const HISTORY_IMAGES: usize = crate::tools::images::MAX_TURN_IMAGES;
+
 /// One completed turn's messages (an interrupted turn's as far as it got, with a note).
 #[derive(Clone, Debug)]
 pub struct HistoryTurn {
@@ -104,6 +111,7 @@ impl History {
                     tokens: messages_tokens(&messages),
                     messages: Arc::new(messages),
                 });
+                self.forget_old_images();
             }
             EventPayload::HistoryCompacted(compacted) => {
                 // The covered turns are gone already if the ring dropped them.
@@ -124,6 +132,33 @@ impl History {
             }
             // What a rewind goes back to is read from the log (see `History::until`).
             _ => {}
+        }
+    }
+
+    /// Drops the images of the older turns beyond [`HISTORY_IMAGE_BYTES`] and
+    /// [`HISTORY_IMAGES`], counting from the newest turn; a turn keeps all its images or
+    /// none.
+    fn forget_old_images(&mut self) {
+        let (mut count, mut bytes) = (0, 0);
+        let mut full = false;
+        for turn in self.turns.iter_mut().rev() {
+            let images = turn.messages.iter().flat_map(|m| &m.images);
+            let (n, b) = images.fold((0, 0), |(n, b), image| (n + 1, b + image.byte_len()));
+            if n == 0 {
+                continue;
+            }
+            if !full && count + n <= HISTORY_IMAGES && bytes + b <= HISTORY_IMAGE_BYTES {
+                count += n;
+                bytes += b;
+                continue;
+            }
+            full = true;
+            let mut messages = (*turn.messages).clone();
+            for message in &mut messages {
+                message.images.clear();
+            }
+            turn.tokens = messages_tokens(&messages);
+            turn.messages = Arc::new(messages);
         }
     }
 
@@ -268,5 +303,56 @@ mod tests {
         let snapshot = history.snapshot();
         assert_eq!(snapshot.turns.len(), MEMORY_TURNS);
         assert_eq!(snapshot.turns[0].messages[0].content, "t3");
+    }
+
+    #[test]
+    fn only_the_newest_turns_keep_their_images() {
+        use crate::chat::ChatImage;
+        // A turn whose one tool result holds `n` images of `bytes` each (base64 length).
+        let turn_with = |n: usize, bytes: usize| {
+            let image = ChatImage {
+                mime_type: "image/png".into(),
+                data: "A".repeat(bytes / 3 * 4),
+            };
+            EventPayload::TurnCompleted(TurnCompleted {
+                outcome: TurnOutcome::Completed,
+                response: "seen".into(),
+                error: String::new(),
+                usage: Default::default(),
+                messages: vec![
+                    ChatMessage::user("look"),
+                    ChatMessage {
+                        images: vec![image; n],
+                        ..ChatMessage::tool_result("c", "[image image/png]", false)
+                    },
+                    ChatMessage::assistant("seen", vec![]),
+                ],
+                model_calls: 2,
+                reason: String::new(),
+            })
+        };
+        let images = |history: &History| -> Vec<usize> {
+            history
+                .snapshot()
+                .turns
+                .iter()
+                .map(|t| t.messages.iter().map(|m| m.images.len()).sum())
+                .collect()
+        };
+        let mut history = History::default();
+        let third = HISTORY_IMAGE_BYTES / 3;
+        history.observe(&event(Uuid::now_v7(), turn_with(1, third)));
+        history.observe(&event(Uuid::now_v7(), turn_with(2, third)));
+        assert_eq!(images(&history), [1, 2], "both fit");
+        history.observe(&event(Uuid::now_v7(), turn_with(1, third)));
+        assert_eq!(images(&history), [0, 2, 1], "the oldest gave its up");
+        let snapshot = history.snapshot();
+        assert_eq!(
+            snapshot.turns[0].tokens,
+            messages_tokens(&snapshot.turns[0].messages),
+            "its estimate follows"
+        );
+        history.observe(&event(Uuid::now_v7(), turn_with(HISTORY_IMAGES, 10)));
+        assert_eq!(images(&history), [0, 0, 0, HISTORY_IMAGES], "by count too");
     }
 }

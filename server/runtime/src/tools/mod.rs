@@ -5,6 +5,7 @@
 pub mod bash;
 pub mod builtin;
 mod host;
+pub mod images;
 pub mod mcp;
 
 pub use host::HostTools;
@@ -67,6 +68,9 @@ pub struct ToolContext {
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
+    /// Images for the model to look at, checked by [`images::check`]; `content`
+    /// describes each of them.
+    pub images: Vec<crate::chat::ChatImage>,
 }
 
 impl ToolOutput {
@@ -74,6 +78,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -81,6 +86,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
     }
 }

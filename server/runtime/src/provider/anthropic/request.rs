@@ -6,12 +6,13 @@
 //! `tool_use` content blocks of the assistant message; and tool results are `tool_result`
 //! blocks of a *user* message. Consecutive messages that end up with the same role are
 //! merged, because the API wants user and assistant turns to alternate (several tool
-//! results answering one assistant message must travel in one user message).
+//! results answering one assistant message must travel in one user message). A tool
+//! result with images carries them as `image` blocks of its content, beside its text.
 
 use serde_json::{Map, Value, json};
 
 use crate::chat::{ChatMessage, Role};
-use crate::provider::{ModelRequest, ToolSpec};
+use crate::provider::{ModelRequest, ToolSpec, takes_images};
 
 /// `max_tokens` is required by the API; this is what every current Claude model can
 /// produce, so a model config without one still works everywhere.
@@ -41,7 +42,10 @@ pub(super) fn body(request: &ModelRequest) -> Value {
     if !system.is_empty() {
         body.insert("system".into(), Value::String(system));
     }
-    body.insert("messages".into(), Value::Array(messages(&request.messages)));
+    body.insert(
+        "messages".into(),
+        Value::Array(messages(&request.messages, takes_images(config))),
+    );
     if !request.tools.is_empty() {
         body.insert(
             "tools".into(),
@@ -107,14 +111,14 @@ fn system_prompt(request: &ModelRequest) -> String {
 }
 
 /// The conversation as alternating user/assistant messages of content blocks.
-fn messages(history: &[ChatMessage]) -> Vec<Value> {
+fn messages(history: &[ChatMessage], images: bool) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in history {
         let (role, blocks) = match message.role {
             Role::System => continue,
             Role::User => ("user", text_block(&message.content).into_iter().collect()),
             Role::Assistant => ("assistant", assistant_blocks(message)),
-            Role::Tool => ("user", vec![tool_result(message)]),
+            Role::Tool => ("user", vec![tool_result(message, images)]),
         };
         if blocks.is_empty() {
             continue;
@@ -167,11 +171,30 @@ fn tool_input(arguments: &str) -> Value {
     }
 }
 
-fn tool_result(message: &ChatMessage) -> Value {
+/// A tool's result: its text, or with `images` and images to send, a list of its text
+/// block and its `image` blocks.
+fn tool_result(message: &ChatMessage, images: bool) -> Value {
+    let content = if images && !message.images.is_empty() {
+        let blocks = text_block(&message.content)
+            .into_iter()
+            .chain(message.images.iter().map(|image| {
+                json!({
+                    "type": "image",
+                    "source": {
+                        "type": "base64",
+                        "media_type": image.mime_type,
+                        "data": image.data,
+                    },
+                })
+            }));
+        Value::Array(blocks.collect())
+    } else {
+        Value::String(message.content.clone())
+    };
     json!({
         "type": "tool_result",
         "tool_use_id": message.tool_call_id.as_deref().unwrap_or_default(),
-        "content": message.content,
+        "content": content,
         "is_error": message.is_error,
     })
 }

@@ -5,14 +5,15 @@
 //! with `model` for the assistant role. Gemini pairs a function result with its call by
 //! function name, so each tool result is sent as a `functionResponse` part carrying the
 //! name of the call it answers, in a `user` turn. Adjacent turns of the same role are
-//! merged, because Gemini expects the roles to alternate.
+//! merged, because Gemini expects the roles to alternate. A tool result's images follow
+//! its `functionResponse` as `inlineData` parts of the same turn.
 
 use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
 use crate::chat::{ChatMessage, Role};
-use crate::provider::{ModelRequest, ToolSpec};
+use crate::provider::{ModelRequest, ToolSpec, takes_images};
 
 /// Joins a tool call id and the thought signature of its `functionCall` part (see the
 /// decoder): the id is the only field that carries it back to the next request.
@@ -57,7 +58,10 @@ pub(super) fn body(request: &ModelRequest) -> Value {
             json!({ "parts": [{ "text": system.join("\n\n") }] }),
         );
     }
-    body.insert("contents".into(), Value::Array(contents(&request.messages)));
+    body.insert(
+        "contents".into(),
+        Value::Array(contents(&request.messages, takes_images(&request.model))),
+    );
     if !request.tools.is_empty() {
         let declarations: Vec<Value> = request.tools.iter().map(declaration).collect();
         body.insert(
@@ -82,7 +86,7 @@ pub(super) fn body(request: &ModelRequest) -> Value {
 }
 
 /// The conversation as Gemini turns, same-role neighbours merged.
-fn contents(messages: &[ChatMessage]) -> Vec<Value> {
+fn contents(messages: &[ChatMessage], images: bool) -> Vec<Value> {
     let mut names: HashMap<&str, &str> = HashMap::new();
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in messages {
@@ -110,7 +114,10 @@ fn contents(messages: &[ChatMessage]) -> Vec<Value> {
                 let response = json!({
                     "functionResponse": { "name": name, "response": { key: message.content } }
                 });
-                ("user", vec![response])
+                let images = message.images.iter().filter(|_| images).map(|image| {
+                    json!({ "inlineData": { "mimeType": image.mime_type, "data": image.data } })
+                });
+                ("user", std::iter::once(response).chain(images).collect())
             }
         };
         match turns.last_mut() {

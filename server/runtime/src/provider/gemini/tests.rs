@@ -374,3 +374,41 @@ async fn the_request_body_has_gemini_shape() {
         })
     );
 }
+
+#[test]
+fn a_tool_results_images_follow_its_function_response_as_inline_data() {
+    let mut request = ModelRequest {
+        messages: vec![
+            ChatMessage::assistant(
+                "",
+                vec![ToolCall {
+                    id: "call_1".into(),
+                    name: "shot".into(),
+                    arguments: "{}".into(),
+                }],
+            ),
+            ChatMessage {
+                images: vec![crate::chat::ChatImage {
+                    mime_type: "image/png".into(),
+                    data: "iVBORw0KGgo=".into(),
+                }],
+                ..ChatMessage::tool_result("call_1", "[image image/png, 8 bytes]", false)
+            },
+        ],
+        ..request()
+    };
+    let body = super::request::body(&request);
+    assert_eq!(
+        body["contents"][1],
+        json!({ "role": "user", "parts": [
+            { "functionResponse": { "name": "shot", "response": { "content": "[image image/png, 8 bytes]" } } },
+            { "inlineData": { "mimeType": "image/png", "data": "iVBORw0KGgo=" } }
+        ] })
+    );
+    request.model.config = json!({ "images": false }).as_object().cloned();
+    let body = super::request::body(&request);
+    assert_eq!(
+        body["contents"][1]["parts"].as_array().map(Vec::len),
+        Some(1)
+    );
+}

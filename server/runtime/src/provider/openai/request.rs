@@ -3,12 +3,16 @@
 //! Shape: <https://platform.openai.com/docs/api-reference/chat/create>. Providers that
 //! copy this API (DeepSeek, OpenRouter, vLLM, Ollama, ...) accept the same body; their
 //! extensions go through the model config's `extra_body`.
+//!
+//! A tool message holds text only, so the images of tool results travel in a user message
+//! right after the tool messages answering one assistant message: each call's images
+//! under a line naming the call, as `image_url` parts with `data:` URLs.
 
 use serde_json::{Map, Value, json};
 
 use crate::chat::{ChatMessage, Role};
 use crate::model::ModelSpec;
-use crate::provider::{ModelRequest, ProviderError, ToolSpec};
+use crate::provider::{ModelRequest, ProviderError, ToolSpec, takes_images};
 
 /// Model config keys copied into the body as they are.
 const PASSTHROUGH_KEYS: [&str; 4] = ["temperature", "max_tokens", "top_p", "reasoning_effort"];
@@ -47,14 +51,42 @@ pub(super) fn body(request: &ModelRequest) -> Value {
     Value::Object(body)
 }
 
-/// The system prompt first, then the conversation.
+/// The system prompt first, then the conversation, each run of tool results followed by
+/// their images when the model takes images.
 fn messages(request: &ModelRequest) -> Vec<Value> {
-    let system = (!request.system_prompt.is_empty())
-        .then(|| json!({ "role": "system", "content": request.system_prompt }));
-    system
-        .into_iter()
-        .chain(request.messages.iter().map(message))
-        .collect()
+    let images = takes_images(&request.model);
+    let mut out = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system_prompt.is_empty() {
+        out.push(json!({ "role": "system", "content": request.system_prompt }));
+    }
+    // The image parts of the tool results since the last message of another role.
+    let mut parts: Vec<Value> = Vec::new();
+    for chat in &request.messages {
+        if chat.role != Role::Tool && !parts.is_empty() {
+            out.push(images_message(std::mem::take(&mut parts)));
+        }
+        out.push(message(chat));
+        if images && chat.role == Role::Tool && !chat.images.is_empty() {
+            parts.push(json!({
+                "type": "text",
+                "text": format!(
+                    "The images returned by tool call {}:",
+                    chat.tool_call_id.as_deref().unwrap_or_default()
+                ),
+            }));
+            parts.extend(chat.images.iter().map(
+                |image| json!({ "type": "image_url", "image_url": { "url": image.data_url() } }),
+            ));
+        }
+    }
+    if !parts.is_empty() {
+        out.push(images_message(parts));
+    }
+    out
+}
+
+fn images_message(parts: Vec<Value>) -> Value {
+    json!({ "role": "user", "content": parts })
 }
 
 fn message(message: &ChatMessage) -> Value {
@@ -137,6 +169,7 @@ pub(crate) fn validate_config(spec: &ModelSpec) -> Result<(), ProviderError> {
     check("reasoning_effort", Value::is_string, "a string")?;
     check("api_version", Value::is_string, "a string")?;
     check("extra_body", Value::is_object, "a JSON object")?;
+    check("images", Value::is_boolean, "true or false")?;
     check(
         "api",
         |v| v.as_str().is_some_and(|api| API_NAMES.contains(&api)),

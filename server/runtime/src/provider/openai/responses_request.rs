@@ -3,13 +3,14 @@
 //! Shape: <https://platform.openai.com/docs/api-reference/responses/create>. The system
 //! prompt is `instructions`; the conversation is `input` items: messages by role, each
 //! assistant tool call a `function_call` item and each tool result a
-//! `function_call_output` item, paired by `call_id`. Nothing is stored on OpenAI's side
+//! `function_call_output` item, paired by `call_id` (its output a list of `input_text`
+//! and `input_image` parts when it has images for a model that takes them). Nothing is stored on OpenAI's side
 //! (`store: false`): every call sends the whole history, as with chat completions.
 
 use serde_json::{Map, Value, json};
 
 use crate::chat::{ChatMessage, Role};
-use crate::provider::{ModelRequest, ToolSpec};
+use crate::provider::{ModelRequest, ToolSpec, takes_images};
 
 /// Body keys `extra_body` may not replace: they decide what we send and how we parse the
 /// answer.
@@ -28,7 +29,12 @@ pub(super) fn body(request: &ModelRequest) -> Value {
             Value::String(request.system_prompt.clone()),
         );
     }
-    let input: Vec<Value> = request.messages.iter().flat_map(items).collect();
+    let images = takes_images(model);
+    let input: Vec<Value> = request
+        .messages
+        .iter()
+        .flat_map(|message| items(message, images))
+        .collect();
     body.insert("input".into(), Value::Array(input));
     if !request.tools.is_empty() {
         body.insert(
@@ -66,7 +72,7 @@ pub(super) fn body(request: &ModelRequest) -> Value {
 }
 
 /// The input items of one message.
-fn items(message: &ChatMessage) -> Vec<Value> {
+fn items(message: &ChatMessage, images: bool) -> Vec<Value> {
     match message.role {
         Role::System => vec![json!({ "role": "system", "content": message.content })],
         Role::User => vec![json!({ "role": "user", "content": message.content })],
@@ -87,9 +93,23 @@ fn items(message: &ChatMessage) -> Vec<Value> {
         Role::Tool => vec![json!({
             "type": "function_call_output",
             "call_id": message.tool_call_id.as_deref().unwrap_or_default(),
-            "output": message.content,
+            "output": tool_output(message, images),
         })],
     }
+}
+
+/// A tool's output: its text, or with `images` and images to send, its text and images
+/// as input parts.
+fn tool_output(message: &ChatMessage, images: bool) -> Value {
+    if !images || message.images.is_empty() {
+        return Value::String(message.content.clone());
+    }
+    let text = json!({ "type": "input_text", "text": message.content });
+    let images = message
+        .images
+        .iter()
+        .map(|image| json!({ "type": "input_image", "image_url": image.data_url() }));
+    Value::Array(std::iter::once(text).chain(images).collect())
 }
 
 /// Tools are declared non-strict: strict mode (the Responses API default) demands

@@ -310,3 +310,43 @@ fn an_unknown_api_is_refused_at_validation() {
     assert!(e.contains("`api`"), "{e}");
     assert!(registry.validate(&spec(json!({}))).is_ok());
 }
+
+/// A call and its result holding an image, as a turn records them.
+fn image_result() -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::assistant(
+            "",
+            vec![ToolCall {
+                id: "call_1".into(),
+                name: "shot".into(),
+                arguments: "{}".into(),
+            }],
+        ),
+        ChatMessage {
+            images: vec![crate::chat::ChatImage {
+                mime_type: "image/png".into(),
+                data: "iVBORw0KGgo=".into(),
+            }],
+            ..ChatMessage::tool_result("call_1", "[image image/png, 8 bytes]", false)
+        },
+    ]
+}
+
+#[test]
+fn a_tool_results_images_are_input_images_of_its_output_unless_the_model_takes_none() {
+    let mut request = ModelRequest {
+        messages: image_result(),
+        ..request()
+    };
+    let body = super::responses_request::body(&request);
+    assert_eq!(
+        body["input"][1],
+        json!({ "type": "function_call_output", "call_id": "call_1", "output": [
+            { "type": "input_text", "text": "[image image/png, 8 bytes]" },
+            { "type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=" }
+        ] })
+    );
+    request.model = spec(json!({ "images": false }));
+    let body = super::responses_request::body(&request);
+    assert_eq!(body["input"][1]["output"], "[image image/png, 8 bytes]");
+}

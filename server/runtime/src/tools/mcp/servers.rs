@@ -188,15 +188,19 @@ impl McpServers {
                     .and_then(Value::as_array)
                     .cloned()
                     .unwrap_or_default();
-                let text = render(
+                let rendered = render(
                     &content,
                     result.get("structuredContent"),
                     self.settings.max_output_bytes,
                 );
-                if result.get("isError").and_then(Value::as_bool) == Some(true) {
-                    ToolOutput::error(text)
+                let output = if result.get("isError").and_then(Value::as_bool) == Some(true) {
+                    ToolOutput::error(rendered.text)
                 } else {
-                    ToolOutput::ok(text)
+                    ToolOutput::ok(rendered.text)
+                };
+                ToolOutput {
+                    images: rendered.images,
+                    ..output
                 }
             }
             Err(e) if e.is_fatal() => {
