@@ -312,4 +312,31 @@ mod tests {
         assert_eq!(pieces.concat(), text);
         assert_eq!(split("", 10), vec![""]);
     }
+
+    #[test]
+    fn a_turn_record_keeps_images_within_a_turns_limits() {
+        use crate::chat::ChatImage;
+        use crate::tools::images::{MAX_TURN_IMAGE_BYTES, MAX_TURN_IMAGES};
+        let image = |bytes: usize| ChatImage {
+            mime_type: "image/png".into(),
+            data: "A".repeat(bytes / 3 * 4),
+        };
+        let result = |images: Vec<ChatImage>| ChatMessage {
+            images,
+            ..ChatMessage::tool_result("c", "[image image/png]", false)
+        };
+        let half = MAX_TURN_IMAGE_BYTES / 2;
+        let mut payload = turn(vec![
+            ChatMessage::user("go"),
+            result(vec![image(half), image(half)]),
+            result(vec![image(30)]),
+            result(vec![image(30); MAX_TURN_IMAGES]),
+        ]);
+        bound(&mut payload);
+        let EventPayload::TurnCompleted(completed) = &payload else {
+            panic!("still a turn end");
+        };
+        let kept: Vec<usize> = completed.messages.iter().map(|m| m.images.len()).collect();
+        assert_eq!(kept, [0, 2, 0, 0], "the first ones, up to the bytes");
+    }
 }
