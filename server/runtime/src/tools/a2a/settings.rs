@@ -167,3 +167,105 @@ fn denied(setting: &str, message: String) -> RuntimeError {
         message,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::A2aAgentSpec;
+
+    fn bundle(agents: Vec<(&str, Option<&str>)>) -> BundleManifest {
+        let agent = AgentDefinition {
+            id: "a".into(),
+            name: "a".into(),
+            version: "1.0.0".into(),
+            description: String::new(),
+            prompt: "p".into(),
+            model: crate::model::ModelSpec {
+                provider: "openai".into(),
+                name: "m".into(),
+                config: None,
+            },
+            tools: Default::default(),
+            memory: Default::default(),
+            delegates: Vec::new(),
+            mcp_servers: Vec::new(),
+            a2a_agents: agents.iter().map(|(n, _)| (*n).to_owned()).collect(),
+            is_default: true,
+        };
+        BundleManifest {
+            name: "b".into(),
+            version: semver::Version::new(1, 0, 0),
+            readme: None,
+            description: String::new(),
+            agents: vec![agent],
+            skills: Vec::new(),
+            tools: Vec::new(),
+            sandbox: Default::default(),
+            mcp_servers: Vec::new(),
+            a2a_agents: agents
+                .into_iter()
+                .map(|(name, url)| A2aAgentSpec {
+                    name: name.to_owned(),
+                    url: url.map(str::to_owned),
+                })
+                .collect(),
+        }
+    }
+
+    fn refusal(settings: &A2aSettings, manifest: &BundleManifest) -> String {
+        match settings.resolve(manifest, manifest.default_agent()) {
+            Err(RuntimeError::PermissionDenied { setting, message }) => {
+                format!("{setting}: {message}")
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn what_a_bundle_asks_for_is_refused_unless_the_operator_allows_it() {
+        let closed = A2aSettings::default();
+        let remote = bundle(vec![("helper", Some("https://agents.example.com/helper"))]);
+        let err = refusal(&closed, &remote);
+        assert!(
+            err.starts_with("a2a.allowed_urls: ") && err.contains("agents.example.com/helper"),
+            "{err}"
+        );
+        let open = A2aSettings {
+            allowed_urls: vec![
+                "https://agents.example.com/*"
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{e}")),
+            ],
+            agents: BTreeMap::from([(
+                "helper".into(),
+                OperatorA2aAgent {
+                    url: "https://elsewhere.example.com/".into(),
+                    headers: BTreeMap::from([("Authorization".into(), "Bearer k-123".into())]),
+                },
+            )]),
+            ..A2aSettings::default()
+        };
+        let resolved = open
+            .resolve(&remote, remote.default_agent())
+            .unwrap_or_else(|e| panic!("{e}"));
+        // A bundle's remote agent never gets the operator's headers, even under their name.
+        assert!(resolved[0].headers.is_empty());
+        assert_eq!(resolved[0].url, "https://agents.example.com/helper");
+        assert_eq!(resolved[0].allowed_urls.len(), 1);
+
+        let named = bundle(vec![("research", None)]);
+        let err = refusal(&open, &named);
+        assert!(
+            err.starts_with("a2a.agents.research: ") && err.contains("it offers: helper"),
+            "{err}"
+        );
+        let by_name = bundle(vec![("helper", None)]);
+        let resolved = open
+            .resolve(&by_name, by_name.default_agent())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(resolved[0].url, "https://elsewhere.example.com/");
+        assert_eq!(resolved[0].headers["Authorization"], "Bearer k-123");
+        // Keys never reach a log line through Debug.
+        assert!(!format!("{resolved:?}{open:?}").contains("k-123"));
+    }
+}
