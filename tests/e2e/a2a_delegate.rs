@@ -238,6 +238,22 @@ async fn a_remote_agents_answer_is_the_tool_result_and_its_updates_are_streamed(
     let session = server
         .create_session(&crate::support::bundle_name(&bundle))
         .await;
+    let tools = server
+        .sessions()
+        .list_session_tools(pb::ListSessionToolsRequest {
+            session_id: session.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("list the session's tools")
+        .into_inner()
+        .tools;
+    assert!(
+        tools
+            .iter()
+            .any(|t| t.name == "a2a__helper" && t.source == "a2a"),
+        "{tools:?}"
+    );
     let status = server.run(&session.id, "Ask the helper.").await;
     assert_eq!(
         status.state,

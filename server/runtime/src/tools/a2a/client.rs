@@ -3,7 +3,7 @@
 //! interface. Only the operator's headers are sent, and only to the origin of the URL they
 //! were configured for; redirects are not followed, so they never go anywhere else.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -73,7 +73,9 @@ pub struct Endpoint {
 
 /// The HTTP client of every delegating call, with the cards read so far.
 pub struct A2aClient {
-    http: reqwest::Client,
+    /// Why the client could not be built, if it could not (every call then fails saying
+    /// so, rather than falling back to a client that follows redirects).
+    http: Result<reqwest::Client, String>,
     cards: Mutex<HashMap<String, (Instant, Endpoint)>>,
     card_ttl: Duration,
 }
@@ -91,7 +93,7 @@ impl A2aClient {
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(10))
             .build()
-            .unwrap_or_default();
+            .map_err(|e| crate::error::chain(&e));
         Self {
             http,
             cards: Mutex::new(HashMap::new()),
@@ -103,14 +105,22 @@ impl A2aClient {
     /// The endpoint must be on the origin of the agent's URL, and, for an agent the bundle
     /// points at, allowed by the operator's patterns too.
     pub async fn endpoint(&self, agent: &ResolvedA2aAgent) -> Result<Endpoint, A2aCallError> {
-        if let Some((at, endpoint)) = crate::sync::lock(&self.cards).get(&agent.url)
-            && at.elapsed() < self.card_ttl
-        {
-            return Ok(endpoint.clone());
-        }
-        let endpoint = self.read_card(agent).await?;
-        crate::sync::lock(&self.cards)
-            .insert(agent.url.clone(), (Instant::now(), endpoint.clone()));
+        let cached = crate::sync::lock(&self.cards)
+            .get(&agent.url)
+            .filter(|(at, _)| at.elapsed() < self.card_ttl)
+            .map(|(_, endpoint)| endpoint.clone());
+        let endpoint = match cached {
+            Some(endpoint) => endpoint,
+            None => {
+                let endpoint = self.read_card(agent).await?;
+                crate::sync::lock(&self.cards)
+                    .insert(agent.url.clone(), (Instant::now(), endpoint.clone()));
+                endpoint
+            }
+        };
+        // Checked for each agent, cached or not: agents of several bundles and the
+        // operator may share a URL under different allowances.
+        check_endpoint(agent, &endpoint)?;
         Ok(endpoint)
     }
 
@@ -138,7 +148,7 @@ impl A2aClient {
                 .map_err(|e| card_error(e.to_string()))?
         };
         let response = self
-            .request(reqwest::Method::GET, card_url, &agent.headers)
+            .request(agent, reqwest::Method::GET, card_url)?
             .timeout(Duration::from_secs(30))
             .send()
             .await
@@ -167,23 +177,6 @@ impl A2aClient {
         let url = base
             .join(&interface.url)
             .map_err(|e| card_error(format!("the JSON-RPC interface's URL: {e}")))?;
-        let endpoint_error = |message: String| A2aCallError::Endpoint {
-            agent: agent.name.clone(),
-            message,
-        };
-        if url.origin() != base.origin() {
-            return Err(endpoint_error(format!(
-                "its card points at {}, not at the origin of {}",
-                public_url(url.as_str()),
-                public_url(&agent.url)
-            )));
-        }
-        if !agent.allowed_urls.is_empty() && !agent.allowed_urls.iter().any(|p| p.matches(&url)) {
-            return Err(endpoint_error(format!(
-                "its card points at {}, which `a2a.allowed_urls` does not allow",
-                public_url(url.as_str())
-            )));
-        }
         Ok(Endpoint {
             url,
             tenant: interface.tenant.clone(),
@@ -192,18 +185,21 @@ impl A2aClient {
 
     fn request(
         &self,
+        agent: &ResolvedA2aAgent,
         method: reqwest::Method,
         url: Url,
-        headers: &BTreeMap<String, String>,
-    ) -> reqwest::RequestBuilder {
-        let mut request = self
-            .http
+    ) -> Result<reqwest::RequestBuilder, A2aCallError> {
+        let http = self.http.as_ref().map_err(|why| A2aCallError::Endpoint {
+            agent: agent.name.clone(),
+            message: format!("the HTTP client could not be built: {why}"),
+        })?;
+        let mut request = http
             .request(method, url)
             .header("A2A-Version", PROTOCOL_VERSION);
-        for (name, value) in headers {
+        for (name, value) in &agent.headers {
             request = request.header(name.as_str(), value.as_str());
         }
-        request
+        Ok(request)
     }
 
     fn call(
@@ -212,7 +208,7 @@ impl A2aClient {
         endpoint: &Endpoint,
         method: &str,
         mut params: Value,
-    ) -> reqwest::RequestBuilder {
+    ) -> Result<reqwest::RequestBuilder, A2aCallError> {
         if !endpoint.tenant.is_empty()
             && let Some(params) = params.as_object_mut()
         {
@@ -224,9 +220,10 @@ impl A2aClient {
             "method": method,
             "params": params,
         });
-        self.request(reqwest::Method::POST, endpoint.url.clone(), &agent.headers)
+        Ok(self
+            .request(agent, reqwest::Method::POST, endpoint.url.clone())?
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_string())
+            .body(body.to_string()))
     }
 
     /// Sends `message` and returns the task's stream.
@@ -238,7 +235,7 @@ impl A2aClient {
     ) -> Result<TaskStream, A2aCallError> {
         let params = json!({ "message": message });
         let response = self
-            .call(agent, endpoint, "SendStreamingMessage", params)
+            .call(agent, endpoint, "SendStreamingMessage", params)?
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .send()
             .await
@@ -282,11 +279,14 @@ impl A2aClient {
     /// Asks the agent to stop `task_id`. Failures are only logged: the call is over either
     /// way.
     pub async fn cancel(&self, agent: &ResolvedA2aAgent, endpoint: &Endpoint, task_id: &str) {
-        let sent = self
-            .call(agent, endpoint, "CancelTask", json!({ "id": task_id }))
-            .timeout(CANCEL_TIMEOUT)
-            .send()
-            .await;
+        let request = match self.call(agent, endpoint, "CancelTask", json!({ "id": task_id })) {
+            Ok(request) => request,
+            Err(e) => {
+                tracing::warn!(agent = %agent.name, task = %task_id, "cannot cancel the remote A2A task: {e}");
+                return;
+            }
+        };
+        let sent = request.timeout(CANCEL_TIMEOUT).send().await;
         match sent {
             Ok(response) if response.status().is_success() => {
                 tracing::debug!(agent = %agent.name, task = %task_id, "remote A2A task cancelled");
@@ -299,6 +299,32 @@ impl A2aClient {
             }
         }
     }
+}
+
+/// The endpoint a card names must be on the origin of the agent's URL (where the
+/// operator's headers were meant to go), and, for an agent the bundle points at, allowed
+/// by the operator's patterns too.
+fn check_endpoint(agent: &ResolvedA2aAgent, endpoint: &Endpoint) -> Result<(), A2aCallError> {
+    let endpoint_error = |message: String| A2aCallError::Endpoint {
+        agent: agent.name.clone(),
+        message,
+    };
+    let base = Url::parse(&agent.url).map_err(|e| endpoint_error(e.to_string()))?;
+    let url = &endpoint.url;
+    if url.origin() != base.origin() {
+        return Err(endpoint_error(format!(
+            "its card points at {}, not at the origin of {}",
+            public_url(url.as_str()),
+            public_url(&agent.url)
+        )));
+    }
+    if !agent.allowed_urls.is_empty() && !agent.allowed_urls.iter().any(|p| p.matches(url)) {
+        return Err(endpoint_error(format!(
+            "its card points at {}, which `a2a.allowed_urls` does not allow",
+            public_url(url.as_str())
+        )));
+    }
+    Ok(())
 }
 
 /// Reads a body of at most `limit` bytes.
@@ -379,5 +405,72 @@ impl TaskStream {
                 None => self.ended = true,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn agent(url: &str, allowed: &[&str]) -> ResolvedA2aAgent {
+        ResolvedA2aAgent {
+            name: "helper".into(),
+            url: url.into(),
+            headers: BTreeMap::new(),
+            allowed_urls: allowed
+                .iter()
+                .map(|p| p.parse().unwrap_or_else(|e| panic!("{e}")))
+                .collect(),
+        }
+    }
+
+    fn endpoint(url: &str) -> Endpoint {
+        Endpoint {
+            url: Url::parse(url).unwrap_or_else(|e| panic!("{e}")),
+            tenant: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_card_may_only_point_at_its_own_origin_and_at_what_the_operator_allows() {
+        let operator = agent("https://agents.example.com/?key=secret", &[]);
+        assert!(check_endpoint(&operator, &endpoint("https://agents.example.com/rpc")).is_ok());
+        let moved = check_endpoint(&operator, &endpoint("https://evil.example.net/rpc"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            moved.contains("not at the origin of https://agents.example.com/"),
+            "{moved}"
+        );
+        assert!(!moved.contains("secret"), "{moved}");
+        assert!(check_endpoint(&operator, &endpoint("http://agents.example.com/rpc")).is_err());
+
+        let bundle = agent(
+            "https://agents.example.com/helper/",
+            &["https://agents.example.com/helper/*"],
+        );
+        assert!(
+            check_endpoint(&bundle, &endpoint("https://agents.example.com/helper/rpc")).is_ok()
+        );
+        let outside = check_endpoint(&bundle, &endpoint("https://agents.example.com/admin/rpc"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            outside.contains("`a2a.allowed_urls` does not allow"),
+            "{outside}"
+        );
+    }
+
+    #[test]
+    fn shown_urls_have_no_query_and_no_credentials() {
+        assert_eq!(
+            public_url("https://user:pw@agents.example.com/a?key=1#f"),
+            "https://agents.example.com/a"
+        );
+        assert_eq!(public_url("not a url"), "<not a URL>");
     }
 }
