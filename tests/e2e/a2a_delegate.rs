@@ -115,7 +115,7 @@ async fn server_for(
     remote: &Remote,
     operator: Vec<(&str, OperatorA2aAgent)>,
 ) -> TestServer {
-    server_allowing(model, Some(&remote.origin), operator).await
+    server_allowing(model, Some(&remote.origin), operator, None).await
 }
 
 /// A server whose provider `openai` is `model`, which allows bundles' remote agents on
@@ -124,6 +124,7 @@ async fn server_allowing(
     model: &OpenAiWireServer,
     origin: Option<&str>,
     operator: Vec<(&str, OperatorA2aAgent)>,
+    call_timeout: Option<Duration>,
 ) -> TestServer {
     let base_url = model.base_url();
     let allowed: Vec<odyssey_runtime::provider::UrlPattern> = origin
@@ -146,6 +147,9 @@ async fn server_allowing(
                 },
             );
             config.a2a.allowed_urls = allowed;
+            if let Some(timeout) = call_timeout {
+                config.a2a.call_timeout = timeout;
+            }
             config.a2a.agents = operator.into_iter().collect();
         },
     )
@@ -456,11 +460,59 @@ async fn cancelling_the_turn_cancels_the_remote_task() {
 }
 
 #[tokio::test]
+async fn a_remote_task_past_the_call_timeout_is_cancelled_and_an_error_result() {
+    let remote = Remote::start().await;
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(call("c1", "a2a__helper", r#"{"message": "hang"}"#))
+            .reply(text("It took too long.")),
+    )
+    .await
+    .expect("loopback model");
+    let server = server_allowing(
+        &model,
+        Some(&remote.origin),
+        Vec::new(),
+        Some(Duration::from_secs(2)),
+    )
+    .await;
+    let project = project(
+        "slow",
+        &format!("    - {{ name: helper, url: \"{}\" }}\n", remote.origin),
+        "[helper]",
+    );
+    let session = server.session_on(&project).await;
+    let status = server.run(&session.id, "Wait.").await;
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{status:?}"
+    );
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let calls = finished(&events);
+    assert!(
+        calls.len() == 1
+            && !calls[0].1
+            && calls[0]
+                .2
+                .contains("did not finish within 2 s; its task was cancelled"),
+        "{calls:?}"
+    );
+    for _ in 0..200 {
+        if remote.marker().starts_with("cancelled ") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the remote task was not cancelled");
+}
+
+#[tokio::test]
 async fn remote_agents_the_operator_has_not_allowed_are_refused_at_create_session() {
     let model = OpenAiWireServer::start(Script::new(KEY))
         .await
         .expect("loopback model");
-    let server = server_allowing(&model, None, Vec::new()).await;
+    let server = server_allowing(&model, None, Vec::new(), None).await;
     let cases = [
         (
             "remote",
