@@ -273,6 +273,7 @@ impl A2aClient {
             body: response.bytes_stream().boxed(),
             parser: SseParser::new(),
             ended: false,
+            pending: 0,
         })
     }
 
@@ -347,6 +348,9 @@ pub struct TaskStream {
     body: BoxStream<'static, Result<Bytes, reqwest::Error>>,
     parser: SseParser,
     ended: bool,
+    /// Bytes read since the last whole event: a stream that never finishes an event must
+    /// not grow the buffer without end.
+    pending: usize,
 }
 
 impl TaskStream {
@@ -358,8 +362,12 @@ impl TaskStream {
         };
         loop {
             match self.parser.next_event() {
-                Ok(Some(event)) if event.data.trim().is_empty() => continue,
+                Ok(Some(event)) if event.data.trim().is_empty() => {
+                    self.pending = 0;
+                    continue;
+                }
                 Ok(Some(event)) => {
+                    self.pending = 0;
                     if event.data.len() > MAX_ITEM_BYTES {
                         self.ended = true;
                         return Some(Err(protocol(format!(
@@ -391,7 +399,17 @@ impl TaskStream {
                 }
             }
             match self.body.next().await {
-                Some(Ok(chunk)) => self.parser.push(&chunk),
+                Some(Ok(chunk)) => {
+                    self.pending += chunk.len();
+                    if self.pending > MAX_ITEM_BYTES * 2 {
+                        self.ended = true;
+                        return Some(Err(protocol(format!(
+                            "more than {} bytes without a whole stream item",
+                            MAX_ITEM_BYTES * 2
+                        ))));
+                    }
+                    self.parser.push(&chunk);
+                }
                 Some(Err(e)) => {
                     self.ended = true;
                     return Some(Err(A2aCallError::Transport {

@@ -401,18 +401,23 @@ impl Answer {
         }
     }
 
+    /// Adds an artifact's text, all artifacts together kept within the bound (plus one
+    /// byte, so the answer can say it was cut).
     fn artifact(&mut self, id: &str, text: &str, append: bool) {
-        match self.artifacts.iter_mut().find(|(known, _)| known == id) {
-            Some((_, existing)) if append => push_bounded(existing, text, self.max_bytes),
-            Some((_, existing)) => {
-                existing.clear();
-                push_bounded(existing, text, self.max_bytes);
-            }
+        let index = match self.artifacts.iter().position(|(known, _)| known == id) {
+            Some(index) => index,
             None => {
-                let mut owned = String::new();
-                push_bounded(&mut owned, text, self.max_bytes);
-                self.artifacts.push((id.to_owned(), owned));
+                self.artifacts.push((id.to_owned(), String::new()));
+                self.artifacts.len() - 1
             }
+        };
+        if !append && let Some((_, existing)) = self.artifacts.get_mut(index) {
+            existing.clear();
+        }
+        let held: usize = self.artifacts.iter().map(|(_, t)| t.len()).sum();
+        let room = (self.max_bytes + 1).saturating_sub(held);
+        if let Some((_, existing)) = self.artifacts.get_mut(index) {
+            push_bounded(existing, text, existing.len() + room);
         }
         self.stream(text.to_owned());
     }
@@ -462,23 +467,24 @@ impl Answer {
         if out.is_empty() {
             out = "(the remote agent completed its task without an answer)".to_owned();
         }
-        let total = out.len();
-        if total > self.max_bytes {
+        if out.len() > self.max_bytes {
             let mut cut = self.max_bytes;
             while !out.is_char_boundary(cut) {
                 cut -= 1;
             }
             out.truncate(cut);
-            out.push_str(&format!("\n[… {} more bytes cut]", total - cut));
+            out.push_str(&format!(
+                "\n[… cut: the remote agent's answer is longer than {} bytes]",
+                self.max_bytes
+            ));
         }
         out
     }
 }
 
-/// Appends `text` to `out`, keeping `out` within `max` bytes plus one over (so the final
-/// answer can say it was cut).
+/// Appends what fits of `text` to `out`, keeping `out` within `max` bytes.
 fn push_bounded(out: &mut String, text: &str, max: usize) {
-    let room = (max + 1).saturating_sub(out.len());
+    let room = max.saturating_sub(out.len());
     if room == 0 {
         return;
     }
@@ -516,9 +522,9 @@ mod tests {
     #[test]
     fn appended_text_stays_within_its_bound() {
         let mut out = String::new();
-        push_bounded(&mut out, "ééééé", 4);
-        assert!(out.len() <= 5, "{out}");
-        push_bounded(&mut out, "more", 4);
-        assert!(out.len() <= 5, "{out}");
+        push_bounded(&mut out, "ééééé", 5);
+        assert_eq!(out, "éé");
+        push_bounded(&mut out, "more", 5);
+        assert_eq!(out, "éém");
     }
 }
