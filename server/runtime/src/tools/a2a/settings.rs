@@ -53,7 +53,7 @@ impl fmt::Debug for OperatorA2aAgent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let headers: Vec<(&String, &str)> = self.headers.keys().map(|k| (k, MASK)).collect();
         f.debug_struct("OperatorA2aAgent")
-            .field("url", &crate::secrets::mask_url(&self.url))
+            .field("url", &super::client::public_url(&self.url))
             .field("headers", &headers)
             .finish()
     }
@@ -75,7 +75,7 @@ impl fmt::Debug for ResolvedA2aAgent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResolvedA2aAgent")
             .field("name", &self.name)
-            .field("url", &crate::secrets::mask_url(&self.url))
+            .field("url", &super::client::public_url(&self.url))
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -130,7 +130,7 @@ impl A2aSettings {
                 "a2a.allowed_urls",
                 format!(
                     "A2A agent `{name}` is at {}, which this server does not allow",
-                    crate::secrets::mask_url(url)
+                    super::client::public_url(url)
                 ),
             ))
         }
