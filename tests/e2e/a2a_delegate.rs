@@ -460,6 +460,68 @@ async fn cancelling_the_turn_cancels_the_remote_task() {
 }
 
 #[tokio::test]
+async fn cancelling_a_turn_waiting_on_a_remote_question_ends_the_request_and_the_remote_task() {
+    let remote = Remote::start().await;
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(call(
+                "c1",
+                "a2a__helper",
+                r#"{"message": "ask: notes.txt"}"#,
+            ))
+            .reply(text("unused")),
+    )
+    .await
+    .expect("loopback model");
+    let server = server_for(&model, &remote, Vec::new()).await;
+    let project = project(
+        "asked",
+        &format!("    - {{ name: helper, url: \"{}\" }}\n", remote.origin),
+        "[helper]",
+    );
+    let session = server.session_on(&project).await;
+    let execution = server
+        .submit(&session.id, "Clean up.")
+        .await
+        .expect("submit");
+    server
+        .wait_for_state(&execution, pb::ExecutionState::WaitingApproval)
+        .await;
+    server
+        .executions()
+        .cancel_execution(pb::CancelExecutionRequest {
+            execution_id: execution.clone(),
+        })
+        .await
+        .expect("cancel");
+    server
+        .wait_for_state(&execution, pb::ExecutionState::Cancelled)
+        .await;
+    let status = server.status(&execution).await;
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let resolved: Vec<pb::ApprovalResolved> = events
+        .iter()
+        .filter_map(|e| match &e.payload {
+            Some(pb::session_event::Payload::ApprovalResolved(r)) => Some(r.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resolved.len(), 1, "{resolved:?}");
+    assert_eq!(
+        resolved[0].resolution,
+        pb::ApprovalResolution::Cancelled as i32,
+        "{resolved:?}"
+    );
+    for _ in 0..200 {
+        if remote.marker().starts_with("cancelled ") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the remote task was not cancelled");
+}
+
+#[tokio::test]
 async fn a_remote_task_past_the_call_timeout_is_cancelled_and_an_error_result() {
     let remote = Remote::start().await;
     let model = OpenAiWireServer::start(
