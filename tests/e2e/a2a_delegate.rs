@@ -323,14 +323,15 @@ async fn answer(
             .into_inner()
             .approvals;
         if let Some(request) = pending.into_iter().next() {
-            approvals
-                .resolve_approval(pb::ResolveApprovalRequest {
-                    request_id: request.request_id.clone(),
-                    decision: decision as i32,
-                    reason: reason.into(),
-                })
-                .await
-                .expect("resolve");
+            // Fields the request may gain keep their defaults.
+            #[allow(clippy::needless_update)]
+            let resolve = pb::ResolveApprovalRequest {
+                request_id: request.request_id.clone(),
+                decision: decision as i32,
+                reason: reason.into(),
+                ..Default::default()
+            };
+            approvals.resolve_approval(resolve).await.expect("resolve");
             return request;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
