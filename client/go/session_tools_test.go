@@ -2,6 +2,7 @@ package odyssey_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,5 +75,33 @@ func TestAgentsShowTheirMcpServersAndSessionsListTheirTools(t *testing.T) {
 	failed := listed.GetMcpServerErrors()
 	if len(failed) != 1 || failed[0].GetServer() != "missing" || failed[0].GetError() == "" {
 		t.Fatalf("server errors %v", failed)
+	}
+}
+
+// An agent's remote A2A agents as InspectBundle and ListAgents show them: the bundle's
+// with its URL, the operator's (not configured on this server) without one.
+func TestAgentsShowTheirRemoteA2aAgents(t *testing.T) {
+	addr := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, err := odyssey.Dial(addr, odyssey.WithToken(testToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := client.InstallBundle(ctx, filepath.Join(repoRoot(t), "bundles", "a2a-delegate"), odyssey.BuildOptions{}); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	agents, err := client.ListAgents(ctx, "a2a-delegate")
+	if err != nil {
+		t.Fatalf("list agents: %v", err)
+	}
+	var remotes []string
+	for _, a := range agents[0].GetA2AAgents() {
+		remotes = append(remotes, fmt.Sprintf("%s|%s|%v", a.GetName(), a.GetUrl(), a.GetOperator()))
+	}
+	want := "helper|https://agents.example.com/helper|false,research||true"
+	if strings.Join(remotes, ",") != want {
+		t.Fatalf("remote agents %v", remotes)
 	}
 }

@@ -422,6 +422,21 @@ fn inspect(response: &pb::InspectBundleResponse, output: &mut Output<'_>) -> Res
         output.line("")?;
         output.table(&["AGENT", "MCP SERVERS"], &with_servers)?;
     }
+    let with_remotes: Vec<Vec<String>> = response
+        .agents
+        .iter()
+        .filter(|a| !a.a2a_agents.is_empty())
+        .map(|a| {
+            vec![
+                a.id.clone(),
+                super::catalog::a2a_agents_label(&a.a2a_agents),
+            ]
+        })
+        .collect();
+    if !with_remotes.is_empty() {
+        output.line("")?;
+        output.table(&["AGENT", "A2A AGENTS"], &with_remotes)?;
+    }
     if !response.skills.is_empty() {
         output.line("")?;
         let rows: Vec<Vec<String>> = response

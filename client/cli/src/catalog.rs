@@ -37,12 +37,20 @@ pub(crate) async fn agents(
                     String::new()
                 },
                 mcp_servers_label(&a.mcp_servers),
+                a2a_agents_label(&a.a2a_agents),
                 render::shorten(&a.description, 60),
             ]
         })
         .collect();
     output.table(
-        &["AGENT", "MODEL", "DEFAULT", "MCP SERVERS", "DESCRIPTION"],
+        &[
+            "AGENT",
+            "MODEL",
+            "DEFAULT",
+            "MCP SERVERS",
+            "A2A AGENTS",
+            "DESCRIPTION",
+        ],
         &rows,
     )?;
     Ok(())
@@ -149,6 +157,28 @@ pub(crate) fn mcp_servers_label(servers: &[pb::McpServerInfo]) -> String {
         .join(", ")
 }
 
+/// An agent's remote A2A agents as `name (url)`, the operator's marked: `helper
+/// (https://agents.example.com/), research (operator, https://research.example.com/)`; an
+/// operator's agent this server lacks shows `(operator, not configured)`.
+pub(crate) fn a2a_agents_label(agents: &[pb::A2aAgentInfo]) -> String {
+    agents
+        .iter()
+        .map(|a| {
+            let url = if a.url.is_empty() {
+                "not configured"
+            } else {
+                a.url.as_str()
+            };
+            if a.operator {
+                format!("{} (operator, {url})", a.name)
+            } else {
+                format!("{} ({url})", a.name)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,5 +224,24 @@ mod tests {
             "everything (stdio), github (operator, url), notes (operator, not configured)"
         );
         assert_eq!(mcp_servers_label(&[]), "");
+    }
+
+    #[test]
+    fn remote_agents_say_where_they_are_and_whose_they_are() {
+        let agent = |name: &str, url: &str, operator: bool| pb::A2aAgentInfo {
+            name: name.into(),
+            url: url.into(),
+            operator,
+        };
+        assert_eq!(
+            a2a_agents_label(&[
+                agent("helper", "https://agents.example.com/", false),
+                agent("research", "https://research.example.com/a2a", true),
+                agent("missing", "", true),
+            ]),
+            "helper (https://agents.example.com/), research (operator, \
+             https://research.example.com/a2a), missing (operator, not configured)"
+        );
+        assert_eq!(a2a_agents_label(&[]), "");
     }
 }

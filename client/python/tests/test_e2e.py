@@ -15,6 +15,7 @@ from odyssey_client import OdysseyClient, OdysseyError
 
 DEMO = REPO / "bundles" / "demo"
 DELEGATE = REPO / "bundles" / "delegate"
+A2A_DELEGATE = REPO / "bundles" / "a2a-delegate"
 
 
 def test_turn_with_approval_and_resumed_stream(client: OdysseyClient) -> None:
@@ -156,3 +157,15 @@ def test_calls_without_the_token_are_refused(server: Server) -> None:
         with pytest.raises(OdysseyError) as error:
             wrong.get_session(str(uuid.uuid4()))
         assert error.value.code == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_agents_show_their_remote_a2a_agents(client: OdysseyClient) -> None:
+    """The bundle's remote agent with its URL, the operator's (not configured on this
+    server) without one."""
+    client.install_bundle(A2A_DELEGATE)
+    agents = client.list_agents("a2a-delegate")
+    remotes = [(a.name, a.url, a.operator) for a in agents[0].a2a_agents]
+    assert remotes == [
+        ("helper", "https://agents.example.com/helper", False),
+        ("research", "", True),
+    ]

@@ -54,3 +54,17 @@ test("agents show their MCP servers and sessions list their tools", async () => 
   );
   assert.ok(listed.mcpServerErrors[0].error.length > 0);
 });
+
+// An agent's remote A2A agents as ListAgents shows them: the bundle's with its URL, the
+// operator's (not configured on this server) without one.
+test("agents show their remote A2A agents", async () => {
+  await client.installBundle(join(REPO, "bundles", "a2a-delegate"));
+  const agents = await client.listAgents("a2a-delegate");
+  assert.deepEqual(
+    agents[0].a2aAgents.map((a) => [a.name, a.url, a.operator]),
+    [
+      ["helper", "https://agents.example.com/helper", false],
+      ["research", "", true],
+    ],
+  );
+});

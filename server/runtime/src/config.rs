@@ -18,6 +18,7 @@ use crate::provider::{CredentialSettings, ProviderSettings};
 use crate::requirements::Requirements;
 use crate::sandbox::SandboxSettings;
 use crate::snapshot::SnapshotSettings;
+use crate::tools::a2a::A2aSettings;
 use crate::tools::mcp::McpSettings;
 
 #[derive(Clone, Debug)]
@@ -88,6 +89,9 @@ pub struct RuntimeConfig {
     pub event_hook_encoder: EventEncoder,
     /// MCP servers: the operator's, the URLs bundles may use, lifetimes and limits.
     pub mcp: McpSettings,
+    /// Remote A2A agents bundles delegate to: the operator's, the URLs bundles may use,
+    /// limits of a call.
+    pub a2a: A2aSettings,
     /// Workspace snapshots at turn ends (fork, rewind, turn changes): on or off, retention
     /// by count and bytes, and the largest workspace recorded.
     pub snapshots: SnapshotSettings,
@@ -133,6 +137,7 @@ impl RuntimeConfig {
             event_hooks: Vec::new(),
             event_hook_encoder: EventEncoder::default(),
             mcp: McpSettings::default(),
+            a2a: A2aSettings::default(),
             snapshots: SnapshotSettings::default(),
         }
     }

@@ -36,11 +36,11 @@ pub mod tools;
 
 pub use api::SessionTurn;
 pub use api::{
-    Activity, AgentMcpServer, CommandEvent, CommandEvents, CommandLine, CommandResult,
-    InputDisposition, InputReceipt, McpServerKind, ModelAvailability, OdysseyRuntime, PulledBundle,
-    PushedBundle, RuntimeBuilder, RuntimeCollector, SandboxCapabilities, ServedAgent, ServerInfo,
-    SessionCommand, SessionFilter, SessionInput, SessionSpec, SessionTool, SessionToolSource,
-    SessionTools,
+    Activity, AgentA2aAgent, AgentMcpServer, CommandEvent, CommandEvents, CommandLine,
+    CommandResult, InputDisposition, InputReceipt, McpServerKind, ModelAvailability,
+    OdysseyRuntime, PulledBundle, PushedBundle, RuntimeBuilder, RuntimeCollector,
+    SandboxCapabilities, ServedAgent, ServerInfo, SessionCommand, SessionFilter, SessionInput,
+    SessionSpec, SessionTool, SessionToolSource, SessionTools,
 };
 pub use api::{ForkPoint, Rewound};
 pub use bundle::InstallOptions;

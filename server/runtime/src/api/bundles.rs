@@ -33,6 +33,21 @@ pub struct ServedAgent {
     pub bundle_model: Option<ModelSpec>,
     /// The MCP servers the agent uses, in the order its `agent.yaml` lists them.
     pub mcp_servers: Vec<AgentMcpServer>,
+    /// The remote A2A agents the agent delegates to, in the order its `agent.yaml` lists
+    /// them.
+    pub a2a_agents: Vec<AgentA2aAgent>,
+}
+
+/// A remote A2A agent an agent delegates to, as clients are shown it: its name and URL
+/// without query or credentials, never the operator's headers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentA2aAgent {
+    pub name: String,
+    /// `None` for an operator's agent this server's configuration does not have (the
+    /// agent's sessions are refused until it does).
+    pub url: Option<String>,
+    /// Whether the operator's configuration provides it (`[a2a.agents.NAME]`).
+    pub operator: bool,
 }
 
 /// An MCP server an agent uses, as clients are shown it: its name and how it is reached,
@@ -205,6 +220,7 @@ impl OdysseyRuntime {
                     },
                     bundle_model,
                     mcp_servers: self.agent_mcp_servers(bundle, agent),
+                    a2a_agents: self.agent_a2a_agents(bundle, agent),
                 }
             })
             .collect()
@@ -241,6 +257,37 @@ impl OdysseyRuntime {
                     name: name.clone(),
                     kind,
                     operator: by_operator,
+                }
+            })
+            .collect()
+    }
+
+    /// The remote A2A agents `agent` delegates to, each with its public URL: the bundle's
+    /// as it declares it, the operator's as this server's configuration has it.
+    fn agent_a2a_agents(
+        &self,
+        bundle: &InstalledBundle,
+        agent: &AgentDefinition,
+    ) -> Vec<AgentA2aAgent> {
+        let operator = &self.inner.config.a2a.agents;
+        agent
+            .a2a_agents
+            .iter()
+            .map(|name| {
+                let declared = bundle.manifest.a2a_agent(name).and_then(|a| a.url.as_ref());
+                match declared {
+                    Some(url) => AgentA2aAgent {
+                        name: name.clone(),
+                        url: Some(crate::tools::a2a::public_url(url)),
+                        operator: false,
+                    },
+                    None => AgentA2aAgent {
+                        name: name.clone(),
+                        url: operator
+                            .get(name)
+                            .map(|a| crate::tools::a2a::public_url(&a.url)),
+                        operator: true,
+                    },
                 }
             })
             .collect()

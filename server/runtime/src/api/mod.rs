@@ -43,7 +43,7 @@ use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
 pub use builder::RuntimeBuilder;
-pub use bundles::{AgentMcpServer, McpServerKind, ModelAvailability, ServedAgent};
+pub use bundles::{AgentA2aAgent, AgentMcpServer, McpServerKind, ModelAvailability, ServedAgent};
 pub use commands::{CommandEvent, CommandEvents, CommandLine, CommandResult, SessionCommand};
 pub use hub::{PulledBundle, PushedBundle};
 pub use info::{Activity, SandboxCapabilities, ServerInfo};
@@ -114,6 +114,8 @@ pub(crate) struct Inner {
     pub(crate) subscriptions: Arc<AtomicUsize>,
     /// The sessions' MCP servers.
     pub(crate) mcp: Arc<crate::tools::mcp::McpServers>,
+    /// The client of the remote A2A agents sessions delegate to, with their cards.
+    pub(crate) a2a: Arc<crate::tools::a2a::A2aClient>,
     /// Sessions being rewound (no turn may start meanwhile).
     pub(crate) rewinding: snapshots::Rewinding,
 }
@@ -191,6 +193,7 @@ impl OdysseyRuntime {
             inner: Arc::new(Inner {
                 rewinding: snapshots::Rewinding::default(),
                 mcp,
+                a2a: Arc::new(crate::tools::a2a::A2aClient::new(config.a2a.card_ttl)),
                 memory,
                 metrics,
                 event_hooks,

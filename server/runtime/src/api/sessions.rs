@@ -128,6 +128,7 @@ impl OdysseyRuntime {
             .config
             .mcp
             .resolve(manifest, agent, &self.inner.config.access)?;
+        self.inner.config.a2a.resolve(manifest, agent)?;
         let record = SessionRecord {
             id: Uuid::now_v7(),
             bundle_reference: spec.bundle_reference,
@@ -192,6 +193,7 @@ impl OdysseyRuntime {
             .config
             .mcp
             .resolve(manifest, agent, &self.inner.config.access)?;
+        self.inner.config.a2a.resolve(manifest, agent)?;
         let above = parent.parent.as_ref();
         let mut ancestors = vec![parent.id];
         ancestors.extend(

@@ -14,6 +14,7 @@ use crate::permissions::PermissionRules;
 use crate::provider::ToolSpec;
 use crate::sandbox::ProcessView;
 use crate::session::EventSink;
+use crate::tools::a2a::{A2aTool, CallLimits, RemoteInput, TOOL_PREFIX, tool_name};
 use crate::tools::mcp::TurnMcpTools;
 use crate::tools::{Tool, ToolContext, ToolSet};
 
@@ -60,6 +61,40 @@ impl OdysseyRuntime {
         tools.set_mcp(Arc::new(listed));
         Ok(())
     }
+
+    /// Adds a tool `a2a__<name>` for each remote A2A agent `agent` uses that `offered`
+    /// accepts. The agents are checked against the operator's settings again: they may
+    /// have changed since the session was created. `input` is how a remote question
+    /// reaches a human (`None` where no turn runs).
+    pub(crate) fn add_a2a_tools(
+        &self,
+        bundle: &InstalledBundle,
+        agent: &AgentDefinition,
+        tools: &mut ToolSet,
+        input: Option<RemoteInput>,
+        offered: impl Fn(&str) -> bool,
+    ) -> Result<()> {
+        if agent.a2a_agents.is_empty() {
+            return Ok(());
+        }
+        let settings = &self.inner.config.a2a;
+        let limits = CallLimits {
+            call_timeout: settings.call_timeout,
+            max_output_bytes: settings.max_output_bytes,
+        };
+        for remote in settings.resolve(&bundle.manifest, agent)? {
+            if !offered(&tool_name(&remote.name)) {
+                continue;
+            }
+            tools.insert(Arc::new(A2aTool::new(
+                remote,
+                self.inner.a2a.clone(),
+                limits.clone(),
+                input.clone(),
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// A tool the session's agent is offered, as the model is told of it.
@@ -78,6 +113,8 @@ pub enum SessionToolSource {
     Host,
     /// A tool of the named MCP server.
     Mcp(String),
+    /// The named remote A2A agent (`a2a__<name>`).
+    A2a(String),
 }
 
 impl SessionToolSource {
@@ -86,6 +123,7 @@ impl SessionToolSource {
             Self::Builtin => "builtin",
             Self::Host => "host",
             Self::Mcp(_) => "mcp",
+            Self::A2a(_) => "a2a",
         }
     }
 }
@@ -122,7 +160,10 @@ impl OdysseyRuntime {
             })?
             .clone();
         let rules = PermissionRules::from_tool_rules(&agent.tools)?;
-        let declared = self.turn_tools(&bundle, |name| rules.offered(name))?;
+        let mut declared = self.turn_tools(&bundle, |name| rules.offered(name))?;
+        self.add_a2a_tools(&bundle, &agent, &mut declared, None, |name| {
+            rules.offered(name)
+        })?;
         let mut tools: Vec<SessionTool> = declared
             .specs()
             .into_iter()
@@ -132,14 +173,14 @@ impl OdysseyRuntime {
                     .tools
                     .iter()
                     .any(|entry| entry.name == spec.name && entry.is_host());
-                SessionTool {
-                    spec,
-                    source: if host {
-                        SessionToolSource::Host
-                    } else {
-                        SessionToolSource::Builtin
-                    },
-                }
+                let source = if host {
+                    SessionToolSource::Host
+                } else if let Some(remote) = spec.name.strip_prefix(TOOL_PREFIX) {
+                    SessionToolSource::A2a(remote.to_owned())
+                } else {
+                    SessionToolSource::Builtin
+                };
+                SessionTool { spec, source }
             })
             .collect();
         let mut mcp_server_errors = Vec::new();

@@ -61,6 +61,9 @@ struct AgentSpec {
     /// Names of the bundle's MCP servers this agent uses.
     #[serde(default, rename = "mcp_servers")]
     mcp_servers: Vec<String>,
+    /// Names of the bundle's remote A2A agents this agent delegates to.
+    #[serde(default, rename = "a2a_agents")]
+    a2a_agents: Vec<String>,
     /// Agents of the same bundle this one may start with the `Agent` tool.
     #[serde(default)]
     delegates: Vec<String>,
@@ -211,6 +214,7 @@ pub(crate) fn load_agent(
             enabled: spec.memory.and_then(|m| m.enabled).unwrap_or(true),
         },
         mcp_servers: spec.mcp_servers,
+        a2a_agents: spec.a2a_agents,
         delegates: spec.delegates,
         is_default: src.is_default,
     })

@@ -50,6 +50,18 @@ pub(crate) struct Spec {
     /// does, not in camelCase).
     #[serde(default, rename = "mcp_servers")]
     pub mcp_servers: Vec<McpServerRef>,
+    /// The remote A2A agents the bundle's agents may delegate to.
+    #[serde(default, rename = "a2a_agents")]
+    pub a2a_agents: Vec<A2aAgentRef>,
+}
+
+/// One entry of `spec.a2a_agents`: a remote agent at `url`, or only a `name`, which asks
+/// for the operator's agent of that name (`[a2a.agents.NAME]`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct A2aAgentRef {
+    pub name: Option<String>,
+    pub url: Option<String>,
 }
 
 /// One entry of `spec.mcp_servers`: a stdio server (`command`, `env`), a remote one

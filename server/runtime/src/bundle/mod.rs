@@ -14,6 +14,7 @@
 //!
 //! Everything here is synchronous file-system work; async callers use a blocking thread.
 
+mod a2a;
 mod agent;
 mod archive;
 mod artifact;
@@ -41,6 +42,7 @@ mod unpack;
 #[cfg(test)]
 mod tests;
 
+pub use a2a::{MAX_A2A_AGENT_NAME_LEN, a2a_agent_name_problem};
 pub use archive::{ARCHIVE_MEDIA_TYPE, ArchiveLimits};
 pub use artifact::{build_to, build_to_with_limits};
 pub use error::{BundleError, REFERENCE_FORMS};
@@ -57,6 +59,6 @@ pub use scaffold::{scaffold_archive, write_scaffold};
 pub(crate) use skill::{parse_skill, skill_body};
 pub use store::{BundleStore, InstallOptions};
 pub use types::{
-    AgentDefinition, AgentMemory, BundleId, BundleManifest, McpServerSource, McpServerSpec,
-    SandboxSpec, SkillSummary, ToolEntry, ToolRules,
+    A2aAgentSpec, AgentDefinition, AgentMemory, BundleId, BundleManifest, McpServerSource,
+    McpServerSpec, SandboxSpec, SkillSummary, ToolEntry, ToolRules,
 };

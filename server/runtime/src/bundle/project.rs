@@ -111,6 +111,7 @@ pub(crate) fn read_manifest(root: &Path) -> Result<BundleManifest, BundleError> 
     let tools = check_tools(&spec.tools)?;
     let sandbox = sandbox_spec(spec.sandbox)?;
     let mcp_servers = mcp_servers(spec.mcp_servers)?;
+    let a2a_agents = super::a2a::a2a_agents(spec.a2a_agents)?;
 
     let description = match &readme {
         Some(path) => {
@@ -129,6 +130,7 @@ pub(crate) fn read_manifest(root: &Path) -> Result<BundleManifest, BundleError> 
         };
         let loaded = load_agent(&source, &text)?;
         check_agent_servers(&agent.file, &loaded.mcp_servers, &mcp_servers)?;
+        super::a2a::check_agent_a2a(&agent.file, &loaded.a2a_agents, &a2a_agents)?;
         agents.push(loaded);
     }
     check_delegates(&agent_refs, &agents)?;
@@ -152,6 +154,7 @@ pub(crate) fn read_manifest(root: &Path) -> Result<BundleManifest, BundleError> 
         tools,
         sandbox,
         mcp_servers,
+        a2a_agents,
     })
 }
 

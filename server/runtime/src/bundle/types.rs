@@ -40,6 +40,9 @@ pub struct AgentDefinition {
     /// The bundle's MCP servers this agent uses (`spec.mcp_servers` of its agent.yaml),
     /// each declared in the manifest.
     pub mcp_servers: Vec<String>,
+    /// The bundle's remote A2A agents this agent delegates to (`spec.a2a_agents` of its
+    /// agent.yaml), each declared in the manifest; each is a tool `a2a__<name>`.
+    pub a2a_agents: Vec<String>,
     /// The agents of the same bundle this agent may start as sub-agents with the `Agent`
     /// tool (`spec.delegates` of its agent.yaml), each checked at build to be another
     /// agent of the bundle.
@@ -181,6 +184,19 @@ pub struct BundleManifest {
     pub sandbox: SandboxSpec,
     /// The MCP servers the agents may use (`spec.mcp_servers`).
     pub mcp_servers: Vec<McpServerSpec>,
+    /// The remote A2A agents the agents may delegate to (`spec.a2a_agents`).
+    pub a2a_agents: Vec<A2aAgentSpec>,
+}
+
+/// A remote A2A agent a bundle declares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct A2aAgentSpec {
+    /// Letters, digits, `-` and single `_`s: it becomes a tool name (`a2a__<name>`).
+    pub name: String,
+    /// Where the agent is (its card is read from there); the operator must allow it
+    /// (`a2a.allowed_urls`). `None`: the operator's agent of this name
+    /// (`[a2a.agents.NAME]`), which alone may carry credentials.
+    pub url: Option<String>,
 }
 
 impl BundleManifest {
@@ -202,6 +218,10 @@ impl BundleManifest {
 
     pub fn mcp_server(&self, name: &str) -> Option<&McpServerSpec> {
         self.mcp_servers.iter().find(|s| s.name == name)
+    }
+
+    pub fn a2a_agent(&self, name: &str) -> Option<&A2aAgentSpec> {
+        self.a2a_agents.iter().find(|a| a.name == name)
     }
 
     pub fn skill(&self, name: &str) -> Option<&SkillSummary> {

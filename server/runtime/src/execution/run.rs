@@ -24,6 +24,7 @@ use crate::permissions::PermissionRules;
 use crate::sandbox::ProcessView;
 use crate::session::{EventSink, SessionHandle};
 use crate::tools::ToolContext;
+use crate::tools::a2a::RemoteInput;
 use crate::tools::builtin::AGENT_TOOL_NAME;
 
 impl OdysseyRuntime {
@@ -453,6 +454,27 @@ impl OdysseyRuntime {
             |name| turn.gate.offered(name),
         )
         .await?;
+        let waiting = self.clone();
+        let input = RemoteInput {
+            approvals: self.inner.approvals.clone(),
+            execution_id: turn_id,
+            ancestors: turn.gate.ancestors.clone(),
+            policy: record.approval_policy,
+            on_waiting: Arc::new(move |waits| {
+                let state = if waits {
+                    ExecutionState::WaitingApproval
+                } else {
+                    ExecutionState::Running
+                };
+                waiting
+                    .inner
+                    .executions
+                    .update(turn_id, |s| s.state = state);
+            }),
+        };
+        self.add_a2a_tools(&bundle, &agent, &mut turn.tools, Some(input), |name| {
+            turn.gate.offered(name)
+        })?;
         Ok(turn)
     }
 

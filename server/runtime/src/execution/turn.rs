@@ -168,7 +168,13 @@ impl Turn {
                             None
                         }
                         Admitted::Run(ctx) => {
-                            let output = self.tools.call(ctx, &call.name, &call.arguments).await;
+                            let call_tool = self.tools.call(ctx, &call.name, &call.arguments);
+                            let output = match self.tools.get(&call.name) {
+                                Some(tool) if tool.releases_worker() => {
+                                    slot.release_while(call_tool).await
+                                }
+                                _ => call_tool.await,
+                            };
                             Some(self.finish_tool(&call, output, progress)?)
                         }
                         Admitted::Refused(output) => {

@@ -73,13 +73,15 @@ impl Rule {
         if tool.is_empty() {
             return Err(err("the entry names no tool"));
         }
-        // `mcp__<server>__*`: every tool of one MCP server, the only wildcard a name takes.
+        // `mcp__<server>__*`: every tool of one MCP server; `a2a__*`: every remote A2A
+        // agent. The only wildcards a name takes.
         let name = match tool.strip_suffix('*') {
-            Some(prefix) if is_mcp_server_prefix(prefix) => prefix,
+            Some(prefix) if is_mcp_server_prefix(prefix) || prefix == A2A_PREFIX => prefix,
             Some(_) => {
                 return Err(err(
                     "tool names take no wildcards, except `mcp__<server>__*` (every tool of \
-                     one MCP server); put patterns in parentheses",
+                     one MCP server) and `a2a__*` (every remote A2A agent); put patterns in \
+                     parentheses",
                 ));
             }
             None => tool,
@@ -178,6 +180,9 @@ impl PermissionRules {
         self.rules.iter().filter(move |r| r.applies_to(tool))
     }
 }
+
+/// The prefix of remote A2A agents' tools, which `a2a__*` matches.
+const A2A_PREFIX: &str = crate::tools::a2a::TOOL_PREFIX;
 
 /// `mcp__<server>__` with a well-formed server name.
 fn is_mcp_server_prefix(prefix: &str) -> bool {

@@ -15,7 +15,7 @@ mod registry;
 mod replay;
 mod retry;
 mod sse;
-mod sse_parser;
+pub(crate) mod sse_parser;
 mod url_pattern;
 
 pub use credential::{CREDENTIAL_KEY, CredentialSettings, credential_name_problem, read_key_file};

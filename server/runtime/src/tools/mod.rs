@@ -2,6 +2,7 @@
 //! filtered by the agent's rules. A call to a tool outside the set goes back to the
 //! model as an error result and the turn goes on.
 
+pub mod a2a;
 pub mod bash;
 pub mod builtin;
 mod host;
@@ -105,6 +106,13 @@ pub trait Tool: Send + Sync + 'static {
     /// Whether the tool only looks: under the default policy such tools run without
     /// asking. Defaults to `false`, so a tool that forgets to say asks.
     fn read_only(&self) -> bool {
+        false
+    }
+
+    /// Whether a call mostly waits on something outside this server (a remote agent, a
+    /// human it asks): the turn gives its worker slot back meanwhile, as it does while it
+    /// waits for an approval. Defaults to `false`.
+    fn releases_worker(&self) -> bool {
         false
     }
 

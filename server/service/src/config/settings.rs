@@ -24,6 +24,7 @@ use odyssey_runtime::provider::{
 use odyssey_runtime::sandbox::DomainList;
 use odyssey_runtime::sandbox::egress::IpNet;
 use odyssey_runtime::secrets;
+use odyssey_runtime::tools::a2a::OperatorA2aAgent;
 use odyssey_runtime::tools::mcp::OperatorMcpServer;
 use odyssey_runtime::{RuntimeConfig, SandboxMode};
 
@@ -954,6 +955,55 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
                 Ok(())
             },
         ),
+        // Delegation: the remote A2A agents bundles' agents call.
+        server(
+            "a2a.agents",
+            |d| {
+                let agents = &d.server.runtime.a2a.agents;
+                if agents.is_empty() {
+                    return None;
+                }
+                let table: toml::Table = agents
+                    .iter()
+                    .filter_map(|(name, agent)| {
+                        Some((
+                            name.clone(),
+                            toml::Value::try_from(A2aAgentEntry::from(agent)).ok()?,
+                        ))
+                    })
+                    .collect();
+                Some(table)
+            },
+            |d, v: toml::Table| {
+                d.server.runtime.a2a.agents = v
+                    .into_iter()
+                    .map(|(name, entry)| {
+                        A2aAgentEntry::parse(&name, entry)
+                            .map(|agent| (name.clone(), agent))
+                            .map_err(|message| {
+                                ValueError::from(format!("a2a.agents.{name}: {message}"))
+                            })
+                    })
+                    .collect::<Result<_, _>>()?;
+                Ok(())
+            },
+        ),
+        server(
+            "a2a.allowed_urls",
+            |d| Some(texts(&d.server.runtime.a2a.allowed_urls)),
+            |d, v| {
+                d.server.runtime.a2a.allowed_urls = patterns(v)?;
+                Ok(())
+            },
+        ),
+        server(
+            "a2a.call_timeout_seconds",
+            |d| Some(d.server.runtime.a2a.call_timeout.as_secs()),
+            |d, v| {
+                d.server.runtime.a2a.call_timeout = Duration::from_secs(at_least(v, 1)?);
+                Ok(())
+            },
+        ),
         // [database]: the PostgreSQL database (`odysseyd migrate`; not served from yet).
         server(
             "database.url",
@@ -1205,6 +1255,46 @@ impl From<&ModelOverride> for OverrideEntry {
             agent: rule.agent.clone(),
             model: format!("{}/{}", rule.model.provider, rule.model.name),
             config,
+        }
+    }
+}
+
+/// One `[a2a.agents.NAME]` table: `url` with optional `headers`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct A2aAgentEntry {
+    url: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    headers: BTreeMap<String, String>,
+}
+
+impl A2aAgentEntry {
+    fn parse(name: &str, value: toml::Value) -> Result<OperatorA2aAgent, String> {
+        if let Some(problem) = odyssey_runtime::bundle::a2a_agent_name_problem(name) {
+            return Err(format!("invalid agent name: {problem}"));
+        }
+        let entry = Self::deserialize(value).map_err(|e| e.message().to_owned())?;
+        let parsed = reqwest::Url::parse(&entry.url).map_err(|e| {
+            format!(
+                "`url`: `{}` is not a URL: {e}",
+                odyssey_runtime::secrets::mask_url(&entry.url)
+            )
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err("`url` must be an http or https URL".into());
+        }
+        Ok(OperatorA2aAgent {
+            url: entry.url,
+            headers: entry.headers,
+        })
+    }
+}
+
+impl From<&OperatorA2aAgent> for A2aAgentEntry {
+    fn from(agent: &OperatorA2aAgent) -> Self {
+        Self {
+            url: agent.url.clone(),
+            headers: agent.headers.clone(),
         }
     }
 }

@@ -1124,3 +1124,58 @@ fn mcp_servers_are_read_checked_and_their_keys_masked() {
         assert!(e.contains(expected), "{table}: {e}");
     }
 }
+
+#[test]
+fn remote_a2a_agents_are_read_checked_and_their_keys_masked() {
+    let machine = Machine::new();
+    let path = machine.write(
+        "ops/a2a.toml",
+        "[a2a]\nallowed_urls = [\"https://agents.example.com/*\"]\ncall_timeout_seconds = 45\n\n\
+         [a2a.agents.research]\nurl = \"https://research.example.com/a2a\"\nheaders = { Authorization = \"Bearer a2a-888\" }\n",
+    );
+    let loaded = machine.load(&["--config", &path_text(&path)]).unwrap();
+    let a2a = &loaded.config.runtime.a2a;
+    assert_eq!(a2a.call_timeout, Duration::from_secs(45));
+    assert_eq!(a2a.allowed_urls.len(), 1);
+    assert_eq!(
+        a2a.agents["research"].url,
+        "https://research.example.com/a2a"
+    );
+    assert_eq!(
+        a2a.agents["research"].headers["Authorization"],
+        "Bearer a2a-888"
+    );
+    let outputs = [
+        to_toml(&loaded, true),
+        serde_json::to_string(&to_json(&loaded, false)).unwrap(),
+        format!("{:?}", loaded.config),
+    ];
+    for output in &outputs {
+        assert!(!output.contains("a2a-888"), "the key leaked:\n{output}");
+    }
+    assert!(
+        outputs[0].contains("https://research.example.com/a2a"),
+        "{}",
+        outputs[0]
+    );
+
+    for (table, expected) in [
+        ("[a2a.agents.a]\n", "missing field `url`"),
+        (
+            "[a2a.agents.a__b]\nurl = \"https://a.example/\"\n",
+            "a2a.agents.a__b: invalid agent name",
+        ),
+        (
+            "[a2a.agents.a]\nurl = \"ftp://a.example/\"\n",
+            "http or https",
+        ),
+        (
+            "[a2a.agents.a]\nurl = \"https://a.example/\"\ntoken = \"x\"\n",
+            "unknown field",
+        ),
+    ] {
+        let bad = machine.write("ops/bad.toml", table);
+        let e = error(machine.load(&["--config", &path_text(&bad)]));
+        assert!(e.contains(expected), "{table}: {e}");
+    }
+}

@@ -261,6 +261,15 @@ pub fn agent(served: &ServedAgent) -> pb::AgentInfo {
         bundle_model: served.bundle_model.as_ref().map(model),
         delegates: a.delegates.clone(),
         mcp_servers: served.mcp_servers.iter().map(mcp_server_info).collect(),
+        a2a_agents: served
+            .a2a_agents
+            .iter()
+            .map(|remote| pb::A2aAgentInfo {
+                name: remote.name.clone(),
+                url: remote.url.clone().unwrap_or_default(),
+                operator: remote.operator,
+            })
+            .collect(),
     }
 }
 

@@ -134,7 +134,10 @@ type AgentInfo struct {
 	McpServers []*McpServerInfo `protobuf:"bytes,11,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	// The agents of the same bundle this agent may delegate to with the `Agent` tool
 	// (`spec.delegates` of its agent.yaml).
-	Delegates     []string `protobuf:"bytes,12,rep,name=delegates,proto3" json:"delegates,omitempty"`
+	Delegates []string `protobuf:"bytes,12,rep,name=delegates,proto3" json:"delegates,omitempty"`
+	// The remote A2A agents the agent delegates to (its agent.yaml's `spec.a2a_agents`),
+	// in that order; each is a tool `a2a__<name>`.
+	A2AAgents     []*A2AAgentInfo `protobuf:"bytes,13,rep,name=a2a_agents,json=a2aAgents,proto3" json:"a2a_agents,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -249,6 +252,13 @@ func (x *AgentInfo) GetMcpServers() []*McpServerInfo {
 func (x *AgentInfo) GetDelegates() []string {
 	if x != nil {
 		return x.Delegates
+	}
+	return nil
+}
+
+func (x *AgentInfo) GetA2AAgents() []*A2AAgentInfo {
+	if x != nil {
+		return x.A2AAgents
 	}
 	return nil
 }
@@ -2030,6 +2040,73 @@ func (x *ListSkillsResponse) GetSkills() []*SkillInfo {
 	return nil
 }
 
+// A remote A2A agent an agent delegates to: its name and URL, never the URL's query or
+// credentials, nor the operator's headers.
+type A2AAgentInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Where the agent is (its card is read from there), without query or credentials;
+	// empty for an operator's agent this server's configuration does not have (sessions of
+	// the agent are refused with PERMISSION_DENIED until it does).
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// Whether the operator's configuration provides it (`[a2a.agents.NAME]`) rather than
+	// the bundle.
+	Operator      bool `protobuf:"varint,3,opt,name=operator,proto3" json:"operator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *A2AAgentInfo) Reset() {
+	*x = A2AAgentInfo{}
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *A2AAgentInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*A2AAgentInfo) ProtoMessage() {}
+
+func (x *A2AAgentInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_bundle_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use A2AAgentInfo.ProtoReflect.Descriptor instead.
+func (*A2AAgentInfo) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_bundle_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *A2AAgentInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *A2AAgentInfo) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *A2AAgentInfo) GetOperator() bool {
+	if x != nil {
+		return x.Operator
+	}
+	return false
+}
+
 var File_odyssey_v1_bundle_proto protoreflect.FileDescriptor
 
 const file_odyssey_v1_bundle_proto_rawDesc = "" +
@@ -2045,7 +2122,7 @@ const file_odyssey_v1_bundle_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x06 \x01(\x04R\tsizeBytes\x12\x1d\n" +
 	"\n" +
-	"file_count\x18\a \x01(\rR\tfileCount\"\xa8\x03\n" +
+	"file_count\x18\a \x01(\rR\tfileCount\"\xe1\x03\n" +
 	"\tAgentInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -2063,7 +2140,9 @@ const file_odyssey_v1_bundle_proto_rawDesc = "" +
 	" \x01(\v2\x15.odyssey.v1.ModelSpecR\vbundleModel\x12:\n" +
 	"\vmcp_servers\x18\v \x03(\v2\x19.odyssey.v1.McpServerInfoR\n" +
 	"mcpServers\x12\x1c\n" +
-	"\tdelegates\x18\f \x03(\tR\tdelegates\"S\n" +
+	"\tdelegates\x18\f \x03(\tR\tdelegates\x127\n" +
+	"\n" +
+	"a2a_agents\x18\r \x03(\v2\x18.odyssey.v1.A2aAgentInfoR\ta2aAgents\"S\n" +
 	"\rMcpServerInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1a\n" +
@@ -2171,7 +2250,11 @@ const file_odyssey_v1_bundle_proto_rawDesc = "" +
 	"\x11ListSkillsRequest\x12)\n" +
 	"\x10bundle_reference\x18\x01 \x01(\tR\x0fbundleReference\"C\n" +
 	"\x12ListSkillsResponse\x12-\n" +
-	"\x06skills\x18\x01 \x03(\v2\x15.odyssey.v1.SkillInfoR\x06skills2\xd2\a\n" +
+	"\x06skills\x18\x01 \x03(\v2\x15.odyssey.v1.SkillInfoR\x06skills\"P\n" +
+	"\fA2aAgentInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x1a\n" +
+	"\boperator\x18\x03 \x01(\bR\boperator2\xd2\a\n" +
 	"\rBundleService\x12K\n" +
 	"\n" +
 	"InitBundle\x12\x1d.odyssey.v1.InitBundleRequest\x1a\x1e.odyssey.v1.InitBundleResponse\x12P\n" +
@@ -2207,7 +2290,7 @@ func file_odyssey_v1_bundle_proto_rawDescGZIP() []byte {
 	return file_odyssey_v1_bundle_proto_rawDescData
 }
 
-var file_odyssey_v1_bundle_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_odyssey_v1_bundle_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_odyssey_v1_bundle_proto_goTypes = []any{
 	(*Bundle)(nil),                // 0: odyssey.v1.Bundle
 	(*AgentInfo)(nil),             // 1: odyssey.v1.AgentInfo
@@ -2242,68 +2325,70 @@ var file_odyssey_v1_bundle_proto_goTypes = []any{
 	(*ListModelsResponse)(nil),    // 30: odyssey.v1.ListModelsResponse
 	(*ListSkillsRequest)(nil),     // 31: odyssey.v1.ListSkillsRequest
 	(*ListSkillsResponse)(nil),    // 32: odyssey.v1.ListSkillsResponse
-	nil,                           // 33: odyssey.v1.SandboxPolicy.EnvEntry
-	(*BundleRef)(nil),             // 34: odyssey.v1.BundleRef
-	(*timestamppb.Timestamp)(nil), // 35: google.protobuf.Timestamp
-	(*ModelSpec)(nil),             // 36: odyssey.v1.ModelSpec
-	(SandboxMode)(0),              // 37: odyssey.v1.SandboxMode
+	(*A2AAgentInfo)(nil),          // 33: odyssey.v1.A2aAgentInfo
+	nil,                           // 34: odyssey.v1.SandboxPolicy.EnvEntry
+	(*BundleRef)(nil),             // 35: odyssey.v1.BundleRef
+	(*timestamppb.Timestamp)(nil), // 36: google.protobuf.Timestamp
+	(*ModelSpec)(nil),             // 37: odyssey.v1.ModelSpec
+	(SandboxMode)(0),              // 38: odyssey.v1.SandboxMode
 }
 var file_odyssey_v1_bundle_proto_depIdxs = []int32{
-	34, // 0: odyssey.v1.Bundle.ref:type_name -> odyssey.v1.BundleRef
-	35, // 1: odyssey.v1.Bundle.installed_at:type_name -> google.protobuf.Timestamp
-	36, // 2: odyssey.v1.AgentInfo.model:type_name -> odyssey.v1.ModelSpec
-	36, // 3: odyssey.v1.AgentInfo.bundle_model:type_name -> odyssey.v1.ModelSpec
+	35, // 0: odyssey.v1.Bundle.ref:type_name -> odyssey.v1.BundleRef
+	36, // 1: odyssey.v1.Bundle.installed_at:type_name -> google.protobuf.Timestamp
+	37, // 2: odyssey.v1.AgentInfo.model:type_name -> odyssey.v1.ModelSpec
+	37, // 3: odyssey.v1.AgentInfo.bundle_model:type_name -> odyssey.v1.ModelSpec
 	2,  // 4: odyssey.v1.AgentInfo.mcp_servers:type_name -> odyssey.v1.McpServerInfo
-	36, // 5: odyssey.v1.ModelInfo.model:type_name -> odyssey.v1.ModelSpec
-	36, // 6: odyssey.v1.ModelInfo.bundle_model:type_name -> odyssey.v1.ModelSpec
-	37, // 7: odyssey.v1.SandboxPolicy.mode:type_name -> odyssey.v1.SandboxMode
-	33, // 8: odyssey.v1.SandboxPolicy.env:type_name -> odyssey.v1.SandboxPolicy.EnvEntry
-	10, // 9: odyssey.v1.BuildBundleRequest.options:type_name -> odyssey.v1.BuildOptions
-	0,  // 10: odyssey.v1.BuildBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	0,  // 11: odyssey.v1.InspectBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	1,  // 12: odyssey.v1.InspectBundleResponse.agents:type_name -> odyssey.v1.AgentInfo
-	3,  // 13: odyssey.v1.InspectBundleResponse.skills:type_name -> odyssey.v1.SkillInfo
-	5,  // 14: odyssey.v1.InspectBundleResponse.tools:type_name -> odyssey.v1.ToolInfo
-	6,  // 15: odyssey.v1.InspectBundleResponse.sandbox:type_name -> odyssey.v1.SandboxPolicy
-	0,  // 16: odyssey.v1.ListBundlesResponse.bundles:type_name -> odyssey.v1.Bundle
-	0,  // 17: odyssey.v1.DeleteBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	0,  // 18: odyssey.v1.ExportBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	21, // 19: odyssey.v1.ImportBundleRequest.options:type_name -> odyssey.v1.ImportOptions
-	0,  // 20: odyssey.v1.ImportBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	0,  // 21: odyssey.v1.PushBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	0,  // 22: odyssey.v1.PullBundleResponse.bundle:type_name -> odyssey.v1.Bundle
-	1,  // 23: odyssey.v1.ListAgentsResponse.agents:type_name -> odyssey.v1.AgentInfo
-	4,  // 24: odyssey.v1.ListModelsResponse.models:type_name -> odyssey.v1.ModelInfo
-	3,  // 25: odyssey.v1.ListSkillsResponse.skills:type_name -> odyssey.v1.SkillInfo
-	7,  // 26: odyssey.v1.BundleService.InitBundle:input_type -> odyssey.v1.InitBundleRequest
-	9,  // 27: odyssey.v1.BundleService.BuildBundle:input_type -> odyssey.v1.BuildBundleRequest
-	12, // 28: odyssey.v1.BundleService.InspectBundle:input_type -> odyssey.v1.InspectBundleRequest
-	14, // 29: odyssey.v1.BundleService.ListBundles:input_type -> odyssey.v1.ListBundlesRequest
-	16, // 30: odyssey.v1.BundleService.DeleteBundle:input_type -> odyssey.v1.DeleteBundleRequest
-	18, // 31: odyssey.v1.BundleService.ExportBundle:input_type -> odyssey.v1.ExportBundleRequest
-	20, // 32: odyssey.v1.BundleService.ImportBundle:input_type -> odyssey.v1.ImportBundleRequest
-	23, // 33: odyssey.v1.BundleService.PushBundle:input_type -> odyssey.v1.PushBundleRequest
-	25, // 34: odyssey.v1.BundleService.PullBundle:input_type -> odyssey.v1.PullBundleRequest
-	27, // 35: odyssey.v1.BundleService.ListAgents:input_type -> odyssey.v1.ListAgentsRequest
-	29, // 36: odyssey.v1.BundleService.ListModels:input_type -> odyssey.v1.ListModelsRequest
-	31, // 37: odyssey.v1.BundleService.ListSkills:input_type -> odyssey.v1.ListSkillsRequest
-	8,  // 38: odyssey.v1.BundleService.InitBundle:output_type -> odyssey.v1.InitBundleResponse
-	11, // 39: odyssey.v1.BundleService.BuildBundle:output_type -> odyssey.v1.BuildBundleResponse
-	13, // 40: odyssey.v1.BundleService.InspectBundle:output_type -> odyssey.v1.InspectBundleResponse
-	15, // 41: odyssey.v1.BundleService.ListBundles:output_type -> odyssey.v1.ListBundlesResponse
-	17, // 42: odyssey.v1.BundleService.DeleteBundle:output_type -> odyssey.v1.DeleteBundleResponse
-	19, // 43: odyssey.v1.BundleService.ExportBundle:output_type -> odyssey.v1.ExportBundleResponse
-	22, // 44: odyssey.v1.BundleService.ImportBundle:output_type -> odyssey.v1.ImportBundleResponse
-	24, // 45: odyssey.v1.BundleService.PushBundle:output_type -> odyssey.v1.PushBundleResponse
-	26, // 46: odyssey.v1.BundleService.PullBundle:output_type -> odyssey.v1.PullBundleResponse
-	28, // 47: odyssey.v1.BundleService.ListAgents:output_type -> odyssey.v1.ListAgentsResponse
-	30, // 48: odyssey.v1.BundleService.ListModels:output_type -> odyssey.v1.ListModelsResponse
-	32, // 49: odyssey.v1.BundleService.ListSkills:output_type -> odyssey.v1.ListSkillsResponse
-	38, // [38:50] is the sub-list for method output_type
-	26, // [26:38] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	33, // 5: odyssey.v1.AgentInfo.a2a_agents:type_name -> odyssey.v1.A2aAgentInfo
+	37, // 6: odyssey.v1.ModelInfo.model:type_name -> odyssey.v1.ModelSpec
+	37, // 7: odyssey.v1.ModelInfo.bundle_model:type_name -> odyssey.v1.ModelSpec
+	38, // 8: odyssey.v1.SandboxPolicy.mode:type_name -> odyssey.v1.SandboxMode
+	34, // 9: odyssey.v1.SandboxPolicy.env:type_name -> odyssey.v1.SandboxPolicy.EnvEntry
+	10, // 10: odyssey.v1.BuildBundleRequest.options:type_name -> odyssey.v1.BuildOptions
+	0,  // 11: odyssey.v1.BuildBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	0,  // 12: odyssey.v1.InspectBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	1,  // 13: odyssey.v1.InspectBundleResponse.agents:type_name -> odyssey.v1.AgentInfo
+	3,  // 14: odyssey.v1.InspectBundleResponse.skills:type_name -> odyssey.v1.SkillInfo
+	5,  // 15: odyssey.v1.InspectBundleResponse.tools:type_name -> odyssey.v1.ToolInfo
+	6,  // 16: odyssey.v1.InspectBundleResponse.sandbox:type_name -> odyssey.v1.SandboxPolicy
+	0,  // 17: odyssey.v1.ListBundlesResponse.bundles:type_name -> odyssey.v1.Bundle
+	0,  // 18: odyssey.v1.DeleteBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	0,  // 19: odyssey.v1.ExportBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	21, // 20: odyssey.v1.ImportBundleRequest.options:type_name -> odyssey.v1.ImportOptions
+	0,  // 21: odyssey.v1.ImportBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	0,  // 22: odyssey.v1.PushBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	0,  // 23: odyssey.v1.PullBundleResponse.bundle:type_name -> odyssey.v1.Bundle
+	1,  // 24: odyssey.v1.ListAgentsResponse.agents:type_name -> odyssey.v1.AgentInfo
+	4,  // 25: odyssey.v1.ListModelsResponse.models:type_name -> odyssey.v1.ModelInfo
+	3,  // 26: odyssey.v1.ListSkillsResponse.skills:type_name -> odyssey.v1.SkillInfo
+	7,  // 27: odyssey.v1.BundleService.InitBundle:input_type -> odyssey.v1.InitBundleRequest
+	9,  // 28: odyssey.v1.BundleService.BuildBundle:input_type -> odyssey.v1.BuildBundleRequest
+	12, // 29: odyssey.v1.BundleService.InspectBundle:input_type -> odyssey.v1.InspectBundleRequest
+	14, // 30: odyssey.v1.BundleService.ListBundles:input_type -> odyssey.v1.ListBundlesRequest
+	16, // 31: odyssey.v1.BundleService.DeleteBundle:input_type -> odyssey.v1.DeleteBundleRequest
+	18, // 32: odyssey.v1.BundleService.ExportBundle:input_type -> odyssey.v1.ExportBundleRequest
+	20, // 33: odyssey.v1.BundleService.ImportBundle:input_type -> odyssey.v1.ImportBundleRequest
+	23, // 34: odyssey.v1.BundleService.PushBundle:input_type -> odyssey.v1.PushBundleRequest
+	25, // 35: odyssey.v1.BundleService.PullBundle:input_type -> odyssey.v1.PullBundleRequest
+	27, // 36: odyssey.v1.BundleService.ListAgents:input_type -> odyssey.v1.ListAgentsRequest
+	29, // 37: odyssey.v1.BundleService.ListModels:input_type -> odyssey.v1.ListModelsRequest
+	31, // 38: odyssey.v1.BundleService.ListSkills:input_type -> odyssey.v1.ListSkillsRequest
+	8,  // 39: odyssey.v1.BundleService.InitBundle:output_type -> odyssey.v1.InitBundleResponse
+	11, // 40: odyssey.v1.BundleService.BuildBundle:output_type -> odyssey.v1.BuildBundleResponse
+	13, // 41: odyssey.v1.BundleService.InspectBundle:output_type -> odyssey.v1.InspectBundleResponse
+	15, // 42: odyssey.v1.BundleService.ListBundles:output_type -> odyssey.v1.ListBundlesResponse
+	17, // 43: odyssey.v1.BundleService.DeleteBundle:output_type -> odyssey.v1.DeleteBundleResponse
+	19, // 44: odyssey.v1.BundleService.ExportBundle:output_type -> odyssey.v1.ExportBundleResponse
+	22, // 45: odyssey.v1.BundleService.ImportBundle:output_type -> odyssey.v1.ImportBundleResponse
+	24, // 46: odyssey.v1.BundleService.PushBundle:output_type -> odyssey.v1.PushBundleResponse
+	26, // 47: odyssey.v1.BundleService.PullBundle:output_type -> odyssey.v1.PullBundleResponse
+	28, // 48: odyssey.v1.BundleService.ListAgents:output_type -> odyssey.v1.ListAgentsResponse
+	30, // 49: odyssey.v1.BundleService.ListModels:output_type -> odyssey.v1.ListModelsResponse
+	32, // 50: odyssey.v1.BundleService.ListSkills:output_type -> odyssey.v1.ListSkillsResponse
+	39, // [39:51] is the sub-list for method output_type
+	27, // [27:39] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_bundle_proto_init() }
@@ -2326,7 +2411,7 @@ func file_odyssey_v1_bundle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_bundle_proto_rawDesc), len(file_odyssey_v1_bundle_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1292,7 +1292,8 @@ type SessionTool struct {
 	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	// The JSON schema of its arguments object, as JSON text.
 	InputSchemaJson string `protobuf:"bytes,3,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"`
-	// "builtin", "host" (given to the server by its embedder) or "mcp".
+	// "builtin", "host" (given to the server by its embedder), "mcp" or "a2a" (a remote
+	// A2A agent, `a2a__<name>`).
 	Source string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
 	// The MCP server it belongs to, for source "mcp".
 	McpServer     string `protobuf:"bytes,5,opt,name=mcp_server,json=mcpServer,proto3" json:"mcp_server,omitempty"`

@@ -29,7 +29,7 @@ class Bundle(_message.Message):
     def __init__(self, ref: _Optional[_Union[_common_pb2.BundleRef, _Mapping]] = ..., description: _Optional[str] = ..., default_agent_id: _Optional[str] = ..., agent_ids: _Optional[_Iterable[str]] = ..., installed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., size_bytes: _Optional[int] = ..., file_count: _Optional[int] = ...) -> None: ...
 
 class AgentInfo(_message.Message):
-    __slots__ = ("id", "name", "version", "description", "model", "is_default", "tools_allow", "tools_ask", "tools_deny", "bundle_model", "mcp_servers", "delegates")
+    __slots__ = ("id", "name", "version", "description", "model", "is_default", "tools_allow", "tools_ask", "tools_deny", "bundle_model", "mcp_servers", "delegates", "a2a_agents")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -42,6 +42,7 @@ class AgentInfo(_message.Message):
     BUNDLE_MODEL_FIELD_NUMBER: _ClassVar[int]
     MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
     DELEGATES_FIELD_NUMBER: _ClassVar[int]
+    A2A_AGENTS_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     version: str
@@ -54,7 +55,8 @@ class AgentInfo(_message.Message):
     bundle_model: _common_pb2.ModelSpec
     mcp_servers: _containers.RepeatedCompositeFieldContainer[McpServerInfo]
     delegates: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., is_default: _Optional[bool] = ..., tools_allow: _Optional[_Iterable[str]] = ..., tools_ask: _Optional[_Iterable[str]] = ..., tools_deny: _Optional[_Iterable[str]] = ..., bundle_model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerInfo, _Mapping]]] = ..., delegates: _Optional[_Iterable[str]] = ...) -> None: ...
+    a2a_agents: _containers.RepeatedCompositeFieldContainer[A2aAgentInfo]
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., is_default: _Optional[bool] = ..., tools_allow: _Optional[_Iterable[str]] = ..., tools_ask: _Optional[_Iterable[str]] = ..., tools_deny: _Optional[_Iterable[str]] = ..., bundle_model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerInfo, _Mapping]]] = ..., delegates: _Optional[_Iterable[str]] = ..., a2a_agents: _Optional[_Iterable[_Union[A2aAgentInfo, _Mapping]]] = ...) -> None: ...
 
 class McpServerInfo(_message.Message):
     __slots__ = ("name", "kind", "operator")
@@ -326,3 +328,13 @@ class ListSkillsResponse(_message.Message):
     SKILLS_FIELD_NUMBER: _ClassVar[int]
     skills: _containers.RepeatedCompositeFieldContainer[SkillInfo]
     def __init__(self, skills: _Optional[_Iterable[_Union[SkillInfo, _Mapping]]] = ...) -> None: ...
+
+class A2aAgentInfo(_message.Message):
+    __slots__ = ("name", "url", "operator")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    url: str
+    operator: bool
+    def __init__(self, name: _Optional[str] = ..., url: _Optional[str] = ..., operator: _Optional[bool] = ...) -> None: ...

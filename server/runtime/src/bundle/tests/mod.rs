@@ -1,5 +1,6 @@
 //! Tests of the bundle module against real temporary directories.
 
+mod a2a;
 mod archive;
 mod digest;
 mod fixtures;

@@ -554,3 +554,27 @@ fn a_servers_wildcard_covers_its_mcp_tools_and_a_named_tool_beats_it() {
     assert!(!denied.offered("mcp__fs__read_file"));
     assert!(denied.offered("mcp__other__read_file"));
 }
+
+#[test]
+fn the_remote_agents_wildcard_covers_every_a2a_tool_and_a_named_one_beats_it() {
+    let rules = Rules {
+        allow: &["a2a__*"],
+        ask: &["a2a__research"],
+        deny: &[],
+    };
+    #[rustfmt::skip]
+    assert_table(&rules, ON_REQUEST, &[
+        ("a2a__helper", None, Allow, ""),
+        ("a2a__research", None, Ask, "`a2a__research` (tools.ask)"),
+        // Not a remote agent's tool, and the prefix alone, are not covered.
+        ("mcp__a2a__x", None, Ask, "no rule allows it"),
+        ("a2a__", None, Ask, "no rule allows it"),
+    ]);
+    let denied = parse(&Rules {
+        allow: &[],
+        ask: &[],
+        deny: &["a2a__*"],
+    });
+    assert!(!denied.offered("a2a__helper"));
+    assert!(denied.offered("Read"));
+}

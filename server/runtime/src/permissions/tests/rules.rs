@@ -80,6 +80,8 @@ fn malformed_entries_are_named() {
         ("mcp__*", "except `mcp__<server>__*`"),
         ("mcp__a__b*", "except `mcp__<server>__*`"),
         ("mcp__a__b__*", "except `mcp__<server>__*`"),
+        ("a2a_*", "and `a2a__*`"),
+        ("a2a__x*", "and `a2a__*`"),
         ("Write( )", "pattern is empty"),
         ("Ba sh", "not allowed in a tool name"),
         ("Bash*", "tool names take no wildcards"),

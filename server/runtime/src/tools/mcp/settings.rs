@@ -250,6 +250,7 @@ mod tests {
             memory: Default::default(),
             delegates: Vec::new(),
             mcp_servers: servers.iter().map(|(n, _)| (*n).to_owned()).collect(),
+            a2a_agents: Vec::new(),
             is_default: true,
         };
         BundleManifest {
@@ -268,6 +269,7 @@ mod tests {
                     source,
                 })
                 .collect(),
+            a2a_agents: Vec::new(),
         }
     }
 

@@ -579,7 +579,8 @@ export type SessionTool = Message<"odyssey.v1.SessionTool"> & {
   inputSchemaJson: string;
 
   /**
-   * "builtin", "host" (given to the server by its embedder) or "mcp".
+   * "builtin", "host" (given to the server by its embedder), "mcp" or "a2a" (a remote
+   * A2A agent, `a2a__<name>`).
    *
    * @generated from field: string source = 4;
    */
