@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::mount::{OverlaySpec, mount_overlay, unmount_overlay};
+use super::mount::{MAX_LOWER_LAYERS, OverlaySpec, mount_overlay, unmount_overlay};
 use crate::snapshot::SnapshotError;
 
 const LAYERS_DIR: &str = "layers";
@@ -219,6 +219,16 @@ impl OverlayStore {
             .next()
             .is_some();
         let mut layer = None;
+        if wrote && stack.current.len() >= MAX_LOWER_LAYERS {
+            self.mount_stack(session, &stack.current, data)?;
+            return Err(SnapshotError::io(
+                "adding a layer to",
+                data,
+                std::io::Error::other(format!(
+                    "the workspace already stacks {MAX_LOWER_LAYERS} layers"
+                )),
+            ));
+        }
         if wrote {
             let id = Uuid::now_v7().to_string();
             let path = self.layer(&id);

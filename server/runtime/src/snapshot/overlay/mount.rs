@@ -18,8 +18,9 @@ use rustix::mount::{
 
 use crate::snapshot::SnapshotError;
 
-/// The most lower layers one mount stacks (the kernel refuses more than 500; lookups slow
-/// down long before): past it, older layers are squashed.
+/// The most lower layers one mount should stack (the kernel refuses more than 500;
+/// lookups slow down long before). Squashing the oldest layers together past it is still
+/// to be built: until then [`super::OverlayStore::commit`] refuses a deeper stack.
 pub const MAX_LOWER_LAYERS: usize = 128;
 
 /// What one overlay mount is made of.
