@@ -45,21 +45,30 @@ impl Stack {
     }
 }
 
-/// What a turn's end committed, still to be synced.
+/// What a turn's end committed, still to be synced (a turn syncs it while its end is
+/// synced, not before).
 #[derive(Debug)]
 pub struct UnsyncedLayer {
     /// The new layer, when the turn wrote anything.
     pub layer: Option<PathBuf>,
+    /// The stack naming it, and its folder.
+    stack: PathBuf,
 }
 
 impl UnsyncedLayer {
-    /// Puts the layer's files and folders on stable storage: its cost follows what the
-    /// turn wrote, not the workspace.
+    /// Puts the layer's files and folders on stable storage, then the stack naming it:
+    /// its cost follows what the turn wrote, not the workspace.
     pub fn sync(&self) -> Result<(), SnapshotError> {
-        match &self.layer {
-            Some(layer) => sync_tree(layer),
-            None => Ok(()),
+        if let Some(layer) = &self.layer {
+            sync_tree(layer)?;
         }
+        std::fs::File::open(&self.stack)
+            .and_then(|f| f.sync_data())
+            .map_err(|e| SnapshotError::io("syncing", &self.stack, e))?;
+        if let Some(dir) = self.stack.parent() {
+            sync_dir(dir);
+        }
+        Ok(())
     }
 }
 
@@ -110,6 +119,17 @@ impl OverlayStore {
 
     /// Replaces the stack of `session`, durably (a new file renamed over the old).
     fn set_stack(&self, session: Uuid, stack: &Stack) -> Result<(), SnapshotError> {
+        let path = self.set_stack_unsynced(session, stack)?;
+        std::fs::File::open(&path)
+            .and_then(|f| f.sync_data())
+            .map_err(|e| SnapshotError::io("syncing", &path, e))?;
+        sync_dir(&self.session_dir(session));
+        Ok(())
+    }
+
+    /// Replaces the stack of `session` (a new file renamed over the old), leaving its
+    /// sync to the caller; answers its path.
+    fn set_stack_unsynced(&self, session: Uuid, stack: &Stack) -> Result<PathBuf, SnapshotError> {
         let dir = self.session_dir(session);
         let path = dir.join(STACK_FILE);
         let tmp = dir.join(format!("{STACK_FILE}.tmp-{:016x}", rand::random::<u64>()));
@@ -121,15 +141,13 @@ impl OverlayStore {
             use std::io::Write;
             let mut file = std::fs::File::create(&tmp)?;
             file.write_all(&bytes)?;
-            file.sync_data()?;
             std::fs::rename(&tmp, &path)
         })();
         if let Err(e) = written {
             let _ = std::fs::remove_file(&tmp);
             return Err(SnapshotError::io("writing", path, e));
         }
-        sync_dir(&dir);
-        Ok(())
+        Ok(path)
     }
 
     fn ensure_dirs(&self, session: Uuid) -> Result<(), SnapshotError> {
@@ -251,8 +269,8 @@ impl OverlayStore {
         let excess = stack.turns.len().saturating_sub(max_turns.max(1));
         stack.turns.drain(..excess);
         self.mount_stack(session, &stack.current, data)?;
-        self.set_stack(session, &stack)?;
-        Ok(UnsyncedLayer { layer })
+        let stack = self.set_stack_unsynced(session, &stack)?;
+        Ok(UnsyncedLayer { layer, stack })
     }
 
     /// The layers of `session` at the end of `turn_id`, if kept.
