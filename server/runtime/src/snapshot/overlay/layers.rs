@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::mount::{MAX_LOWER_LAYERS, OverlaySpec, mount_overlay, unmount_overlay};
+use super::mount::{
+    MAX_LOWER_LAYERS, OverlaySpec, mount_overlay, unmount_overlay, unmount_overlay_strict,
+};
 use crate::snapshot::SnapshotError;
 
 const LAYERS_DIR: &str = "layers";
@@ -231,7 +233,7 @@ impl OverlayStore {
         let upper = self.upper(session);
         let root = std::fs::symlink_metadata(&upper)
             .map_err(|e| SnapshotError::io("reading", &upper, e))?;
-        unmount_overlay(data)?;
+        unmount_overlay_strict(data)?;
         let wrote = std::fs::read_dir(&upper)
             .map_err(|e| SnapshotError::io("reading", &upper, e))?
             .next()

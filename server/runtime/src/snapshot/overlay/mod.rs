@@ -26,6 +26,7 @@ mod mount;
 pub use layers::{OverlayStore, Stack, TurnLayers, UnsyncedLayer};
 pub use mount::{
     MAX_LOWER_LAYERS, OverlaySpec, is_mount_point, mount_overlay, probe, unmount_overlay,
+    unmount_overlay_strict,
 };
 
 #[cfg(test)]

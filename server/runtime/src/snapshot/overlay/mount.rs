@@ -96,6 +96,17 @@ pub fn unmount_overlay(target: &Path) -> Result<(), SnapshotError> {
     }
 }
 
+/// Unmounts what is mounted on `target`, refusing while it is busy: a turn's end must
+/// not move an upper folder a surviving process could still write through a detached
+/// mount into a layer.
+pub fn unmount_overlay_strict(target: &Path) -> Result<(), SnapshotError> {
+    if !is_mount_point(target) {
+        return Ok(());
+    }
+    unmount(target, UnmountFlags::NOFOLLOW)
+        .map_err(|e| SnapshotError::io("unmounting the workspace", target, e.into()))
+}
+
 /// Whether something is mounted on `path`: its device differs from its parent's.
 pub fn is_mount_point(path: &Path) -> bool {
     let Some(parent) = path.parent() else {

@@ -291,3 +291,28 @@ fn only_the_newest_turns_are_kept() {
     assert!(data.join("f3").exists());
     assert!(!data.join("f4").exists());
 }
+
+#[test]
+fn a_turn_end_is_refused_while_a_process_still_holds_the_workspace() {
+    let Some(mut fx) = Fixture::new() else {
+        return;
+    };
+    let session = Uuid::now_v7();
+    let data = fx.data(session);
+    fx.store.mount(session, &data, None, 0o755).expect("mount");
+    fs::write(data.join("a"), "a").expect("write");
+    let mut survivor = Command::new("sleep")
+        .arg("30")
+        .current_dir(&data)
+        .spawn()
+        .expect("sleep");
+    let refused = fx.store.commit(session, &data, 1, Uuid::now_v7(), 10);
+    let _ = survivor.kill();
+    let _ = survivor.wait();
+    assert!(refused.is_err(), "a busy workspace must not become a layer");
+    assert!(is_mount_point(&data));
+    assert_eq!(read(fx.store.upper(session).join("a")), "a");
+    fx.store
+        .commit(session, &data, 1, Uuid::now_v7(), 10)
+        .expect("commit once free");
+}
