@@ -57,6 +57,15 @@ pub fn mount_overlay(spec: &OverlaySpec<'_>, target: &Path) -> Result<(), Snapsh
     fsconfig_set_string(&fs, "workdir", spec.work)
         .map_err(|e| SnapshotError::io("setting the work folder", spec.work, e.into()))?;
     fsconfig_set_flag(&fs, "volatile").map_err(|e| fail("making volatile the overlay of", e))?;
+    // Nothing in a layer redirects a lookup elsewhere or stands for another file's data,
+    // whatever the kernel's defaults are.
+    for (key, value) in [
+        ("redirect_dir", "off"),
+        ("metacopy", "off"),
+        ("index", "off"),
+    ] {
+        fsconfig_set_string(&fs, key, value).map_err(|e| fail("configuring the overlay of", e))?;
+    }
     fsconfig_create(&fs).map_err(|e| fail("creating the overlay of", e))?;
     let mount = fsmount(
         &fs,
