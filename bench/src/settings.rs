@@ -92,6 +92,22 @@ pub struct Settings {
     #[arg(long, default_value_t = 300)]
     #[serde(default = "default_subagent_turns")]
     pub subagent_turns: usize,
+    /// workspace: files of the large workspace that is forked and snapshotted.
+    #[arg(long, default_value_t = 10_000)]
+    #[serde(default = "default_workspace_files")]
+    pub workspace_files: usize,
+    /// workspace: bytes of those files, in all.
+    #[arg(long, default_value_t = 1 << 30)]
+    #[serde(default = "default_workspace_bytes")]
+    pub workspace_bytes: u64,
+    /// workspace: forks of the large session measured (after one not measured).
+    #[arg(long, default_value_t = 5)]
+    #[serde(default = "default_workspace_forks")]
+    pub workspace_forks: usize,
+    /// workspace: turns rewriting one file measured in each fork.
+    #[arg(long, default_value_t = 10)]
+    #[serde(default = "default_workspace_turns_per_fork")]
+    pub workspace_turns_per_fork: usize,
     /// A further odysseyd flag for every daemon (`--daemon-arg=--long-term-memory=false`);
     /// repeatable.
     #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -123,6 +139,23 @@ fn default_mcp_starts() -> usize {
 // Reports written before `subagents` existed lack its setting; they still compare.
 fn default_subagent_turns() -> usize {
     300
+}
+
+// Likewise for `workspace`.
+fn default_workspace_files() -> usize {
+    10_000
+}
+
+fn default_workspace_bytes() -> u64 {
+    1 << 30
+}
+
+fn default_workspace_forks() -> usize {
+    5
+}
+
+fn default_workspace_turns_per_fork() -> usize {
+    10
 }
 
 impl Settings {

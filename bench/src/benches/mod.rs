@@ -12,6 +12,7 @@ mod startup;
 mod subagents;
 mod throughput;
 mod turn_cost;
+mod workspace;
 
 use crate::env::Env;
 use crate::error::Result;
@@ -42,11 +43,12 @@ pub enum Which {
     TurnCost,
     Mcp,
     Subagents,
+    Workspace,
 }
 
 impl Which {
     /// Every benchmark, in the order of the report.
-    pub const EACH: [Which; 12] = [
+    pub const EACH: [Which; 13] = [
         Which::Overhead,
         Which::Throughput,
         Which::Append,
@@ -59,6 +61,7 @@ impl Which {
         Which::TurnCost,
         Which::Mcp,
         Which::Subagents,
+        Which::Workspace,
     ];
 
     /// The benchmarks of `quick`.
@@ -99,6 +102,7 @@ impl Which {
             Which::TurnCost => "turn-cost",
             Which::Mcp => "mcp",
             Which::Subagents => "subagents",
+            Which::Workspace => "workspace",
         }
     }
 
@@ -118,6 +122,7 @@ impl Which {
             Which::TurnCost => "a turn's own cost against model servers as users run them",
             Which::Mcp => "stdio MCP servers: a warm tool call, and a start in the sandbox",
             Which::Subagents => "what a sub-agent call adds beyond the child's turn",
+            Which::Workspace => "fork and turn-end snapshot of a session with a large workspace",
         }
     }
 
@@ -136,6 +141,7 @@ impl Which {
             Which::TurnCost => turn_cost::run(env).await,
             Which::Mcp => mcp::run(env).await,
             Which::Subagents => subagents::run(env).await,
+            Which::Workspace => workspace::run(env).await,
         }
     }
 }

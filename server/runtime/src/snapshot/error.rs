@@ -17,6 +17,8 @@ pub enum SnapshotError {
     Corrupt { path: PathBuf, message: String },
     #[error("no snapshot of the workspace was recorded at the end of turn {turn}")]
     Missing { turn: u64 },
+    #[error("no workspace layers are kept for the end of turn {turn_id}")]
+    NoLayers { turn_id: uuid::Uuid },
     #[error("the workspace snapshot of turn {turn} was skipped: {reason}")]
     Skipped { turn: u64, reason: String },
     #[error("the stored copy of {path} at turn {turn} is damaged ({message})")]
@@ -52,9 +54,9 @@ impl From<SnapshotError> for RuntimeError {
             SnapshotError::Corrupt { .. } | SnapshotError::Damaged { .. } => {
                 RuntimeError::storage(e.to_string(), std::io::Error::other("damaged snapshot"))
             }
-            SnapshotError::Missing { .. } | SnapshotError::Skipped { .. } => {
-                RuntimeError::FailedPrecondition(e.to_string())
-            }
+            SnapshotError::Missing { .. }
+            | SnapshotError::NoLayers { .. }
+            | SnapshotError::Skipped { .. } => RuntimeError::FailedPrecondition(e.to_string()),
         }
     }
 }

@@ -23,6 +23,7 @@ mod error;
 mod manifest;
 mod materialize;
 mod objects;
+pub mod overlay;
 mod settings;
 mod store;
 mod walk;
