@@ -56,6 +56,7 @@ impl OdysseyClient {
             request_id: request_id.to_owned(),
             decision: decision.into(),
             reason: reason.unwrap_or_default().to_owned(),
+            ..Default::default()
         };
         Ok(self
             .approvals()

@@ -28,6 +28,7 @@ fn pending(
         arguments,
         reason: "no rule allows it".to_owned(),
         parent_session_ids: Vec::new(),
+        input: None,
     }
 }
 
@@ -84,6 +85,7 @@ async fn each_decision_reaches_the_waiter() {
             decision,
             resolution: ApprovalResolution::Decided,
             reason: reason.to_owned(),
+            input: None,
         };
         assert_eq!(approval.resolution.as_ref(), Some(&expected));
         assert_eq!(approval.request.tool, "Bash");
