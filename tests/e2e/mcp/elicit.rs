@@ -23,6 +23,7 @@ async fn elicit_server(
         move |args| {
             args.mount_roots = vec![mounted];
             args.env_allowlist = vec!["PATH".into()];
+            args.http_listen = Some(crate::support::loopback());
         },
         move |config| {
             config.providers.insert(
@@ -143,7 +144,9 @@ async fn a_servers_request_for_input_is_answered_on_the_approvals_surface() {
             .reply(call("c1", ELICIT, "{}"))
             .reply(text("Answered."))
             .reply(call("c2", ELICIT, "{}"))
-            .reply(text("Declined.")),
+            .reply(text("Declined."))
+            .reply(call("c3", ELICIT, "{}"))
+            .reply(text("Answered over HTTP.")),
     )
     .await
     .expect("loopback model");
@@ -241,6 +244,66 @@ async fn a_servers_request_for_input_is_answered_on_the_approvals_surface() {
     assert_eq!(answered.action, pb::HumanInputAction::Decline as i32);
     assert!(answered.answer.is_none());
     assert!(result.contains("declined"), "{result}");
+
+    // The HTTP gateway lists the request with its message and schema, refuses an answer
+    // of the wrong type naming the field, and takes a good one.
+    let first_of_turn = status.last_sequence;
+    let execution = server
+        .submit(&session.id, "Ask over HTTP.")
+        .await
+        .expect("submit");
+    let asked = pending_input(&server, &session.id).await;
+    let addr = server.handle.http_addr().expect("the gateway runs");
+    let http = reqwest::Client::new();
+    let listed: serde_json::Value = http
+        .get(format!("http://{addr}/approvals?session_id={}", session.id))
+        .send()
+        .await
+        .expect("GET approvals")
+        .json()
+        .await
+        .expect("JSON");
+    let listed = &listed["approvals"][0];
+    assert_eq!(listed["kind"], "APPROVAL_KIND_INPUT", "{listed}");
+    assert_eq!(
+        listed["message"],
+        "Please provide inputs for the following fields:"
+    );
+    assert_eq!(listed["requestedSchema"]["required"][0], "name", "{listed}");
+    let url = format!("http://{addr}/approvals/{}", asked.request_id);
+    let bad = http
+        .post(&url)
+        .json(&serde_json::json!({"action": "accept", "answer": {"name": "Ada", "check": "yes"}}))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(bad.status(), reqwest::StatusCode::BAD_REQUEST);
+    let body: serde_json::Value = bad.json().await.expect("JSON error");
+    assert_eq!(body["error"]["code"], "INVALID_ARGUMENT", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("answer.check")),
+        "{body}"
+    );
+    let good = http
+        .post(&url)
+        .json(&serde_json::json!({"action": "accept", "answer": {"name": "Grace", "check": false}}))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(good.status(), reqwest::StatusCode::OK);
+    server
+        .wait_for_state(&execution, pb::ExecutionState::Completed)
+        .await;
+    let status = server.status(&execution).await;
+    let events = server
+        .events(&session.id, first_of_turn, status.last_sequence)
+        .await;
+    let (_, answered, result) = outcome(&events);
+    assert_eq!(answered.action, pb::HumanInputAction::Accept as i32);
+    assert!(result.contains("Name: Grace"), "{result}");
+    assert!(result.contains("Agreed to terms: false"), "{result}");
 }
 
 #[tokio::test]
