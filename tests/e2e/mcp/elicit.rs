@@ -155,6 +155,10 @@ async fn a_servers_request_for_input_is_answered_on_the_approvals_surface() {
 
     let execution = server.submit(&session.id, "Ask me.").await.expect("submit");
     let asked = pending_input(&server, &session.id).await;
+    // The turn shows it waits for a person, as with an approval (A2A: input-required).
+    server
+        .wait_for_state(&execution, pb::ExecutionState::WaitingApproval)
+        .await;
     assert_eq!(asked.kind, pb::ApprovalKind::Input as i32);
     assert_eq!(asked.tool, ELICIT);
     assert_eq!(

@@ -191,6 +191,7 @@ impl OdysseyRuntime {
             sandbox.clone(),
             config.mcp.clone(),
             approvals.clone(),
+            executions.clone(),
         );
         let runtime = Self {
             inner: Arc::new(Inner {

@@ -20,6 +20,7 @@ use uuid::Uuid;
 use crate::events::{
     ApprovalResolution, EventPayload, HumanInputAnswered, HumanInputRequested, InputAction,
 };
+use crate::execution::{ExecutionState, ExecutionTable};
 use crate::permissions::approvals::input::{InputRequest, MAX_MESSAGE_BYTES, check_schema};
 use crate::permissions::{ApprovalStore, PendingApproval, Resolution, display_call};
 use crate::session::EventSink;
@@ -29,6 +30,8 @@ use crate::tools::ToolContext;
 pub(super) struct Elicitation {
     server: String,
     approvals: ApprovalStore,
+    /// Where the turn is shown waiting for a person while a request waits.
+    executions: Arc<ExecutionTable>,
     calls: Mutex<Vec<ActiveCall>>,
     next_id: AtomicU64,
 }
@@ -117,10 +120,15 @@ impl std::fmt::Debug for Elicitation {
 }
 
 impl Elicitation {
-    pub(super) fn new(server: &str, approvals: ApprovalStore) -> Arc<Self> {
+    pub(super) fn new(
+        server: &str,
+        approvals: ApprovalStore,
+        executions: Arc<ExecutionTable>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             server: server.to_owned(),
             approvals,
+            executions,
             calls: Mutex::default(),
             next_id: AtomicU64::new(1),
         })
@@ -199,10 +207,22 @@ impl Elicitation {
             }),
         });
         call.human.start();
+        self.executions.update(call.execution_id, |s| {
+            if s.state == ExecutionState::Running {
+                s.state = ExecutionState::WaitingApproval;
+            }
+        });
         let answered = self
             .wait(&call, request_id, message, schema, display.text, waiter)
             .await;
         call.human.stop();
+        if !call.human.waiting() {
+            self.executions.update(call.execution_id, |s| {
+                if s.state == ExecutionState::WaitingApproval {
+                    s.state = ExecutionState::Running;
+                }
+            });
+        }
         answered
     }
 

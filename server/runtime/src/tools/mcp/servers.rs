@@ -16,6 +16,7 @@ use super::elicit::Elicitation;
 use super::result::render;
 use super::settings::{McpLaunch, McpSettings, ResolvedMcpServer};
 use super::tool::{McpTool, offerable};
+use crate::execution::ExecutionTable;
 use crate::permissions::ApprovalStore;
 use crate::sandbox::{ExecRequest, NetworkGrant, Sandbox, ServiceLog};
 use crate::tools::{Tool, ToolContext, ToolOutput};
@@ -34,6 +35,8 @@ pub struct McpServers {
     settings: McpSettings,
     /// Where servers' requests for a person's input wait.
     approvals: ApprovalStore,
+    /// Where a turn waiting for a person's input is shown as waiting.
+    executions: Arc<ExecutionTable>,
     slots: Mutex<HashMap<(Uuid, String), Arc<Slot>>>,
     sweeping: std::sync::OnceLock<()>,
 }
@@ -76,15 +79,17 @@ struct SlotState {
 }
 
 impl McpServers {
-    pub fn new(
+    pub(crate) fn new(
         sandbox: Arc<Sandbox>,
         settings: McpSettings,
         approvals: ApprovalStore,
+        executions: Arc<ExecutionTable>,
     ) -> Arc<Self> {
         Arc::new(Self {
             sandbox,
             settings,
             approvals,
+            executions,
             slots: Mutex::default(),
             sweeping: std::sync::OnceLock::new(),
         })
@@ -270,7 +275,11 @@ impl McpServers {
                     state: tokio::sync::Mutex::default(),
                     last_used: Mutex::new(Instant::now()),
                     calls: std::sync::atomic::AtomicUsize::new(0),
-                    elicitation: Elicitation::new(name, self.approvals.clone()),
+                    elicitation: Elicitation::new(
+                        name,
+                        self.approvals.clone(),
+                        self.executions.clone(),
+                    ),
                 })
             })
             .clone()
