@@ -146,7 +146,9 @@ async fn a_servers_request_for_input_is_answered_on_the_approvals_surface() {
             .reply(call("c2", ELICIT, "{}"))
             .reply(text("Declined."))
             .reply(call("c3", ELICIT, "{}"))
-            .reply(text("Answered over HTTP.")),
+            .reply(text("Answered over HTTP."))
+            .reply(call("c4", ELICIT, "{}"))
+            .reply(text("Answered on the command line.")),
     )
     .await
     .expect("loopback model");
@@ -308,6 +310,103 @@ async fn a_servers_request_for_input_is_answered_on_the_approvals_surface() {
     assert_eq!(answered.action, pb::HumanInputAction::Accept as i32);
     assert!(result.contains("Name: Grace"), "{result}");
     assert!(result.contains("Agreed to terms: false"), "{result}");
+
+    // The CLI shows the message and the fields, refuses a bad answer naming the field,
+    // and sends a good one.
+    let first_of_turn = status.last_sequence;
+    let execution = server
+        .submit(&session.id, "Ask on the command line.")
+        .await
+        .expect("submit");
+    let asked = pending_input(&server, &session.id).await;
+    let url = server.handle.url();
+    let (code, out, err) = odyssey(&[
+        "--server",
+        &url,
+        "approvals",
+        "--full",
+        "--session",
+        &session.id,
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("MCP server `everything` asks for input"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Please provide inputs for the following fields:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("name (string, required): Your full, legal name"),
+        "{out}"
+    );
+    let (code, _, err) = odyssey(&["--server", &url, "approve", &asked.request_id]).await;
+    assert_eq!(code, 2, "no terminal to ask on: {err}");
+    assert!(
+        err.contains("--answer JSON") && err.contains("name (string, required)"),
+        "{err}"
+    );
+    let (code, _, err) = odyssey(&[
+        "--server",
+        &url,
+        "approve",
+        &asked.request_id,
+        "--answer",
+        r#"{"name": 5}"#,
+    ])
+    .await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("answer.name") && err.contains("INVALID_ARGUMENT"),
+        "{err}"
+    );
+    let (code, out, err) = odyssey(&[
+        "--server",
+        &url,
+        "approve",
+        &asked.request_id,
+        "--answer",
+        r#"{"name": "Linus", "integer": 3}"#,
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("Answered: MCP server `everything` asks for input"),
+        "{out}"
+    );
+    server
+        .wait_for_state(&execution, pb::ExecutionState::Completed)
+        .await;
+    let status = server.status(&execution).await;
+    let events = server
+        .events(&session.id, first_of_turn, status.last_sequence)
+        .await;
+    let (_, answered, result) = outcome(&events);
+    assert_eq!(answered.action, pb::HumanInputAction::Accept as i32);
+    assert!(
+        result.contains("Name: Linus") && result.contains("Favorite Integer: 3"),
+        "{result}"
+    );
+}
+
+/// Runs a CLI command; returns (exit code, stdout, stderr).
+async fn odyssey(args: &[&str]) -> (i32, String, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let args = args.iter().map(|a| a.to_string()).collect();
+    let code = tokio::time::timeout(
+        Duration::from_secs(60),
+        odyssey_cli::run_cli(args, &mut out, &mut err),
+    )
+    .await
+    .expect("the command finishes");
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
 }
 
 #[tokio::test]
