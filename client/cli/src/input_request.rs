@@ -54,6 +54,56 @@ pub(crate) fn block(a: &pb::Approval, indent: &str) -> String {
     lines.join("\n")
 }
 
+/// `run` and an MCP server's request for input of the turn it follows: `--auto-deny`
+/// declines it; otherwise it is left to `odyssey approve --answer` (or `deny`), and how to
+/// answer is printed, with the fields asked. (`--auto-approve` has no answer to give.)
+pub(crate) async fn respond(
+    client: &odyssey_client::OdysseyClient,
+    auto: super::approval::AutoAnswer,
+    server: &str,
+    output: &mut super::output::Output<'_>,
+    request: &pb::HumanInputRequested,
+) -> Result<(), CliError> {
+    let asked = pb::Approval {
+        kind: pb::ApprovalKind::Input as i32,
+        display: request.display.clone(),
+        requested_schema: request.requested_schema.clone(),
+        ..Default::default()
+    };
+    let id = odyssey_visible::escape_line(&request.request_id);
+    let server_name = odyssey_visible::escape_line(&request.server);
+    if auto.auto_deny {
+        writeln!(
+            output.err,
+            "? MCP server {server_name} asks for input — declined (--auto-deny):\n{}",
+            block(&asked, "    ")
+        )?;
+        return match client
+            .resolve_input(&request.request_id, pb::HumanInputAction::Decline, None)
+            .await
+        {
+            Ok(_) => Ok(()),
+            // Answered elsewhere, timed out or cancelled meanwhile: the turn goes on.
+            Err(e) if e.code() == Some(tonic::Code::FailedPrecondition) => Ok(()),
+            Err(e) => Err(e.into()),
+        };
+    }
+    let program = if server == super::DEFAULT_SERVER {
+        "odyssey".to_owned()
+    } else {
+        format!("odyssey --server {server}")
+    };
+    writeln!(
+        output.err,
+        "? MCP server {server_name} asks for input (request {id}):\n{}\n  \
+         the turn waits until someone answers:\n    \
+         {program} approve {id} --answer '{{...}}'   (a JSON object of the fields)\n    \
+         {program} deny {id}                        (declines; --cancel cancels)",
+        block(&asked, "    ")
+    )?;
+    Ok(())
+}
+
 /// `--answer` as the API's Struct: it must be a JSON object.
 pub(crate) fn parse_answer(text: &str) -> Result<prost_types::Struct, CliError> {
     match serde_json::from_str::<Value>(text) {

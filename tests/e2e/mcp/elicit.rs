@@ -415,7 +415,9 @@ async fn a_request_for_input_nobody_answers_times_out_and_the_server_is_told_can
     let model = OpenAiWireServer::start(
         Script::new(KEY)
             .reply(call("c1", ELICIT, "{}"))
-            .reply(text("Nobody answered.")),
+            .reply(text("Nobody answered."))
+            .reply(call("c2", ELICIT, "{}"))
+            .reply(text("Declined by the command line.")),
     )
     .await
     .expect("loopback model");
@@ -431,4 +433,33 @@ async fn a_request_for_input_nobody_answers_times_out_and_the_server_is_told_can
     assert_eq!(answered.action, pb::HumanInputAction::Cancel as i32);
     assert_eq!(answered.resolution, pb::ApprovalResolution::TimedOut as i32);
     assert!(result.contains("cancelled"), "{result}");
+
+    // `odyssey run --auto-deny` declines the request of the turn it follows.
+    let first_of_turn = status.last_sequence;
+    let url = server.handle.url();
+    let (code, _, err) = odyssey(&[
+        "--server",
+        &url,
+        "run",
+        "--auto-deny",
+        &session.id,
+        "Ask again.",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("asks for input — declined (--auto-deny)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Please provide inputs for the following fields:"),
+        "{err}"
+    );
+    let status = server.get_session(&session.id).await;
+    let events = server
+        .events(&session.id, first_of_turn, status.last_sequence)
+        .await;
+    let (_, answered, result) = outcome(&events);
+    assert_eq!(answered.action, pb::HumanInputAction::Decline as i32);
+    assert!(result.contains("declined"), "{result}");
 }
