@@ -3,7 +3,8 @@
 // Logs in (a wrong token refused), watches a turn stream, has its connection cut mid-turn
 // (a TCP relay in front of the server) and follows again with no event missed, approves
 // the turn's Bash call from the session page and sees the output, denies the next one
-// from the approvals page, imports a bundle archive from the bundles page, reloads and finds every event once, and checks that a script in the model's text, a command's
+// from the approvals page, imports a bundle archive from the bundles page, reloads and finds every event once, answers an MCP server's request for input from the
+// approvals page (a bad answer refused naming the field), and checks that a script in the model's text, a command's
 // output or a file name is shown as text and never runs (the page's Content-Security-
 // Policy forbids inline script too). axe-core reports no serious violation on any page,
 // and no page scrolls sideways at 390 px. No request leaves the server's origin.
@@ -311,3 +312,38 @@ test("log in, stream a turn, approve and deny from the page, nothing injected ru
   assert.deepEqual(errors, [], "no script error on the page");
   await context.close();
 });
+
+test("an MCP server's request for input is answered from the approvals page", { timeout: 120_000 }, async () => {
+  await cli("bundle", "build", join(REPO, "bundles", "mcp-input"));
+  const out = await cli("session", "create", "mcp-input");
+  const id = out.split("\n").find((l) => l.startsWith("session")).split(/\s+/)[1];
+  await cli("submit", id, "Plan a trip");
+  const context = await browser.newContext({ viewport: { width: WIDTH, height: 900 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  await page.goto(`${proxy.base}/console/`);
+  await page.getByLabel("Auth token").fill(TOKEN);
+  await page.getByRole("button", { name: "Log in" }).click();
+  await page.locator(`[data-session="${id}"]`).waitFor();
+
+  await page.goto(`${proxy.base}/console/#/approvals`);
+  const pending = page.locator("li[data-request]");
+  await pending.waitFor();
+  assert.match(await pending.locator("pre").innerText(), /Where to, and for how long\?/);
+  await checkPage(page, "approvals-input");
+  // An answer outside the schema: the server names the field, and the request still waits.
+  await pending.getByLabel("city (required)").fill("Paris");
+  await pending.getByLabel("days").fill("40");
+  await pending.getByRole("button", { name: "Answer" }).click();
+  await pending.getByText("answer.days").waitFor();
+  await pending.getByLabel("days").fill("3");
+  await pending.getByRole("button", { name: "Answer" }).click();
+  await page.getByText("No pending approvals.").waitFor();
+  await page.goto(`${proxy.base}/console/#/sessions/${id}`);
+  await page.getByText("trip to Paris for 3 days").first().waitFor();
+  await page.getByText("MCP server trip asks for input").first().waitFor();
+  assert.deepEqual(errors, [], "no script error on the page");
+  await context.close();
+});
+

@@ -724,6 +724,7 @@ async fn a_turn_waiting_for_an_approval_is_input_required_until_it_is_decided() 
             request_id: pending[0].request_id.clone(),
             decision: pb::ApprovalDecision::Deny as i32,
             reason: "not now".into(),
+            ..Default::default()
         })
         .await
         .expect("deny");

@@ -277,6 +277,7 @@ async fn a_command_with_control_characters_asks_whatever_the_rules_and_earlier_a
                 request_id: pending.request_id.clone(),
                 decision: decision as i32,
                 reason: String::new(),
+                ..Default::default()
             })
             .await
             .expect("resolve");

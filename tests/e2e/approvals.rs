@@ -46,6 +46,7 @@ async fn resolve(
             request_id: request_id.into(),
             decision: decision as i32,
             reason: reason.into(),
+            ..Default::default()
         })
         .await
         .map(|r| r.into_inner())

@@ -113,6 +113,7 @@ async fn deny(server: &TestServer, request_id: &str) {
             request_id: request_id.into(),
             decision: pb::ApprovalDecision::Deny as i32,
             reason: "not now".into(),
+            ..Default::default()
         })
         .await
         .expect("resolve");

@@ -16,6 +16,7 @@ use odyssey_api::v1::approval_service_client::ApprovalServiceClient;
 
 use crate::support::{Project, TestServer, error_reason, payload_kind};
 
+mod elicit;
 mod images;
 mod tools;
 
@@ -506,6 +507,7 @@ async fn answer(
                     request_id: request.request_id.clone(),
                     decision: decision as i32,
                     reason: "not now".into(),
+                    ..Default::default()
                 })
                 .await
                 .expect("resolve");

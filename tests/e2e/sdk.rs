@@ -173,3 +173,89 @@ async fn the_server_answers_a_passed_deadline_with_deadline_exceeded() {
         .expect_err("the turn waits for an approval");
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
 }
+
+/// An MCP server's request for input (`bundles/mcp-input`: `trip.py` asks during its tool
+/// call) through the SDK: listed as kind INPUT with its message and schema, a bad answer
+/// refused naming the field, a good one reaching the server.
+#[tokio::test]
+async fn the_sdk_answers_a_servers_request_for_input() {
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let bundle = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundles/mcp-input");
+    let archive = odyssey_client::pack_project(&bundle).expect("pack");
+    client
+        .build_bundle(archive, "", false)
+        .await
+        .expect("install");
+    let session = client
+        .create_session("mcp-input", Default::default())
+        .await
+        .expect("session");
+    let execution = client
+        .submit(&session.id, "Plan a trip", pb::TurnOverrides::default())
+        .await
+        .expect("submit")
+        .execution_id;
+    let mut asked = None;
+    for _ in 0..400 {
+        asked = client
+            .list_approvals(Some(&session.id))
+            .await
+            .expect("list")
+            .into_iter()
+            .next();
+        if asked.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let asked = asked.expect("the server asks");
+    assert_eq!(asked.kind, pb::ApprovalKind::Input as i32);
+    assert_eq!(asked.message, "Where to, and for how long?");
+
+    let answer = |city: &str, days: f64| prost_types::Struct {
+        fields: [
+            ("city".to_owned(), prost_types::Value::from(city.to_owned())),
+            ("days".to_owned(), prost_types::Value::from(days)),
+        ]
+        .into(),
+    };
+    let refused = client
+        .resolve_input(
+            &asked.request_id,
+            pb::HumanInputAction::Accept,
+            Some(answer("Rome", 2.5)),
+        )
+        .await
+        .expect_err("not an integer");
+    assert_eq!(refused.code(), Some(Code::InvalidArgument));
+    let fields: Vec<String> = refused
+        .details()
+        .expect("details")
+        .field_violations
+        .iter()
+        .map(|v| v.field.clone())
+        .collect();
+    assert_eq!(fields, ["answer.days"]);
+    client
+        .resolve_input(
+            &asked.request_id,
+            pb::HumanInputAction::Accept,
+            Some(answer("Rome", 3.0)),
+        )
+        .await
+        .expect("answered");
+    server
+        .wait_for_state(&execution, pb::ExecutionState::Completed)
+        .await;
+    let status = server.status(&execution).await;
+    let events = server.events(&session.id, 0, status.last_sequence).await;
+    let result = events
+        .iter()
+        .find_map(|e| match &e.payload {
+            Some(pb::session_event::Payload::ToolCallFinished(f)) => Some(f.result.clone()),
+            _ => None,
+        })
+        .expect("the call finished");
+    assert_eq!(result, "trip to Rome for 3 days");
+}

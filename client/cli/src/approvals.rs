@@ -1,4 +1,5 @@
-//! `odyssey approvals|approve|deny`: the tool calls waiting for a human, from any shell.
+//! `odyssey approvals|approve|deny`: the tool calls waiting for a human, and the MCP
+//! servers' requests for input, from any shell.
 //! The counterpart of `run`'s prompt for turns started elsewhere (`submit`, scripts, other
 //! clients), or when `run` is not attached to a terminal.
 //!
@@ -14,6 +15,7 @@ use odyssey_client::{ApprovalsChange, ReconnectPolicy};
 
 use super::call_view::{CallView, SEE_ALL};
 use super::error::CliError;
+use super::input_request;
 use super::output::Output;
 use super::time::age;
 use super::{Global, json};
@@ -43,8 +45,13 @@ pub(crate) struct ApproveArgs {
     request: String,
     /// Also allow this exact call (for Bash, this exact command) for the rest of the
     /// session, until the server restarts.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "answer")]
     always: bool,
+    /// For a request for input (an MCP server's question): the answer, a JSON object of
+    /// the requested fields (`{"name": "Ada"}`). Without it, each field is asked on the
+    /// terminal.
+    #[arg(long, value_name = "JSON")]
+    answer: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -54,6 +61,10 @@ pub(crate) struct DenyArgs {
     /// Why, for the model: it sees this with the refusal.
     #[arg(long, value_name = "TEXT")]
     reason: Option<String>,
+    /// For a request for input: cancel it (dismissed without a choice) instead of
+    /// declining it.
+    #[arg(long, conflicts_with = "reason")]
+    cancel: bool,
 }
 
 pub(crate) async fn list(
@@ -170,6 +181,11 @@ fn show_list(
                 a.tool,
                 age(a.requested_at.as_ref(), now)
             ))?;
+            if input_request::is_input(a) {
+                output.line(format!("    {} asks for input:", a.summary))?;
+                output.line(input_request::block(a, "    "))?;
+                continue;
+            }
             let view = CallView::of_approval(a);
             output.line(view.full("    "))?;
             if view.control_characters() {
@@ -179,11 +195,22 @@ fn show_list(
         return Ok(());
     }
     let mut cut = false;
+    let mut inputs = false;
     let rows: Vec<Vec<String>> = approvals
         .iter()
         .map(|a| {
             let view = CallView::of_approval(a);
             cut |= view.cut_at(CALL_WIDTH);
+            if input_request::is_input(a) {
+                inputs = true;
+                return vec![
+                    a.request_id.clone(),
+                    a.session_id.clone(),
+                    a.tool.clone(),
+                    format!("asks for input: {}", view.one_line(CALL_WIDTH)),
+                    age(a.requested_at.as_ref(), now),
+                ];
+            }
             vec![
                 a.request_id.clone(),
                 a.session_id.clone(),
@@ -199,6 +226,12 @@ fn show_list(
             "Some calls are cut to fit: {SEE_ALL} shows each whole."
         ))?;
     }
+    if inputs {
+        output.note(
+            "Requests for input: --full shows the fields asked; answer with `odyssey approve \
+             REQUEST --answer JSON` (or field by field on a terminal), refuse with `odyssey deny`.",
+        )?;
+    }
     Ok(())
 }
 
@@ -207,14 +240,43 @@ pub(crate) async fn approve(
     global: &Global,
     output: &mut Output<'_>,
 ) -> Result<(), CliError> {
+    let client = global.connect().await?;
+    if let Some(answer) = &args.answer {
+        let answer = input_request::parse_answer(answer)?;
+        let resolved = client
+            .resolve_input(&args.request, pb::HumanInputAction::Accept, Some(answer))
+            .await?;
+        return show_resolved(&args.request, &resolved, output);
+    }
+    // A request for input is answered field by field, on the terminal.
+    let pending = client.list_approvals(None).await?;
+    if let Some(asked) = pending
+        .iter()
+        .find(|a| a.request_id == args.request && input_request::is_input(a))
+    {
+        if !output.style.interactive {
+            return Err(CliError::Usage(format!(
+                "request {} asks for input: give the answer with --answer JSON (its fields: {})",
+                args.request,
+                input_request::fields(asked).join("; ")
+            )));
+        }
+        let answer = {
+            let stdin = std::io::stdin();
+            let mut input = stdin.lock();
+            input_request::prompt(asked, &mut input, &mut *output.err)?
+        };
+        let resolved = client
+            .resolve_input(&args.request, pb::HumanInputAction::Accept, Some(answer))
+            .await?;
+        return show_resolved(&args.request, &resolved, output);
+    }
     let decision = if args.always {
         pb::ApprovalDecision::AllowAlways
     } else {
         pb::ApprovalDecision::AllowOnce
     };
-    let resolved = global
-        .connect()
-        .await?
+    let resolved = client
         .resolve_approval(&args.request, decision, None)
         .await?;
     show_resolved(&args.request, &resolved, output)
@@ -225,15 +287,21 @@ pub(crate) async fn deny(
     global: &Global,
     output: &mut Output<'_>,
 ) -> Result<(), CliError> {
-    let resolved = global
-        .connect()
-        .await?
-        .resolve_approval(
-            &args.request,
-            pb::ApprovalDecision::Deny,
-            args.reason.as_deref(),
-        )
-        .await?;
+    let client = global.connect().await?;
+    let resolved = if args.cancel {
+        client
+            .resolve_input(&args.request, pb::HumanInputAction::Cancel, None)
+            .await?
+    } else {
+        // A deny of a request for input declines it.
+        client
+            .resolve_approval(
+                &args.request,
+                pb::ApprovalDecision::Deny,
+                args.reason.as_deref(),
+            )
+            .await?
+    };
     show_resolved(&args.request, &resolved, output)
 }
 
@@ -253,6 +321,23 @@ fn show_resolved(
 /// `Allowed once: Bash (request r1, session s1)`, then the call it allowed, whole or with
 /// what was cut, and whether it holds control characters.
 fn resolved_text(request_id: &str, resolved: &pb::ResolveApprovalResponse) -> String {
+    if let Some(a) = resolved
+        .approval
+        .as_ref()
+        .filter(|a| input_request::is_input(a))
+    {
+        let verb = match pb::ApprovalDecision::try_from(resolved.decision) {
+            Ok(pb::ApprovalDecision::AllowOnce | pb::ApprovalDecision::AllowAlways) => "Answered",
+            _ => "Refused",
+        };
+        return format!(
+            "{verb}: {} (request {}, session {})\n{}",
+            a.summary,
+            a.request_id,
+            a.session_id,
+            input_request::block(a, "    ")
+        );
+    }
     let verb = match pb::ApprovalDecision::try_from(resolved.decision) {
         Ok(pb::ApprovalDecision::AllowOnce) => "Allowed once",
         Ok(pb::ApprovalDecision::AllowAlways) => "Allowed for the rest of the session",

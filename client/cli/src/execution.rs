@@ -7,6 +7,7 @@ use serde_json::json;
 use super::approval::{self, AutoAnswer, Responder};
 use super::args::TurnArgs;
 use super::error::CliError;
+use super::input_request;
 use super::output::Output;
 use super::printer::TurnPrinter;
 use super::{Global, json, render};
@@ -63,6 +64,9 @@ pub(crate) async fn run(
         }
         if let Some(Payload::PermissionRequested(request)) = &event.payload {
             approval::respond(&client, &mut responder, output, request).await?;
+        }
+        if let Some(Payload::HumanInputRequested(request)) = &event.payload {
+            input_request::respond(&client, args.auto, &global.server, output, request).await?;
         }
     }
     let done = turn

@@ -90,6 +90,8 @@ pub(crate) fn event_kind(event: &pb::SessionEvent) -> &'static str {
         Some(Payload::SessionRewound(_)) => "session_rewound",
         Some(Payload::SubagentStarted(_)) => "subagent_started",
         Some(Payload::SubagentFinished(_)) => "subagent_finished",
+        Some(Payload::HumanInputRequested(_)) => "human_input_requested",
+        Some(Payload::HumanInputAnswered(_)) => "human_input_answered",
     }
 }
 

@@ -15,6 +15,7 @@ mod exec;
 mod execution;
 mod files;
 mod input;
+mod input_request;
 mod json;
 mod output;
 mod printer;
@@ -337,14 +338,14 @@ mod tests {
         };
         assert_eq!(
             format!("{args:?}"),
-            "ApproveArgs { request: \"r1\", always: true }"
+            "ApproveArgs { request: \"r1\", always: true, answer: None }"
         );
         let Command::Approve(args) = parse(&["approve", "r1"]).unwrap().command else {
             panic!("not approve");
         };
         assert_eq!(
             format!("{args:?}"),
-            "ApproveArgs { request: \"r1\", always: false }"
+            "ApproveArgs { request: \"r1\", always: false, answer: None }"
         );
         assert!(parse(&["approve"]).is_err());
 
@@ -356,9 +357,18 @@ mod tests {
         };
         assert_eq!(
             format!("{args:?}"),
-            "DenyArgs { request: \"r1\", reason: Some(\"not on main\") }"
+            "DenyArgs { request: \"r1\", reason: Some(\"not on main\"), cancel: false }"
         );
         assert!(parse(&["deny", "r1", "--always"]).is_err());
+        let Command::Approve(args) = parse(&["approve", "r1", "--answer", "{\"name\": \"Ada\"}"])
+            .unwrap()
+            .command
+        else {
+            panic!("not approve");
+        };
+        assert!(format!("{args:?}").contains("answer: Some("));
+        assert!(parse(&["approve", "r1", "--answer", "{}", "--always"]).is_err());
+        assert!(parse(&["deny", "r1", "--cancel", "--reason", "x"]).is_err());
     }
 
     #[test]

@@ -173,6 +173,15 @@ pub(crate) fn detail(event: &pb::SessionEvent) -> String {
             "{} in session {} ({} workspace)",
             p.agent_id, p.child_session_id, p.workspace
         ),
+        Payload::HumanInputRequested(p) => format!(
+            "MCP server {} asks for input: {} [{}]",
+            p.server,
+            quoted(&shorten(&p.message, DETAIL_WIDTH)),
+            p.request_id
+        ),
+        Payload::HumanInputAnswered(p) => {
+            format!("{} [{}]", input_outcome(p), p.request_id)
+        }
         Payload::SubagentFinished(p) => match pb::TurnOutcome::try_from(p.outcome) {
             Ok(pb::TurnOutcome::Completed) => format!(
                 "{} in session {}: completed · {}",
@@ -253,6 +262,22 @@ pub(crate) fn exec_end(end: &pb::ExecCommandEnd) -> String {
 
 /// How an approval request ended, in words: who decided what, and the reason the model
 /// was given for a deny.
+/// `accepted`, `declined`, `cancelled: nobody answered in time`, ...
+pub(crate) fn input_outcome(answered: &pb::HumanInputAnswered) -> String {
+    use pb::{ApprovalResolution as R, HumanInputAction as A};
+    let action = match A::try_from(answered.action) {
+        Ok(A::Accept) => "accepted",
+        Ok(A::Decline) => "declined",
+        _ => "cancelled",
+    };
+    match R::try_from(answered.resolution) {
+        Ok(R::TimedOut) => format!("{action}: nobody answered in time"),
+        Ok(R::Cancelled) => format!("{action}: the call or the turn ended first"),
+        Ok(R::Interrupted) => format!("{action}: the server stopped"),
+        _ => action.to_owned(),
+    }
+}
+
 pub(crate) fn approval_outcome(resolved: &pb::ApprovalResolved) -> String {
     use pb::{ApprovalDecision as D, ApprovalResolution as R};
     let with_reason = |text: &str| {

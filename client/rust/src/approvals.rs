@@ -56,6 +56,30 @@ impl OdysseyClient {
             request_id: request_id.to_owned(),
             decision: decision.into(),
             reason: reason.unwrap_or_default().to_owned(),
+            ..Default::default()
+        };
+        Ok(self
+            .approvals()
+            .resolve_approval(request)
+            .await?
+            .into_inner())
+    }
+
+    /// Answers a request for input (an approval of kind INPUT: an MCP server asks a person
+    /// for the fields of `requested_schema`): ACCEPT with `answer`, or DECLINE / CANCEL
+    /// with none. An answer that does not match the schema fails with INVALID_ARGUMENT
+    /// naming the field (`answer.age`), and the request still waits.
+    pub async fn resolve_input(
+        &self,
+        request_id: &str,
+        action: pb::HumanInputAction,
+        answer: Option<prost_types::Struct>,
+    ) -> Result<pb::ResolveApprovalResponse, ClientError> {
+        let request = pb::ResolveApprovalRequest {
+            request_id: request_id.to_owned(),
+            action: action.into(),
+            answer,
+            ..Default::default()
         };
         Ok(self
             .approvals()

@@ -1,4 +1,4 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   createClient,
   type CallOptions as ConnectCallOptions,
@@ -35,7 +35,7 @@ import {
   type InputMode,
   type ModelSpecSchema,
 } from "./gen/odyssey/v1/common_pb.js";
-import { ApprovalDecision } from "./gen/odyssey/v1/events_pb.js";
+import { ApprovalDecision, HumanInputAction } from "./gen/odyssey/v1/events_pb.js";
 import {
   ExecutionService,
   type ExecutionStatus,
@@ -816,6 +816,34 @@ export class OdysseyClientCore {
   /** Refuses the waiting tool call; `reason` is shown to the model. */
   async deny(requestId: string, reason = "", options?: CallOptions): Promise<void> {
     await this.resolveApproval(requestId, ApprovalDecision.DENY, reason, options);
+  }
+
+  /**
+   * Accepts a request for input (an approval of kind `ApprovalKind.INPUT`: an MCP server
+   * asks a person) with `answer`, the fields of its `requestedSchema`. An answer that does
+   * not match fails with INVALID_ARGUMENT naming the field (`answer.days`), and the request
+   * still waits.
+   */
+  async answer(
+    requestId: string,
+    answer: JsonObject,
+    options?: CallOptions,
+  ): Promise<ResolveApprovalResponse> {
+    return call(() =>
+      this.approvals.resolveApproval(
+        { requestId, action: HumanInputAction.ACCEPT, answer },
+        this.opts(options),
+      ),
+    );
+  }
+
+  /** Refuses a request for input (`cancel`: dismisses it without a choice). */
+  async decline(
+    requestId: string,
+    options: { cancel?: boolean } & CallOptions = {},
+  ): Promise<ResolveApprovalResponse> {
+    const action = options.cancel ? HumanInputAction.CANCEL : HumanInputAction.DECLINE;
+    return call(() => this.approvals.resolveApproval({ requestId, action }, this.opts(options)));
   }
 }
 

@@ -5,6 +5,7 @@
 
 import {
   ApprovalDecision,
+  HumanInputAction,
   OutputStream,
   PlanStepStatus,
   SessionState,
@@ -249,6 +250,24 @@ export function sessionPage(main: HTMLElement, sessionId: string): Page {
       case "approvalResolved": {
         const how = label(ApprovalDecision[p.value.decision], "").replace(/_/g, " ");
         const text = `Decision: ${how}${p.value.reason ? ` — ${visible(p.value.reason, true)}` : ""}`;
+        append(requests.get(p.value.requestId) ?? line(view, event), el("p", { class: "meta" }, text));
+        break;
+      }
+      case "humanInputRequested": {
+        // An MCP server's question, drawn inside the tool call during which it asked.
+        const tool = view.tools.get(p.value.callId);
+        const target = tool?.item ?? line(view, event);
+        append(
+          target,
+          el("h4", {}, `MCP server ${visible(p.value.server, true)} asks for input`),
+          textBlock(p.value.display || p.value.message),
+        );
+        requests.set(p.value.requestId, target);
+        break;
+      }
+      case "humanInputAnswered": {
+        const how = label(HumanInputAction[p.value.action], "").replace(/_/g, " ");
+        const text = `Answer: ${how}${p.value.reason ? ` — ${visible(p.value.reason, true)}` : ""}`;
         append(requests.get(p.value.requestId) ?? line(view, event), el("p", { class: "meta" }, text));
         break;
       }

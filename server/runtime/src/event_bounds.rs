@@ -68,6 +68,14 @@ pub fn bound(payload: &mut EventPayload) {
             cut(display, DISPLAY_BYTES);
         }
         EventPayload::ErrorOccurred { message, .. } => cut(message, TEXT_BYTES),
+        EventPayload::HumanInputRequested(requested) => {
+            cut(&mut requested.call_id, NAME_BYTES);
+            cut(&mut requested.tool, NAME_BYTES);
+            cut(&mut requested.server, NAME_BYTES);
+            cut(&mut requested.message, TEXT_BYTES);
+            cut(&mut requested.display, DISPLAY_BYTES);
+        }
+        EventPayload::HumanInputAnswered(answered) => cut(&mut answered.reason, TEXT_BYTES),
         EventPayload::HistoryCompacted(compacted) => cut(&mut compacted.summary, TEXT_BYTES),
         EventPayload::SubagentStarted(started) => {
             cut(&mut started.call_id, NAME_BYTES);

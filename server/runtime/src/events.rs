@@ -151,13 +151,69 @@ pub enum EventPayload {
     SubagentStarted(SubagentStarted),
     /// A sub-agent's turn ended; its usage counts in the parent's turn.
     SubagentFinished(SubagentFinished),
+    /// An MCP server asked a person for input during a tool call (`elicitation/create`);
+    /// the request waits on the approvals surface.
+    HumanInputRequested(HumanInputRequested),
+    /// A request for input ended: answered, declined, cancelled, timed out.
+    HumanInputAnswered(HumanInputAnswered),
+}
+
+/// An MCP server's request for a person's input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HumanInputRequested {
+    pub request_id: String,
+    /// The tool call during which the server asked, and its tool.
+    pub call_id: String,
+    pub tool: String,
+    /// The server's name.
+    pub server: String,
+    /// The server's message (bounded).
+    pub message: String,
+    /// The JSON schema the answer must match.
+    pub schema: serde_json::Value,
+    /// `message` with control characters as visible escapes.
+    #[serde(default)]
+    pub display: String,
+}
+
+/// How a request for input ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HumanInputAnswered {
+    pub request_id: String,
+    pub action: InputAction,
+    pub resolution: ApprovalResolution,
+    /// The answer sent to the server (with `accept` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// What a person did with a request for input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+impl InputAction {
+    /// The name the MCP protocol and the CLI use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Accept => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
+        }
+    }
 }
 
 impl EventPayload {
     /// Every event type as it is named in the log's `type` field, in the order of
     /// [`EventPayload::type_index`]: metrics count events by it, and event hooks filter
     /// on it.
-    pub const TYPE_NAMES: [&'static str; 23] = [
+    pub const TYPE_NAMES: [&'static str; 25] = [
         "turn_started",
         "turn_completed",
         "agent_message_delta",
@@ -181,6 +237,8 @@ impl EventPayload {
         "session_rewound",
         "subagent_started",
         "subagent_finished",
+        "human_input_requested",
+        "human_input_answered",
     ];
 
     /// This event's position in [`EventPayload::TYPE_NAMES`].
@@ -209,6 +267,8 @@ impl EventPayload {
             Self::SessionRewound(_) => 20,
             Self::SubagentStarted(_) => 21,
             Self::SubagentFinished(_) => 22,
+            Self::HumanInputRequested(_) => 23,
+            Self::HumanInputAnswered(_) => 24,
         }
     }
 
@@ -231,6 +291,8 @@ impl EventPayload {
                 | Self::TurnCompleted(_)
                 | Self::PermissionRequested { .. }
                 | Self::ApprovalResolved { .. }
+                | Self::HumanInputRequested(_)
+                | Self::HumanInputAnswered(_)
                 | Self::SessionRewound(_)
         )
     }
@@ -561,6 +623,22 @@ mod tests {
                 outcome: TurnOutcome::Completed,
                 error: String::new(),
                 usage: TokenUsage::default(),
+            }),
+            EventPayload::HumanInputRequested(HumanInputRequested {
+                request_id: text(),
+                call_id: text(),
+                tool: text(),
+                server: text(),
+                message: text(),
+                schema: serde_json::json!({"type": "object", "properties": {}}),
+                display: text(),
+            }),
+            EventPayload::HumanInputAnswered(HumanInputAnswered {
+                request_id: text(),
+                action: InputAction::Accept,
+                resolution: ApprovalResolution::Decided,
+                answer: Some(serde_json::json!({})),
+                reason: String::new(),
             }),
         ]
     }

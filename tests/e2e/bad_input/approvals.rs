@@ -9,6 +9,7 @@ fn resolve(request_id: &str, decision: i32) -> pb::ResolveApprovalRequest {
         request_id: request_id.into(),
         decision,
         reason: String::new(),
+        ..Default::default()
     }
 }
 

@@ -453,6 +453,8 @@ pub fn payload_kind(event: &pb::SessionEvent) -> &'static str {
         Some(P::SessionRewound(_)) => "session_rewound",
         Some(P::SubagentStarted(_)) => "subagent_started",
         Some(P::SubagentFinished(_)) => "subagent_finished",
+        Some(P::HumanInputRequested(_)) => "human_input_requested",
+        Some(P::HumanInputAnswered(_)) => "human_input_answered",
         None => "none",
     }
 }

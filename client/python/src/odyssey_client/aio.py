@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 from typing import (
+    Any,
     AsyncIterator,
     Awaitable,
     Callable,
@@ -23,6 +24,7 @@ from typing import (
 )
 
 import grpc
+from google.protobuf import struct_pb2
 from grpc import aio
 from grpc_health.v1 import health_pb2
 
@@ -717,6 +719,51 @@ class AsyncOdysseyClient:
     ) -> None:
         await self.resolve_approval(
             request_id, events_pb2.APPROVAL_DECISION_DENY, reason, timeout=timeout
+        )
+
+    async def answer(
+        self,
+        request_id: str,
+        answer: Mapping[str, Any],
+        *,
+        timeout: Optional[float] = None,
+    ) -> approval_pb2.ResolveApprovalResponse:
+        """Accepts a request for input (an approval of kind ``APPROVAL_KIND_INPUT``: an MCP
+        server asks a person) with ``answer``, the fields of its ``requested_schema``. An
+        answer that does not match fails with INVALID_ARGUMENT naming the field
+        (``answer.days``), and the request still waits."""
+        fields = struct_pb2.Struct()
+        fields.update(dict(answer))
+        return await self._resolve_input(
+            request_id, events_pb2.HUMAN_INPUT_ACTION_ACCEPT, fields, timeout
+        )
+
+    async def decline(
+        self, request_id: str, *, cancel: bool = False, timeout: Optional[float] = None
+    ) -> approval_pb2.ResolveApprovalResponse:
+        """Refuses a request for input (``cancel``: dismisses it without a choice); the
+        server is told which."""
+        action = (
+            events_pb2.HUMAN_INPUT_ACTION_CANCEL
+            if cancel
+            else events_pb2.HUMAN_INPUT_ACTION_DECLINE
+        )
+        return await self._resolve_input(request_id, action, None, timeout)
+
+    async def _resolve_input(
+        self,
+        request_id: str,
+        action: events_pb2.HumanInputAction,
+        answer: Optional[struct_pb2.Struct],
+        timeout: Optional[float],
+    ) -> approval_pb2.ResolveApprovalResponse:
+        request = approval_pb2.ResolveApprovalRequest(
+            request_id=request_id, action=action, answer=answer
+        )
+        return await acall(
+            lambda: self.approvals.ResolveApproval(
+                request, metadata=self._metadata, timeout=timeout
+            )
         )
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import grpc
+from google.protobuf import struct_pb2
 from grpc_health.v1 import health_pb2
 
 from odyssey.v1 import (
@@ -708,6 +709,51 @@ class OdysseyClient:
         """Refuses the waiting tool call; ``reason`` is shown to the model."""
         self.resolve_approval(
             request_id, events_pb2.APPROVAL_DECISION_DENY, reason, timeout=timeout
+        )
+
+    def answer(
+        self,
+        request_id: str,
+        answer: Mapping[str, Any],
+        *,
+        timeout: Optional[float] = None,
+    ) -> approval_pb2.ResolveApprovalResponse:
+        """Accepts a request for input (an approval of kind ``APPROVAL_KIND_INPUT``: an MCP
+        server asks a person) with ``answer``, the fields of its ``requested_schema``. An
+        answer that does not match fails with INVALID_ARGUMENT naming the field
+        (``answer.days``), and the request still waits."""
+        fields = struct_pb2.Struct()
+        fields.update(dict(answer))
+        return self._resolve_input(
+            request_id, events_pb2.HUMAN_INPUT_ACTION_ACCEPT, fields, timeout
+        )
+
+    def decline(
+        self, request_id: str, *, cancel: bool = False, timeout: Optional[float] = None
+    ) -> approval_pb2.ResolveApprovalResponse:
+        """Refuses a request for input (``cancel``: dismisses it without a choice); the
+        server is told which."""
+        action = (
+            events_pb2.HUMAN_INPUT_ACTION_CANCEL
+            if cancel
+            else events_pb2.HUMAN_INPUT_ACTION_DECLINE
+        )
+        return self._resolve_input(request_id, action, None, timeout)
+
+    def _resolve_input(
+        self,
+        request_id: str,
+        action: events_pb2.HumanInputAction,
+        answer: Optional[struct_pb2.Struct],
+        timeout: Optional[float],
+    ) -> approval_pb2.ResolveApprovalResponse:
+        request = approval_pb2.ResolveApprovalRequest(
+            request_id=request_id, action=action, answer=answer
+        )
+        return call(
+            lambda: self.approvals.ResolveApproval(
+                request, metadata=self._metadata, timeout=timeout
+            )
         )
 
 

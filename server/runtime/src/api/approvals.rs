@@ -4,7 +4,7 @@ use uuid::Uuid;
 
 use super::OdysseyRuntime;
 use crate::error::{Result, RuntimeError};
-use crate::events::ApprovalDecision;
+use crate::events::{ApprovalDecision, InputAction};
 use crate::paging::{Page, PageRequest};
 use crate::permissions::{Approval, ApprovalWatch};
 
@@ -62,6 +62,32 @@ impl OdysseyRuntime {
             tool = %approval.request.tool,
             ?decision,
             "approval resolved"
+        );
+        Ok(approval)
+    }
+
+    /// Answers a request for input (an MCP server's `elicitation/create`): `accept` with an
+    /// answer matching the requested schema (InvalidArgument naming the field otherwise),
+    /// or `decline` / `cancel`. The server is sent the answer and the turn's call goes on.
+    pub fn resolve_input(
+        &self,
+        request_id: &str,
+        action: InputAction,
+        answer: Option<serde_json::Value>,
+    ) -> Result<Approval> {
+        if request_id.trim().is_empty() {
+            return Err(RuntimeError::invalid("request_id", "is required"));
+        }
+        let approval = self
+            .inner
+            .approvals
+            .resolve_input(request_id, action, answer)?;
+        tracing::info!(
+            request = %request_id,
+            session = %approval.request.session_id,
+            tool = %approval.request.tool,
+            action = action.as_str(),
+            "request for input answered"
         );
         Ok(approval)
     }

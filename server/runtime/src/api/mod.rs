@@ -188,7 +188,13 @@ impl OdysseyRuntime {
             ))
         });
         let sandbox = Arc::new(sandbox);
-        let mcp = crate::tools::mcp::McpServers::new(sandbox.clone(), config.mcp.clone());
+        let approvals = ApprovalStore::new(config.approval_timeout);
+        let mcp = crate::tools::mcp::McpServers::new(
+            sandbox.clone(),
+            config.mcp.clone(),
+            approvals.clone(),
+            executions.clone(),
+        );
         let runtime = Self {
             inner: Arc::new(Inner {
                 rewinding: snapshots::Rewinding::default(),
@@ -207,7 +213,7 @@ impl OdysseyRuntime {
                 bundles: Arc::new(bundles),
                 hub,
                 sandbox,
-                approvals: ApprovalStore::new(config.approval_timeout),
+                approvals,
                 capabilities,
                 sessions,
                 providers,

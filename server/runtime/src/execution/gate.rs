@@ -127,6 +127,7 @@ impl Gate {
             display: display.clone(),
             reason: reason.clone(),
             parent_session_ids: self.ancestors.clone(),
+            input: None,
         });
         ctx.events
             .emit_durable(EventPayload::PermissionRequested {

@@ -61,6 +61,16 @@ pub enum ApprovalError {
 
     #[error("invalid page_token: not a token this server issued")]
     InvalidPageToken,
+
+    /// An answer (or action) given for a tool call, which takes only a decision.
+    #[error(
+        "approval request {request_id} is a tool call: it takes a decision, not an answer or an action"
+    )]
+    NotInput { request_id: String },
+
+    /// An answer to a request for input that does not match its schema.
+    #[error("{0}")]
+    BadAnswer(super::approvals::input::InputError),
 }
 
 fn resolution_name(resolution: ApprovalResolution) -> &'static str {
@@ -77,7 +87,9 @@ impl ApprovalError {
         match self {
             Self::NotFound { .. } => ErrorKind::NotFound,
             Self::AlreadyResolved { .. } => ErrorKind::FailedPrecondition,
-            Self::InvalidPageToken => ErrorKind::InvalidArgument,
+            Self::InvalidPageToken | Self::NotInput { .. } | Self::BadAnswer(_) => {
+                ErrorKind::InvalidArgument
+            }
         }
     }
 
@@ -87,6 +99,8 @@ impl ApprovalError {
             Self::NotFound { .. } => "APPROVAL_NOT_FOUND",
             Self::AlreadyResolved { .. } => "APPROVAL_ALREADY_RESOLVED",
             Self::InvalidPageToken => "INVALID_ARGUMENT",
+            Self::NotInput { .. } => "APPROVAL_NOT_INPUT",
+            Self::BadAnswer(_) => "INVALID_INPUT_ANSWER",
         }
     }
 
@@ -94,6 +108,8 @@ impl ApprovalError {
     pub fn field(&self) -> Option<&str> {
         match self {
             Self::InvalidPageToken => Some("page_token"),
+            Self::NotInput { .. } => Some("action"),
+            Self::BadAnswer(e) => Some(&e.field),
             _ => None,
         }
     }

@@ -20,7 +20,8 @@ use super::unfinished::TurnSoFar;
 use crate::chat::TokenUsage;
 use crate::error::{Result, RuntimeError};
 use crate::events::{
-    ApprovalDecision, ApprovalResolution, Event, EventPayload, TurnCompleted, TurnOutcome, now_ms,
+    ApprovalDecision, ApprovalResolution, Event, EventPayload, HumanInputAnswered, InputAction,
+    TurnCompleted, TurnOutcome, now_ms,
 };
 
 /// How many recent events stay in memory for live subscribers. A subscriber further
@@ -104,16 +105,41 @@ struct LogTurn {
     id: Uuid,
     /// The sequence of its `turn_started`.
     first_sequence: u64,
-    /// Its approval requests the log shows unresolved.
-    pending_approvals: Vec<String>,
+    /// Its approval requests (and requests for input) the log shows unresolved.
+    pending_approvals: Vec<PendingRequest>,
+}
+
+/// A request of a turn waiting for a human, as the log shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PendingRequest {
+    pub request_id: String,
+    /// A request for input (`human_input_requested`), not an approval.
+    pub input: bool,
+}
+
+impl PendingRequest {
+    fn approval(request_id: &str) -> Self {
+        Self {
+            request_id: request_id.to_owned(),
+            input: false,
+        }
+    }
+
+    fn input(request_id: &str) -> Self {
+        Self {
+            request_id: request_id.to_owned(),
+            input: true,
+        }
+    }
 }
 
 /// A turn left open in the log, and how its end is to be recorded.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct OpenTurn {
     pub turn_id: Uuid,
-    /// Approval requests of the turn that have no resolution in the log.
-    pub pending_approvals: Vec<String>,
+    /// Approval requests (and requests for input) of the turn that have no resolution in
+    /// the log.
+    pub pending_approvals: Vec<PendingRequest>,
     pub outcome: TurnOutcome,
     pub error: String,
     /// What it did and spent, as far as the log (or its runner) knows: its end records it.
@@ -162,12 +188,26 @@ impl ReplayState {
             }
             EventPayload::PermissionRequested { request_id, .. } => {
                 if let Some(open) = &mut self.open_turn {
-                    open.pending_approvals.push(request_id.clone());
+                    open.pending_approvals
+                        .push(PendingRequest::approval(request_id));
+                }
+            }
+            EventPayload::HumanInputRequested(requested) => {
+                if let Some(open) = &mut self.open_turn {
+                    open.pending_approvals
+                        .push(PendingRequest::input(&requested.request_id));
                 }
             }
             EventPayload::ApprovalResolved { request_id, .. } => {
                 if let Some(open) = &mut self.open_turn {
-                    open.pending_approvals.retain(|r| r != request_id);
+                    open.pending_approvals
+                        .retain(|r| &r.request_id != request_id);
+                }
+            }
+            EventPayload::HumanInputAnswered(answered) => {
+                if let Some(open) = &mut self.open_turn {
+                    open.pending_approvals
+                        .retain(|r| r.request_id != answered.request_id);
                 }
             }
             EventPayload::TurnCompleted(_) => self.open_turn = None,
@@ -501,10 +541,20 @@ impl SessionHandle {
             }
             (EventPayload::TurnCompleted(_), _) => state.log_turn = None,
             (EventPayload::PermissionRequested { request_id, .. }, Some(turn)) => {
-                turn.pending_approvals.push(request_id.clone());
+                turn.pending_approvals
+                    .push(PendingRequest::approval(request_id));
+            }
+            (EventPayload::HumanInputRequested(requested), Some(turn)) => {
+                turn.pending_approvals
+                    .push(PendingRequest::input(&requested.request_id));
             }
             (EventPayload::ApprovalResolved { request_id, .. }, Some(turn)) => {
-                turn.pending_approvals.retain(|r| r != request_id);
+                turn.pending_approvals
+                    .retain(|r| &r.request_id != request_id);
+            }
+            (EventPayload::HumanInputAnswered(answered), Some(turn)) => {
+                turn.pending_approvals
+                    .retain(|r| r.request_id != answered.request_id);
             }
             _ => {}
         }
@@ -681,7 +731,8 @@ impl SessionHandle {
         let Some(open) = state.open_turn.clone() else {
             return Ok(None);
         };
-        for request_id in &open.pending_approvals {
+        for pending in &open.pending_approvals {
+            let request_id = &pending.request_id;
             let (resolution, reason) = match open.outcome {
                 TurnOutcome::Interrupted => (
                     ApprovalResolution::Interrupted,
@@ -692,16 +743,27 @@ impl SessionHandle {
                     "the turn ended while this approval was pending",
                 ),
             };
-            let resolved = EventPayload::ApprovalResolved {
-                request_id: request_id.clone(),
-                decision: ApprovalDecision::Deny,
-                resolution,
-                reason: reason.into(),
+            let resolved = if pending.input {
+                EventPayload::HumanInputAnswered(HumanInputAnswered {
+                    request_id: request_id.clone(),
+                    action: InputAction::Cancel,
+                    resolution,
+                    answer: None,
+                    reason: reason.replace("approval", "request for input"),
+                })
+            } else {
+                EventPayload::ApprovalResolved {
+                    request_id: request_id.clone(),
+                    decision: ApprovalDecision::Deny,
+                    resolution,
+                    reason: reason.into(),
+                }
             };
             self.write_locked(&mut state, Some(open.turn_id), resolved, false)?;
             *wrote = true;
             if let Some(left) = &mut state.open_turn {
-                left.pending_approvals.retain(|r| r != request_id);
+                left.pending_approvals
+                    .retain(|r| &r.request_id != request_id);
             }
         }
         let completed = EventPayload::TurnCompleted(TurnCompleted {

@@ -252,6 +252,20 @@ async fn a_journaled_open_turn_is_recorded_as_interrupted_once() {
                 },
             )
             .unwrap_or_else(|e| panic!("{e}"));
+        handle
+            .append_now(
+                turn,
+                EventPayload::HumanInputRequested(crate::events::HumanInputRequested {
+                    request_id: "req-2".into(),
+                    call_id: "c2".into(),
+                    tool: "mcp__trip__plan".into(),
+                    server: "trip".into(),
+                    message: "Where to?".into(),
+                    schema: serde_json::json!({"type": "object"}),
+                    display: "Where to?".into(),
+                }),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
         // The process dies here: no turn end.
     }
     let store = store(&dir);
@@ -274,6 +288,9 @@ async fn a_journaled_open_turn_is_recorded_as_interrupted_once() {
                 format!("completed:{outcome:?}")
             }
             EventPayload::ApprovalResolved { resolution, .. } => format!("approval:{resolution:?}"),
+            EventPayload::HumanInputAnswered(answered) => {
+                format!("input:{:?}:{:?}", answered.resolution, answered.action)
+            }
             other => serde_json::to_value(other)
                 .ok()
                 .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(String::from))
@@ -285,7 +302,9 @@ async fn a_journaled_open_turn_is_recorded_as_interrupted_once() {
         [
             "turn_started",
             "permission_requested",
+            "human_input_requested",
             "approval:Interrupted",
+            "input:Interrupted:Cancel",
             format!("completed:{:?}", TurnOutcome::Interrupted).as_str()
         ]
     );

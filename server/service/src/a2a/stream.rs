@@ -100,6 +100,14 @@ impl Progress {
                 Some(format!("waiting for an approval: {summary}")),
             )],
             EventPayload::ApprovalResolved { .. } => vec![status(pb::TaskState::Working, None)],
+            EventPayload::HumanInputRequested(requested) => vec![status(
+                pb::TaskState::InputRequired,
+                Some(format!(
+                    "waiting for an approval: {}",
+                    super::task::input_asked(requested)
+                )),
+            )],
+            EventPayload::HumanInputAnswered(_) => vec![status(pb::TaskState::Working, None)],
             EventPayload::ToolCallStarted {
                 call_id,
                 tool: name,

@@ -51,6 +51,14 @@ pub fn sequence_extension() -> pb::AgentExtension {
     }
 }
 
+/// What a request for input asks, as a task's status says it.
+pub fn input_asked(requested: &odyssey_runtime::events::HumanInputRequested) -> String {
+    format!(
+        "MCP server `{}` asks for input: {}",
+        requested.server, requested.display
+    )
+}
+
 /// The task state a turn's state maps to. A turn waiting for an approval waits for a
 /// person's answer: input-required. An interrupted turn (the server stopped) failed.
 pub fn task_state(state: ExecutionState) -> pb::TaskState {
@@ -174,6 +182,10 @@ impl Turn {
                 EventPayload::PermissionRequested { summary, .. } => {
                     turn.asking = Some(summary.clone());
                 }
+                EventPayload::HumanInputRequested(requested) => {
+                    turn.asking = Some(input_asked(requested));
+                }
+                EventPayload::HumanInputAnswered(_) => turn.asking = None,
                 EventPayload::ApprovalResolved {
                     decision,
                     resolution,

@@ -12,7 +12,7 @@ use tonic::{Request, Response, Status};
 
 use super::convert;
 use super::status::{invalid, parse_uuid, to_status};
-use odyssey_runtime::events::ApprovalDecision;
+use odyssey_runtime::events::{ApprovalDecision, InputAction};
 use odyssey_runtime::permissions::{ApprovalChange, ApprovalUpdate, ApprovalWatch};
 use odyssey_runtime::{OdysseyRuntime, PageRequest};
 
@@ -88,16 +88,25 @@ impl ApprovalService for Approvals {
         request: Request<pb::ResolveApprovalRequest>,
     ) -> Result<Response<pb::ResolveApprovalResponse>, Status> {
         let r = request.into_inner();
-        let decision = match pb::ApprovalDecision::try_from(r.decision) {
-            Ok(pb::ApprovalDecision::AllowOnce) => ApprovalDecision::AllowOnce,
-            Ok(pb::ApprovalDecision::AllowAlways) => ApprovalDecision::AllowAlways,
-            Ok(pb::ApprovalDecision::Deny) => ApprovalDecision::Deny,
-            Ok(pb::ApprovalDecision::Unspecified) => {
-                return Err(invalid(
-                    "decision",
-                    "is required: ALLOW_ONCE, ALLOW_ALWAYS or DENY",
-                ));
+        let request_id = parse_uuid("request_id", &r.request_id)?;
+        let action = match pb::HumanInputAction::try_from(r.action) {
+            Ok(pb::HumanInputAction::Unspecified) => None,
+            Ok(pb::HumanInputAction::Accept) => Some(InputAction::Accept),
+            Ok(pb::HumanInputAction::Decline) => Some(InputAction::Decline),
+            Ok(pb::HumanInputAction::Cancel) => Some(InputAction::Cancel),
+            Err(_) => {
+                return Err(invalid("action", format!("unknown action {}", r.action)));
             }
+        };
+        let answer = r
+            .answer
+            .as_ref()
+            .map(|s| serde_json::Value::Object(convert::struct_to_json(s)));
+        let decision = match pb::ApprovalDecision::try_from(r.decision) {
+            Ok(pb::ApprovalDecision::AllowOnce) => Some(ApprovalDecision::AllowOnce),
+            Ok(pb::ApprovalDecision::AllowAlways) => Some(ApprovalDecision::AllowAlways),
+            Ok(pb::ApprovalDecision::Deny) => Some(ApprovalDecision::Deny),
+            Ok(pb::ApprovalDecision::Unspecified) => None,
             Err(_) => {
                 return Err(invalid(
                     "decision",
@@ -105,14 +114,41 @@ impl ApprovalService for Approvals {
                 ));
             }
         };
-        let request_id = parse_uuid("request_id", &r.request_id)?;
-        let resolved = self
-            .runtime
-            .resolve_approval(&request_id.to_string(), decision, r.reason)
-            .map_err(to_status)?;
+        let resolved = match (action, decision) {
+            (Some(action), _) => self
+                .runtime
+                .resolve_input(&request_id.to_string(), action, answer)
+                .map_err(to_status)?,
+            // A decision with an answer accepts it (ALLOW_ONCE) or is refused as the
+            // runtime sees fit; without an answer it is a plain decision.
+            (None, Some(decision)) if answer.is_some() => {
+                let action = match decision {
+                    ApprovalDecision::Deny => InputAction::Decline,
+                    _ => InputAction::Accept,
+                };
+                self.runtime
+                    .resolve_input(&request_id.to_string(), action, answer)
+                    .map_err(to_status)?
+            }
+            (None, Some(decision)) => self
+                .runtime
+                .resolve_approval(&request_id.to_string(), decision, r.reason)
+                .map_err(to_status)?,
+            (None, None) => {
+                return Err(invalid(
+                    "decision",
+                    "is required: ALLOW_ONCE, ALLOW_ALWAYS or DENY (or, for a request for \
+                     input, an action: ACCEPT, DECLINE or CANCEL)",
+                ));
+            }
+        };
+        let decision = resolved
+            .resolution
+            .as_ref()
+            .map_or(r.decision, |res| convert::approval_decision(res.decision));
         Ok(Response::new(pb::ResolveApprovalResponse {
             approval: Some(convert::approval(&resolved)),
-            decision: r.decision,
+            decision,
         }))
     }
 }

@@ -491,7 +491,27 @@ pub fn approval(a: &Approval) -> pb::Approval {
             .iter()
             .map(uuid::Uuid::to_string)
             .collect(),
+        kind: match &a.request.input {
+            Some(_) => pb::ApprovalKind::Input,
+            None => pb::ApprovalKind::ToolCall,
+        } as i32,
+        requested_schema: a.request.input.as_ref().map(|i| json_as_struct(&i.schema)),
+        message: a
+            .request
+            .input
+            .as_ref()
+            .map(|i| i.message.clone())
+            .unwrap_or_default(),
     }
+}
+
+/// What a person did with a request for input, as the API names it.
+pub fn input_action(action: ev::InputAction) -> i32 {
+    (match action {
+        ev::InputAction::Accept => pb::HumanInputAction::Accept,
+        ev::InputAction::Decline => pb::HumanInputAction::Decline,
+        ev::InputAction::Cancel => pb::HumanInputAction::Cancel,
+    }) as i32
 }
 
 /// How a request ended, as WatchApprovals reports its removal. A request still pending
@@ -682,6 +702,22 @@ fn payload(p: &EventPayload) -> pb::session_event::Payload {
             decision: approval_decision(*decision),
             resolution: approval_resolution(*resolution),
             reason: reason.clone(),
+        }),
+        EventPayload::HumanInputRequested(r) => P::HumanInputRequested(pb::HumanInputRequested {
+            request_id: r.request_id.clone(),
+            call_id: r.call_id.clone(),
+            tool: r.tool.clone(),
+            server: r.server.clone(),
+            message: r.message.clone(),
+            requested_schema: Some(json_as_struct(&r.schema)),
+            display: r.display.clone(),
+        }),
+        EventPayload::HumanInputAnswered(a) => P::HumanInputAnswered(pb::HumanInputAnswered {
+            request_id: a.request_id.clone(),
+            action: input_action(a.action),
+            resolution: approval_resolution(a.resolution),
+            answer: a.answer.as_ref().map(json_as_struct),
+            reason: a.reason.clone(),
         }),
         EventPayload::PlanUpdated { steps } => P::PlanUpdated(pb::PlanUpdated {
             steps: steps

@@ -7,6 +7,10 @@
 //!   shown to the model on a deny): answers a waiting tool call, and returns the resolved
 //!   request as `ResolveApprovalResponse` (`{"approval": {...}, "decision": "APPROVAL_DECISION_..."}`),
 //!   whose `display` and `controlCharacters` say what a person should be shown of the call.
+//!   A request for input (`"kind": "APPROVAL_KIND_INPUT"`, an MCP server's question) is
+//!   answered with `{"action": "accept", "answer": {...}}`, `{"action": "decline"}` or
+//!   `{"action": "cancel"}`; the answer must match the request's `requestedSchema` (400
+//!   naming the field otherwise). A plain `"decision": "deny"` declines it.
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
@@ -18,15 +22,21 @@ use super::Gateway;
 use super::error::HttpError;
 use super::json::ProtoJson;
 use crate::grpc::convert;
-use odyssey_runtime::events::ApprovalDecision;
+use odyssey_runtime::events::{ApprovalDecision, InputAction};
 use odyssey_runtime::{PageRequest, RuntimeError};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveBody {
-    decision: ApprovalDecision,
+    #[serde(default)]
+    decision: Option<ApprovalDecision>,
     #[serde(default)]
     reason: String,
+    /// For a request for input.
+    #[serde(default)]
+    action: Option<InputAction>,
+    #[serde(default)]
+    answer: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -66,6 +76,8 @@ pub async fn list(
     }))
 }
 
+const EXPECTED: &str = "expected {\"decision\": \"allow_once\" | \"allow_always\" | \"deny\", \"reason\": \"...\"}, or for a request for input {\"action\": \"accept\" | \"decline\" | \"cancel\", \"answer\": {...}}";
+
 pub async fn resolve(
     State(gateway): State<Gateway>,
     Path(request_id): Path<String>,
@@ -74,17 +86,39 @@ pub async fn resolve(
     let Json(body) = body.map_err(|rejection| {
         HttpError::bad_request(
             rejection.status(),
-            format!(
-                "{}; expected {{\"decision\": \"allow_once\" | \"allow_always\" | \"deny\", \"reason\": \"...\"}}",
-                rejection.body_text()
-            ),
+            format!("{}; {EXPECTED}", rejection.body_text()),
         )
     })?;
-    let approval = gateway
-        .runtime
-        .resolve_approval(&request_id, body.decision, body.reason)?;
+    let approval = match (body.action, body.decision) {
+        (Some(action), _) => gateway
+            .runtime
+            .resolve_input(&request_id, action, body.answer)?,
+        (None, Some(decision)) if body.answer.is_some() => {
+            let action = match decision {
+                ApprovalDecision::Deny => InputAction::Decline,
+                _ => InputAction::Accept,
+            };
+            gateway
+                .runtime
+                .resolve_input(&request_id, action, body.answer)?
+        }
+        (None, Some(decision)) => {
+            gateway
+                .runtime
+                .resolve_approval(&request_id, decision, body.reason)?
+        }
+        (None, None) => {
+            return Err(
+                RuntimeError::invalid("decision", format!("is required; {EXPECTED}")).into(),
+            );
+        }
+    };
+    let decision = approval
+        .resolution
+        .as_ref()
+        .map_or(0, |r| convert::approval_decision(r.decision));
     Ok(ProtoJson(pb::ResolveApprovalResponse {
         approval: Some(convert::approval(&approval)),
-        decision: convert::approval_decision(body.decision),
+        decision,
     }))
 }

@@ -23,6 +23,57 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ApprovalKind int32
+
+const (
+	ApprovalKind_APPROVAL_KIND_UNSPECIFIED ApprovalKind = 0
+	// A tool call waits for allow or deny.
+	ApprovalKind_APPROVAL_KIND_TOOL_CALL ApprovalKind = 1
+	// An MCP server asks a person for input (`elicitation/create`).
+	ApprovalKind_APPROVAL_KIND_INPUT ApprovalKind = 2
+)
+
+// Enum value maps for ApprovalKind.
+var (
+	ApprovalKind_name = map[int32]string{
+		0: "APPROVAL_KIND_UNSPECIFIED",
+		1: "APPROVAL_KIND_TOOL_CALL",
+		2: "APPROVAL_KIND_INPUT",
+	}
+	ApprovalKind_value = map[string]int32{
+		"APPROVAL_KIND_UNSPECIFIED": 0,
+		"APPROVAL_KIND_TOOL_CALL":   1,
+		"APPROVAL_KIND_INPUT":       2,
+	}
+)
+
+func (x ApprovalKind) Enum() *ApprovalKind {
+	p := new(ApprovalKind)
+	*p = x
+	return p
+}
+
+func (x ApprovalKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ApprovalKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_odyssey_v1_approval_proto_enumTypes[0].Descriptor()
+}
+
+func (ApprovalKind) Type() protoreflect.EnumType {
+	return &file_odyssey_v1_approval_proto_enumTypes[0]
+}
+
+func (x ApprovalKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ApprovalKind.Descriptor instead.
+func (ApprovalKind) EnumDescriptor() ([]byte, []int) {
+	return file_odyssey_v1_approval_proto_rawDescGZIP(), []int{0}
+}
+
 type Approval struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	RequestId   string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -43,8 +94,18 @@ type Approval struct {
 	// When the call is a sub-agent's: the chain of sessions above `session_id`, nearest
 	// first (its parent, that session's parent, ...). Empty for a session a client created.
 	ParentSessionIds []string `protobuf:"bytes,13,rep,name=parent_session_ids,json=parentSessionIds,proto3" json:"parent_session_ids,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// A tool call to approve, or an MCP server's request for input (then `message` and
+	// `requested_schema` say what to answer, `tool` and `call_id` name the call during
+	// which the server asked, and `summary` names the server).
+	Kind ApprovalKind `protobuf:"varint,14,opt,name=kind,proto3,enum=odyssey.v1.ApprovalKind" json:"kind,omitempty"`
+	// With INPUT: the JSON schema the answer must match (a flat object of primitive
+	// properties).
+	RequestedSchema *structpb.Struct `protobuf:"bytes,15,opt,name=requested_schema,json=requestedSchema,proto3" json:"requested_schema,omitempty"`
+	// With INPUT: the server's message to the person, as sent (bounded; `display` holds it
+	// with control characters escaped).
+	Message       string `protobuf:"bytes,16,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Approval) Reset() {
@@ -168,6 +229,27 @@ func (x *Approval) GetParentSessionIds() []string {
 	return nil
 }
 
+func (x *Approval) GetKind() ApprovalKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ApprovalKind_APPROVAL_KIND_UNSPECIFIED
+}
+
+func (x *Approval) GetRequestedSchema() *structpb.Struct {
+	if x != nil {
+		return x.RequestedSchema
+	}
+	return nil
+}
+
+func (x *Approval) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type ListApprovalsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only requests of this session, when set.
@@ -286,7 +368,13 @@ type ResolveApprovalRequest struct {
 	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	Decision  ApprovalDecision       `protobuf:"varint,2,opt,name=decision,proto3,enum=odyssey.v1.ApprovalDecision" json:"decision,omitempty"`
 	// With a deny: why, shown to the model.
-	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// For a request for input (kind INPUT): the answer, which must match the request's
+	// schema; with ACCEPT only. An ACCEPT without it answers `{}`.
+	Answer *structpb.Struct `protobuf:"bytes,4,opt,name=answer,proto3" json:"answer,omitempty"`
+	// For a request for input: ACCEPT, DECLINE or CANCEL. When unset, `decision` stands
+	// for it: DENY declines, ALLOW_ONCE accepts. Not allowed for a tool call.
+	Action        HumanInputAction `protobuf:"varint,5,opt,name=action,proto3,enum=odyssey.v1.HumanInputAction" json:"action,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -340,6 +428,20 @@ func (x *ResolveApprovalRequest) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *ResolveApprovalRequest) GetAnswer() *structpb.Struct {
+	if x != nil {
+		return x.Answer
+	}
+	return nil
+}
+
+func (x *ResolveApprovalRequest) GetAction() HumanInputAction {
+	if x != nil {
+		return x.Action
+	}
+	return HumanInputAction_HUMAN_INPUT_ACTION_UNSPECIFIED
 }
 
 type ResolveApprovalResponse struct {
@@ -659,7 +761,7 @@ var File_odyssey_v1_approval_proto protoreflect.FileDescriptor
 const file_odyssey_v1_approval_proto_rawDesc = "" +
 	"\n" +
 	"\x19odyssey/v1/approval.proto\x12\n" +
-	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/events.proto\"\xf2\x03\n" +
+	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/events.proto\"\xfe\x04\n" +
 	"\bApproval\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n" +
@@ -677,7 +779,10 @@ const file_odyssey_v1_approval_proto_rawDesc = "" +
 	" \x01(\tR\adisplay\x12-\n" +
 	"\x12control_characters\x18\v \x01(\bR\x11controlCharacters\x12\x16\n" +
 	"\x06reason\x18\f \x01(\tR\x06reason\x12,\n" +
-	"\x12parent_session_ids\x18\r \x03(\tR\x10parentSessionIds\"q\n" +
+	"\x12parent_session_ids\x18\r \x03(\tR\x10parentSessionIds\x12,\n" +
+	"\x04kind\x18\x0e \x01(\x0e2\x18.odyssey.v1.ApprovalKindR\x04kind\x12B\n" +
+	"\x10requested_schema\x18\x0f \x01(\v2\x17.google.protobuf.StructR\x0frequestedSchema\x12\x18\n" +
+	"\amessage\x18\x10 \x01(\tR\amessage\"q\n" +
 	"\x14ListApprovalsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -686,12 +791,14 @@ const file_odyssey_v1_approval_proto_rawDesc = "" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\"s\n" +
 	"\x15ListApprovalsResponse\x122\n" +
 	"\tapprovals\x18\x01 \x03(\v2\x14.odyssey.v1.ApprovalR\tapprovals\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x89\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xf0\x01\n" +
 	"\x16ResolveApprovalRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x128\n" +
 	"\bdecision\x18\x02 \x01(\x0e2\x1c.odyssey.v1.ApprovalDecisionR\bdecision\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x85\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12/\n" +
+	"\x06answer\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x06answer\x124\n" +
+	"\x06action\x18\x05 \x01(\x0e2\x1c.odyssey.v1.HumanInputActionR\x06action\"\x85\x01\n" +
 	"\x17ResolveApprovalResponse\x120\n" +
 	"\bapproval\x18\x01 \x01(\v2\x14.odyssey.v1.ApprovalR\bapproval\x128\n" +
 	"\bdecision\x18\x02 \x01(\x0e2\x1c.odyssey.v1.ApprovalDecisionR\bdecision\"6\n" +
@@ -708,7 +815,11 @@ const file_odyssey_v1_approval_proto_rawDesc = "" +
 	"\tapprovals\x18\x01 \x03(\v2\x14.odyssey.v1.ApprovalR\tapprovals\"c\n" +
 	"\x12ApprovalsHeartbeat\x123\n" +
 	"\asent_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\x12\x18\n" +
-	"\apending\x18\x02 \x01(\rR\apending2\x9e\x02\n" +
+	"\apending\x18\x02 \x01(\rR\apending*c\n" +
+	"\fApprovalKind\x12\x1d\n" +
+	"\x19APPROVAL_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17APPROVAL_KIND_TOOL_CALL\x10\x01\x12\x17\n" +
+	"\x13APPROVAL_KIND_INPUT\x10\x022\x9e\x02\n" +
 	"\x0fApprovalService\x12T\n" +
 	"\rListApprovals\x12 .odyssey.v1.ListApprovalsRequest\x1a!.odyssey.v1.ListApprovalsResponse\x12Z\n" +
 	"\x0fResolveApproval\x12\".odyssey.v1.ResolveApprovalRequest\x1a#.odyssey.v1.ResolveApprovalResponse\x12Y\n" +
@@ -729,47 +840,54 @@ func file_odyssey_v1_approval_proto_rawDescGZIP() []byte {
 	return file_odyssey_v1_approval_proto_rawDescData
 }
 
+var file_odyssey_v1_approval_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_odyssey_v1_approval_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_odyssey_v1_approval_proto_goTypes = []any{
-	(*Approval)(nil),                // 0: odyssey.v1.Approval
-	(*ListApprovalsRequest)(nil),    // 1: odyssey.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),   // 2: odyssey.v1.ListApprovalsResponse
-	(*ResolveApprovalRequest)(nil),  // 3: odyssey.v1.ResolveApprovalRequest
-	(*ResolveApprovalResponse)(nil), // 4: odyssey.v1.ResolveApprovalResponse
-	(*WatchApprovalsRequest)(nil),   // 5: odyssey.v1.WatchApprovalsRequest
-	(*WatchApprovalsResponse)(nil),  // 6: odyssey.v1.WatchApprovalsResponse
-	(*ApprovalSnapshot)(nil),        // 7: odyssey.v1.ApprovalSnapshot
-	(*ApprovalsHeartbeat)(nil),      // 8: odyssey.v1.ApprovalsHeartbeat
-	(*structpb.Struct)(nil),         // 9: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),   // 10: google.protobuf.Timestamp
-	(ApprovalDecision)(0),           // 11: odyssey.v1.ApprovalDecision
-	(*ApprovalResolved)(nil),        // 12: odyssey.v1.ApprovalResolved
+	(ApprovalKind)(0),               // 0: odyssey.v1.ApprovalKind
+	(*Approval)(nil),                // 1: odyssey.v1.Approval
+	(*ListApprovalsRequest)(nil),    // 2: odyssey.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),   // 3: odyssey.v1.ListApprovalsResponse
+	(*ResolveApprovalRequest)(nil),  // 4: odyssey.v1.ResolveApprovalRequest
+	(*ResolveApprovalResponse)(nil), // 5: odyssey.v1.ResolveApprovalResponse
+	(*WatchApprovalsRequest)(nil),   // 6: odyssey.v1.WatchApprovalsRequest
+	(*WatchApprovalsResponse)(nil),  // 7: odyssey.v1.WatchApprovalsResponse
+	(*ApprovalSnapshot)(nil),        // 8: odyssey.v1.ApprovalSnapshot
+	(*ApprovalsHeartbeat)(nil),      // 9: odyssey.v1.ApprovalsHeartbeat
+	(*structpb.Struct)(nil),         // 10: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),   // 11: google.protobuf.Timestamp
+	(ApprovalDecision)(0),           // 12: odyssey.v1.ApprovalDecision
+	(HumanInputAction)(0),           // 13: odyssey.v1.HumanInputAction
+	(*ApprovalResolved)(nil),        // 14: odyssey.v1.ApprovalResolved
 }
 var file_odyssey_v1_approval_proto_depIdxs = []int32{
-	9,  // 0: odyssey.v1.Approval.arguments:type_name -> google.protobuf.Struct
-	10, // 1: odyssey.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
-	10, // 2: odyssey.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 3: odyssey.v1.ListApprovalsResponse.approvals:type_name -> odyssey.v1.Approval
-	11, // 4: odyssey.v1.ResolveApprovalRequest.decision:type_name -> odyssey.v1.ApprovalDecision
-	0,  // 5: odyssey.v1.ResolveApprovalResponse.approval:type_name -> odyssey.v1.Approval
-	11, // 6: odyssey.v1.ResolveApprovalResponse.decision:type_name -> odyssey.v1.ApprovalDecision
-	7,  // 7: odyssey.v1.WatchApprovalsResponse.snapshot:type_name -> odyssey.v1.ApprovalSnapshot
-	0,  // 8: odyssey.v1.WatchApprovalsResponse.added:type_name -> odyssey.v1.Approval
-	12, // 9: odyssey.v1.WatchApprovalsResponse.removed:type_name -> odyssey.v1.ApprovalResolved
-	8,  // 10: odyssey.v1.WatchApprovalsResponse.heartbeat:type_name -> odyssey.v1.ApprovalsHeartbeat
-	0,  // 11: odyssey.v1.ApprovalSnapshot.approvals:type_name -> odyssey.v1.Approval
-	10, // 12: odyssey.v1.ApprovalsHeartbeat.sent_at:type_name -> google.protobuf.Timestamp
-	1,  // 13: odyssey.v1.ApprovalService.ListApprovals:input_type -> odyssey.v1.ListApprovalsRequest
-	3,  // 14: odyssey.v1.ApprovalService.ResolveApproval:input_type -> odyssey.v1.ResolveApprovalRequest
-	5,  // 15: odyssey.v1.ApprovalService.WatchApprovals:input_type -> odyssey.v1.WatchApprovalsRequest
-	2,  // 16: odyssey.v1.ApprovalService.ListApprovals:output_type -> odyssey.v1.ListApprovalsResponse
-	4,  // 17: odyssey.v1.ApprovalService.ResolveApproval:output_type -> odyssey.v1.ResolveApprovalResponse
-	6,  // 18: odyssey.v1.ApprovalService.WatchApprovals:output_type -> odyssey.v1.WatchApprovalsResponse
-	16, // [16:19] is the sub-list for method output_type
-	13, // [13:16] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	10, // 0: odyssey.v1.Approval.arguments:type_name -> google.protobuf.Struct
+	11, // 1: odyssey.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	11, // 2: odyssey.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 3: odyssey.v1.Approval.kind:type_name -> odyssey.v1.ApprovalKind
+	10, // 4: odyssey.v1.Approval.requested_schema:type_name -> google.protobuf.Struct
+	1,  // 5: odyssey.v1.ListApprovalsResponse.approvals:type_name -> odyssey.v1.Approval
+	12, // 6: odyssey.v1.ResolveApprovalRequest.decision:type_name -> odyssey.v1.ApprovalDecision
+	10, // 7: odyssey.v1.ResolveApprovalRequest.answer:type_name -> google.protobuf.Struct
+	13, // 8: odyssey.v1.ResolveApprovalRequest.action:type_name -> odyssey.v1.HumanInputAction
+	1,  // 9: odyssey.v1.ResolveApprovalResponse.approval:type_name -> odyssey.v1.Approval
+	12, // 10: odyssey.v1.ResolveApprovalResponse.decision:type_name -> odyssey.v1.ApprovalDecision
+	8,  // 11: odyssey.v1.WatchApprovalsResponse.snapshot:type_name -> odyssey.v1.ApprovalSnapshot
+	1,  // 12: odyssey.v1.WatchApprovalsResponse.added:type_name -> odyssey.v1.Approval
+	14, // 13: odyssey.v1.WatchApprovalsResponse.removed:type_name -> odyssey.v1.ApprovalResolved
+	9,  // 14: odyssey.v1.WatchApprovalsResponse.heartbeat:type_name -> odyssey.v1.ApprovalsHeartbeat
+	1,  // 15: odyssey.v1.ApprovalSnapshot.approvals:type_name -> odyssey.v1.Approval
+	11, // 16: odyssey.v1.ApprovalsHeartbeat.sent_at:type_name -> google.protobuf.Timestamp
+	2,  // 17: odyssey.v1.ApprovalService.ListApprovals:input_type -> odyssey.v1.ListApprovalsRequest
+	4,  // 18: odyssey.v1.ApprovalService.ResolveApproval:input_type -> odyssey.v1.ResolveApprovalRequest
+	6,  // 19: odyssey.v1.ApprovalService.WatchApprovals:input_type -> odyssey.v1.WatchApprovalsRequest
+	3,  // 20: odyssey.v1.ApprovalService.ListApprovals:output_type -> odyssey.v1.ListApprovalsResponse
+	5,  // 21: odyssey.v1.ApprovalService.ResolveApproval:output_type -> odyssey.v1.ResolveApprovalResponse
+	7,  // 22: odyssey.v1.ApprovalService.WatchApprovals:output_type -> odyssey.v1.WatchApprovalsResponse
+	20, // [20:23] is the sub-list for method output_type
+	17, // [17:20] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_approval_proto_init() }
@@ -789,13 +907,14 @@ func file_odyssey_v1_approval_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_approval_proto_rawDesc), len(file_odyssey_v1_approval_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_odyssey_v1_approval_proto_goTypes,
 		DependencyIndexes: file_odyssey_v1_approval_proto_depIdxs,
+		EnumInfos:         file_odyssey_v1_approval_proto_enumTypes,
 		MessageInfos:      file_odyssey_v1_approval_proto_msgTypes,
 	}.Build()
 	File_odyssey_v1_approval_proto = out.File

@@ -344,6 +344,63 @@ func (PlanStepStatus) EnumDescriptor() ([]byte, []int) {
 	return file_odyssey_v1_events_proto_rawDescGZIP(), []int{5}
 }
 
+// What a person did with a request for input.
+type HumanInputAction int32
+
+const (
+	HumanInputAction_HUMAN_INPUT_ACTION_UNSPECIFIED HumanInputAction = 0
+	// Answered: the answer goes to the server.
+	HumanInputAction_HUMAN_INPUT_ACTION_ACCEPT HumanInputAction = 1
+	// Refused to answer.
+	HumanInputAction_HUMAN_INPUT_ACTION_DECLINE HumanInputAction = 2
+	// Dismissed without a choice; also what the server is told when nobody answered in
+	// time, or the request ended with its turn or session.
+	HumanInputAction_HUMAN_INPUT_ACTION_CANCEL HumanInputAction = 3
+)
+
+// Enum value maps for HumanInputAction.
+var (
+	HumanInputAction_name = map[int32]string{
+		0: "HUMAN_INPUT_ACTION_UNSPECIFIED",
+		1: "HUMAN_INPUT_ACTION_ACCEPT",
+		2: "HUMAN_INPUT_ACTION_DECLINE",
+		3: "HUMAN_INPUT_ACTION_CANCEL",
+	}
+	HumanInputAction_value = map[string]int32{
+		"HUMAN_INPUT_ACTION_UNSPECIFIED": 0,
+		"HUMAN_INPUT_ACTION_ACCEPT":      1,
+		"HUMAN_INPUT_ACTION_DECLINE":     2,
+		"HUMAN_INPUT_ACTION_CANCEL":      3,
+	}
+)
+
+func (x HumanInputAction) Enum() *HumanInputAction {
+	p := new(HumanInputAction)
+	*p = x
+	return p
+}
+
+func (x HumanInputAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (HumanInputAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_odyssey_v1_events_proto_enumTypes[6].Descriptor()
+}
+
+func (HumanInputAction) Type() protoreflect.EnumType {
+	return &file_odyssey_v1_events_proto_enumTypes[6]
+}
+
+func (x HumanInputAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use HumanInputAction.Descriptor instead.
+func (HumanInputAction) EnumDescriptor() ([]byte, []int) {
+	return file_odyssey_v1_events_proto_rawDescGZIP(), []int{6}
+}
+
 // One entry of a session's append-only event log. `sequence` starts at 1 and has no gaps.
 type SessionEvent struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -379,6 +436,8 @@ type SessionEvent struct {
 	//	*SessionEvent_SessionRewound
 	//	*SessionEvent_SubagentStarted
 	//	*SessionEvent_SubagentFinished
+	//	*SessionEvent_HumanInputRequested
+	//	*SessionEvent_HumanInputAnswered
 	Payload       isSessionEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -663,6 +722,24 @@ func (x *SessionEvent) GetSubagentFinished() *SubagentFinished {
 	return nil
 }
 
+func (x *SessionEvent) GetHumanInputRequested() *HumanInputRequested {
+	if x != nil {
+		if x, ok := x.Payload.(*SessionEvent_HumanInputRequested); ok {
+			return x.HumanInputRequested
+		}
+	}
+	return nil
+}
+
+func (x *SessionEvent) GetHumanInputAnswered() *HumanInputAnswered {
+	if x != nil {
+		if x, ok := x.Payload.(*SessionEvent_HumanInputAnswered); ok {
+			return x.HumanInputAnswered
+		}
+	}
+	return nil
+}
+
 type isSessionEvent_Payload interface {
 	isSessionEvent_Payload()
 }
@@ -759,6 +836,14 @@ type SessionEvent_SubagentFinished struct {
 	SubagentFinished *SubagentFinished `protobuf:"bytes,31,opt,name=subagent_finished,json=subagentFinished,proto3,oneof"`
 }
 
+type SessionEvent_HumanInputRequested struct {
+	HumanInputRequested *HumanInputRequested `protobuf:"bytes,33,opt,name=human_input_requested,json=humanInputRequested,proto3,oneof"`
+}
+
+type SessionEvent_HumanInputAnswered struct {
+	HumanInputAnswered *HumanInputAnswered `protobuf:"bytes,34,opt,name=human_input_answered,json=humanInputAnswered,proto3,oneof"`
+}
+
 func (*SessionEvent_TurnStarted) isSessionEvent_Payload() {}
 
 func (*SessionEvent_TurnCompleted) isSessionEvent_Payload() {}
@@ -804,6 +889,10 @@ func (*SessionEvent_SessionRewound) isSessionEvent_Payload() {}
 func (*SessionEvent_SubagentStarted) isSessionEvent_Payload() {}
 
 func (*SessionEvent_SubagentFinished) isSessionEvent_Payload() {}
+
+func (*SessionEvent_HumanInputRequested) isSessionEvent_Payload() {}
+
+func (*SessionEvent_HumanInputAnswered) isSessionEvent_Payload() {}
 
 // The effective values a turn runs with.
 type TurnContext struct {
@@ -2621,12 +2710,195 @@ func (x *SubagentFinished) GetUsage() *TokenUsage {
 	return nil
 }
 
+// An MCP server asked for a person's input during a tool call (`elicitation/create`). It
+// waits on the approvals surface (ListApprovals, WatchApprovals, ResolveApproval) like an
+// approval, and ends with `HumanInputAnswered`.
+type HumanInputRequested struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The tool call during which the server asked, and its tool (`mcp__<server>__<tool>`).
+	CallId string `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool   string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The MCP server's name, as the bundle or the operator declared it.
+	Server string `protobuf:"bytes,4,opt,name=server,proto3" json:"server,omitempty"`
+	// The server's message to the person, as it sent it (bounded). Text from the server:
+	// show `display` to people instead.
+	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// The JSON schema the answer must match: a flat object of primitive properties
+	// (string, number, integer, boolean, enumerations).
+	RequestedSchema *structpb.Struct `protobuf:"bytes,6,opt,name=requested_schema,json=requestedSchema,proto3" json:"requested_schema,omitempty"`
+	// `message` as a person should be shown it: control characters as visible escapes (as
+	// in PermissionRequested.display).
+	Display       string `protobuf:"bytes,7,opt,name=display,proto3" json:"display,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HumanInputRequested) Reset() {
+	*x = HumanInputRequested{}
+	mi := &file_odyssey_v1_events_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HumanInputRequested) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HumanInputRequested) ProtoMessage() {}
+
+func (x *HumanInputRequested) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_events_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HumanInputRequested.ProtoReflect.Descriptor instead.
+func (*HumanInputRequested) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_events_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *HumanInputRequested) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *HumanInputRequested) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *HumanInputRequested) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *HumanInputRequested) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *HumanInputRequested) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *HumanInputRequested) GetRequestedSchema() *structpb.Struct {
+	if x != nil {
+		return x.RequestedSchema
+	}
+	return nil
+}
+
+func (x *HumanInputRequested) GetDisplay() string {
+	if x != nil {
+		return x.Display
+	}
+	return ""
+}
+
+// How a request for input ended.
+type HumanInputAnswered struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Action    HumanInputAction       `protobuf:"varint,2,opt,name=action,proto3,enum=odyssey.v1.HumanInputAction" json:"action,omitempty"`
+	// Whether a person answered, or it timed out, was cancelled or interrupted.
+	Resolution ApprovalResolution `protobuf:"varint,3,opt,name=resolution,proto3,enum=odyssey.v1.ApprovalResolution" json:"resolution,omitempty"`
+	// The answer sent to the server (with ACCEPT only).
+	Answer *structpb.Struct `protobuf:"bytes,4,opt,name=answer,proto3" json:"answer,omitempty"`
+	// What ended the request when no person did.
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HumanInputAnswered) Reset() {
+	*x = HumanInputAnswered{}
+	mi := &file_odyssey_v1_events_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HumanInputAnswered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HumanInputAnswered) ProtoMessage() {}
+
+func (x *HumanInputAnswered) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_events_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HumanInputAnswered.ProtoReflect.Descriptor instead.
+func (*HumanInputAnswered) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_events_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *HumanInputAnswered) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *HumanInputAnswered) GetAction() HumanInputAction {
+	if x != nil {
+		return x.Action
+	}
+	return HumanInputAction_HUMAN_INPUT_ACTION_UNSPECIFIED
+}
+
+func (x *HumanInputAnswered) GetResolution() ApprovalResolution {
+	if x != nil {
+		return x.Resolution
+	}
+	return ApprovalResolution_APPROVAL_RESOLUTION_UNSPECIFIED
+}
+
+func (x *HumanInputAnswered) GetAnswer() *structpb.Struct {
+	if x != nil {
+		return x.Answer
+	}
+	return nil
+}
+
+func (x *HumanInputAnswered) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_odyssey_v1_events_proto protoreflect.FileDescriptor
 
 const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"\x17odyssey/v1/events.proto\x12\n" +
-	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\xa3\x0f\n" +
+	"odyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\xce\x10\n" +
 	"\fSessionEvent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2658,7 +2930,9 @@ const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\x10user_input_added\x18\x1d \x01(\v2\x1a.odyssey.v1.UserInputAddedH\x00R\x0euserInputAdded\x12E\n" +
 	"\x0fsession_rewound\x18  \x01(\v2\x1a.odyssey.v1.SessionRewoundH\x00R\x0esessionRewound\x12H\n" +
 	"\x10subagent_started\x18\x1e \x01(\v2\x1b.odyssey.v1.SubagentStartedH\x00R\x0fsubagentStarted\x12K\n" +
-	"\x11subagent_finished\x18\x1f \x01(\v2\x1c.odyssey.v1.SubagentFinishedH\x00R\x10subagentFinishedB\t\n" +
+	"\x11subagent_finished\x18\x1f \x01(\v2\x1c.odyssey.v1.SubagentFinishedH\x00R\x10subagentFinished\x12U\n" +
+	"\x15human_input_requested\x18! \x01(\v2\x1f.odyssey.v1.HumanInputRequestedH\x00R\x13humanInputRequested\x12R\n" +
+	"\x14human_input_answered\x18\" \x01(\v2\x1e.odyssey.v1.HumanInputAnsweredH\x00R\x12humanInputAnsweredB\t\n" +
 	"\apayload\"\xcd\x02\n" +
 	"\vTurnContext\x12\x10\n" +
 	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x12+\n" +
@@ -2798,7 +3072,25 @@ const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\bagent_id\x18\x04 \x01(\tR\aagentId\x121\n" +
 	"\aoutcome\x18\x05 \x01(\x0e2\x17.odyssey.v1.TurnOutcomeR\aoutcome\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12,\n" +
-	"\x05usage\x18\a \x01(\v2\x16.odyssey.v1.TokenUsageR\x05usage*\x9a\x01\n" +
+	"\x05usage\x18\a \x01(\v2\x16.odyssey.v1.TokenUsageR\x05usage\"\xf1\x01\n" +
+	"\x13HumanInputRequested\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x17\n" +
+	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x16\n" +
+	"\x06server\x18\x04 \x01(\tR\x06server\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12B\n" +
+	"\x10requested_schema\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x0frequestedSchema\x12\x18\n" +
+	"\adisplay\x18\a \x01(\tR\adisplay\"\xf2\x01\n" +
+	"\x12HumanInputAnswered\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x124\n" +
+	"\x06action\x18\x02 \x01(\x0e2\x1c.odyssey.v1.HumanInputActionR\x06action\x12>\n" +
+	"\n" +
+	"resolution\x18\x03 \x01(\x0e2\x1e.odyssey.v1.ApprovalResolutionR\n" +
+	"resolution\x12/\n" +
+	"\x06answer\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x06answer\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason*\x9a\x01\n" +
 	"\vTurnOutcome\x12\x1c\n" +
 	"\x18TURN_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TURN_OUTCOME_COMPLETED\x10\x01\x12\x17\n" +
@@ -2830,7 +3122,12 @@ const file_odyssey_v1_events_proto_rawDesc = "" +
 	"\x1cPLAN_STEP_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18PLAN_STEP_STATUS_PENDING\x10\x01\x12 \n" +
 	"\x1cPLAN_STEP_STATUS_IN_PROGRESS\x10\x02\x12\x1e\n" +
-	"\x1aPLAN_STEP_STATUS_COMPLETED\x10\x03B\xa8\x01\n" +
+	"\x1aPLAN_STEP_STATUS_COMPLETED\x10\x03*\x94\x01\n" +
+	"\x10HumanInputAction\x12\"\n" +
+	"\x1eHUMAN_INPUT_ACTION_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19HUMAN_INPUT_ACTION_ACCEPT\x10\x01\x12\x1e\n" +
+	"\x1aHUMAN_INPUT_ACTION_DECLINE\x10\x02\x12\x1d\n" +
+	"\x19HUMAN_INPUT_ACTION_CANCEL\x10\x03B\xa8\x01\n" +
 	"\x0ecom.odyssey.v1B\vEventsProtoP\x01Z@github.com/odyssey-ai/odyssey/client/go/gen/odyssey/v1;odysseyv1\xa2\x02\x03OXX\xaa\x02\n" +
 	"Odyssey.V1\xca\x02\n" +
 	"Odyssey\\V1\xe2\x02\x16Odyssey\\V1\\GPBMetadata\xea\x02\vOdyssey::V1b\x06proto3"
@@ -2847,8 +3144,8 @@ func file_odyssey_v1_events_proto_rawDescGZIP() []byte {
 	return file_odyssey_v1_events_proto_rawDescData
 }
 
-var file_odyssey_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_odyssey_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_odyssey_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_odyssey_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_odyssey_v1_events_proto_goTypes = []any{
 	(TurnOutcome)(0),                   // 0: odyssey.v1.TurnOutcome
 	(ChatRole)(0),                      // 1: odyssey.v1.ChatRole
@@ -2856,96 +3153,105 @@ var file_odyssey_v1_events_proto_goTypes = []any{
 	(ApprovalDecision)(0),              // 3: odyssey.v1.ApprovalDecision
 	(ApprovalResolution)(0),            // 4: odyssey.v1.ApprovalResolution
 	(PlanStepStatus)(0),                // 5: odyssey.v1.PlanStepStatus
-	(*SessionEvent)(nil),               // 6: odyssey.v1.SessionEvent
-	(*TurnContext)(nil),                // 7: odyssey.v1.TurnContext
-	(*TurnStarted)(nil),                // 8: odyssey.v1.TurnStarted
-	(*TurnCompleted)(nil),              // 9: odyssey.v1.TurnCompleted
-	(*ChatMessage)(nil),                // 10: odyssey.v1.ChatMessage
-	(*ToolCall)(nil),                   // 11: odyssey.v1.ToolCall
-	(*AgentMessageDelta)(nil),          // 12: odyssey.v1.AgentMessageDelta
-	(*ReasoningDelta)(nil),             // 13: odyssey.v1.ReasoningDelta
-	(*ReasoningSectionBreak)(nil),      // 14: odyssey.v1.ReasoningSectionBreak
-	(*ToolCallStarted)(nil),            // 15: odyssey.v1.ToolCallStarted
-	(*ToolCallDelta)(nil),              // 16: odyssey.v1.ToolCallDelta
-	(*ToolCallFinished)(nil),           // 17: odyssey.v1.ToolCallFinished
-	(*ExecCommandBegin)(nil),           // 18: odyssey.v1.ExecCommandBegin
-	(*ExecCommandOutputDelta)(nil),     // 19: odyssey.v1.ExecCommandOutputDelta
-	(*ExecCommandEnd)(nil),             // 20: odyssey.v1.ExecCommandEnd
-	(*PermissionRequested)(nil),        // 21: odyssey.v1.PermissionRequested
-	(*ApprovalResolved)(nil),           // 22: odyssey.v1.ApprovalResolved
-	(*PlanStep)(nil),                   // 23: odyssey.v1.PlanStep
-	(*PlanUpdated)(nil),                // 24: odyssey.v1.PlanUpdated
-	(*TokenUsageReported)(nil),         // 25: odyssey.v1.TokenUsageReported
-	(*ErrorOccurred)(nil),              // 26: odyssey.v1.ErrorOccurred
-	(*HistoryCompacted)(nil),           // 27: odyssey.v1.HistoryCompacted
-	(*MemoryRecalled)(nil),             // 28: odyssey.v1.MemoryRecalled
-	(*NetworkConnectionAttempted)(nil), // 29: odyssey.v1.NetworkConnectionAttempted
-	(*UserInputAdded)(nil),             // 30: odyssey.v1.UserInputAdded
-	(*SessionRewound)(nil),             // 31: odyssey.v1.SessionRewound
-	(*SubagentStarted)(nil),            // 32: odyssey.v1.SubagentStarted
-	(*SubagentFinished)(nil),           // 33: odyssey.v1.SubagentFinished
-	nil,                                // 34: odyssey.v1.TurnContext.MetadataEntry
-	(*timestamppb.Timestamp)(nil),      // 35: google.protobuf.Timestamp
-	(*ModelSpec)(nil),                  // 36: odyssey.v1.ModelSpec
-	(SandboxMode)(0),                   // 37: odyssey.v1.SandboxMode
-	(ApprovalPolicy)(0),                // 38: odyssey.v1.ApprovalPolicy
-	(*TokenUsage)(nil),                 // 39: odyssey.v1.TokenUsage
-	(*structpb.Struct)(nil),            // 40: google.protobuf.Struct
-	(InputMode)(0),                     // 41: odyssey.v1.InputMode
+	(HumanInputAction)(0),              // 6: odyssey.v1.HumanInputAction
+	(*SessionEvent)(nil),               // 7: odyssey.v1.SessionEvent
+	(*TurnContext)(nil),                // 8: odyssey.v1.TurnContext
+	(*TurnStarted)(nil),                // 9: odyssey.v1.TurnStarted
+	(*TurnCompleted)(nil),              // 10: odyssey.v1.TurnCompleted
+	(*ChatMessage)(nil),                // 11: odyssey.v1.ChatMessage
+	(*ToolCall)(nil),                   // 12: odyssey.v1.ToolCall
+	(*AgentMessageDelta)(nil),          // 13: odyssey.v1.AgentMessageDelta
+	(*ReasoningDelta)(nil),             // 14: odyssey.v1.ReasoningDelta
+	(*ReasoningSectionBreak)(nil),      // 15: odyssey.v1.ReasoningSectionBreak
+	(*ToolCallStarted)(nil),            // 16: odyssey.v1.ToolCallStarted
+	(*ToolCallDelta)(nil),              // 17: odyssey.v1.ToolCallDelta
+	(*ToolCallFinished)(nil),           // 18: odyssey.v1.ToolCallFinished
+	(*ExecCommandBegin)(nil),           // 19: odyssey.v1.ExecCommandBegin
+	(*ExecCommandOutputDelta)(nil),     // 20: odyssey.v1.ExecCommandOutputDelta
+	(*ExecCommandEnd)(nil),             // 21: odyssey.v1.ExecCommandEnd
+	(*PermissionRequested)(nil),        // 22: odyssey.v1.PermissionRequested
+	(*ApprovalResolved)(nil),           // 23: odyssey.v1.ApprovalResolved
+	(*PlanStep)(nil),                   // 24: odyssey.v1.PlanStep
+	(*PlanUpdated)(nil),                // 25: odyssey.v1.PlanUpdated
+	(*TokenUsageReported)(nil),         // 26: odyssey.v1.TokenUsageReported
+	(*ErrorOccurred)(nil),              // 27: odyssey.v1.ErrorOccurred
+	(*HistoryCompacted)(nil),           // 28: odyssey.v1.HistoryCompacted
+	(*MemoryRecalled)(nil),             // 29: odyssey.v1.MemoryRecalled
+	(*NetworkConnectionAttempted)(nil), // 30: odyssey.v1.NetworkConnectionAttempted
+	(*UserInputAdded)(nil),             // 31: odyssey.v1.UserInputAdded
+	(*SessionRewound)(nil),             // 32: odyssey.v1.SessionRewound
+	(*SubagentStarted)(nil),            // 33: odyssey.v1.SubagentStarted
+	(*SubagentFinished)(nil),           // 34: odyssey.v1.SubagentFinished
+	(*HumanInputRequested)(nil),        // 35: odyssey.v1.HumanInputRequested
+	(*HumanInputAnswered)(nil),         // 36: odyssey.v1.HumanInputAnswered
+	nil,                                // 37: odyssey.v1.TurnContext.MetadataEntry
+	(*timestamppb.Timestamp)(nil),      // 38: google.protobuf.Timestamp
+	(*ModelSpec)(nil),                  // 39: odyssey.v1.ModelSpec
+	(SandboxMode)(0),                   // 40: odyssey.v1.SandboxMode
+	(ApprovalPolicy)(0),                // 41: odyssey.v1.ApprovalPolicy
+	(*TokenUsage)(nil),                 // 42: odyssey.v1.TokenUsage
+	(*structpb.Struct)(nil),            // 43: google.protobuf.Struct
+	(InputMode)(0),                     // 44: odyssey.v1.InputMode
 }
 var file_odyssey_v1_events_proto_depIdxs = []int32{
-	35, // 0: odyssey.v1.SessionEvent.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 1: odyssey.v1.SessionEvent.turn_started:type_name -> odyssey.v1.TurnStarted
-	9,  // 2: odyssey.v1.SessionEvent.turn_completed:type_name -> odyssey.v1.TurnCompleted
-	12, // 3: odyssey.v1.SessionEvent.agent_message_delta:type_name -> odyssey.v1.AgentMessageDelta
-	13, // 4: odyssey.v1.SessionEvent.reasoning_delta:type_name -> odyssey.v1.ReasoningDelta
-	14, // 5: odyssey.v1.SessionEvent.reasoning_section_break:type_name -> odyssey.v1.ReasoningSectionBreak
-	15, // 6: odyssey.v1.SessionEvent.tool_call_started:type_name -> odyssey.v1.ToolCallStarted
-	16, // 7: odyssey.v1.SessionEvent.tool_call_delta:type_name -> odyssey.v1.ToolCallDelta
-	17, // 8: odyssey.v1.SessionEvent.tool_call_finished:type_name -> odyssey.v1.ToolCallFinished
-	18, // 9: odyssey.v1.SessionEvent.exec_command_begin:type_name -> odyssey.v1.ExecCommandBegin
-	19, // 10: odyssey.v1.SessionEvent.exec_command_output_delta:type_name -> odyssey.v1.ExecCommandOutputDelta
-	20, // 11: odyssey.v1.SessionEvent.exec_command_end:type_name -> odyssey.v1.ExecCommandEnd
-	21, // 12: odyssey.v1.SessionEvent.permission_requested:type_name -> odyssey.v1.PermissionRequested
-	22, // 13: odyssey.v1.SessionEvent.approval_resolved:type_name -> odyssey.v1.ApprovalResolved
-	24, // 14: odyssey.v1.SessionEvent.plan_updated:type_name -> odyssey.v1.PlanUpdated
-	25, // 15: odyssey.v1.SessionEvent.token_usage_reported:type_name -> odyssey.v1.TokenUsageReported
-	26, // 16: odyssey.v1.SessionEvent.error_occurred:type_name -> odyssey.v1.ErrorOccurred
-	27, // 17: odyssey.v1.SessionEvent.history_compacted:type_name -> odyssey.v1.HistoryCompacted
-	28, // 18: odyssey.v1.SessionEvent.memory_recalled:type_name -> odyssey.v1.MemoryRecalled
-	29, // 19: odyssey.v1.SessionEvent.network_connection_attempted:type_name -> odyssey.v1.NetworkConnectionAttempted
-	30, // 20: odyssey.v1.SessionEvent.user_input_added:type_name -> odyssey.v1.UserInputAdded
-	31, // 21: odyssey.v1.SessionEvent.session_rewound:type_name -> odyssey.v1.SessionRewound
-	32, // 22: odyssey.v1.SessionEvent.subagent_started:type_name -> odyssey.v1.SubagentStarted
-	33, // 23: odyssey.v1.SessionEvent.subagent_finished:type_name -> odyssey.v1.SubagentFinished
-	36, // 24: odyssey.v1.TurnContext.model:type_name -> odyssey.v1.ModelSpec
-	37, // 25: odyssey.v1.TurnContext.sandbox_mode:type_name -> odyssey.v1.SandboxMode
-	38, // 26: odyssey.v1.TurnContext.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
-	34, // 27: odyssey.v1.TurnContext.metadata:type_name -> odyssey.v1.TurnContext.MetadataEntry
-	7,  // 28: odyssey.v1.TurnStarted.context:type_name -> odyssey.v1.TurnContext
-	0,  // 29: odyssey.v1.TurnCompleted.outcome:type_name -> odyssey.v1.TurnOutcome
-	39, // 30: odyssey.v1.TurnCompleted.usage:type_name -> odyssey.v1.TokenUsage
-	10, // 31: odyssey.v1.TurnCompleted.messages:type_name -> odyssey.v1.ChatMessage
-	1,  // 32: odyssey.v1.ChatMessage.role:type_name -> odyssey.v1.ChatRole
-	11, // 33: odyssey.v1.ChatMessage.tool_calls:type_name -> odyssey.v1.ToolCall
-	40, // 34: odyssey.v1.ToolCallStarted.arguments:type_name -> google.protobuf.Struct
-	2,  // 35: odyssey.v1.ExecCommandOutputDelta.stream:type_name -> odyssey.v1.OutputStream
-	40, // 36: odyssey.v1.PermissionRequested.arguments:type_name -> google.protobuf.Struct
-	3,  // 37: odyssey.v1.ApprovalResolved.decision:type_name -> odyssey.v1.ApprovalDecision
-	4,  // 38: odyssey.v1.ApprovalResolved.resolution:type_name -> odyssey.v1.ApprovalResolution
-	5,  // 39: odyssey.v1.PlanStep.status:type_name -> odyssey.v1.PlanStepStatus
-	23, // 40: odyssey.v1.PlanUpdated.steps:type_name -> odyssey.v1.PlanStep
-	39, // 41: odyssey.v1.TokenUsageReported.call:type_name -> odyssey.v1.TokenUsage
-	39, // 42: odyssey.v1.TokenUsageReported.turn_total:type_name -> odyssey.v1.TokenUsage
-	39, // 43: odyssey.v1.HistoryCompacted.usage:type_name -> odyssey.v1.TokenUsage
-	41, // 44: odyssey.v1.UserInputAdded.mode:type_name -> odyssey.v1.InputMode
-	0,  // 45: odyssey.v1.SubagentFinished.outcome:type_name -> odyssey.v1.TurnOutcome
-	39, // 46: odyssey.v1.SubagentFinished.usage:type_name -> odyssey.v1.TokenUsage
-	47, // [47:47] is the sub-list for method output_type
-	47, // [47:47] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	38, // 0: odyssey.v1.SessionEvent.created_at:type_name -> google.protobuf.Timestamp
+	9,  // 1: odyssey.v1.SessionEvent.turn_started:type_name -> odyssey.v1.TurnStarted
+	10, // 2: odyssey.v1.SessionEvent.turn_completed:type_name -> odyssey.v1.TurnCompleted
+	13, // 3: odyssey.v1.SessionEvent.agent_message_delta:type_name -> odyssey.v1.AgentMessageDelta
+	14, // 4: odyssey.v1.SessionEvent.reasoning_delta:type_name -> odyssey.v1.ReasoningDelta
+	15, // 5: odyssey.v1.SessionEvent.reasoning_section_break:type_name -> odyssey.v1.ReasoningSectionBreak
+	16, // 6: odyssey.v1.SessionEvent.tool_call_started:type_name -> odyssey.v1.ToolCallStarted
+	17, // 7: odyssey.v1.SessionEvent.tool_call_delta:type_name -> odyssey.v1.ToolCallDelta
+	18, // 8: odyssey.v1.SessionEvent.tool_call_finished:type_name -> odyssey.v1.ToolCallFinished
+	19, // 9: odyssey.v1.SessionEvent.exec_command_begin:type_name -> odyssey.v1.ExecCommandBegin
+	20, // 10: odyssey.v1.SessionEvent.exec_command_output_delta:type_name -> odyssey.v1.ExecCommandOutputDelta
+	21, // 11: odyssey.v1.SessionEvent.exec_command_end:type_name -> odyssey.v1.ExecCommandEnd
+	22, // 12: odyssey.v1.SessionEvent.permission_requested:type_name -> odyssey.v1.PermissionRequested
+	23, // 13: odyssey.v1.SessionEvent.approval_resolved:type_name -> odyssey.v1.ApprovalResolved
+	25, // 14: odyssey.v1.SessionEvent.plan_updated:type_name -> odyssey.v1.PlanUpdated
+	26, // 15: odyssey.v1.SessionEvent.token_usage_reported:type_name -> odyssey.v1.TokenUsageReported
+	27, // 16: odyssey.v1.SessionEvent.error_occurred:type_name -> odyssey.v1.ErrorOccurred
+	28, // 17: odyssey.v1.SessionEvent.history_compacted:type_name -> odyssey.v1.HistoryCompacted
+	29, // 18: odyssey.v1.SessionEvent.memory_recalled:type_name -> odyssey.v1.MemoryRecalled
+	30, // 19: odyssey.v1.SessionEvent.network_connection_attempted:type_name -> odyssey.v1.NetworkConnectionAttempted
+	31, // 20: odyssey.v1.SessionEvent.user_input_added:type_name -> odyssey.v1.UserInputAdded
+	32, // 21: odyssey.v1.SessionEvent.session_rewound:type_name -> odyssey.v1.SessionRewound
+	33, // 22: odyssey.v1.SessionEvent.subagent_started:type_name -> odyssey.v1.SubagentStarted
+	34, // 23: odyssey.v1.SessionEvent.subagent_finished:type_name -> odyssey.v1.SubagentFinished
+	35, // 24: odyssey.v1.SessionEvent.human_input_requested:type_name -> odyssey.v1.HumanInputRequested
+	36, // 25: odyssey.v1.SessionEvent.human_input_answered:type_name -> odyssey.v1.HumanInputAnswered
+	39, // 26: odyssey.v1.TurnContext.model:type_name -> odyssey.v1.ModelSpec
+	40, // 27: odyssey.v1.TurnContext.sandbox_mode:type_name -> odyssey.v1.SandboxMode
+	41, // 28: odyssey.v1.TurnContext.approval_policy:type_name -> odyssey.v1.ApprovalPolicy
+	37, // 29: odyssey.v1.TurnContext.metadata:type_name -> odyssey.v1.TurnContext.MetadataEntry
+	8,  // 30: odyssey.v1.TurnStarted.context:type_name -> odyssey.v1.TurnContext
+	0,  // 31: odyssey.v1.TurnCompleted.outcome:type_name -> odyssey.v1.TurnOutcome
+	42, // 32: odyssey.v1.TurnCompleted.usage:type_name -> odyssey.v1.TokenUsage
+	11, // 33: odyssey.v1.TurnCompleted.messages:type_name -> odyssey.v1.ChatMessage
+	1,  // 34: odyssey.v1.ChatMessage.role:type_name -> odyssey.v1.ChatRole
+	12, // 35: odyssey.v1.ChatMessage.tool_calls:type_name -> odyssey.v1.ToolCall
+	43, // 36: odyssey.v1.ToolCallStarted.arguments:type_name -> google.protobuf.Struct
+	2,  // 37: odyssey.v1.ExecCommandOutputDelta.stream:type_name -> odyssey.v1.OutputStream
+	43, // 38: odyssey.v1.PermissionRequested.arguments:type_name -> google.protobuf.Struct
+	3,  // 39: odyssey.v1.ApprovalResolved.decision:type_name -> odyssey.v1.ApprovalDecision
+	4,  // 40: odyssey.v1.ApprovalResolved.resolution:type_name -> odyssey.v1.ApprovalResolution
+	5,  // 41: odyssey.v1.PlanStep.status:type_name -> odyssey.v1.PlanStepStatus
+	24, // 42: odyssey.v1.PlanUpdated.steps:type_name -> odyssey.v1.PlanStep
+	42, // 43: odyssey.v1.TokenUsageReported.call:type_name -> odyssey.v1.TokenUsage
+	42, // 44: odyssey.v1.TokenUsageReported.turn_total:type_name -> odyssey.v1.TokenUsage
+	42, // 45: odyssey.v1.HistoryCompacted.usage:type_name -> odyssey.v1.TokenUsage
+	44, // 46: odyssey.v1.UserInputAdded.mode:type_name -> odyssey.v1.InputMode
+	0,  // 47: odyssey.v1.SubagentFinished.outcome:type_name -> odyssey.v1.TurnOutcome
+	42, // 48: odyssey.v1.SubagentFinished.usage:type_name -> odyssey.v1.TokenUsage
+	43, // 49: odyssey.v1.HumanInputRequested.requested_schema:type_name -> google.protobuf.Struct
+	6,  // 50: odyssey.v1.HumanInputAnswered.action:type_name -> odyssey.v1.HumanInputAction
+	4,  // 51: odyssey.v1.HumanInputAnswered.resolution:type_name -> odyssey.v1.ApprovalResolution
+	43, // 52: odyssey.v1.HumanInputAnswered.answer:type_name -> google.protobuf.Struct
+	53, // [53:53] is the sub-list for method output_type
+	53, // [53:53] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_events_proto_init() }
@@ -2978,14 +3284,16 @@ func file_odyssey_v1_events_proto_init() {
 		(*SessionEvent_SessionRewound)(nil),
 		(*SessionEvent_SubagentStarted)(nil),
 		(*SessionEvent_SubagentFinished)(nil),
+		(*SessionEvent_HumanInputRequested)(nil),
+		(*SessionEvent_HumanInputAnswered)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_events_proto_rawDesc), len(file_odyssey_v1_events_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   29,
+			NumEnums:      7,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

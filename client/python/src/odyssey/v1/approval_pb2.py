@@ -27,31 +27,33 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from odyssey.v1 import events_pb2 as odyssey_dot_v1_dot_events__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19odyssey/v1/approval.proto\x12\nodyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/events.proto\"\xdf\x02\n\x08\x41pproval\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x14\n\x0c\x65xecution_id\x18\x03 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x04 \x01(\t\x12\x0c\n\x04tool\x18\x05 \x01(\t\x12*\n\targuments\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07summary\x18\x07 \x01(\t\x12\x30\n\x0crequested_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x64isplay\x18\n \x01(\t\x12\x1a\n\x12\x63ontrol_characters\x18\x0b \x01(\x08\x12\x0e\n\x06reason\x18\x0c \x01(\t\x12\x1a\n\x12parent_session_ids\x18\r \x03(\t\"Q\n\x14ListApprovalsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Y\n\x15ListApprovalsResponse\x12\'\n\tapprovals\x18\x01 \x03(\x0b\x32\x14.odyssey.v1.Approval\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"l\n\x16ResolveApprovalRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12.\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1c.odyssey.v1.ApprovalDecision\x12\x0e\n\x06reason\x18\x03 \x01(\t\"q\n\x17ResolveApprovalResponse\x12&\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x14.odyssey.v1.Approval\x12.\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1c.odyssey.v1.ApprovalDecision\"+\n\x15WatchApprovalsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\xdf\x01\n\x16WatchApprovalsResponse\x12\x30\n\x08snapshot\x18\x01 \x01(\x0b\x32\x1c.odyssey.v1.ApprovalSnapshotH\x00\x12%\n\x05\x61\x64\x64\x65\x64\x18\x02 \x01(\x0b\x32\x14.odyssey.v1.ApprovalH\x00\x12/\n\x07removed\x18\x03 \x01(\x0b\x32\x1c.odyssey.v1.ApprovalResolvedH\x00\x12\x33\n\theartbeat\x18\x04 \x01(\x0b\x32\x1e.odyssey.v1.ApprovalsHeartbeatH\x00\x42\x06\n\x04item\";\n\x10\x41pprovalSnapshot\x12\'\n\tapprovals\x18\x01 \x03(\x0b\x32\x14.odyssey.v1.Approval\"R\n\x12\x41pprovalsHeartbeat\x12+\n\x07sent_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07pending\x18\x02 \x01(\r2\x9e\x02\n\x0f\x41pprovalService\x12T\n\rListApprovals\x12 .odyssey.v1.ListApprovalsRequest\x1a!.odyssey.v1.ListApprovalsResponse\x12Z\n\x0fResolveApproval\x12\".odyssey.v1.ResolveApprovalRequest\x1a#.odyssey.v1.ResolveApprovalResponse\x12Y\n\x0eWatchApprovals\x12!.odyssey.v1.WatchApprovalsRequest\x1a\".odyssey.v1.WatchApprovalsResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19odyssey/v1/approval.proto\x12\nodyssey.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/events.proto\"\xcb\x03\n\x08\x41pproval\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x14\n\x0c\x65xecution_id\x18\x03 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x04 \x01(\t\x12\x0c\n\x04tool\x18\x05 \x01(\t\x12*\n\targuments\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07summary\x18\x07 \x01(\t\x12\x30\n\x0crequested_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x64isplay\x18\n \x01(\t\x12\x1a\n\x12\x63ontrol_characters\x18\x0b \x01(\x08\x12\x0e\n\x06reason\x18\x0c \x01(\t\x12\x1a\n\x12parent_session_ids\x18\r \x03(\t\x12&\n\x04kind\x18\x0e \x01(\x0e\x32\x18.odyssey.v1.ApprovalKind\x12\x31\n\x10requested_schema\x18\x0f \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07message\x18\x10 \x01(\t\"Q\n\x14ListApprovalsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Y\n\x15ListApprovalsResponse\x12\'\n\tapprovals\x18\x01 \x03(\x0b\x32\x14.odyssey.v1.Approval\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xc3\x01\n\x16ResolveApprovalRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12.\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1c.odyssey.v1.ApprovalDecision\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\'\n\x06\x61nswer\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x06\x61\x63tion\x18\x05 \x01(\x0e\x32\x1c.odyssey.v1.HumanInputAction\"q\n\x17ResolveApprovalResponse\x12&\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x14.odyssey.v1.Approval\x12.\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1c.odyssey.v1.ApprovalDecision\"+\n\x15WatchApprovalsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\xdf\x01\n\x16WatchApprovalsResponse\x12\x30\n\x08snapshot\x18\x01 \x01(\x0b\x32\x1c.odyssey.v1.ApprovalSnapshotH\x00\x12%\n\x05\x61\x64\x64\x65\x64\x18\x02 \x01(\x0b\x32\x14.odyssey.v1.ApprovalH\x00\x12/\n\x07removed\x18\x03 \x01(\x0b\x32\x1c.odyssey.v1.ApprovalResolvedH\x00\x12\x33\n\theartbeat\x18\x04 \x01(\x0b\x32\x1e.odyssey.v1.ApprovalsHeartbeatH\x00\x42\x06\n\x04item\";\n\x10\x41pprovalSnapshot\x12\'\n\tapprovals\x18\x01 \x03(\x0b\x32\x14.odyssey.v1.Approval\"R\n\x12\x41pprovalsHeartbeat\x12+\n\x07sent_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07pending\x18\x02 \x01(\r*c\n\x0c\x41pprovalKind\x12\x1d\n\x19\x41PPROVAL_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x41PPROVAL_KIND_TOOL_CALL\x10\x01\x12\x17\n\x13\x41PPROVAL_KIND_INPUT\x10\x02\x32\x9e\x02\n\x0f\x41pprovalService\x12T\n\rListApprovals\x12 .odyssey.v1.ListApprovalsRequest\x1a!.odyssey.v1.ListApprovalsResponse\x12Z\n\x0fResolveApproval\x12\".odyssey.v1.ResolveApprovalRequest\x1a#.odyssey.v1.ResolveApprovalResponse\x12Y\n\x0eWatchApprovals\x12!.odyssey.v1.WatchApprovalsRequest\x1a\".odyssey.v1.WatchApprovalsResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'odyssey.v1.approval_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_APPROVALKIND']._serialized_start=1494
+  _globals['_APPROVALKIND']._serialized_end=1593
   _globals['_APPROVAL']._serialized_start=130
-  _globals['_APPROVAL']._serialized_end=481
-  _globals['_LISTAPPROVALSREQUEST']._serialized_start=483
-  _globals['_LISTAPPROVALSREQUEST']._serialized_end=564
-  _globals['_LISTAPPROVALSRESPONSE']._serialized_start=566
-  _globals['_LISTAPPROVALSRESPONSE']._serialized_end=655
-  _globals['_RESOLVEAPPROVALREQUEST']._serialized_start=657
-  _globals['_RESOLVEAPPROVALREQUEST']._serialized_end=765
-  _globals['_RESOLVEAPPROVALRESPONSE']._serialized_start=767
-  _globals['_RESOLVEAPPROVALRESPONSE']._serialized_end=880
-  _globals['_WATCHAPPROVALSREQUEST']._serialized_start=882
-  _globals['_WATCHAPPROVALSREQUEST']._serialized_end=925
-  _globals['_WATCHAPPROVALSRESPONSE']._serialized_start=928
-  _globals['_WATCHAPPROVALSRESPONSE']._serialized_end=1151
-  _globals['_APPROVALSNAPSHOT']._serialized_start=1153
-  _globals['_APPROVALSNAPSHOT']._serialized_end=1212
-  _globals['_APPROVALSHEARTBEAT']._serialized_start=1214
-  _globals['_APPROVALSHEARTBEAT']._serialized_end=1296
-  _globals['_APPROVALSERVICE']._serialized_start=1299
-  _globals['_APPROVALSERVICE']._serialized_end=1585
+  _globals['_APPROVAL']._serialized_end=589
+  _globals['_LISTAPPROVALSREQUEST']._serialized_start=591
+  _globals['_LISTAPPROVALSREQUEST']._serialized_end=672
+  _globals['_LISTAPPROVALSRESPONSE']._serialized_start=674
+  _globals['_LISTAPPROVALSRESPONSE']._serialized_end=763
+  _globals['_RESOLVEAPPROVALREQUEST']._serialized_start=766
+  _globals['_RESOLVEAPPROVALREQUEST']._serialized_end=961
+  _globals['_RESOLVEAPPROVALRESPONSE']._serialized_start=963
+  _globals['_RESOLVEAPPROVALRESPONSE']._serialized_end=1076
+  _globals['_WATCHAPPROVALSREQUEST']._serialized_start=1078
+  _globals['_WATCHAPPROVALSREQUEST']._serialized_end=1121
+  _globals['_WATCHAPPROVALSRESPONSE']._serialized_start=1124
+  _globals['_WATCHAPPROVALSRESPONSE']._serialized_end=1347
+  _globals['_APPROVALSNAPSHOT']._serialized_start=1349
+  _globals['_APPROVALSNAPSHOT']._serialized_end=1408
+  _globals['_APPROVALSHEARTBEAT']._serialized_start=1410
+  _globals['_APPROVALSHEARTBEAT']._serialized_end=1492
+  _globals['_APPROVALSERVICE']._serialized_start=1596
+  _globals['_APPROVALSERVICE']._serialized_end=1882
 # @@protoc_insertion_point(module_scope)

@@ -4,6 +4,7 @@ from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from odyssey.v1 import events_pb2 as _events_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -11,8 +12,17 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ApprovalKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    APPROVAL_KIND_UNSPECIFIED: _ClassVar[ApprovalKind]
+    APPROVAL_KIND_TOOL_CALL: _ClassVar[ApprovalKind]
+    APPROVAL_KIND_INPUT: _ClassVar[ApprovalKind]
+APPROVAL_KIND_UNSPECIFIED: ApprovalKind
+APPROVAL_KIND_TOOL_CALL: ApprovalKind
+APPROVAL_KIND_INPUT: ApprovalKind
+
 class Approval(_message.Message):
-    __slots__ = ("request_id", "session_id", "execution_id", "call_id", "tool", "arguments", "summary", "requested_at", "expires_at", "display", "control_characters", "reason", "parent_session_ids")
+    __slots__ = ("request_id", "session_id", "execution_id", "call_id", "tool", "arguments", "summary", "requested_at", "expires_at", "display", "control_characters", "reason", "parent_session_ids", "kind", "requested_schema", "message")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -26,6 +36,9 @@ class Approval(_message.Message):
     CONTROL_CHARACTERS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     PARENT_SESSION_IDS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     session_id: str
     execution_id: str
@@ -39,7 +52,10 @@ class Approval(_message.Message):
     control_characters: bool
     reason: str
     parent_session_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[str] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., display: _Optional[str] = ..., control_characters: _Optional[bool] = ..., reason: _Optional[str] = ..., parent_session_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    kind: ApprovalKind
+    requested_schema: _struct_pb2.Struct
+    message: str
+    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[str] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., display: _Optional[str] = ..., control_characters: _Optional[bool] = ..., reason: _Optional[str] = ..., parent_session_ids: _Optional[_Iterable[str]] = ..., kind: _Optional[_Union[ApprovalKind, str]] = ..., requested_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., message: _Optional[str] = ...) -> None: ...
 
 class ListApprovalsRequest(_message.Message):
     __slots__ = ("session_id", "page_size", "page_token")
@@ -60,14 +76,18 @@ class ListApprovalsResponse(_message.Message):
     def __init__(self, approvals: _Optional[_Iterable[_Union[Approval, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ResolveApprovalRequest(_message.Message):
-    __slots__ = ("request_id", "decision", "reason")
+    __slots__ = ("request_id", "decision", "reason", "answer", "action")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     decision: _events_pb2.ApprovalDecision
     reason: str
-    def __init__(self, request_id: _Optional[str] = ..., decision: _Optional[_Union[_events_pb2.ApprovalDecision, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+    answer: _struct_pb2.Struct
+    action: _events_pb2.HumanInputAction
+    def __init__(self, request_id: _Optional[str] = ..., decision: _Optional[_Union[_events_pb2.ApprovalDecision, str]] = ..., reason: _Optional[str] = ..., answer: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., action: _Optional[_Union[_events_pb2.HumanInputAction, str]] = ...) -> None: ...
 
 class ResolveApprovalResponse(_message.Message):
     __slots__ = ("approval", "decision")

@@ -55,6 +55,13 @@ class PlanStepStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PLAN_STEP_STATUS_PENDING: _ClassVar[PlanStepStatus]
     PLAN_STEP_STATUS_IN_PROGRESS: _ClassVar[PlanStepStatus]
     PLAN_STEP_STATUS_COMPLETED: _ClassVar[PlanStepStatus]
+
+class HumanInputAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    HUMAN_INPUT_ACTION_UNSPECIFIED: _ClassVar[HumanInputAction]
+    HUMAN_INPUT_ACTION_ACCEPT: _ClassVar[HumanInputAction]
+    HUMAN_INPUT_ACTION_DECLINE: _ClassVar[HumanInputAction]
+    HUMAN_INPUT_ACTION_CANCEL: _ClassVar[HumanInputAction]
 TURN_OUTCOME_UNSPECIFIED: TurnOutcome
 TURN_OUTCOME_COMPLETED: TurnOutcome
 TURN_OUTCOME_FAILED: TurnOutcome
@@ -81,9 +88,13 @@ PLAN_STEP_STATUS_UNSPECIFIED: PlanStepStatus
 PLAN_STEP_STATUS_PENDING: PlanStepStatus
 PLAN_STEP_STATUS_IN_PROGRESS: PlanStepStatus
 PLAN_STEP_STATUS_COMPLETED: PlanStepStatus
+HUMAN_INPUT_ACTION_UNSPECIFIED: HumanInputAction
+HUMAN_INPUT_ACTION_ACCEPT: HumanInputAction
+HUMAN_INPUT_ACTION_DECLINE: HumanInputAction
+HUMAN_INPUT_ACTION_CANCEL: HumanInputAction
 
 class SessionEvent(_message.Message):
-    __slots__ = ("id", "session_id", "sequence", "created_at", "turn_id", "turn_started", "turn_completed", "agent_message_delta", "reasoning_delta", "reasoning_section_break", "tool_call_started", "tool_call_delta", "tool_call_finished", "exec_command_begin", "exec_command_output_delta", "exec_command_end", "permission_requested", "approval_resolved", "plan_updated", "token_usage_reported", "error_occurred", "history_compacted", "memory_recalled", "network_connection_attempted", "user_input_added", "session_rewound", "subagent_started", "subagent_finished")
+    __slots__ = ("id", "session_id", "sequence", "created_at", "turn_id", "turn_started", "turn_completed", "agent_message_delta", "reasoning_delta", "reasoning_section_break", "tool_call_started", "tool_call_delta", "tool_call_finished", "exec_command_begin", "exec_command_output_delta", "exec_command_end", "permission_requested", "approval_resolved", "plan_updated", "token_usage_reported", "error_occurred", "history_compacted", "memory_recalled", "network_connection_attempted", "user_input_added", "session_rewound", "subagent_started", "subagent_finished", "human_input_requested", "human_input_answered")
     ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
@@ -112,6 +123,8 @@ class SessionEvent(_message.Message):
     SESSION_REWOUND_FIELD_NUMBER: _ClassVar[int]
     SUBAGENT_STARTED_FIELD_NUMBER: _ClassVar[int]
     SUBAGENT_FINISHED_FIELD_NUMBER: _ClassVar[int]
+    HUMAN_INPUT_REQUESTED_FIELD_NUMBER: _ClassVar[int]
+    HUMAN_INPUT_ANSWERED_FIELD_NUMBER: _ClassVar[int]
     id: str
     session_id: str
     sequence: int
@@ -140,7 +153,9 @@ class SessionEvent(_message.Message):
     session_rewound: SessionRewound
     subagent_started: SubagentStarted
     subagent_finished: SubagentFinished
-    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., sequence: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., turn_started: _Optional[_Union[TurnStarted, _Mapping]] = ..., turn_completed: _Optional[_Union[TurnCompleted, _Mapping]] = ..., agent_message_delta: _Optional[_Union[AgentMessageDelta, _Mapping]] = ..., reasoning_delta: _Optional[_Union[ReasoningDelta, _Mapping]] = ..., reasoning_section_break: _Optional[_Union[ReasoningSectionBreak, _Mapping]] = ..., tool_call_started: _Optional[_Union[ToolCallStarted, _Mapping]] = ..., tool_call_delta: _Optional[_Union[ToolCallDelta, _Mapping]] = ..., tool_call_finished: _Optional[_Union[ToolCallFinished, _Mapping]] = ..., exec_command_begin: _Optional[_Union[ExecCommandBegin, _Mapping]] = ..., exec_command_output_delta: _Optional[_Union[ExecCommandOutputDelta, _Mapping]] = ..., exec_command_end: _Optional[_Union[ExecCommandEnd, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., approval_resolved: _Optional[_Union[ApprovalResolved, _Mapping]] = ..., plan_updated: _Optional[_Union[PlanUpdated, _Mapping]] = ..., token_usage_reported: _Optional[_Union[TokenUsageReported, _Mapping]] = ..., error_occurred: _Optional[_Union[ErrorOccurred, _Mapping]] = ..., history_compacted: _Optional[_Union[HistoryCompacted, _Mapping]] = ..., memory_recalled: _Optional[_Union[MemoryRecalled, _Mapping]] = ..., network_connection_attempted: _Optional[_Union[NetworkConnectionAttempted, _Mapping]] = ..., user_input_added: _Optional[_Union[UserInputAdded, _Mapping]] = ..., session_rewound: _Optional[_Union[SessionRewound, _Mapping]] = ..., subagent_started: _Optional[_Union[SubagentStarted, _Mapping]] = ..., subagent_finished: _Optional[_Union[SubagentFinished, _Mapping]] = ...) -> None: ...
+    human_input_requested: HumanInputRequested
+    human_input_answered: HumanInputAnswered
+    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., sequence: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., turn_started: _Optional[_Union[TurnStarted, _Mapping]] = ..., turn_completed: _Optional[_Union[TurnCompleted, _Mapping]] = ..., agent_message_delta: _Optional[_Union[AgentMessageDelta, _Mapping]] = ..., reasoning_delta: _Optional[_Union[ReasoningDelta, _Mapping]] = ..., reasoning_section_break: _Optional[_Union[ReasoningSectionBreak, _Mapping]] = ..., tool_call_started: _Optional[_Union[ToolCallStarted, _Mapping]] = ..., tool_call_delta: _Optional[_Union[ToolCallDelta, _Mapping]] = ..., tool_call_finished: _Optional[_Union[ToolCallFinished, _Mapping]] = ..., exec_command_begin: _Optional[_Union[ExecCommandBegin, _Mapping]] = ..., exec_command_output_delta: _Optional[_Union[ExecCommandOutputDelta, _Mapping]] = ..., exec_command_end: _Optional[_Union[ExecCommandEnd, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., approval_resolved: _Optional[_Union[ApprovalResolved, _Mapping]] = ..., plan_updated: _Optional[_Union[PlanUpdated, _Mapping]] = ..., token_usage_reported: _Optional[_Union[TokenUsageReported, _Mapping]] = ..., error_occurred: _Optional[_Union[ErrorOccurred, _Mapping]] = ..., history_compacted: _Optional[_Union[HistoryCompacted, _Mapping]] = ..., memory_recalled: _Optional[_Union[MemoryRecalled, _Mapping]] = ..., network_connection_attempted: _Optional[_Union[NetworkConnectionAttempted, _Mapping]] = ..., user_input_added: _Optional[_Union[UserInputAdded, _Mapping]] = ..., session_rewound: _Optional[_Union[SessionRewound, _Mapping]] = ..., subagent_started: _Optional[_Union[SubagentStarted, _Mapping]] = ..., subagent_finished: _Optional[_Union[SubagentFinished, _Mapping]] = ..., human_input_requested: _Optional[_Union[HumanInputRequested, _Mapping]] = ..., human_input_answered: _Optional[_Union[HumanInputAnswered, _Mapping]] = ...) -> None: ...
 
 class TurnContext(_message.Message):
     __slots__ = ("cwd", "model", "sandbox_mode", "approval_policy", "metadata")
@@ -450,3 +465,35 @@ class SubagentFinished(_message.Message):
     error: str
     usage: _common_pb2.TokenUsage
     def __init__(self, call_id: _Optional[str] = ..., child_session_id: _Optional[str] = ..., child_turn_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., outcome: _Optional[_Union[TurnOutcome, str]] = ..., error: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.TokenUsage, _Mapping]] = ...) -> None: ...
+
+class HumanInputRequested(_message.Message):
+    __slots__ = ("request_id", "call_id", "tool", "server", "message", "requested_schema", "display")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    call_id: str
+    tool: str
+    server: str
+    message: str
+    requested_schema: _struct_pb2.Struct
+    display: str
+    def __init__(self, request_id: _Optional[str] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., server: _Optional[str] = ..., message: _Optional[str] = ..., requested_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., display: _Optional[str] = ...) -> None: ...
+
+class HumanInputAnswered(_message.Message):
+    __slots__ = ("request_id", "action", "resolution", "answer", "reason")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    RESOLUTION_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    action: HumanInputAction
+    resolution: ApprovalResolution
+    answer: _struct_pb2.Struct
+    reason: str
+    def __init__(self, request_id: _Optional[str] = ..., action: _Optional[_Union[HumanInputAction, str]] = ..., resolution: _Optional[_Union[ApprovalResolution, str]] = ..., answer: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...

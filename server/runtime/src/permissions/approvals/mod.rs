@@ -7,7 +7,12 @@
 //! of its execution or deletion of its session, or the waiter being dropped. Resolved ids
 //! are kept for a bounded while so a second resolve is told "already resolved", not "not
 //! found". `allow_always` is remembered per session for the exact call it approved.
+//!
+//! An MCP server's request for a person's input waits here too (a [`PendingApproval`] with
+//! an [`InputRequest`]), so one surface lists and resolves both; it is answered with
+//! [`ApprovalStore::resolve_input`], the answer checked against the requested schema.
 
+pub mod input;
 mod key;
 mod state;
 mod waiter;
@@ -20,13 +25,14 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
+use self::input::{InputAnswer, InputRequest, check_answer};
 use self::key::argument_key;
 use self::state::{Entry, State};
 pub use self::waiter::ApprovalWaiter;
 pub use self::watch::{ApprovalChange, ApprovalUpdate, ApprovalWatch};
 use super::display::CallDisplay;
 use super::error::ApprovalError;
-use crate::events::{ApprovalDecision, ApprovalResolution, now_ms};
+use crate::events::{ApprovalDecision, ApprovalResolution, InputAction, now_ms};
 use crate::paging::{Page, PageRequest, paginate};
 
 /// How long a request waits for a human before it is denied.
@@ -51,15 +57,20 @@ pub struct PendingApproval {
     pub reason: String,
     /// When the session is a sub-agent's: the sessions above it, nearest first.
     pub parent_session_ids: Vec<Uuid>,
+    /// Set when an MCP server asks for a person's input rather than a call for approval.
+    pub input: Option<InputRequest>,
 }
 
 /// How a request ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Resolution {
     pub decision: ApprovalDecision,
     pub resolution: ApprovalResolution,
     /// The human's reason (the model sees it on a deny), or what ended the request.
     pub reason: String,
+    /// A person's answer to a request for input; `None` for a tool call, and for a
+    /// request for input that ended without one (timed out, cancelled).
+    pub input: Option<InputAnswer>,
 }
 
 impl Resolution {
@@ -68,7 +79,16 @@ impl Resolution {
             decision: ApprovalDecision::Deny,
             resolution,
             reason: reason.into(),
+            input: None,
         }
+    }
+
+    /// What a request for input's server is told: the person's action, or `cancel` when
+    /// nobody answered.
+    pub fn input_action(&self) -> InputAction {
+        self.input
+            .as_ref()
+            .map_or(InputAction::Cancel, |answer| answer.action)
     }
 
     pub fn allows(&self) -> bool {
@@ -169,10 +189,26 @@ impl ApprovalStore {
     ) -> Result<Approval, ApprovalError> {
         let mut state = self.lock();
         state.expire_overdue();
+        if state.input_of(request_id).is_some() {
+            drop(state);
+            // A plain decision on a request for input: a deny declines, an allow accepts
+            // with an empty answer (refused when the schema requires a field).
+            return match decision {
+                ApprovalDecision::Deny => {
+                    self.resolve_input(request_id, InputAction::Decline, None)
+                }
+                ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways => self.resolve_input(
+                    request_id,
+                    InputAction::Accept,
+                    Some(Value::Object(serde_json::Map::new())),
+                ),
+            };
+        }
         let resolution = Resolution {
             decision,
             resolution: ApprovalResolution::Decided,
             reason: reason.into(),
+            input: None,
         };
         match state.finish(request_id, resolution) {
             Ok(approval) => Ok(approval),
@@ -184,6 +220,72 @@ impl ApprovalStore {
                 request_id: request_id.to_owned(),
             }),
         }
+    }
+
+    /// A person's answer to a request for input: `accept` with an answer that must match
+    /// the requested schema (InvalidArgument naming the field when it does not), or
+    /// `decline` / `cancel` with none. A tool call cannot be answered this way.
+    pub fn resolve_input(
+        &self,
+        request_id: &str,
+        action: InputAction,
+        answer: Option<Value>,
+    ) -> Result<Approval, ApprovalError> {
+        let mut state = self.lock();
+        state.expire_overdue();
+        let request = match state.input_of(request_id) {
+            Some(request) => request,
+            None if state.ids.contains_key(request_id) => {
+                return Err(ApprovalError::NotInput {
+                    request_id: request_id.to_owned(),
+                });
+            }
+            None => {
+                return Err(match state.resolved.get(request_id) {
+                    Some(resolution) => ApprovalError::AlreadyResolved {
+                        request_id: request_id.to_owned(),
+                        resolution: *resolution,
+                    },
+                    None => ApprovalError::NotFound {
+                        request_id: request_id.to_owned(),
+                    },
+                });
+            }
+        };
+        let answer = match (action, answer) {
+            (InputAction::Accept, answer) => {
+                let answer = answer.unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+                check_answer(&request.schema, &answer).map_err(ApprovalError::BadAnswer)?;
+                Some(answer)
+            }
+            (_, Some(_)) => {
+                return Err(ApprovalError::BadAnswer(input::InputError {
+                    field: "answer".into(),
+                    message: format!("is only sent with accept, not with {}", action.as_str()),
+                }));
+            }
+            (_, None) => None,
+        };
+        let resolution = Resolution {
+            decision: match action {
+                InputAction::Accept => ApprovalDecision::AllowOnce,
+                InputAction::Decline | InputAction::Cancel => ApprovalDecision::Deny,
+            },
+            resolution: ApprovalResolution::Decided,
+            reason: String::new(),
+            input: Some(InputAnswer { action, answer }),
+        };
+        state
+            .finish(request_id, resolution)
+            .map_err(|resolution| match resolution {
+                Some(resolution) => ApprovalError::AlreadyResolved {
+                    request_id: request_id.to_owned(),
+                    resolution,
+                },
+                None => ApprovalError::NotFound {
+                    request_id: request_id.to_owned(),
+                },
+            })
     }
 
     /// How many requests wait for a human now.

@@ -63,7 +63,8 @@ impl State {
             sender,
             ..
         } = entry;
-        if resolution.decision == ApprovalDecision::AllowAlways {
+        if resolution.decision == ApprovalDecision::AllowAlways && approval.request.input.is_none()
+        {
             let request = &approval.request;
             self.remembered
                 .entry(request.session_id)
@@ -80,6 +81,13 @@ impl State {
         self.changes
             .publish(ApprovalChange::Removed(approval.clone()));
         Ok(approval)
+    }
+
+    /// The request for input a pending id stands for; `None` for a tool call or an id
+    /// not pending.
+    pub(super) fn input_of(&self, request_id: &str) -> Option<super::InputRequest> {
+        let seq = self.ids.get(request_id)?;
+        self.pending.get(seq)?.approval.request.input.clone()
     }
 
     fn remember_resolved(&mut self, request_id: &str, resolution: ApprovalResolution) {

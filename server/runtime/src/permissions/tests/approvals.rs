@@ -28,6 +28,7 @@ fn pending(
         arguments,
         reason: "no rule allows it".to_owned(),
         parent_session_ids: Vec::new(),
+        input: None,
     }
 }
 
@@ -84,6 +85,7 @@ async fn each_decision_reaches_the_waiter() {
             decision,
             resolution: ApprovalResolution::Decided,
             reason: reason.to_owned(),
+            input: None,
         };
         assert_eq!(approval.resolution.as_ref(), Some(&expected));
         assert_eq!(approval.request.tool, "Bash");
@@ -441,4 +443,89 @@ async fn a_watch_that_falls_behind_is_sent_a_fresh_snapshot() {
         }
         u => panic!("expected a fresh snapshot, got {u:?}"),
     }
+}
+
+fn input_request(session: Uuid, execution: Uuid) -> PendingApproval {
+    PendingApproval {
+        input: Some(crate::permissions::InputRequest {
+            server: "trip".into(),
+            message: "Where to?".into(),
+            schema: json!({
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            }),
+        }),
+        ..pending(session, execution, "mcp__trip__plan", json!({}))
+    }
+}
+
+#[tokio::test]
+async fn a_request_for_input_takes_an_answer_matching_its_schema() {
+    use crate::events::InputAction;
+    let store = ApprovalStore::default();
+    let (session, execution) = (Uuid::now_v7(), Uuid::now_v7());
+    let (id, waiter) = store.request(input_request(session, execution));
+
+    let bad = store
+        .resolve_input(&id, InputAction::Accept, Some(json!({"city": 3})))
+        .expect_err("not a string");
+    assert_eq!(bad.kind(), ErrorKind::InvalidArgument);
+    assert_eq!(bad.field(), Some("answer.city"));
+    let with_decline = store
+        .resolve_input(&id, InputAction::Decline, Some(json!({"city": "Oslo"})))
+        .expect_err("an answer only goes with accept");
+    assert_eq!(with_decline.field(), Some("answer"));
+    // An allow without an answer is an empty answer: the required field is missing.
+    let empty = store
+        .resolve(&id, ApprovalDecision::AllowAlways, "")
+        .expect_err("city is required");
+    assert_eq!(empty.field(), Some("answer.city"));
+    assert_eq!(
+        pending_ids(&store, Some(session)),
+        std::slice::from_ref(&id)
+    );
+
+    store
+        .resolve_input(&id, InputAction::Accept, Some(json!({"city": "Oslo"})))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let resolved = outcome(waiter).await;
+    assert_eq!(resolved.input_action(), InputAction::Accept);
+    assert_eq!(
+        resolved.input.and_then(|i| i.answer),
+        Some(json!({"city": "Oslo"}))
+    );
+    assert!(!store.is_remembered(session, "mcp__trip__plan", &json!({})));
+}
+
+#[tokio::test]
+async fn a_deny_declines_a_request_for_input_and_a_tool_call_takes_no_answer() {
+    use crate::events::InputAction;
+    let store = ApprovalStore::default();
+    let (session, execution) = (Uuid::now_v7(), Uuid::now_v7());
+    let (id, waiter) = store.request(input_request(session, execution));
+    store
+        .resolve(&id, ApprovalDecision::Deny, "no")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(outcome(waiter).await.input_action(), InputAction::Decline);
+
+    let (call, _waiter) = store.request(bash(session, execution, "ls"));
+    let refused = store
+        .resolve_input(&call, InputAction::Accept, None)
+        .expect_err("a tool call takes a decision");
+    assert!(
+        matches!(refused, ApprovalError::NotInput { .. }),
+        "{refused}"
+    );
+    assert_eq!(refused.field(), Some("action"));
+}
+
+#[tokio::test]
+async fn a_request_for_input_nobody_answers_ends_with_cancel() {
+    use crate::events::InputAction;
+    let store = ApprovalStore::new(Duration::from_millis(30));
+    let (_, waiter) = store.request(input_request(Uuid::now_v7(), Uuid::now_v7()));
+    let resolved = outcome(waiter).await;
+    assert_eq!(resolved.resolution, ApprovalResolution::TimedOut);
+    assert_eq!(resolved.input_action(), InputAction::Cancel);
 }

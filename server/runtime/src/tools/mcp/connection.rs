@@ -8,11 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonRpcMessage,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, FormElicitationCapability, Implementation, JsonRpcMessage,
     ServerNotification, Tool as McpTool,
 };
 use rmcp::service::{
-    MaybeSendFuture, NotificationContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage,
+    MaybeSendFuture, NotificationContext, RequestContext, RunningService, RxJsonRpcMessage,
+    TxJsonRpcMessage,
 };
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -20,7 +22,9 @@ use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
+use super::elicit::Elicitation;
 use crate::sandbox::{CellPaths, ExecRequest, Sandbox, ServiceLog, ServiceProcess};
+use crate::tools::ToolContext;
 
 /// Why a server could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -48,13 +52,32 @@ impl ConnectionError {
     }
 }
 
-/// Notes what the server tells the client; `tools/list_changed` marks the tool list stale.
-#[derive(Clone, Debug, Default)]
+/// Notes what the server tells the client (`tools/list_changed` marks the tool list
+/// stale), and puts its requests for input (`elicitation/create`) to a person.
+#[derive(Clone, Debug)]
 struct Handler {
     tools_changed: Arc<AtomicBool>,
+    elicitation: Arc<Elicitation>,
+}
+
+impl Handler {
+    fn new(elicitation: Arc<Elicitation>) -> Self {
+        Self {
+            tools_changed: Arc::default(),
+            elicitation,
+        }
+    }
 }
 
 impl ClientHandler for Handler {
+    fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<ElicitResult, rmcp::ErrorData>> + MaybeSendFuture + '_ {
+        self.elicitation.ask(request)
+    }
+
     fn on_tool_list_changed(
         &self,
         _context: NotificationContext<RoleClient>,
@@ -64,8 +87,12 @@ impl ClientHandler for Handler {
     }
 
     fn get_info(&self) -> ClientConfig {
+        // Form requests for input only: a person answers them on the approvals surface.
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation =
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("odysseyd", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -121,6 +148,7 @@ pub struct Connection {
     /// Fires when the process ended or the connection was stopped.
     ended: CancellationToken,
     tools_changed: Arc<AtomicBool>,
+    elicitation: Arc<Elicitation>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -139,6 +167,7 @@ impl Connection {
         request: ExecRequest,
         log: ServiceLog,
         timeout: Duration,
+        elicitation: Arc<Elicitation>,
     ) -> Result<Self, ConnectionError> {
         let mut process = sandbox.start_service(cell, request, log).await?;
         let (Some(stdout), Some(stdin)) = (process.stdout.take(), process.stdin.take()) else {
@@ -146,7 +175,7 @@ impl Connection {
                 "the process has no standard input or output".into(),
             ));
         };
-        let handler = Handler::default();
+        let handler = Handler::new(elicitation.clone());
         let tools_changed = handler.tools_changed.clone();
         let ended = process.ended();
         let transport = Watched {
@@ -166,6 +195,7 @@ impl Connection {
             process: Some(process),
             ended,
             tools_changed,
+            elicitation,
         })
     }
 
@@ -176,6 +206,7 @@ impl Connection {
         url: &str,
         headers: &BTreeMap<String, String>,
         timeout: Duration,
+        elicitation: Arc<Elicitation>,
     ) -> Result<Self, ConnectionError> {
         let mut custom = HashMap::new();
         for (name, value) in headers {
@@ -196,7 +227,7 @@ impl Connection {
             .map_err(|e| ConnectionError::Initialize(crate::error::chain(&e)))?;
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
         config.custom_headers = custom;
-        let handler = Handler::default();
+        let handler = Handler::new(elicitation.clone());
         let tools_changed = handler.tools_changed.clone();
         let transport = Watched {
             inner: StreamableHttpClientTransport::with_client(http, config),
@@ -212,6 +243,7 @@ impl Connection {
             process: None,
             ended: CancellationToken::new(),
             tools_changed,
+            elicitation,
         })
     }
 
@@ -239,27 +271,51 @@ impl Connection {
         }
     }
 
-    /// Calls `tool` with `arguments`; the result as JSON (`content`, `structuredContent`,
-    /// `isError`). Ends early when the process ends or `timeout` passes.
+    /// Calls `tool` with `arguments` for the turn of `ctx` (`named` is the tool as the
+    /// model calls it); the result as JSON (`content`, `structuredContent`, `isError`).
+    /// Ends early when the process ends or `timeout` passes; time spent waiting for a
+    /// person's input the server asked for does not count.
     pub async fn call(
         &self,
+        ctx: &ToolContext,
+        named: &str,
         tool: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
         timeout: Duration,
     ) -> Result<serde_json::Value, ConnectionError> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let ended = self.ended.clone();
-        let result = tokio::select! {
-            called = tokio::time::timeout(timeout, self.client.call_tool(params)) => match called {
-                Ok(Ok(result)) => result,
-                // The client may read the end of the server's output before the process
-                // is seen to exit: a closed transport is the server gone either way.
-                Ok(Err(e)) if !self.is_alive() || gone(&e) => return Err(ConnectionError::Ended),
-                Ok(Err(e)) => return Err(ConnectionError::Call(e.to_string())),
-                Err(_) => return Err(ConnectionError::CallTimeout(timeout)),
-            },
-            () = ended.cancelled() => return Err(ConnectionError::Ended),
+        let guard = self.elicitation.enter(ctx, named);
+        let started = tokio::time::Instant::now();
+        let mut deadline = started + timeout;
+        let call = self.client.call_tool(params);
+        tokio::pin!(call);
+        let result = loop {
+            tokio::select! {
+                called = &mut call => match called {
+                    Ok(result) => break result,
+                    // The client may read the end of the server's output before the process
+                    // is seen to exit: a closed transport is the server gone either way.
+                    Err(e) if !self.is_alive() || gone(&e) => return Err(ConnectionError::Ended),
+                    Err(e) => return Err(ConnectionError::Call(e.to_string())),
+                },
+                () = tokio::time::sleep_until(deadline) => {
+                    let now = tokio::time::Instant::now();
+                    if guard.human.waiting() {
+                        // Looked at again soon after the person answers.
+                        deadline = now + timeout.min(Duration::from_millis(250));
+                        continue;
+                    }
+                    let extended = started + timeout + guard.human.total();
+                    if extended <= now {
+                        return Err(ConnectionError::CallTimeout(timeout));
+                    }
+                    deadline = extended;
+                }
+                () = ended.cancelled() => return Err(ConnectionError::Ended),
+            }
         };
+        drop(guard);
         serde_json::to_value(result).map_err(|e| ConnectionError::Call(e.to_string()))
     }
 

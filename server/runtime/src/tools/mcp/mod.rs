@@ -4,6 +4,7 @@
 //! are reached over streamable HTTP.
 
 mod connection;
+mod elicit;
 pub mod names;
 mod result;
 mod servers;

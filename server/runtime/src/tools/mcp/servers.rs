@@ -12,9 +12,12 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::connection::Connection;
+use super::elicit::Elicitation;
 use super::result::render;
 use super::settings::{McpLaunch, McpSettings, ResolvedMcpServer};
 use super::tool::{McpTool, offerable};
+use crate::execution::ExecutionTable;
+use crate::permissions::ApprovalStore;
 use crate::sandbox::{ExecRequest, NetworkGrant, Sandbox, ServiceLog};
 use crate::tools::{Tool, ToolContext, ToolOutput};
 
@@ -27,12 +30,23 @@ const STOP_WAIT: Duration = Duration::from_secs(5);
 const MAX_SWEEP_PERIOD: Duration = Duration::from_secs(30);
 
 /// Every session's MCP servers; one per runtime.
-#[derive(Debug)]
 pub struct McpServers {
     sandbox: Arc<Sandbox>,
     settings: McpSettings,
+    /// Where servers' requests for a person's input wait.
+    approvals: ApprovalStore,
+    /// Where a turn waiting for a person's input is shown as waiting.
+    executions: Arc<ExecutionTable>,
     slots: Mutex<HashMap<(Uuid, String), Arc<Slot>>>,
     sweeping: std::sync::OnceLock<()>,
+}
+
+impl std::fmt::Debug for McpServers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServers")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The tools one server offers a session, or why it offers none.
@@ -50,6 +64,8 @@ struct Slot {
     last_used: Mutex<Instant>,
     /// Calls in progress: a server busy with one is not idle, however long it takes.
     calls: std::sync::atomic::AtomicUsize,
+    /// The server's requests for input, put to a person during its calls.
+    elicitation: Arc<Elicitation>,
 }
 
 #[derive(Debug, Default)]
@@ -63,10 +79,17 @@ struct SlotState {
 }
 
 impl McpServers {
-    pub fn new(sandbox: Arc<Sandbox>, settings: McpSettings) -> Arc<Self> {
+    pub(crate) fn new(
+        sandbox: Arc<Sandbox>,
+        settings: McpSettings,
+        approvals: ApprovalStore,
+        executions: Arc<ExecutionTable>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             sandbox,
             settings,
+            approvals,
+            executions,
             slots: Mutex::default(),
             sweeping: std::sync::OnceLock::new(),
         })
@@ -171,8 +194,15 @@ impl McpServers {
         };
         slot.touch();
         let _busy = Busy::new(&slot);
+        let named = super::names::tool_name(&server.name, tool);
         let called = tokio::select! {
-            called = connection.call(tool, arguments, self.settings.call_timeout) => called,
+            called = connection.call(
+                ctx,
+                &named,
+                tool,
+                arguments,
+                self.settings.call_timeout,
+            ) => called,
             () = ctx.cancel.cancelled() => {
                 // Dropping the request tells the server the call is cancelled.
                 slot.touch();
@@ -249,6 +279,11 @@ impl McpServers {
                     state: tokio::sync::Mutex::default(),
                     last_used: Mutex::new(Instant::now()),
                     calls: std::sync::atomic::AtomicUsize::new(0),
+                    elicitation: Elicitation::new(
+                        name,
+                        self.approvals.clone(),
+                        self.executions.clone(),
+                    ),
                 })
             })
             .clone()
@@ -403,11 +438,18 @@ impl Slot {
                     request,
                     log,
                     settings.start_timeout,
+                    self.elicitation.clone(),
                 )
                 .await
             }
             McpLaunch::Http { url, headers } => {
-                Connection::connect(url, headers, settings.start_timeout).await
+                Connection::connect(
+                    url,
+                    headers,
+                    settings.start_timeout,
+                    self.elicitation.clone(),
+                )
+                .await
             }
         };
         let listed = match started {

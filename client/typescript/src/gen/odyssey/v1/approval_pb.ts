@@ -2,11 +2,11 @@
 // @generated from file odyssey/v1/approval.proto (package odyssey.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { ApprovalDecision, ApprovalResolved } from "./events_pb.js";
+import type { ApprovalDecision, ApprovalResolved, HumanInputAction } from "./events_pb.js";
 import { file_odyssey_v1_events } from "./events_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file odyssey/v1/approval.proto.
  */
 export const file_odyssey_v1_approval: GenFile = /*@__PURE__*/
-  fileDesc("ChlvZHlzc2V5L3YxL2FwcHJvdmFsLnByb3RvEgpvZHlzc2V5LnYxIt8CCghBcHByb3ZhbBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSFAoMZXhlY3V0aW9uX2lkGAMgASgJEg8KB2NhbGxfaWQYBCABKAkSDAoEdG9vbBgFIAEoCRIqCglhcmd1bWVudHMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB3N1bW1hcnkYByABKAkSMAoMcmVxdWVzdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdkaXNwbGF5GAogASgJEhoKEmNvbnRyb2xfY2hhcmFjdGVycxgLIAEoCBIOCgZyZWFzb24YDCABKAkSGgoScGFyZW50X3Nlc3Npb25faWRzGA0gAygJIlEKFExpc3RBcHByb3ZhbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiWQoVTGlzdEFwcHJvdmFsc1Jlc3BvbnNlEicKCWFwcHJvdmFscxgBIAMoCzIULm9keXNzZXkudjEuQXBwcm92YWwSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImwKFlJlc29sdmVBcHByb3ZhbFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIuCghkZWNpc2lvbhgCIAEoDjIcLm9keXNzZXkudjEuQXBwcm92YWxEZWNpc2lvbhIOCgZyZWFzb24YAyABKAkicQoXUmVzb2x2ZUFwcHJvdmFsUmVzcG9uc2USJgoIYXBwcm92YWwYASABKAsyFC5vZHlzc2V5LnYxLkFwcHJvdmFsEi4KCGRlY2lzaW9uGAIgASgOMhwub2R5c3NleS52MS5BcHByb3ZhbERlY2lzaW9uIisKFVdhdGNoQXBwcm92YWxzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIt8BChZXYXRjaEFwcHJvdmFsc1Jlc3BvbnNlEjAKCHNuYXBzaG90GAEgASgLMhwub2R5c3NleS52MS5BcHByb3ZhbFNuYXBzaG90SAASJQoFYWRkZWQYAiABKAsyFC5vZHlzc2V5LnYxLkFwcHJvdmFsSAASLwoHcmVtb3ZlZBgDIAEoCzIcLm9keXNzZXkudjEuQXBwcm92YWxSZXNvbHZlZEgAEjMKCWhlYXJ0YmVhdBgEIAEoCzIeLm9keXNzZXkudjEuQXBwcm92YWxzSGVhcnRiZWF0SABCBgoEaXRlbSI7ChBBcHByb3ZhbFNuYXBzaG90EicKCWFwcHJvdmFscxgBIAMoCzIULm9keXNzZXkudjEuQXBwcm92YWwiUgoSQXBwcm92YWxzSGVhcnRiZWF0EisKB3NlbnRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3BlbmRpbmcYAiABKA0yngIKD0FwcHJvdmFsU2VydmljZRJUCg1MaXN0QXBwcm92YWxzEiAub2R5c3NleS52MS5MaXN0QXBwcm92YWxzUmVxdWVzdBohLm9keXNzZXkudjEuTGlzdEFwcHJvdmFsc1Jlc3BvbnNlEloKD1Jlc29sdmVBcHByb3ZhbBIiLm9keXNzZXkudjEuUmVzb2x2ZUFwcHJvdmFsUmVxdWVzdBojLm9keXNzZXkudjEuUmVzb2x2ZUFwcHJvdmFsUmVzcG9uc2USWQoOV2F0Y2hBcHByb3ZhbHMSIS5vZHlzc2V5LnYxLldhdGNoQXBwcm92YWxzUmVxdWVzdBoiLm9keXNzZXkudjEuV2F0Y2hBcHByb3ZhbHNSZXNwb25zZTABYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_odyssey_v1_events]);
+  fileDesc("ChlvZHlzc2V5L3YxL2FwcHJvdmFsLnByb3RvEgpvZHlzc2V5LnYxIssDCghBcHByb3ZhbBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSFAoMZXhlY3V0aW9uX2lkGAMgASgJEg8KB2NhbGxfaWQYBCABKAkSDAoEdG9vbBgFIAEoCRIqCglhcmd1bWVudHMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB3N1bW1hcnkYByABKAkSMAoMcmVxdWVzdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdkaXNwbGF5GAogASgJEhoKEmNvbnRyb2xfY2hhcmFjdGVycxgLIAEoCBIOCgZyZWFzb24YDCABKAkSGgoScGFyZW50X3Nlc3Npb25faWRzGA0gAygJEiYKBGtpbmQYDiABKA4yGC5vZHlzc2V5LnYxLkFwcHJvdmFsS2luZBIxChByZXF1ZXN0ZWRfc2NoZW1hGA8gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdtZXNzYWdlGBAgASgJIlEKFExpc3RBcHByb3ZhbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiWQoVTGlzdEFwcHJvdmFsc1Jlc3BvbnNlEicKCWFwcHJvdmFscxgBIAMoCzIULm9keXNzZXkudjEuQXBwcm92YWwSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIsMBChZSZXNvbHZlQXBwcm92YWxSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSLgoIZGVjaXNpb24YAiABKA4yHC5vZHlzc2V5LnYxLkFwcHJvdmFsRGVjaXNpb24SDgoGcmVhc29uGAMgASgJEicKBmFuc3dlchgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoGYWN0aW9uGAUgASgOMhwub2R5c3NleS52MS5IdW1hbklucHV0QWN0aW9uInEKF1Jlc29sdmVBcHByb3ZhbFJlc3BvbnNlEiYKCGFwcHJvdmFsGAEgASgLMhQub2R5c3NleS52MS5BcHByb3ZhbBIuCghkZWNpc2lvbhgCIAEoDjIcLm9keXNzZXkudjEuQXBwcm92YWxEZWNpc2lvbiIrChVXYXRjaEFwcHJvdmFsc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSLfAQoWV2F0Y2hBcHByb3ZhbHNSZXNwb25zZRIwCghzbmFwc2hvdBgBIAEoCzIcLm9keXNzZXkudjEuQXBwcm92YWxTbmFwc2hvdEgAEiUKBWFkZGVkGAIgASgLMhQub2R5c3NleS52MS5BcHByb3ZhbEgAEi8KB3JlbW92ZWQYAyABKAsyHC5vZHlzc2V5LnYxLkFwcHJvdmFsUmVzb2x2ZWRIABIzCgloZWFydGJlYXQYBCABKAsyHi5vZHlzc2V5LnYxLkFwcHJvdmFsc0hlYXJ0YmVhdEgAQgYKBGl0ZW0iOwoQQXBwcm92YWxTbmFwc2hvdBInCglhcHByb3ZhbHMYASADKAsyFC5vZHlzc2V5LnYxLkFwcHJvdmFsIlIKEkFwcHJvdmFsc0hlYXJ0YmVhdBIrCgdzZW50X2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdwZW5kaW5nGAIgASgNKmMKDEFwcHJvdmFsS2luZBIdChlBUFBST1ZBTF9LSU5EX1VOU1BFQ0lGSUVEEAASGwoXQVBQUk9WQUxfS0lORF9UT09MX0NBTEwQARIXChNBUFBST1ZBTF9LSU5EX0lOUFVUEAIyngIKD0FwcHJvdmFsU2VydmljZRJUCg1MaXN0QXBwcm92YWxzEiAub2R5c3NleS52MS5MaXN0QXBwcm92YWxzUmVxdWVzdBohLm9keXNzZXkudjEuTGlzdEFwcHJvdmFsc1Jlc3BvbnNlEloKD1Jlc29sdmVBcHByb3ZhbBIiLm9keXNzZXkudjEuUmVzb2x2ZUFwcHJvdmFsUmVxdWVzdBojLm9keXNzZXkudjEuUmVzb2x2ZUFwcHJvdmFsUmVzcG9uc2USWQoOV2F0Y2hBcHByb3ZhbHMSIS5vZHlzc2V5LnYxLldhdGNoQXBwcm92YWxzUmVxdWVzdBoiLm9keXNzZXkudjEuV2F0Y2hBcHByb3ZhbHNSZXNwb25zZTABYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_odyssey_v1_events]);
 
 /**
  * @generated from message odyssey.v1.Approval
@@ -92,6 +92,31 @@ export type Approval = Message<"odyssey.v1.Approval"> & {
    * @generated from field: repeated string parent_session_ids = 13;
    */
   parentSessionIds: string[];
+
+  /**
+   * A tool call to approve, or an MCP server's request for input (then `message` and
+   * `requested_schema` say what to answer, `tool` and `call_id` name the call during
+   * which the server asked, and `summary` names the server).
+   *
+   * @generated from field: odyssey.v1.ApprovalKind kind = 14;
+   */
+  kind: ApprovalKind;
+
+  /**
+   * With INPUT: the JSON schema the answer must match (a flat object of primitive
+   * properties).
+   *
+   * @generated from field: google.protobuf.Struct requested_schema = 15;
+   */
+  requestedSchema?: JsonObject | undefined;
+
+  /**
+   * With INPUT: the server's message to the person, as sent (bounded; `display` holds it
+   * with control characters escaped).
+   *
+   * @generated from field: string message = 16;
+   */
+  message: string;
 };
 
 /**
@@ -172,6 +197,22 @@ export type ResolveApprovalRequest = Message<"odyssey.v1.ResolveApprovalRequest"
    * @generated from field: string reason = 3;
    */
   reason: string;
+
+  /**
+   * For a request for input (kind INPUT): the answer, which must match the request's
+   * schema; with ACCEPT only. An ACCEPT without it answers `{}`.
+   *
+   * @generated from field: google.protobuf.Struct answer = 4;
+   */
+  answer?: JsonObject | undefined;
+
+  /**
+   * For a request for input: ACCEPT, DECLINE or CANCEL. When unset, `decision` stands
+   * for it: DENY declines, ALLOW_ONCE accepts. Not allowed for a tool call.
+   *
+   * @generated from field: odyssey.v1.HumanInputAction action = 5;
+   */
+  action: HumanInputAction;
 };
 
 /**
@@ -310,6 +351,36 @@ export type ApprovalsHeartbeat = Message<"odyssey.v1.ApprovalsHeartbeat"> & {
  */
 export const ApprovalsHeartbeatSchema: GenMessage<ApprovalsHeartbeat> = /*@__PURE__*/
   messageDesc(file_odyssey_v1_approval, 8);
+
+/**
+ * @generated from enum odyssey.v1.ApprovalKind
+ */
+export enum ApprovalKind {
+  /**
+   * @generated from enum value: APPROVAL_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A tool call waits for allow or deny.
+   *
+   * @generated from enum value: APPROVAL_KIND_TOOL_CALL = 1;
+   */
+  TOOL_CALL = 1,
+
+  /**
+   * An MCP server asks a person for input (`elicitation/create`).
+   *
+   * @generated from enum value: APPROVAL_KIND_INPUT = 2;
+   */
+  INPUT = 2,
+}
+
+/**
+ * Describes the enum odyssey.v1.ApprovalKind.
+ */
+export const ApprovalKindSchema: GenEnum<ApprovalKind> = /*@__PURE__*/
+  enumDesc(file_odyssey_v1_approval, 0);
 
 /**
  * Human decisions on tool calls that wait for approval.
