@@ -95,6 +95,7 @@ impl RemoteInput {
             display: display.clone(),
             reason: reason.clone(),
             parent_session_ids: self.ancestors.clone(),
+            input: None,
         });
         ctx.events
             .emit_durable(EventPayload::PermissionRequested {
