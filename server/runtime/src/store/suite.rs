@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::{EventLogs, Job, Placed, SessionFilter, SessionRecords, Store, StoreError, TurnQueue};
+use super::{
+    Bundles, EventLogs, Job, Placed, SessionFilter, SessionRecords, Store, StoreError, TurnQueue,
+};
 use crate::events::{Event, EventPayload};
 use crate::execution::ExecutionRequest;
 use crate::model::ModelSpec;
@@ -21,6 +23,7 @@ pub struct Stores {
     pub records: Arc<dyn SessionRecords>,
     pub logs: Arc<dyn EventLogs>,
     pub queue: Arc<dyn TurnQueue>,
+    pub bundles: Arc<dyn Bundles>,
 }
 
 impl From<&Store> for Stores {
@@ -29,6 +32,7 @@ impl From<&Store> for Stores {
             records: store.session_records(),
             logs: store.event_logs(),
             queue: store.turn_queue(),
+            bundles: store.bundles(),
         }
     }
 }
@@ -61,6 +65,7 @@ macro_rules! store_suite {
             a_quarantined_session_is_reported_and_not_served,
             a_sessions_turns_run_one_at_a_time_in_submission_order,
             removed_turns_never_run,
+            bundles_are_found_by_digest_and_read_back_whole,
         );
     };
 }
@@ -438,4 +443,63 @@ pub async fn racing_appends_let_one_writer_through(stores: &Stores) {
         sequences(&read(stores, session, 0, 100).await),
         vec![1, 2, 3]
     );
+}
+
+/// A built bundle archive of the project `name` (the scaffold), and its digest.
+pub fn bundle_archive(name: &str) -> (Vec<u8>, String) {
+    let built = (|| -> std::result::Result<(Vec<u8>, String), String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let project = dir.path().join("project");
+        crate::bundle::write_scaffold(&project, name).map_err(|e| e.to_string())?;
+        let output = dir.path().join("bundle.tar.gz");
+        let id = crate::bundle::build_to(&project, &output).map_err(|e| e.to_string())?;
+        let bytes = std::fs::read(&output).map_err(|e| e.to_string())?;
+        Ok((bytes, id.digest))
+    })();
+    match built {
+        Ok(built) => built,
+        Err(e) => panic!("build the bundle {name}: {e}"),
+    }
+}
+
+/// An installed bundle is found by its digest, its archive reads back with the same
+/// digest, an unknown digest is not found, and a deleted bundle is gone.
+pub async fn bundles_are_found_by_digest_and_read_back_whole(stores: &Stores) {
+    let (archive, digest) = bundle_archive("suite");
+    let installed = match stores
+        .bundles
+        .install_archive(archive, crate::InstallOptions::default())
+        .await
+    {
+        Ok(installed) => installed,
+        Err(e) => panic!("install: {e}"),
+    };
+    assert_eq!(installed.id.digest, digest);
+    let found = stores.bundles.bundle_by_digest(digest.clone()).await;
+    assert_eq!(found.ok().map(|b| b.id.clone()), Some(installed.id.clone()));
+    let read = match stores.bundles.bundle_archive(digest.clone()).await {
+        Ok(read) => read,
+        Err(e) => panic!("read the archive back: {e}"),
+    };
+    let again = stores
+        .bundles
+        .install_archive(read, crate::InstallOptions::default())
+        .await;
+    assert_eq!(
+        again.ok().map(|b| b.id.digest.clone()),
+        Some(digest.clone()),
+        "the archive read back is the bundle installed"
+    );
+    let unknown = format!("sha256:{}", "1".repeat(64));
+    match stores.bundles.bundle_by_digest(unknown).await {
+        Err(e) if e.is_not_found() => {}
+        other => panic!("a digest nothing has: {other:?}"),
+    }
+    if let Err(e) = stores.bundles.delete_bundle(digest.clone()).await {
+        panic!("delete: {e}");
+    }
+    match stores.bundles.bundle_by_digest(digest).await {
+        Err(e) if e.is_not_found() => {}
+        other => panic!("a deleted bundle: {other:?}"),
+    }
 }
