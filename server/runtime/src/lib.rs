@@ -29,6 +29,7 @@ pub mod secrets;
 pub mod session;
 pub mod skills;
 pub mod snapshot;
+pub mod store;
 pub(crate) mod sync;
 pub mod text;
 pub mod textfile;

@@ -21,6 +21,7 @@ use super::OdysseyRuntime;
 use crate::config::RuntimeConfig;
 use crate::error::Result;
 use crate::provider::{ModelProvider, ProviderRegistry};
+use crate::store::Store;
 use crate::tools::{HostTools, Tool};
 
 /// Collects custom providers and tools; [`RuntimeBuilder::start`] checks their names and
@@ -29,6 +30,7 @@ pub struct RuntimeBuilder {
     config: RuntimeConfig,
     providers: Vec<(String, Arc<dyn ModelProvider>)>,
     tools: Vec<Arc<dyn Tool>>,
+    store: Option<Store>,
 }
 
 impl RuntimeBuilder {
@@ -37,6 +39,7 @@ impl RuntimeBuilder {
             config,
             providers: Vec::new(),
             tools: Vec::new(),
+            store: None,
         }
     }
 
@@ -55,6 +58,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Keeps sessions, their logs, the queue and bundles in `store` rather than in the
+    /// one the configuration names ([`Store::open`]). A store serves one runtime.
+    pub fn store(mut self, store: Store) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// Checks every registration (a name taken twice, or a built-in's name, is an
     /// `InvalidArgument` naming it), then starts as [`OdysseyRuntime::start`] does.
     pub async fn start(self) -> Result<OdysseyRuntime> {
@@ -68,6 +78,6 @@ impl RuntimeBuilder {
         for tool in self.tools {
             host_tools.register(tool)?;
         }
-        OdysseyRuntime::open(self.config, providers, host_tools).await
+        OdysseyRuntime::open(self.config, self.store, providers, host_tools).await
     }
 }

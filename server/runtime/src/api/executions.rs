@@ -10,11 +10,11 @@ use crate::bundle::InstalledBundle;
 use crate::error::{Result, RuntimeError};
 use crate::events::TurnOutcome;
 use crate::execution::{
-    ExecutionHandle, ExecutionRequest, ExecutionStatus, Job, Placed, PushError,
-    ensure_session_budget,
+    ExecutionHandle, ExecutionRequest, ExecutionStatus, Job, Placed, ensure_session_budget,
 };
 use crate::sandbox::{AppSource, CellPaths};
 use crate::session::{SessionHandle, SessionRecord};
+use crate::store::StoreError;
 
 /// How long a caller is told to wait when the queue is full.
 const QUEUE_FULL_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
@@ -51,21 +51,21 @@ impl OdysseyRuntime {
             execution_id,
             request,
         };
-        let placed = match self.inner.queue.place(job, first) {
+        let placed = match self.inner.queue.push(job, first).await {
             Ok(placed) => placed,
-            Err(PushError::Full) => {
+            Err(StoreError::QueueFull { capacity }) => {
                 self.inner.executions.forget(execution_id);
                 return Err(RuntimeError::QueueFull {
-                    capacity: self.inner.queue.capacity(),
+                    capacity,
                     retry_after: QUEUE_FULL_RETRY,
                 });
             }
-            Err(PushError::Closed) => {
+            Err(e) => {
                 self.inner.executions.forget(execution_id);
-                return Err(RuntimeError::ShuttingDown);
+                return Err(e.into());
             }
         };
-        self.pump();
+        self.pump().await;
         let handle = ExecutionHandle {
             execution_id,
             session_id,
@@ -136,7 +136,7 @@ impl OdysseyRuntime {
         if status.state.is_terminal() {
             return Ok(status);
         }
-        if let Some(job) = self.inner.queue.remove(execution_id) {
+        if let Some(job) = self.inner.queue.remove(execution_id).await? {
             self.record_unstarted(job, TurnOutcome::Cancelled, "cancelled before it started")
                 .await;
         } else if let Some(signal) = self.inner.executions.cancel_signal(execution_id) {

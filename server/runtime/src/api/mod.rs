@@ -61,7 +61,7 @@ use crate::config::RuntimeConfig;
 use crate::error::{Result, RuntimeError};
 use crate::event_hooks::EventHooks;
 use crate::events::TurnOutcome;
-use crate::execution::{ExecutionTable, Inboxes, Queue};
+use crate::execution::{ExecutionTable, Inboxes};
 use crate::hub::Hub;
 use crate::memory::{FileMemory, FileMemoryLimits, MemoryProvider};
 use crate::metrics::Metrics;
@@ -71,6 +71,7 @@ use crate::provider::{CassetteRecorder, ProviderRegistry};
 use crate::sandbox::Sandbox;
 use crate::session::SessionStore;
 use crate::skills::ServerSkills;
+use crate::store::{Store, TurnQueue};
 use crate::tools::HostTools;
 
 /// The Odyssey runtime. Cheap to clone; clones share everything.
@@ -88,7 +89,7 @@ pub(crate) struct Inner {
     pub(crate) approvals: ApprovalStore,
     /// Probed once at startup.
     pub(crate) capabilities: SandboxCapabilities,
-    pub(crate) sessions: SessionStore,
+    pub(crate) sessions: Arc<SessionStore>,
     pub(crate) providers: ProviderRegistry,
     /// Tools the embedding program registered, for bundles that declare `source: host`.
     pub(crate) host_tools: HostTools,
@@ -96,7 +97,8 @@ pub(crate) struct Inner {
     pub(crate) recorder: Arc<CassetteRecorder>,
     /// The operator's skill roots, kept up to date.
     pub(crate) skills: Arc<ServerSkills>,
-    pub(crate) queue: Queue,
+    /// The turns waiting for a worker slot.
+    pub(crate) queue: Arc<dyn TurnQueue>,
     pub(crate) executions: Arc<ExecutionTable>,
     /// The running turns' inboxes of steered input.
     pub(crate) inputs: Inboxes,
@@ -136,6 +138,7 @@ impl OdysseyRuntime {
     /// [`OdysseyRuntime::start`] with the providers and host tools already assembled.
     async fn open(
         config: RuntimeConfig,
+        store: Option<Store>,
         providers: ProviderRegistry,
         host_tools: HostTools,
     ) -> Result<Self> {
@@ -147,16 +150,18 @@ impl OdysseyRuntime {
             .map_err(|e| {
                 RuntimeError::storage(format!("create home {}", config.home.display()), e)
             })?;
-        let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
+        let store = match store {
+            Some(store) => store,
+            None => Store::open(&config)?,
+        };
+        let (sessions, bundles) = store.file_parts();
         let metrics = Arc::new(Metrics::new(providers.known_providers()));
         let event_hooks = Arc::new(
             EventHooks::start(&config.event_hooks, &config.event_hook_encoder)
                 .map_err(|message| RuntimeError::invalid("event_hooks", message))?,
         );
         let executions = Arc::new(ExecutionTable::new(config.execution_history));
-        let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?
-            .with_observer(operations::observer(&metrics, &event_hooks, &executions))
-            .with_open_cache(config.open_session_cache);
+        sessions.set_observer(operations::observer(&metrics, &event_hooks, &executions))?;
         let hub = Hub::new(&config.hub)?;
         let sandbox = Sandbox::new(config.sandbox.clone()).with_metrics(metrics.sandbox.clone());
         let skills = prompt::server_skills(&config)?;
@@ -203,14 +208,14 @@ impl OdysseyRuntime {
                 memory,
                 metrics,
                 event_hooks,
-                queue: Queue::new(config.queue_capacity),
+                queue: store.turn_queue(),
                 executions,
                 inputs: Inboxes::default(),
                 slots: Arc::new(Semaphore::new(config.worker_count.max(1))),
                 turns: TaskTracker::new(),
                 started_at: SystemTime::now(),
                 shutting_down: AtomicBool::new(false),
-                bundles: Arc::new(bundles),
+                bundles,
                 hub,
                 sandbox,
                 approvals,
@@ -267,7 +272,11 @@ impl OdysseyRuntime {
 
     /// The turn part of [`OdysseyRuntime::shutdown`].
     async fn stop_turns(&self, grace: Duration) {
-        for job in self.inner.queue.close() {
+        let queued = self.inner.queue.close().await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot take the queued turns out of the queue");
+            Vec::new()
+        });
+        for job in queued {
             self.record_unstarted(
                 job,
                 TurnOutcome::Interrupted,

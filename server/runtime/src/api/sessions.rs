@@ -11,7 +11,7 @@ use crate::events::TurnOutcome;
 use crate::events::now_ms;
 use crate::execution::ExecutionState;
 use crate::model::ModelSpec;
-use crate::paging::{Page, PageRequest, paginate};
+use crate::paging::{Page, PageRequest};
 use crate::policy::{ApprovalPolicy, SandboxMode};
 use crate::provider::ProviderError;
 use crate::requirements;
@@ -337,17 +337,7 @@ impl OdysseyRuntime {
         filter.validate()?;
         let runtime = self.clone();
         tokio::task::spawn_blocking(move || {
-            let store = &runtime.inner.sessions;
-            let ids = store.list_ids()?;
-            let infos = ids.into_iter().filter_map(|id| store.peek(id));
-            let mut page = paginate(
-                infos,
-                &page,
-                |info| info.record.id.to_string(),
-                |key| Uuid::parse_str(key).ok(),
-                |info, key| info.record.id < *key,
-                |info| matches_filter(info, &filter),
-            )?;
+            let mut page = runtime.inner.sessions.list_page(&filter, &page)?;
             for info in &mut page.items {
                 info.state = runtime.session_state(info.record.id);
             }
@@ -360,7 +350,7 @@ impl OdysseyRuntime {
     /// Cancels the session's queued and running turns, waits for them, then removes it.
     pub async fn delete_session(&self, id: Uuid) -> Result<()> {
         let handle = self.inner.sessions.get(id).await?;
-        for job in self.inner.queue.remove_session(id) {
+        for job in self.inner.queue.remove_session(id).await? {
             self.inner.executions.update(job.execution_id, |s| {
                 s.state = ExecutionState::Cancelled;
                 s.error = "the session was deleted".into();
@@ -423,6 +413,13 @@ impl SessionFilter {
             return Err(RuntimeError::invalid("agent_id", problem));
         }
         Ok(())
+    }
+}
+
+impl SessionFilter {
+    /// Whether the session is one the filter asks for.
+    pub(crate) fn matches(&self, info: &SessionInfo) -> bool {
+        matches_filter(info, self)
     }
 }
 

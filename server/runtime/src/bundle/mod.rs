@@ -33,6 +33,7 @@ mod project;
 mod reference;
 mod sandbox;
 mod scaffold;
+mod seam;
 mod skill;
 mod staging;
 mod store;

@@ -11,10 +11,15 @@ use std::sync::Mutex;
 
 use uuid::Uuid;
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
 use super::status::ExecutionRequest;
+use crate::store::{StoreError, StoreResult};
 
 /// A turn waiting for a worker.
-pub(crate) struct Job {
+#[derive(Debug)]
+pub struct Job {
     pub execution_id: Uuid,
     pub request: ExecutionRequest,
 }
@@ -47,7 +52,7 @@ pub(crate) enum PushError {
 
 /// Where a job was queued: what of its session was ahead of it then.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Placed {
+pub struct Placed {
     /// The session's turn a worker runs.
     pub running: Option<Uuid>,
     /// How many of the session's turns wait ahead of the job.
@@ -64,10 +69,6 @@ impl Queue {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         crate::sync::lock(&self.inner)
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.capacity
     }
 
     #[cfg(test)]
@@ -182,6 +183,48 @@ impl Queue {
 
     pub fn queued(&self) -> usize {
         self.lock().queued
+    }
+}
+
+/// The queue in memory behind the storage trait: every call is answered at once.
+impl crate::store::TurnQueue for Queue {
+    fn push(&self, turn: Job, first: bool) -> BoxFuture<'_, StoreResult<Placed>> {
+        let placed = self.place(turn, first).map_err(|e| match e {
+            PushError::Full => StoreError::QueueFull {
+                capacity: self.capacity,
+            },
+            PushError::Closed => StoreError::QueueClosed,
+        });
+        futures::future::ready(placed).boxed()
+    }
+
+    fn claim_next(&self) -> BoxFuture<'_, StoreResult<Option<Job>>> {
+        futures::future::ready(Ok(self.pop())).boxed()
+    }
+
+    fn finish(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<()>> {
+        Queue::finish(self, session_id);
+        futures::future::ready(Ok(())).boxed()
+    }
+
+    fn remove(&self, execution_id: Uuid) -> BoxFuture<'_, StoreResult<Option<Job>>> {
+        futures::future::ready(Ok(Queue::remove(self, execution_id))).boxed()
+    }
+
+    fn remove_session(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<Vec<Job>>> {
+        futures::future::ready(Ok(Queue::remove_session(self, session_id))).boxed()
+    }
+
+    fn close(&self) -> BoxFuture<'_, StoreResult<Vec<Job>>> {
+        futures::future::ready(Ok(Queue::close(self))).boxed()
+    }
+
+    fn queued(&self) -> usize {
+        Queue::queued(self)
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
     }
 }
 

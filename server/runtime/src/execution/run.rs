@@ -6,6 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
@@ -28,14 +30,24 @@ use crate::tools::a2a::RemoteInput;
 use crate::tools::builtin::AGENT_TOOL_NAME;
 
 impl OdysseyRuntime {
-    /// Starts queued turns while worker slots are free.
-    pub(crate) fn pump(&self) {
+    /// Starts queued turns while worker slots are free. Boxed: a turn it starts awaits it
+    /// again once done.
+    pub(crate) fn pump(&self) -> BoxFuture<'_, ()> {
+        async move { self.pump_queue().await }.boxed()
+    }
+
+    async fn pump_queue(&self) {
         loop {
             let Ok(permit) = self.inner.slots.clone().try_acquire_owned() else {
                 return;
             };
-            let Some(job) = self.inner.queue.pop() else {
-                return;
+            let job = match self.inner.queue.claim_next().await {
+                Ok(Some(job)) => job,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot take a turn off the queue");
+                    return;
+                }
             };
             let runtime = self.clone();
             self.inner
@@ -49,17 +61,22 @@ impl OdysseyRuntime {
         let execution_id = job.execution_id;
         let signal = self.inner.executions.cancel_signal(execution_id);
         let runtime = self.clone();
-        let mut slot = WorkerSlot::new(permit, self.inner.slots.clone(), move || runtime.pump());
+        let mut slot = WorkerSlot::new(permit, self.inner.slots.clone(), move || {
+            let runtime = runtime.clone();
+            tokio::spawn(async move { runtime.pump().await });
+        });
         match signal {
             Some(signal) => self.execute(job, &signal, &mut slot).await,
             None => tracing::error!(execution = %execution_id, "execution vanished before it ran"),
         }
         drop(slot);
-        self.inner.queue.finish(session_id);
+        if let Err(e) = self.inner.queue.finish(session_id).await {
+            tracing::warn!(session = %session_id, error = %e, "cannot mark the session's turn finished in the queue");
+        }
         self.inner
             .sessions
             .evict_idle(self.inner.config.open_session_cache);
-        self.pump();
+        self.pump().await;
     }
 
     /// Records a turn that never ran (cancelled in the queue, or the server stopping), so

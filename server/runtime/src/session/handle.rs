@@ -509,13 +509,7 @@ impl SessionHandle {
         mut payload: EventPayload,
         held: bool,
     ) -> Result<Arc<Event>> {
-        // The one place every event passes before it is written or streamed.
-        crate::event_bounds::bound(&mut payload);
-        if let EventPayload::TurnStarted(started) = &mut payload
-            && started.context.model.mask_secrets()
-        {
-            tracing::warn!(session = %self.record.id, "masked a credential in the model config before writing the event");
-        }
+        self.prepare(&mut payload);
         if state.deleted {
             return Err(RuntimeError::not_found(
                 "session",
@@ -530,6 +524,21 @@ impl SessionHandle {
             turn_id,
             payload,
         };
+        self.record_locked(state, event, held)
+    }
+
+    /// What every event passes before it is written or streamed.
+    fn prepare(&self, payload: &mut EventPayload) {
+        crate::event_bounds::bound(payload);
+        if let EventPayload::TurnStarted(started) = payload
+            && started.context.model.mask_secrets()
+        {
+            tracing::warn!(session = %self.record.id, "masked a credential in the model config before writing the event");
+        }
+    }
+
+    /// Appends `event`, whose sequence is the log's next, and updates what follows the log.
+    fn record_locked(&self, state: &mut LiveState, event: Event, held: bool) -> Result<Arc<Event>> {
         state.log.append(&event).map_err(RuntimeError::from)?;
         match (&event.payload, &mut state.log_turn) {
             (EventPayload::TurnStarted(_), _) => {
@@ -574,6 +583,68 @@ impl SessionHandle {
         }
         state.recent.push_back(event.clone());
         Ok(event)
+    }
+
+    /// Appends events made elsewhere as sequences `expected_next`, `expected_next + 1`, …,
+    /// only if that is where the log is; subscribers see them as they see any event (a
+    /// durability point once it is synced). A failure midway keeps the events before it.
+    pub(crate) fn append_batch(
+        &self,
+        expected_next: u64,
+        events: Vec<Event>,
+    ) -> std::result::Result<u64, crate::store::StoreError> {
+        let last = {
+            let mut state = self.lock();
+            if state.deleted {
+                return Err(RuntimeError::not_found("session", self.record.id.to_string()).into());
+            }
+            let actual = state.log.last_sequence() + 1;
+            if actual != expected_next {
+                return Err(crate::store::StoreError::SequenceConflict {
+                    session_id: self.record.id,
+                    expected: expected_next,
+                    actual,
+                });
+            }
+            for mut event in events {
+                self.prepare(&mut event.payload);
+                event.session_id = self.record.id;
+                event.sequence = state.log.last_sequence() + 1;
+                self.record_locked(&mut state, event, false)?;
+            }
+            state.log.last_sequence()
+        };
+        self.publish();
+        Ok(last)
+    }
+
+    /// Up to `limit` events after `after_sequence`, read from the log.
+    pub(crate) fn read_after(&self, after_sequence: u64, limit: usize) -> Result<Vec<Event>> {
+        let mut reader = self
+            .lock()
+            .log
+            .reader_after(after_sequence)
+            .map_err(RuntimeError::from)?;
+        let mut events = Vec::new();
+        while events.len() < limit {
+            match reader.next_event().map_err(RuntimeError::from)? {
+                Some(event) => events.push(event),
+                None => break,
+            }
+        }
+        Ok(events)
+    }
+
+    /// The last sequence written to the log (synced or not).
+    pub(crate) fn last_sequence(&self) -> u64 {
+        self.lock().log.last_sequence()
+    }
+
+    /// [`sync`](Self::sync), then lets subscribers see what it made durable.
+    pub(crate) async fn sync_and_publish(&self) -> Result<()> {
+        let synced = self.sync().await;
+        self.publish();
+        synced
     }
 
     /// Lets subscribers see every event before the first unsynced durability point.

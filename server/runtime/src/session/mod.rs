@@ -7,6 +7,7 @@ mod journal;
 mod log;
 mod observer;
 mod record;
+mod seam;
 mod sink;
 mod store;
 mod subscription;

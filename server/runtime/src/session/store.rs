@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use tokio::sync::OnceCell;
 use uuid::Uuid;
@@ -42,8 +42,8 @@ pub struct SessionStore {
     quarantine_root: PathBuf,
     open: Arc<OpenSessions>,
     quarantined: Mutex<Vec<QuarantinedSession>>,
-    /// Handed to every session opened, to see its events.
-    observer: Option<Arc<dyn EventObserver>>,
+    /// Handed to every session opened, to see its events; set once.
+    observer: OnceLock<Arc<dyn EventObserver>>,
     /// Sessions' background summary writes.
     summary_writes: SummaryTasks,
     journal: Journal,
@@ -98,7 +98,7 @@ impl SessionStore {
             quarantine_root,
             open,
             quarantined: Mutex::new(quarantined),
-            observer: None,
+            observer: OnceLock::new(),
             summary_writes,
         })
     }
@@ -111,9 +111,20 @@ impl SessionStore {
     }
 
     /// Lets `observer` see the events of every session this store opens.
-    pub fn with_observer(mut self, observer: Arc<dyn EventObserver>) -> Self {
-        self.observer = Some(observer);
+    pub fn with_observer(self, observer: Arc<dyn EventObserver>) -> Self {
+        let _ = self.observer.set(observer);
         self
+    }
+
+    /// Lets `observer` see the events of every session opened from now on. Fails when an
+    /// observer was set already: the store then serves another runtime.
+    pub(crate) fn set_observer(&self, observer: Arc<dyn EventObserver>) -> Result<()> {
+        self.observer.set(observer).map_err(|_| {
+            RuntimeError::FailedPrecondition(format!(
+                "the session store at {} already serves a runtime",
+                self.root.display()
+            ))
+        })
     }
 
     /// Sessions the open-turn journal names: they were running a turn when the server
@@ -138,7 +149,7 @@ impl SessionStore {
         crate::sync::lock(&self.quarantined).clone()
     }
 
-    fn dir_of(&self, id: Uuid) -> PathBuf {
+    pub(super) fn dir_of(&self, id: Uuid) -> PathBuf {
         self.root.join(id.to_string())
     }
 
@@ -169,7 +180,7 @@ impl SessionStore {
                 dir,
                 log,
                 replay,
-                self.observer.clone(),
+                self.observer.get().cloned(),
                 self.summary_writes.clone(),
             )
         })();
@@ -227,7 +238,7 @@ impl SessionStore {
         let handle = cell
             .get_or_try_init(|| async {
                 let dir = self.dir_of(id);
-                let observer = self.observer.clone();
+                let observer = self.observer.get().cloned();
                 let summaries = self.summary_writes.clone();
                 tokio::task::spawn_blocking(move || load(id, &dir, observer, summaries))
                     .await
@@ -267,7 +278,7 @@ impl SessionStore {
         if let Some(closed) = handle.close_open_turn().await? {
             handle.write_summary();
             self.journal_turn_end(handle.id());
-            if let Some(observer) = &self.observer {
+            if let Some(observer) = self.observer.get() {
                 observer.turn_closed(handle.id(), &closed);
             }
             tracing::info!(session = %handle.id(), turn = %closed.turn_id, "recorded the end of an open turn");
@@ -291,6 +302,23 @@ impl SessionStore {
             .collect();
         ids.sort_unstable_by(|a, b| b.cmp(a));
         Ok(ids)
+    }
+
+    /// A page of sessions, newest first, those `filter` accepts. Blocks on disk reads.
+    pub(crate) fn list_page(
+        &self,
+        filter: &crate::api::SessionFilter,
+        page: &crate::paging::PageRequest,
+    ) -> Result<crate::paging::Page<SessionInfo>> {
+        let infos = self.list_ids()?.into_iter().filter_map(|id| self.peek(id));
+        crate::paging::paginate(
+            infos,
+            page,
+            |info| info.record.id.to_string(),
+            |key| Uuid::parse_str(key).ok(),
+            |info, key| info.record.id < *key,
+            |info| filter.matches(info),
+        )
     }
 
     /// Whether the session exists, without reading its files (one `stat` at most): for
@@ -364,7 +392,7 @@ impl SessionStore {
         self.open.evict_idle(keep);
     }
 
-    fn quarantine(&self, id: Uuid, reason: &str) {
+    pub(super) fn quarantine(&self, id: Uuid, reason: &str) {
         let from = self.dir_of(id);
         let to = self.quarantine_root.join(id.to_string());
         tracing::error!(session = %id, reason, "session is unreadable; moving it to quarantine");
@@ -381,13 +409,13 @@ impl SessionStore {
         });
     }
 
-    fn lock_open(&self) -> MutexGuard<'_, OpenMap> {
+    pub(super) fn lock_open(&self) -> MutexGuard<'_, OpenMap> {
         self.open.lock()
     }
 }
 
 /// Open sessions by id; a cell is filled once the session has been read.
-type OpenMap = HashMap<Uuid, Arc<OnceCell<Arc<SessionHandle>>>>;
+pub(super) type OpenMap = HashMap<Uuid, Arc<OnceCell<Arc<SessionHandle>>>>;
 
 /// The sessions held open in memory, shared with the sessions' summary writers, which let
 /// go of a session after the store last looked at it.

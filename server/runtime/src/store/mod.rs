@@ -1,0 +1,300 @@
+//! The storage seam: what the runtime keeps, as traits a store implements.
+//!
+//! - [`SessionRecords`]: sessions' creation records and totals (create, get, list, delete,
+//!   quarantine).
+//! - [`EventLogs`]: each session's append-only, gap-free event log (append a batch at an
+//!   expected next sequence, sync, read after a sequence). Turn records are read from it.
+//! - [`TurnJournal`]: the sessions with a turn in flight, repaired at startup.
+//! - [`TurnQueue`]: the turns waiting for a worker, one running turn per session, in
+//!   submission order within a session.
+//! - [`Bundles`]: installed bundles, found by digest and verified on read.
+//!
+//! A [`Store`] holds one implementation of each and is handed to the runtime when it is
+//! built ([`crate::RuntimeBuilder::store`]). Today the file store under the home folder is
+//! the only one the runtime opens: its types ([`SessionStore`], [`BundleStore`] and the
+//! in-memory queue) implement the traits beside their own fast paths (the catalog cache,
+//! the open-turn journal, the once-a-second summary, appends whose sync runs alongside
+//! other work), which the runtime keeps using. The methods are asynchronous, since a
+//! database store waits on the network; the file store runs synchronously inside them.
+//!
+//! [`suite`] is the behaviour every store must show, written once and run against each
+//! store (see [`crate::store_suite`]).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use uuid::Uuid;
+
+use crate::bundle::{BundleError, BundleStore, InstallOptions, InstalledBundle};
+use crate::config::RuntimeConfig;
+use crate::error::RuntimeError;
+use crate::events::Event;
+use crate::paging::{Page, PageRequest};
+use crate::session::{QuarantinedSession, SessionInfo, SessionRecord, SessionStore};
+
+pub use crate::api::SessionFilter;
+pub use crate::execution::{Job, Placed};
+
+#[cfg(any(test, feature = "store-suite"))]
+pub mod suite;
+
+/// Why a store refused or failed an operation.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// An append was made for a next sequence the log is not at: another writer appended
+    /// first, or the caller's view of the log is stale. Nothing was written.
+    #[error(
+        "session {session_id}: an append expected next sequence {expected}, but the log's next sequence is {actual}"
+    )]
+    SequenceConflict {
+        session_id: Uuid,
+        expected: u64,
+        actual: u64,
+    },
+    /// The execution queue holds as many turns as it may.
+    #[error("the execution queue is full ({capacity} turns waiting); retry later")]
+    QueueFull { capacity: usize },
+    /// The queue was closed (the server is shutting down).
+    #[error("the execution queue is closed")]
+    QueueClosed,
+    /// No installed bundle has this digest.
+    #[error("no installed bundle has digest {digest}")]
+    UnknownDigest { digest: String },
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+impl StoreError {
+    /// Whether the store refused a session (or an event of one) it does not hold.
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            Self::Runtime(RuntimeError::NotFound { .. })
+                | Self::Bundle(BundleError::NotFound { .. })
+                | Self::UnknownDigest { .. }
+        )
+    }
+}
+
+impl From<StoreError> for RuntimeError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Runtime(e) => e,
+            StoreError::Bundle(e) => e.into(),
+            StoreError::QueueClosed => RuntimeError::ShuttingDown,
+            e @ (StoreError::SequenceConflict { .. } | StoreError::QueueFull { .. }) => {
+                RuntimeError::FailedPrecondition(e.to_string())
+            }
+            StoreError::UnknownDigest { digest } => RuntimeError::not_found("bundle", digest),
+        }
+    }
+}
+
+pub type StoreResult<T> = std::result::Result<T, StoreError>;
+
+/// Sessions' creation records, with the totals their logs add up to.
+pub trait SessionRecords: Send + Sync {
+    /// Persists a new session with an empty log, all or nothing.
+    fn create_session(&self, record: SessionRecord) -> BoxFuture<'_, StoreResult<()>>;
+
+    /// A session's record and totals; `None` when the store holds no such session.
+    fn session(&self, id: Uuid) -> BoxFuture<'_, StoreResult<Option<SessionInfo>>>;
+
+    /// Sessions newest first (ids are UUIDv7), those `filter` accepts, a page at a time.
+    fn list_sessions(
+        &self,
+        filter: SessionFilter,
+        page: PageRequest,
+    ) -> BoxFuture<'_, StoreResult<Page<SessionInfo>>>;
+
+    /// Removes a session and its log; `false` when there was none.
+    fn delete_session(&self, id: Uuid) -> BoxFuture<'_, StoreResult<bool>>;
+
+    /// Moves an unreadable session aside, with the reason, so that it never stops the
+    /// server; it is then reported by [`SessionRecords::quarantined`].
+    fn quarantine_session(&self, id: Uuid, reason: String) -> BoxFuture<'_, StoreResult<()>>;
+
+    /// The sessions moved aside.
+    fn quarantined(&self) -> Vec<QuarantinedSession>;
+}
+
+/// Each session's event log: per-session sequences from 1, without gaps.
+pub trait EventLogs: Send + Sync {
+    /// Appends `events` as sequences `expected_next`, `expected_next + 1`, … (their
+    /// `session_id` and `sequence` are set here), only if the log's next sequence is
+    /// `expected_next`: else nothing is written and the answer is
+    /// [`StoreError::SequenceConflict`]. Answers the last sequence written.
+    fn append_events(
+        &self,
+        session_id: Uuid,
+        expected_next: u64,
+        events: Vec<Event>,
+    ) -> BoxFuture<'_, StoreResult<u64>>;
+
+    /// Makes everything appended to the session's log so far durable.
+    fn sync_events(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<()>>;
+
+    /// Up to `limit` events after `after_sequence`, in sequence order.
+    fn read_events_after(
+        &self,
+        session_id: Uuid,
+        after_sequence: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<Event>>>;
+
+    /// The last sequence written (0 for an empty log).
+    fn last_sequence(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<u64>>;
+}
+
+/// The sessions with a turn in flight, so that startup repairs exactly those.
+pub trait TurnJournal: Send + Sync {
+    /// Records that a turn of the session is in flight, before it starts.
+    fn turn_started(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<()>>;
+
+    /// Records that the session's turn ended, its end durable in the log.
+    fn turn_ended(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<()>>;
+
+    /// The sessions whose turn started and did not end.
+    fn open_turns(&self) -> BoxFuture<'_, StoreResult<Vec<Uuid>>>;
+}
+
+/// The turns waiting for a worker: at most one running turn per session, a session's
+/// turns in submission order, sessions served in the order they became ready.
+pub trait TurnQueue: Send + Sync {
+    /// Queues a turn after (or, `first`, ahead of) the session's waiting turns, and tells
+    /// what of the session was ahead of it.
+    fn push(&self, turn: Job, first: bool) -> BoxFuture<'_, StoreResult<Placed>>;
+
+    /// Takes the oldest turn of the first session that has one waiting and none running,
+    /// and marks that session running; `None` when no session is ready.
+    fn claim_next(&self) -> BoxFuture<'_, StoreResult<Option<Job>>>;
+
+    /// The session's running turn ended; its next turn, if any, becomes ready.
+    fn finish(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<()>>;
+
+    /// Takes a waiting turn out (cancelled before it started).
+    fn remove(&self, execution_id: Uuid) -> BoxFuture<'_, StoreResult<Option<Job>>>;
+
+    /// Takes every waiting turn of a session out.
+    fn remove_session(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<Vec<Job>>>;
+
+    /// Refuses new turns and hands back every waiting one.
+    fn close(&self) -> BoxFuture<'_, StoreResult<Vec<Job>>>;
+
+    /// Turns waiting (not running).
+    fn queued(&self) -> usize;
+
+    /// Turns that may wait at once.
+    fn capacity(&self) -> usize;
+}
+
+/// Installed bundles, found by content digest; what is read is checked against it.
+pub trait Bundles: Send + Sync {
+    /// Installs a built bundle archive (as an export writes it).
+    fn install_archive(
+        &self,
+        archive: Vec<u8>,
+        options: InstallOptions,
+    ) -> BoxFuture<'_, StoreResult<Arc<InstalledBundle>>>;
+
+    /// The installed bundle with this digest, once its content is checked against it: a
+    /// bundle whose files changed since install is refused.
+    fn bundle_by_digest(&self, digest: String) -> BoxFuture<'_, StoreResult<Arc<InstalledBundle>>>;
+
+    /// The archive of the installed bundle with this digest, checked against it.
+    fn bundle_archive(&self, digest: String) -> BoxFuture<'_, StoreResult<Vec<u8>>>;
+
+    /// Removes the installed bundle with this digest.
+    fn delete_bundle(&self, digest: String) -> BoxFuture<'_, StoreResult<Arc<InstalledBundle>>>;
+}
+
+/// Where the runtime keeps what it keeps: one implementation of each storage trait,
+/// chosen when the runtime is built.
+pub struct Store {
+    kind: StoreKind,
+    queue: Arc<dyn TurnQueue>,
+}
+
+enum StoreKind {
+    /// Files under the home folder; the queue in memory.
+    Files {
+        sessions: Arc<SessionStore>,
+        bundles: Arc<BundleStore>,
+    },
+}
+
+impl Store {
+    /// The store the configuration names. Today that is always the file store
+    /// ([`Store::files`]).
+    pub fn open(config: &RuntimeConfig) -> crate::Result<Self> {
+        Self::files(config)
+    }
+
+    /// The file store under `config.home`: sessions in `sessions/`, unreadable ones moved
+    /// to `quarantine/`, bundles in `bundles/`, the queue in memory.
+    pub fn files(config: &RuntimeConfig) -> crate::Result<Self> {
+        let bundles = BundleStore::open(config.bundles_dir())?.with_limits(config.archive_limits);
+        let sessions = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?
+            .with_open_cache(config.open_session_cache);
+        Ok(Self {
+            kind: StoreKind::Files {
+                sessions: Arc::new(sessions),
+                bundles: Arc::new(bundles),
+            },
+            queue: Arc::new(crate::execution::Queue::new(config.queue_capacity)),
+        })
+    }
+
+    /// What kind of store this is, as an operator reads it: `files`.
+    pub fn kind(&self) -> &'static str {
+        match self.kind {
+            StoreKind::Files { .. } => "files",
+        }
+    }
+
+    pub fn session_records(&self) -> Arc<dyn SessionRecords> {
+        match &self.kind {
+            StoreKind::Files { sessions, .. } => sessions.clone(),
+        }
+    }
+
+    pub fn event_logs(&self) -> Arc<dyn EventLogs> {
+        match &self.kind {
+            StoreKind::Files { sessions, .. } => sessions.clone(),
+        }
+    }
+
+    pub fn turn_journal(&self) -> Arc<dyn TurnJournal> {
+        match &self.kind {
+            StoreKind::Files { sessions, .. } => sessions.clone(),
+        }
+    }
+
+    pub fn turn_queue(&self) -> Arc<dyn TurnQueue> {
+        self.queue.clone()
+    }
+
+    pub fn bundles(&self) -> Arc<dyn Bundles> {
+        match &self.kind {
+            StoreKind::Files { bundles, .. } => bundles.clone(),
+        }
+    }
+
+    /// The file store's own types, which the runtime's fast paths use.
+    pub(crate) fn file_parts(&self) -> (Arc<SessionStore>, Arc<BundleStore>) {
+        match &self.kind {
+            StoreKind::Files { sessions, bundles } => (sessions.clone(), bundles.clone()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("kind", &self.kind()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;
