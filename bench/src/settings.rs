@@ -92,6 +92,10 @@ pub struct Settings {
     #[arg(long, default_value_t = 300)]
     #[serde(default = "default_subagent_turns")]
     pub subagent_turns: usize,
+    /// a2a: pairs measured (each a turn through A2A SendMessage and one through Run).
+    #[arg(long, default_value_t = 300)]
+    #[serde(default = "default_a2a_turns")]
+    pub a2a_turns: usize,
     /// A further odysseyd flag for every daemon (`--daemon-arg=--long-term-memory=false`);
     /// repeatable.
     #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -122,6 +126,11 @@ fn default_mcp_starts() -> usize {
 
 // Reports written before `subagents` existed lack its setting; they still compare.
 fn default_subagent_turns() -> usize {
+    300
+}
+
+// Likewise for `a2a`.
+fn default_a2a_turns() -> usize {
     300
 }
 

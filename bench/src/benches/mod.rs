@@ -1,5 +1,6 @@
 //! The benchmarks, one per figure of the targets.
 
+mod a2a;
 mod append;
 mod archives;
 mod delivery;
@@ -42,11 +43,12 @@ pub enum Which {
     TurnCost,
     Mcp,
     Subagents,
+    A2a,
 }
 
 impl Which {
     /// Every benchmark, in the order of the report.
-    pub const EACH: [Which; 12] = [
+    pub const EACH: [Which; 13] = [
         Which::Overhead,
         Which::Throughput,
         Which::Append,
@@ -59,6 +61,7 @@ impl Which {
         Which::TurnCost,
         Which::Mcp,
         Which::Subagents,
+        Which::A2a,
     ];
 
     /// The benchmarks of `quick`.
@@ -99,6 +102,7 @@ impl Which {
             Which::TurnCost => "turn-cost",
             Which::Mcp => "mcp",
             Which::Subagents => "subagents",
+            Which::A2a => "a2a",
         }
     }
 
@@ -118,6 +122,7 @@ impl Which {
             Which::TurnCost => "a turn's own cost against model servers as users run them",
             Which::Mcp => "stdio MCP servers: a warm tool call, and a start in the sandbox",
             Which::Subagents => "what a sub-agent call adds beyond the child's turn",
+            Which::A2a => "what A2A SendMessage adds to a turn beyond Run",
         }
     }
 
@@ -136,6 +141,7 @@ impl Which {
             Which::TurnCost => turn_cost::run(env).await,
             Which::Mcp => mcp::run(env).await,
             Which::Subagents => subagents::run(env).await,
+            Which::A2a => a2a::run(env).await,
         }
     }
 }
