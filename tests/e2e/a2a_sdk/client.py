@@ -89,6 +89,7 @@ async def main(base: str, token: str, binding: str) -> None:
     check(len(used) == 1, f"the card offers {binding}: {used[0].url if used else None}")
     check(card.capabilities.extended_agent_card, "the card offers an extended card")
     plain = await client(base, token, binding, streaming=False)
+    responses = [r async for r in plain.send_message(message("Say hello"))]
     extended = await plain.get_extended_agent_card(GetExtendedAgentCardRequest())
     details = [
         e.params
@@ -101,7 +102,6 @@ async def main(base: str, token: str, binding: str) -> None:
         and list(details[0]["tools"]) == ["Bash"],
         f"the extended card, behind the token, lists the agent's tools: {details}",
     )
-    responses = [r async for r in plain.send_message(message("Say hello"))]
     check(len(responses) == 1 and responses[0].HasField("task"), "SendMessage answers a task")
     task = responses[0].task
     check(task.status.state == TaskState.TASK_STATE_COMPLETED, "the task completed")
