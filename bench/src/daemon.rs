@@ -168,6 +168,11 @@ impl Daemon {
         }
     }
 
+    /// `http://127.0.0.1:PORT` of its gRPC port.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// A new client connection (its own HTTP/2 connection).
     pub async fn client(&self) -> Result<OdysseyClient> {
         OdysseyClient::connect(self.url.clone(), None)

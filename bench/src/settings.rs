@@ -108,6 +108,10 @@ pub struct Settings {
     #[arg(long, default_value_t = 10)]
     #[serde(default = "default_workspace_turns_per_fork")]
     pub workspace_turns_per_fork: usize,
+    /// a2a: pairs measured (each a turn through A2A SendMessage and one through Run).
+    #[arg(long, default_value_t = 300)]
+    #[serde(default = "default_a2a_turns")]
+    pub a2a_turns: usize,
     /// A further odysseyd flag for every daemon (`--daemon-arg=--long-term-memory=false`);
     /// repeatable.
     #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -156,6 +160,11 @@ fn default_workspace_forks() -> usize {
 
 fn default_workspace_turns_per_fork() -> usize {
     10
+}
+
+// Likewise for `a2a`.
+fn default_a2a_turns() -> usize {
+    300
 }
 
 impl Settings {

@@ -634,6 +634,155 @@ async fn agent_cards_are_public_declare_the_token_and_lead_to_the_agent_over_grp
     assert_eq!(texts(&task.artifacts[0].parts), "From the card");
 }
 
+/// The `urn:odyssey:a2a:agent-details:v1` params of a card's extensions, if it has them.
+fn details_of(card: &serde_json::Value) -> Option<serde_json::Value> {
+    card["capabilities"]["extensions"]
+        .as_array()?
+        .iter()
+        .find(|e| e["uri"] == "urn:odyssey:a2a:agent-details:v1")
+        .map(|e| e["params"].clone())
+}
+
+#[tokio::test]
+async fn the_extended_card_is_behind_the_token_on_every_binding_and_tells_the_agents_tools() {
+    const TOKEN: &str = "extended-token";
+    let server = TestServer::start_with(|args| {
+        args.auth_token = Some(TOKEN.into());
+        args.http_listen = Some(crate::support::loopback());
+    })
+    .await;
+    let project = Project::with_tools("carded", &[], &["Read", "Bash"], "[Read]", "[Bash]", "[]");
+    server
+        .handle
+        .runtime()
+        .build_and_install(project.path(), Default::default())
+        .await
+        .expect("install");
+    let http_addr = server.handle.http_addr().expect("the gateway runs");
+    let base = format!("http://{http_addr}");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+
+    // The public card offers the extended one and holds none of its details.
+    let public: serde_json::Value = http
+        .get(format!("{base}/.well-known/agent-card.json"))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("card JSON");
+    assert_eq!(
+        public["capabilities"]["extendedAgentCard"], true,
+        "{public}"
+    );
+    assert_eq!(details_of(&public), None, "{public}");
+
+    // gRPC: the token is needed.
+    let mut a2a = client(&server);
+    let denied = a2a
+        .get_extended_agent_card(a2a::GetExtendedAgentCardRequest::default())
+        .await
+        .expect_err("no token");
+    assert_eq!(denied.code(), Code::Unauthenticated, "{denied:?}");
+    let with_token = |tenant: &str| {
+        let mut request = tonic::Request::new(a2a::GetExtendedAgentCardRequest {
+            tenant: tenant.into(),
+        });
+        request.metadata_mut().insert(
+            "authorization",
+            format!("Bearer {TOKEN}").parse().expect("header"),
+        );
+        request
+    };
+    let card = a2a
+        .get_extended_agent_card(with_token("carded.main"))
+        .await
+        .expect("extended card over gRPC")
+        .into_inner();
+    let over_grpc = odyssey_api::json::to_value(&card).expect("card JSON");
+    let details = details_of(&over_grpc).expect("the details extension");
+    assert_eq!(details["agent"], "main", "{details}");
+    assert_eq!(details["bundle"]["name"], "carded", "{details}");
+    assert_eq!(details["model"]["provider"], "replay", "{details}");
+    assert_eq!(
+        details["tools"],
+        serde_json::json!(["Read", "Bash"]),
+        "{details}"
+    );
+    assert_eq!(details["permissions"]["allow"], serde_json::json!(["Read"]));
+    assert_eq!(details["permissions"]["ask"], serde_json::json!(["Bash"]));
+    assert_eq!(details["sandbox"]["mode"], "workspace_write", "{details}");
+    // Reached over gRPC, it still leads to every binding, each with the agent's tenant.
+    let interfaces: Vec<(String, String)> = card
+        .supported_interfaces
+        .iter()
+        .map(|i| {
+            assert_eq!(i.tenant, "carded.main");
+            (i.protocol_binding.clone(), i.url.clone())
+        })
+        .collect();
+    assert_eq!(
+        interfaces,
+        [
+            (
+                "GRPC".into(),
+                format!("127.0.0.1:{}", server.handle.addr().port())
+            ),
+            ("JSONRPC".into(), format!("{base}/a2a/jsonrpc")),
+            ("HTTP+JSON".into(), format!("{base}/a2a")),
+        ]
+    );
+    // The default agent's, without a tenant; a tenant naming no agent is refused.
+    let default = a2a
+        .get_extended_agent_card(with_token(""))
+        .await
+        .expect("the default agent's card")
+        .into_inner();
+    assert_eq!(default, card);
+    let unknown = a2a
+        .get_extended_agent_card(with_token("nowhere.main"))
+        .await
+        .expect_err("no such agent");
+    assert_eq!(unknown.code(), Code::InvalidArgument, "{unknown:?}");
+
+    // JSON-RPC and HTTP+JSON: the same card, behind the same token.
+    let jsonrpc = |token: Option<&str>| {
+        let mut request = http
+            .post(format!("{base}/a2a/jsonrpc"))
+            .json(&serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "GetExtendedAgentCard", "params": {"tenant": "carded.main"}}));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    let refused = jsonrpc(None).await.expect("post");
+    assert_eq!(refused.status(), reqwest::StatusCode::UNAUTHORIZED);
+    let answer: serde_json::Value = jsonrpc(Some(TOKEN))
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("JSON-RPC answer");
+    assert_eq!(answer["result"], over_grpc, "{answer}");
+    let rest = |token: Option<&str>| {
+        let mut request = http.get(format!("{base}/a2a/carded.main/extendedAgentCard"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    let refused = rest(None).await.expect("get");
+    assert_eq!(refused.status(), reqwest::StatusCode::UNAUTHORIZED);
+    let answer: serde_json::Value = rest(Some(TOKEN))
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("card JSON");
+    assert_eq!(answer, over_grpc);
+}
+
 #[tokio::test]
 async fn a_turn_waiting_for_an_approval_is_input_required_until_it_is_decided() {
     const BASH_CALL: &str = r#"{"tool_calls": [{"id": "call_a", "name": "Bash", "arguments": {"command": "echo asked"}}]}"#;

@@ -152,6 +152,10 @@ async fn drive(binding: &str) {
         "the client took the card's {binding} interface:\n{stdout}"
     );
     assert!(
+        stdout.contains("ok: the extended card, behind the token, lists the agent's tools"),
+        "the client read the extended card:\n{stdout}"
+    );
+    assert!(
         stdout.contains("ok: the decision resolves the approval"),
         "the input-required task was answered:\n{stdout}"
     );

@@ -4,6 +4,7 @@
 mod support;
 
 mod a2a;
+mod a2a_clients;
 mod a2a_delegate;
 mod a2a_jsonrpc;
 mod a2a_push;

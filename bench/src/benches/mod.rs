@@ -1,5 +1,6 @@
 //! The benchmarks, one per figure of the targets.
 
+mod a2a;
 mod append;
 mod archives;
 mod delivery;
@@ -44,11 +45,12 @@ pub enum Which {
     Mcp,
     Subagents,
     Workspace,
+    A2a,
 }
 
 impl Which {
     /// Every benchmark, in the order of the report.
-    pub const EACH: [Which; 13] = [
+    pub const EACH: [Which; 14] = [
         Which::Overhead,
         Which::Throughput,
         Which::Append,
@@ -62,6 +64,7 @@ impl Which {
         Which::Mcp,
         Which::Subagents,
         Which::Workspace,
+        Which::A2a,
     ];
 
     /// The benchmarks of `quick`.
@@ -103,6 +106,7 @@ impl Which {
             Which::Mcp => "mcp",
             Which::Subagents => "subagents",
             Which::Workspace => "workspace",
+            Which::A2a => "a2a",
         }
     }
 
@@ -123,6 +127,7 @@ impl Which {
             Which::Mcp => "stdio MCP servers: a warm tool call, and a start in the sandbox",
             Which::Subagents => "what a sub-agent call adds beyond the child's turn",
             Which::Workspace => "fork and turn-end snapshot of a session with a large workspace",
+            Which::A2a => "what A2A SendMessage adds to a turn beyond Run",
         }
     }
 
@@ -142,6 +147,7 @@ impl Which {
             Which::Mcp => mcp::run(env).await,
             Which::Subagents => subagents::run(env).await,
             Which::Workspace => workspace::run(env).await,
+            Which::A2a => a2a::run(env).await,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The `odyssey` command line: argument parsing (clap derive) and dispatch. Each command
 //! group lives in its own file; this one only routes and turns errors into exit codes.
 
+mod a2a;
 mod approval;
 mod approvals;
 mod args;
@@ -137,6 +138,9 @@ enum Command {
     Approve(approvals::ApproveArgs),
     /// Refuse a tool call that waits for approval.
     Deny(approvals::DenyArgs),
+    /// The server's agents over the Agent2Agent protocol (A2A v1.0): cards and tasks.
+    #[command(subcommand)]
+    A2a(a2a::A2aCommand),
 }
 
 /// Runs one `odyssey` invocation in-process and returns its exit code: 0 on success, 1 on
@@ -242,6 +246,7 @@ async fn dispatch(
         Command::Approvals(args) => approvals::list(args, global, output).await,
         Command::Approve(args) => approvals::approve(args, global, output).await,
         Command::Deny(args) => approvals::deny(args, global, output).await,
+        Command::A2a(command) => a2a::run(command, global, output).await,
     }
 }
 

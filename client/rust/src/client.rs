@@ -27,7 +27,7 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// The largest message accepted from the server. The server caps what it sends (4 MiB by
 /// default, configurable), so this only has to be at least as large.
-const MAX_DECODING_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_DECODING_BYTES: usize = 64 * 1024 * 1024;
 
 /// How to reach a server, beyond its URL.
 #[derive(Clone, Default)]
@@ -151,7 +151,7 @@ impl OdysseyClient {
         }
     }
 
-    fn intercepted(&self) -> AuthChannel {
+    pub(crate) fn intercepted(&self) -> AuthChannel {
         InterceptedService::new(self.channel.clone(), self.auth.clone())
     }
 

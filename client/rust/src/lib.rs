@@ -25,6 +25,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod a2a;
 mod approvals;
 mod archive;
 mod auth;
@@ -55,6 +56,10 @@ pub use watch::{ApprovalWatcher, ApprovalsChange};
 
 /// The generated API, re-exported so SDK users need no direct `odyssey-api` dependency.
 pub use odyssey_api::v1 as proto;
+
+/// The generated Agent2Agent protocol (`lf.a2a.v1`), which the server offers beside the
+/// Odyssey API; [`a2a`] has the helpers.
+pub use odyssey_api::a2a::v1 as a2a_proto;
 
 /// The Rust client guide, `docs/clients/rust.md`: its examples compile as doc tests, so
 /// the guide cannot drift from the API.

@@ -36,6 +36,17 @@ export {
 export { ApprovalWatch, type ApprovalChange } from "./watch.js";
 export { OdysseyError, Code, type ErrorDetails, type FieldViolation } from "./errors.js";
 export { packProject } from "./archive.js";
+export {
+  A2AClient,
+  DETAILS_EXTENSION,
+  SEQUENCE_KEY,
+  a2aTenant,
+  answerText,
+  sequenceOf,
+  type A2ACallOptions,
+  type A2ADecision,
+  type TaskUpdate,
+} from "./a2a.js";
 export * from "./gen/odyssey/v1/approval_pb.js";
 export * from "./gen/odyssey/v1/bundle_pb.js";
 export * from "./gen/odyssey/v1/common_pb.js";

@@ -1,5 +1,6 @@
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 
+import { A2AClient } from "./a2a.js";
 import { packProject } from "./archive.js";
 import { OdysseyClientCore, READ_MAX_BYTES, tokenInterceptor, type CallOptions } from "./client.js";
 import type { ReconnectPolicy } from "./events.js";
@@ -55,5 +56,13 @@ export class OdysseyClient extends OdysseyClientCore {
     options: { namespace?: string; force?: boolean } & CallOptions = {},
   ): Promise<Bundle> {
     return this.buildBundle(await packProject(folder), options);
+  }
+
+  /**
+   * The server's agents over the Agent2Agent protocol (A2A v1.0), on this connection and
+   * token: cards and tasks (see `A2AClient`). Node only: the browser entry leaves it out.
+   */
+  a2a(): A2AClient {
+    return new A2AClient(this.transport, this.headers);
   }
 }

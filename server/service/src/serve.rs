@@ -196,10 +196,16 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         .then(|| Arc::new(grpc::RpcMetrics::new()));
     let mut http = http_options(&config, identity.clone());
     // One set of A2A settings and push registrations for every binding.
-    let a2a = crate::a2a::A2aOptions::new(
+    let mut a2a = crate::a2a::A2aOptions::new(
         config.grpc.a2a_default_agent.clone(),
         config.grpc.a2a_push_allowed_urls.clone(),
     );
+    a2a.site = crate::a2a::Site {
+        grpc_port: addr.port(),
+        http_port: gateway_listener.as_ref().map(|(_, addr)| addr.port()),
+        http_tls: http.tls.is_some(),
+        bearer: config.grpc.auth_token.is_some(),
+    };
     http.a2a_cards = Some(crate::a2a::CardOptions {
         grpc_port: addr.port(),
         a2a: a2a.clone(),

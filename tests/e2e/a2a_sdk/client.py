@@ -1,5 +1,5 @@
 """The official A2A Python SDK (`a2a-sdk`) against a real odysseyd: it discovers the
-agent from its card, then runs a task, a streamed task, a cancelled one, and one that
+agent from its card, reads its extended card, then runs a task, a streamed task, a cancelled one, and one that
 waits for an approval (answered with a decision) over the binding named (GRPC, JSONRPC or
 HTTP+JSON, one of the card's interfaces), lists the tasks of a context, and asks for a
 task that does not exist. Run by tests/e2e/a2a_sdk.rs, which starts the server and its
@@ -27,6 +27,7 @@ from a2a.client import (
 )
 from a2a.types import (
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -86,8 +87,21 @@ async def main(base: str, token: str, binding: str) -> None:
         card = await A2ACardResolver(http, base).get_agent_card()
     used = [i for i in card.supported_interfaces if i.protocol_binding == binding]
     check(len(used) == 1, f"the card offers {binding}: {used[0].url if used else None}")
+    check(card.capabilities.extended_agent_card, "the card offers an extended card")
     plain = await client(base, token, binding, streaming=False)
     responses = [r async for r in plain.send_message(message("Say hello"))]
+    extended = await plain.get_extended_agent_card(GetExtendedAgentCardRequest())
+    details = [
+        e.params
+        for e in extended.capabilities.extensions
+        if e.uri == "urn:odyssey:a2a:agent-details:v1"
+    ]
+    check(
+        extended.name == card.name
+        and len(details) == 1
+        and list(details[0]["tools"]) == ["Bash"],
+        f"the extended card, behind the token, lists the agent's tools: {details}",
+    )
     check(len(responses) == 1 and responses[0].HasField("task"), "SendMessage answers a task")
     task = responses[0].task
     check(task.status.state == TaskState.TASK_STATE_COMPLETED, "the task completed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Sequence, Union
 
 import grpc
 from google.protobuf import struct_pb2
@@ -37,6 +37,9 @@ from odyssey_client.requests import (
     Model,
     SandboxMode,
 )
+
+if TYPE_CHECKING:
+    from odyssey_client.a2a import A2AClient
 
 #: Archive bytes per BuildBundle message: well under the server's message limit.
 CHUNK_BYTES = requests.CHUNK_BYTES
@@ -110,6 +113,15 @@ class OdysseyClient:
 
     def close(self) -> None:
         self._channel.close()
+
+    def a2a(self) -> A2AClient:
+        """The server's agents over the Agent2Agent protocol (A2A v1.0), on this channel
+        and token: see :mod:`odyssey_client.a2a`. Its stubs load on this first call (they
+        share their protobuf names with the official ``a2a-sdk``, which cannot be loaded
+        in the same process)."""
+        from odyssey_client.a2a import A2AClient
+
+        return A2AClient(self._channel)
 
     def __enter__(self) -> OdysseyClient:
         return self

@@ -4,6 +4,12 @@
 //! `namespace%2Fname` outside the `local` namespace). Cards are public, as A2A discovery
 //! needs: they tell an agent's name, description, skills and how to reach it (gRPC on the
 //! gRPC port, JSON-RPC and HTTP+JSON on this listener), and declare the bearer token the API itself needs.
+//!
+//! The extended card ([`extended_card`], `GetExtendedAgentCard` on every binding, behind
+//! the token) is the same card with what only a client of the server needs to know: the
+//! agent's model, tools and permission rules, sub-agents, MCP servers and the sandbox it
+//! asks for ([`DETAILS_EXTENSION`]). Never a secret: no environment mappings, no URLs of
+//! MCP servers, no provider settings.
 
 use axum::Json;
 use axum::Router;
@@ -22,6 +28,77 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 
 /// The name of the bearer scheme in cards.
 pub const BEARER_SCHEME: &str = "bearer";
+
+/// The extension under which the extended card tells the agent's details.
+pub const DETAILS_EXTENSION: &str = "urn:odyssey:a2a:agent-details:v1";
+
+/// Where the server's A2A bindings listen, for the interfaces of cards asked for on any
+/// of them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Site {
+    /// The gRPC port, which serves `lf.a2a.v1.A2AService`.
+    pub grpc_port: u16,
+    /// The HTTP listener's port (JSON-RPC and HTTP+JSON), when it runs.
+    pub http_port: Option<u16>,
+    /// Whether the HTTP listener speaks HTTPS.
+    pub http_tls: bool,
+    /// Whether calls need `authorization: Bearer <token>`.
+    pub bearer: bool,
+}
+
+/// The listener a card was asked for on, and the authority the client named to reach it.
+#[derive(Clone, Debug)]
+pub enum Reached {
+    /// The HTTP listener (cards, JSON-RPC, HTTP+JSON).
+    Http(Option<http::uri::Authority>),
+    /// The gRPC port.
+    Grpc(Option<http::uri::Authority>),
+}
+
+impl Site {
+    /// Where a client that reached the server as `reached` finds each binding: the host
+    /// it named, with each listener's port (the one it reached as it named it).
+    pub fn urls(&self, reached: &Reached) -> Urls {
+        let http = |authority: Option<String>, path: &str| {
+            let scheme = if self.http_tls { "https" } else { "http" };
+            authority.map(|authority| format!("{scheme}://{authority}{path}"))
+        };
+        match reached {
+            Reached::Http(named) => {
+                let authority = named
+                    .as_ref()
+                    .map(|a| a.as_str().to_owned())
+                    .unwrap_or_else(|| "localhost".to_owned());
+                Urls {
+                    grpc: format!("{}:{}", host_of(named.as_ref()), self.grpc_port),
+                    jsonrpc: http(Some(authority.clone()), super::jsonrpc::PATH),
+                    rest: http(Some(authority), super::rest::BASE),
+                }
+            }
+            Reached::Grpc(named) => {
+                let host = host_of(named.as_ref());
+                let grpc = named
+                    .as_ref()
+                    .filter(|a| a.port_u16().is_some())
+                    .map(|a| a.as_str().to_owned())
+                    .unwrap_or_else(|| format!("{host}:{}", self.grpc_port));
+                let authority = self.http_port.map(|port| format!("{host}:{port}"));
+                Urls {
+                    grpc,
+                    jsonrpc: http(authority.clone(), super::jsonrpc::PATH),
+                    rest: http(authority, super::rest::BASE),
+                }
+            }
+        }
+    }
+}
+
+/// The host of `named` (an IPv6 literal in brackets), `localhost` without one.
+fn host_of(named: Option<&http::uri::Authority>) -> String {
+    named
+        .map(|a| a.host().to_owned())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
 
 /// What a card says about how the server is reached.
 #[derive(Clone, Debug, Default)]
@@ -94,11 +171,14 @@ async fn served(
         ))
         .into_response();
     };
-    let urls = Urls {
-        grpc: grpc_url(parts, cards.options.grpc_port),
-        jsonrpc: http_url(parts, cards.options.http_tls, super::jsonrpc::PATH),
-        rest: http_url(parts, cards.options.http_tls, super::rest::BASE),
+    let site = Site {
+        grpc_port: cards.options.grpc_port,
+        http_port: None,
+        http_tls: cards.options.http_tls,
+        bearer: cards.options.bearer,
     };
+    let named = crate::grpc::host::NamedHost::of(&parts.uri, &parts.headers).map(|n| n.0);
+    let urls = site.urls(&Reached::Http(named));
     let mut card = card(&bundle, agent, urls, cards.options.bearer);
     if let Some(capabilities) = card.capabilities.as_mut() {
         capabilities.push_notifications = Some(!cards.options.a2a.push_allowed_urls.is_empty());
@@ -113,39 +193,10 @@ async fn served(
 pub struct Urls {
     /// `host:port` of the gRPC listener.
     pub grpc: String,
-    /// The JSON-RPC binding's URL on this listener.
-    pub jsonrpc: String,
-    /// The HTTP+JSON binding's base URL on this listener.
-    pub rest: String,
-}
-
-/// The authority the client named to reach this listener (the host check let it through).
-fn named_authority(parts: &http::request::Parts) -> Option<http::uri::Authority> {
-    parts.uri.authority().cloned().or_else(|| {
-        parts
-            .headers
-            .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .and_then(|h| h.parse::<http::uri::Authority>().ok())
-    })
-}
-
-/// `host:port` of the gRPC listener as the client reached this one: the host it named
-/// with the gRPC port.
-fn grpc_url(parts: &http::request::Parts, port: u16) -> String {
-    let named = named_authority(parts)
-        .map(|a| a.host().to_owned())
-        .unwrap_or_else(|| "localhost".to_owned());
-    format!("{named}:{port}")
-}
-
-/// The URL of `path` on this listener, as the client reached it.
-fn http_url(parts: &http::request::Parts, tls: bool, path: &str) -> String {
-    let authority = named_authority(parts)
-        .map(|a| a.as_str().to_owned())
-        .unwrap_or_else(|| "localhost".to_owned());
-    let scheme = if tls { "https" } else { "http" };
-    format!("{scheme}://{authority}{path}")
+    /// The JSON-RPC binding's URL on the HTTP listener, when it runs.
+    pub jsonrpc: Option<String>,
+    /// The HTTP+JSON binding's base URL on the HTTP listener, when it runs.
+    pub rest: Option<String>,
 }
 
 /// The tenant that names `agent` of `bundle` in A2A requests.
@@ -219,26 +270,21 @@ pub fn card(
     pb::AgentCard {
         name: agent.name.clone(),
         description,
-        supported_interfaces: vec![
-            pb::AgentInterface {
-                url: urls.grpc,
-                protocol_binding: "GRPC".into(),
+        supported_interfaces: [
+            (Some(urls.grpc), "GRPC"),
+            (urls.jsonrpc, "JSONRPC"),
+            (urls.rest, "HTTP+JSON"),
+        ]
+        .into_iter()
+        .filter_map(|(url, binding)| {
+            Some(pb::AgentInterface {
+                url: url?,
+                protocol_binding: binding.into(),
                 tenant: tenant_of(bundle, agent),
                 protocol_version: PROTOCOL_VERSION.into(),
-            },
-            pb::AgentInterface {
-                url: urls.jsonrpc,
-                protocol_binding: "JSONRPC".into(),
-                tenant: tenant_of(bundle, agent),
-                protocol_version: PROTOCOL_VERSION.into(),
-            },
-            pb::AgentInterface {
-                url: urls.rest,
-                protocol_binding: "HTTP+JSON".into(),
-                tenant: tenant_of(bundle, agent),
-                protocol_version: PROTOCOL_VERSION.into(),
-            },
-        ],
+            })
+        })
+        .collect(),
         provider: None,
         version: agent.version.clone(),
         documentation_url: None,
@@ -249,7 +295,8 @@ pub fn card(
                 super::answer::extension(),
                 super::task::sequence_extension(),
             ],
-            extended_agent_card: Some(false),
+            // Behind the token: `GetExtendedAgentCard` on every binding.
+            extended_agent_card: Some(true),
         }),
         security_schemes,
         security_requirements,
@@ -258,5 +305,115 @@ pub fn card(
         skills,
         signatures: Vec::new(),
         icon_url: None,
+    }
+}
+
+/// The extended card of `agent`: its card, with whether push notifications are offered
+/// and the agent's details ([`DETAILS_EXTENSION`]).
+pub fn extended_card(
+    bundle: &InstalledBundle,
+    agent: &AgentDefinition,
+    urls: Urls,
+    bearer: bool,
+    push: bool,
+) -> pb::AgentCard {
+    let mut card = card(bundle, agent, urls, bearer);
+    if let Some(capabilities) = card.capabilities.as_mut() {
+        capabilities.push_notifications = Some(push);
+        capabilities
+            .extensions
+            .push(details_extension(bundle, agent));
+    }
+    card
+}
+
+/// What the agent is made of, as the bundle declares it: a client of the server reads
+/// what the agent may do before it sends a task. The sandbox and MCP servers are what the
+/// bundle asks for; the operator's configuration may narrow them.
+pub fn details(bundle: &InstalledBundle, agent: &AgentDefinition) -> serde_json::Value {
+    let sandbox = &bundle.manifest.sandbox;
+    serde_json::json!({
+        "bundle": {
+            "namespace": bundle.id.namespace,
+            "name": bundle.id.name,
+            "version": bundle.manifest.version.to_string(),
+        },
+        "agent": agent.id,
+        "model": {"provider": agent.model.provider, "name": agent.model.name},
+        "tools": bundle.manifest.tools.iter().map(|t| &t.name).collect::<Vec<_>>(),
+        "permissions": {
+            "allow": agent.tools.allow,
+            "ask": agent.tools.ask,
+            "deny": agent.tools.deny,
+        },
+        "subAgents": agent.delegates,
+        "mcpServers": agent.mcp_servers,
+        "memory": agent.memory.enabled,
+        "sandbox": {
+            "mode": sandbox.mode.as_str(),
+            "network": sandbox.network,
+            "cpu": sandbox.cpu,
+            "memoryMb": sandbox.memory_mb,
+        },
+    })
+}
+
+fn details_extension(bundle: &InstalledBundle, agent: &AgentDefinition) -> pb::AgentExtension {
+    let params = crate::grpc::convert::json_to_value(&details(bundle, agent));
+    pb::AgentExtension {
+        uri: DETAILS_EXTENSION.into(),
+        description: "What the agent is made of, as its bundle declares it: model, tools and \
+                      permission rules (ask: a call waits for a person, the task turns \
+                      input-required), sub-agents, MCP servers, memory, and the sandbox it \
+                      asks for (the operator may narrow it)."
+            .into(),
+        required: false,
+        params: match params.kind {
+            Some(prost_types::value::Kind::StructValue(s)) => Some(s),
+            _ => None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(http_port: Option<u16>) -> Site {
+        Site {
+            grpc_port: 8472,
+            http_port,
+            http_tls: true,
+            bearer: true,
+        }
+    }
+
+    #[test]
+    fn a_card_asked_for_over_grpc_names_the_host_the_client_dialled_for_every_binding() {
+        let named = "[::1]:9000".parse().ok();
+        let urls = site(Some(8474)).urls(&Reached::Grpc(named));
+        assert_eq!(urls.grpc, "[::1]:9000");
+        assert_eq!(
+            urls.jsonrpc.as_deref(),
+            Some("https://[::1]:8474/a2a/jsonrpc")
+        );
+        assert_eq!(urls.rest.as_deref(), Some("https://[::1]:8474/a2a"));
+    }
+
+    #[test]
+    fn without_the_http_listener_a_card_asked_for_over_grpc_offers_grpc_alone() {
+        let urls = site(None).urls(&Reached::Grpc("example.com".parse().ok()));
+        assert_eq!(urls.grpc, "example.com:8472");
+        assert_eq!((urls.jsonrpc, urls.rest), (None, None));
+    }
+
+    #[test]
+    fn a_card_asked_for_over_http_names_the_listener_as_reached_and_the_grpc_port() {
+        let urls = site(Some(1)).urls(&Reached::Http("odyssey.example:443".parse().ok()));
+        assert_eq!(urls.grpc, "odyssey.example:8472");
+        assert_eq!(
+            urls.jsonrpc.as_deref(),
+            Some("https://odyssey.example:443/a2a/jsonrpc")
+        );
     }
 }

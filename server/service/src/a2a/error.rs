@@ -31,9 +31,6 @@ pub enum A2aError {
     /// Push notifications are not offered by this server.
     #[error("push notifications are not supported by this server")]
     PushNotificationNotSupported,
-    /// There is no extended agent card.
-    #[error("this server has no extended agent card")]
-    ExtendedAgentCardNotConfigured,
     /// The client asks for a protocol version this server does not speak.
     #[error("this server speaks A2A {speaks}; the request asks for `{asked}`")]
     VersionNotSupported { speaks: &'static str, asked: String },
@@ -47,7 +44,6 @@ impl A2aError {
             Self::TaskNotCancelable { .. }
             | Self::UnsupportedOperation(_)
             | Self::PushNotificationNotSupported
-            | Self::ExtendedAgentCardNotConfigured
             | Self::VersionNotSupported { .. } => Code::FailedPrecondition,
         }
     }
@@ -60,7 +56,6 @@ impl A2aError {
             Self::UnsupportedOperation(_) => "UNSUPPORTED_OPERATION",
             Self::ContentTypeNotSupported(_) => "CONTENT_TYPE_NOT_SUPPORTED",
             Self::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
-            Self::ExtendedAgentCardNotConfigured => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
             Self::VersionNotSupported { .. } => "VERSION_NOT_SUPPORTED",
         }
     }

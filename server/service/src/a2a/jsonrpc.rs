@@ -316,7 +316,12 @@ fn unsupported_version(headers: &http::HeaderMap) -> Option<RpcError> {
     A2aError::unsupported_version(asked).map(|e| RpcError::from(Status::from(e)))
 }
 
-async fn call(State(binding): State<Binding>, headers: http::HeaderMap, body: Bytes) -> Response {
+async fn call(
+    State(binding): State<Binding>,
+    uri: http::Uri,
+    headers: http::HeaderMap,
+    body: Bytes,
+) -> Response {
     if !is_json(&headers) {
         let error = RpcError::new(
             INVALID_REQUEST,
@@ -357,7 +362,16 @@ async fn call(State(binding): State<Binding>, headers: http::HeaderMap, body: By
                 Err(e) => Err(e),
             }
         }
-        "GetExtendedAgentCard" => unary(p, |r| a2a.get_extended_agent_card(r)).await,
+        "GetExtendedAgentCard" => {
+            let reached = super::card::Reached::Http(
+                crate::grpc::host::NamedHost::of(&uri, &headers).map(|named| named.0),
+            );
+            unary(p, |mut r: Request<pb::GetExtendedAgentCardRequest>| {
+                r.extensions_mut().insert(reached);
+                a2a.get_extended_agent_card(r)
+            })
+            .await
+        }
         "SendStreamingMessage" => {
             let stream = match params::<pb::SendMessageRequest>(p) {
                 Ok(r) => a2a.send_streaming_message(Request::new(r)).await,

@@ -21,7 +21,7 @@ mod task;
 mod tenant;
 
 pub use answer::DECISION_EXTENSION;
-pub use card::CardOptions;
+pub use card::{CardOptions, DETAILS_EXTENSION, Site};
 pub use error::{A2A_ERROR_DOMAIN, A2aError};
 pub use service::A2a;
 pub use task::{MESSAGE_ID_KEY, SEQUENCE_KEY};
@@ -35,6 +35,8 @@ pub struct A2aOptions {
     pub push_allowed_urls: Vec<odyssey_runtime::provider::UrlPattern>,
     /// The push notification configs of live tasks.
     pub push: push::PushRegistry,
+    /// Where the bindings listen, for the interfaces of extended cards.
+    pub site: card::Site,
 }
 
 impl A2aOptions {
@@ -46,6 +48,7 @@ impl A2aOptions {
             default_agent,
             push_allowed_urls,
             push: push::PushRegistry::default(),
+            site: card::Site::default(),
         }
     }
 }

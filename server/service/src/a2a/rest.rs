@@ -307,6 +307,7 @@ async fn call(
     method: Method,
     Path(path): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
+    uri: http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -320,7 +321,14 @@ async fn call(
         Ok(routed) => routed,
         Err(status) => return refused(status),
     };
-    match answer(&binding, &tenant, operation, query, &headers, &body).await {
+    let reached = super::card::Reached::Http(
+        crate::grpc::host::NamedHost::of(&uri, &headers).map(|named| named.0),
+    );
+    match answer(
+        &binding, &tenant, operation, query, &headers, &body, reached,
+    )
+    .await
+    {
         Ok(response) => response,
         Err(status) => refused(status),
     }
@@ -333,6 +341,7 @@ async fn answer(
     query: Vec<(String, String)>,
     headers: &HeaderMap,
     body: &Bytes,
+    reached: super::card::Reached,
 ) -> Result<Response, Status> {
     let a2a = &binding.a2a;
     let from_body = |values: &[(&str, &str)]| {
@@ -429,11 +438,9 @@ async fn answer(
                 Map::new(),
                 &tenant_only,
             )?)?;
-            encoded(
-                a2a.get_extended_agent_card(Request::new(r))
-                    .await?
-                    .get_ref(),
-            )
+            let mut request = Request::new(r);
+            request.extensions_mut().insert(reached);
+            encoded(a2a.get_extended_agent_card(request).await?.get_ref())
         }
     })
 }

@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::A2aOptions;
 use super::answer;
+use super::card;
 use super::error::A2aError;
 use super::push;
 use super::stream::{TaskStream, task_stream};
@@ -780,7 +781,40 @@ impl A2aService for A2a {
         request: Request<pb::GetExtendedAgentCardRequest>,
     ) -> Result<Response<pb::AgentCard>, Status> {
         checked_version(&request)?;
-        Err(A2aError::ExtendedAgentCardNotConfigured.into())
+        // The HTTP bindings say how they were reached; a gRPC call carries the host it named.
+        let reached = match request.extensions().get::<card::Reached>() {
+            Some(reached) => reached.clone(),
+            None => card::Reached::Grpc(
+                request
+                    .extensions()
+                    .get::<crate::grpc::host::NamedHost>()
+                    .map(|named| named.0.clone()),
+            ),
+        };
+        let r = request.into_inner();
+        let agent = self.agent(&r.tenant).await?;
+        let bundle = self
+            .runtime
+            .inspect_bundle(&agent.reference)
+            .await
+            .map_err(to_status)?;
+        let Some(definition) = bundle.manifest.agent(&agent.agent_id) else {
+            return Err(to_status(odyssey_runtime::RuntimeError::not_found(
+                "agent",
+                format!(
+                    "{} (bundle {} has no such agent)",
+                    agent.agent_id, bundle.id
+                ),
+            )));
+        };
+        let site = self.options.site;
+        Ok(Response::new(card::extended_card(
+            &bundle,
+            definition,
+            site.urls(&reached),
+            site.bearer,
+            !self.options.push_allowed_urls.is_empty(),
+        )))
     }
 
     async fn delete_task_push_notification_config(

@@ -131,7 +131,28 @@ pub fn refused_status(host: &str) -> Status {
     )
 }
 
-/// Answers requests for hosts that are not allowed with 421, on the gRPC port.
+/// The authority (`host[:port]`) a request named to reach the server, once allowed: the
+/// services that tell a client where they are (A2A's cards) answer with the name it used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedHost(pub http::uri::Authority);
+
+impl NamedHost {
+    /// `:authority` (HTTP/2), else `Host` (HTTP/1.1); `None` when neither is an authority.
+    pub fn of(uri: &http::Uri, headers: &http::HeaderMap) -> Option<Self> {
+        uri.authority()
+            .cloned()
+            .or_else(|| {
+                headers
+                    .get(HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .and_then(|h| h.parse::<http::uri::Authority>().ok())
+            })
+            .map(Self)
+    }
+}
+
+/// Answers requests for hosts that are not allowed with 421, on the gRPC port; allowed
+/// ones carry their [`NamedHost`] on.
 #[derive(Clone)]
 pub struct HostLayer {
     hosts: AllowedHosts,
@@ -175,10 +196,13 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let health = request.uri().path().starts_with(super::auth::OPEN_PREFIX);
         let refused = (!health).then(|| self.hosts.refused(&request)).flatten();
         let Some(host) = refused else {
+            if let Some(named) = NamedHost::of(request.uri(), request.headers()) {
+                request.extensions_mut().insert(named);
+            }
             return futures::future::Either::Left(self.inner.call(request));
         };
         tracing::debug!(host, "request for a host this server does not answer to");
