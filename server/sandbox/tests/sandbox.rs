@@ -945,6 +945,7 @@ async fn the_bash_tool_runs_commands_and_records_their_events() {
         session_id: session.id(),
         turn_id,
         call_id: "call-1".into(),
+        parent_session_ids: Vec::new(),
         bundle: bundle.clone(),
         view: ProcessView::new(SandboxMode::WorkspaceWrite, &cell),
         cell: cell.clone(),

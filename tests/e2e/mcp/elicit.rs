@@ -17,6 +17,23 @@ async fn elicit_server(
     modules: &Path,
     approval_timeout: Duration,
 ) -> (TestServer, pb::Session) {
+    let project = mcp_project(
+        "everything",
+        &everything(modules),
+        modules,
+        "[\"mcp__everything__*\"]",
+        "[]",
+    );
+    elicit_server_on(model, modules, approval_timeout, &project).await
+}
+
+/// As [`elicit_server`], with a session on `project`.
+async fn elicit_server_on(
+    model: &OpenAiWireServer,
+    modules: &Path,
+    approval_timeout: Duration,
+    project: &Project,
+) -> (TestServer, pb::Session) {
     let base_url = model.base_url();
     let mounted = modules.to_path_buf();
     let server = TestServer::start_configured(
@@ -39,14 +56,7 @@ async fn elicit_server(
         },
     )
     .await;
-    let project = mcp_project(
-        "everything",
-        &everything(modules),
-        modules,
-        "[\"mcp__everything__*\"]",
-        "[]",
-    );
-    let session = server.session_on(&project).await;
+    let session = server.session_on(project).await;
     (server, session)
 }
 
@@ -462,4 +472,77 @@ async fn a_request_for_input_nobody_answers_times_out_and_the_server_is_told_can
     let (_, answered, result) = outcome(&events);
     assert_eq!(answered.action, pb::HumanInputAction::Decline as i32);
     assert!(result.contains("declined"), "{result}");
+}
+
+/// A planner delegating to a helper whose MCP server asks for input: the request is the
+/// helper's, and names the planner as its parent, as the helper's calls for approval do.
+#[tokio::test]
+async fn a_sub_agents_request_for_input_names_its_parents() {
+    let modules = node_modules();
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(call(
+                "c1",
+                "Agent",
+                r#"{"agent": "helper", "prompt": "Ask the person."}"#,
+            ))
+            .reply(call("c2", ELICIT, "{}"))
+            .reply(text("The person declined."))
+            .reply(text("The helper is done.")),
+    )
+    .await
+    .expect("loopback model");
+    let project = Project::empty();
+    let command = serde_json::to_string(&everything(&modules)).expect("json");
+    project.write(
+        "odyssey.bundle.yaml",
+        &format!(
+            "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: mcp-delegating\n  version: 0.1.0\nspec:\n  agents:\n    - id: planner\n      spec: agents/planner/agent.yaml\n      default: true\n    - id: helper\n      spec: agents/helper/agent.yaml\n  tools:\n    - {{ name: Agent, source: builtin }}\n  mcp_servers:\n    - name: everything\n      command: {command}\n      env: {{ FROM_HOST: PATH }}\n  sandbox:\n    mode: workspace_write\n    permissions:\n      filesystem:\n        mounts:\n          read: [\"{}\"]\n",
+            modules.display()
+        ),
+    );
+    project.write(
+        "agents/planner/agent.yaml",
+        "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: planner\nspec:\n  kind: prompt\n  prompt: You plan.\n  model:\n    provider: openai\n    name: gpt-test\n  delegates: [helper]\n  tools:\n    allow: [Agent]\n    deny: []\n",
+    );
+    project.write(
+        "agents/helper/agent.yaml",
+        "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: helper\nspec:\n  kind: prompt\n  prompt: You help.\n  model:\n    provider: openai\n    name: gpt-test\n  mcp_servers: [everything]\n  tools:\n    allow: [\"mcp__everything__*\"]\n    deny: []\n",
+    );
+    let (server, parent) =
+        elicit_server_on(&model, &modules, Duration::from_secs(600), &project).await;
+    let execution = server
+        .submit(&parent.id, "Delegate.")
+        .await
+        .expect("submit");
+    let mut approvals = ApprovalServiceClient::new(server.channel.clone());
+    let mut asked = None;
+    for _ in 0..400 {
+        let listed = approvals
+            .list_approvals(pb::ListApprovalsRequest::default())
+            .await
+            .expect("list approvals")
+            .into_inner()
+            .approvals;
+        if let Some(request) = listed.into_iter().next() {
+            asked = Some(request);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let asked = asked.expect("the helper's server asks");
+    assert_eq!(asked.kind, pb::ApprovalKind::Input as i32);
+    assert_ne!(asked.session_id, parent.id, "the request is the helper's");
+    assert_eq!(asked.parent_session_ids, vec![parent.id.clone()]);
+    approvals
+        .resolve_approval(pb::ResolveApprovalRequest {
+            request_id: asked.request_id,
+            action: pb::HumanInputAction::Decline as i32,
+            ..Default::default()
+        })
+        .await
+        .expect("declined");
+    server
+        .wait_for_state(&execution, pb::ExecutionState::Completed)
+        .await;
 }

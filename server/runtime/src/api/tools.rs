@@ -196,6 +196,11 @@ impl OdysseyRuntime {
                 session_id: record.id,
                 turn_id: Uuid::nil(),
                 call_id: String::new(),
+                parent_session_ids: record
+                    .parent
+                    .as_ref()
+                    .map(|p| p.ancestors.clone())
+                    .unwrap_or_default(),
                 cwd: view.workspace.clone(),
                 view,
                 cell,

@@ -379,7 +379,7 @@ impl OdysseyRuntime {
         let gate = Gate {
             rules,
             inherited,
-            ancestors,
+            ancestors: ancestors.clone(),
             policy: record.approval_policy,
             approvals: self.inner.approvals.clone(),
             hooks: self.inner.config.hooks.clone(),
@@ -436,6 +436,7 @@ impl OdysseyRuntime {
                 session_id: record.id,
                 turn_id,
                 call_id: String::new(),
+                parent_session_ids: ancestors,
                 cwd: view.in_workspace(Path::new(&context.cwd)),
                 view,
                 cell,

@@ -33,6 +33,10 @@ pub struct ToolContext {
     pub session_id: Uuid,
     pub turn_id: Uuid,
     pub call_id: String,
+    /// The session's ancestors when it is a sub-agent's, nearest first: a request for a
+    /// person raised during a call (an MCP server's request for input) names them, as the
+    /// gate's calls for approval do.
+    pub parent_session_ids: Vec<Uuid>,
     /// The installed bundle (its files, manifest and skills).
     pub bundle: Arc<InstalledBundle>,
     /// The session's sandbox cell on the host; `cell.data` is the workspace.

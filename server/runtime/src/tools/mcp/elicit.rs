@@ -43,6 +43,8 @@ struct ActiveCall {
     session_id: Uuid,
     execution_id: Uuid,
     call_id: String,
+    /// The session's ancestors, nearest first (empty unless it is a sub-agent's).
+    parent_session_ids: Vec<Uuid>,
     /// The tool as the model calls it (`mcp__<server>__<tool>`).
     tool: String,
     events: EventSink,
@@ -144,6 +146,7 @@ impl Elicitation {
             session_id: ctx.session_id,
             execution_id: ctx.turn_id,
             call_id: ctx.call_id.clone(),
+            parent_session_ids: ctx.parent_session_ids.clone(),
             tool: tool.to_owned(),
             events: ctx.events.clone(),
             done: done.clone(),
@@ -199,7 +202,7 @@ impl Elicitation {
             summary: format!("MCP server `{}` asks for input", self.server),
             display: display.clone(),
             reason: format!("MCP server `{}` asks for input", self.server),
-            parent_session_ids: Vec::new(),
+            parent_session_ids: call.parent_session_ids.clone(),
             input: Some(InputRequest {
                 server: self.server.clone(),
                 message: message.clone(),

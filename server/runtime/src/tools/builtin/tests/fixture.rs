@@ -103,6 +103,7 @@ impl Fixture {
             session_id: session.id(),
             turn_id,
             call_id: "call-1".into(),
+            parent_session_ids: Vec::new(),
             bundle,
             cwd: view.workspace.clone(),
             view,
