@@ -959,6 +959,7 @@ async fn the_bash_tool_runs_commands_and_records_their_events() {
         memory_mb: None,
         events: EventSink::new(session.clone(), Some(turn_id)),
         cancel: CancellationToken::new(),
+        person: Default::default(),
         skills: Arc::new(SkillCatalog::new(&bundle, &[])),
     };
     let sandbox = Arc::new(Sandbox::new(fx.sandbox.settings().clone()));

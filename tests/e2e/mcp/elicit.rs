@@ -53,6 +53,9 @@ async fn elicit_server_on(
             );
             config.mcp.call_timeout = Duration::from_secs(60);
             config.approval_timeout = approval_timeout;
+            // One worker: a turn waiting for a person's input must give it back
+            // (`a_turn_waiting_for_input_gives_its_worker_back`).
+            config.worker_count = 1;
         },
     )
     .await;
@@ -544,5 +547,48 @@ async fn a_sub_agents_request_for_input_names_its_parents() {
         .expect("declined");
     server
         .wait_for_state(&execution, pb::ExecutionState::Completed)
+        .await;
+}
+
+/// With one worker, a turn whose MCP server waits for a person gives the worker back, so
+/// another session's turn runs meanwhile; the first turn goes on once answered.
+#[tokio::test]
+async fn a_turn_waiting_for_input_gives_its_worker_back() {
+    let modules = node_modules();
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(call("c1", ELICIT, "{}"))
+            .reply(text("The other session ran."))
+            .reply(text("Declined.")),
+    )
+    .await
+    .expect("loopback model");
+    let (server, waiting) = elicit_server(&model, &modules, Duration::from_secs(600)).await;
+    let first = server.submit(&waiting.id, "Ask me.").await.expect("submit");
+    let asked = pending_input(&server, &waiting.id).await;
+
+    let other = server.create_session(&waiting.bundle_reference).await;
+    let status = tokio::time::timeout(
+        Duration::from_secs(30),
+        server.run(&other.id, "Run meanwhile."),
+    )
+    .await
+    .expect("the other session's turn runs while the first waits for a person");
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{status:?}"
+    );
+
+    ApprovalServiceClient::new(server.channel.clone())
+        .resolve_approval(pb::ResolveApprovalRequest {
+            request_id: asked.request_id,
+            action: pb::HumanInputAction::Decline as i32,
+            ..Default::default()
+        })
+        .await
+        .expect("declined");
+    server
+        .wait_for_state(&first, pb::ExecutionState::Completed)
         .await;
 }

@@ -214,6 +214,7 @@ impl OdysseyRuntime {
                 memory_mb: access.memory_mb,
                 events: EventSink::new(session.clone(), None),
                 cancel: CancellationToken::new(),
+                person: Default::default(),
                 skills: Arc::default(),
             };
             let listings = self

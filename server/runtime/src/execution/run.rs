@@ -450,6 +450,7 @@ impl OdysseyRuntime {
                 memory_mb: access.memory_mb,
                 events: EventSink::new(session.clone(), Some(turn_id)),
                 cancel: signal.token().clone(),
+                person: Default::default(),
                 skills: prompt.skills,
             },
             max_steps: self.inner.config.max_turn_steps,

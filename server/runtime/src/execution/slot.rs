@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 pub(crate) struct WorkerSlot {
     permit: Option<OwnedSemaphorePermit>,
@@ -37,5 +37,52 @@ impl WorkerSlot {
         // turn goes on without a slot rather than stalling.
         self.permit = self.slots.clone().acquire_owned().await.ok();
         output
+    }
+
+    /// Runs `work` holding the slot except while `waits` counts a wait for a person (a
+    /// tool call's request for input): the slot is given back when one starts and taken
+    /// again when the last ends, the work going on meanwhile.
+    pub async fn release_while_waiting<T>(
+        &mut self,
+        work: impl Future<Output = T>,
+        mut waits: watch::Receiver<usize>,
+    ) -> T {
+        tokio::pin!(work);
+        loop {
+            let waiting = *waits.borrow_and_update() > 0;
+            if waiting && self.permit.is_some() {
+                self.permit = None;
+                (self.on_release)();
+            }
+            let slots = self.slots.clone();
+            let reacquire = async move {
+                if waiting {
+                    std::future::pending().await
+                } else {
+                    slots.acquire_owned().await.ok()
+                }
+            };
+            let holding = self.permit.is_some();
+            tokio::select! {
+                output = &mut work => {
+                    if self.permit.is_none() {
+                        self.permit = self.slots.clone().acquire_owned().await.ok();
+                    }
+                    return output;
+                }
+                changed = waits.changed() => {
+                    if changed.is_err() {
+                        // Nobody can start a wait any more: finish the work, then hold
+                        // the slot again.
+                        let output = work.await;
+                        if self.permit.is_none() {
+                            self.permit = self.slots.clone().acquire_owned().await.ok();
+                        }
+                        return output;
+                    }
+                }
+                permit = reacquire, if !holding => self.permit = permit,
+            }
+        }
     }
 }

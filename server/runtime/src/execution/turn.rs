@@ -168,12 +168,13 @@ impl Turn {
                             None
                         }
                         Admitted::Run(ctx) => {
+                            let waits = ctx.person.watch();
                             let call_tool = self.tools.call(ctx, &call.name, &call.arguments);
                             let output = match self.tools.get(&call.name) {
                                 Some(tool) if tool.releases_worker() => {
                                     slot.release_while(call_tool).await
                                 }
-                                _ => call_tool.await,
+                                _ => slot.release_while_waiting(call_tool, waits).await,
                             };
                             Some(self.finish_tool(&call, output, progress)?)
                         }
@@ -278,6 +279,7 @@ impl Turn {
         })?;
         let ctx = ToolContext {
             call_id: call.id.clone(),
+            person: Default::default(),
             ..self.tool_context.clone()
         };
         let verdict = match (&tool, &parsed) {

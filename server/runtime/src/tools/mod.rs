@@ -8,6 +8,7 @@ pub mod builtin;
 mod host;
 pub mod images;
 pub mod mcp;
+pub mod person;
 
 pub use host::HostTools;
 
@@ -64,6 +65,8 @@ pub struct ToolContext {
     pub events: EventSink,
     /// Fires when the turn is cancelled; long tools stop early.
     pub cancel: CancellationToken,
+    /// Tells the turn while the call waits for a person (one per call).
+    pub person: person::PersonWaits,
     /// The skills `Skill` lists and loads: the bundle's, then the server's.
     pub skills: Arc<SkillCatalog>,
 }

@@ -45,6 +45,8 @@ struct ActiveCall {
     call_id: String,
     /// The session's ancestors, nearest first (empty unless it is a sub-agent's).
     parent_session_ids: Vec<Uuid>,
+    /// Tells the turn while the call waits for a person (it gives its worker slot back).
+    person: crate::tools::person::PersonWaits,
     /// The tool as the model calls it (`mcp__<server>__<tool>`).
     tool: String,
     events: EventSink,
@@ -147,6 +149,7 @@ impl Elicitation {
             execution_id: ctx.turn_id,
             call_id: ctx.call_id.clone(),
             parent_session_ids: ctx.parent_session_ids.clone(),
+            person: ctx.person.clone(),
             tool: tool.to_owned(),
             events: ctx.events.clone(),
             done: done.clone(),
@@ -210,6 +213,7 @@ impl Elicitation {
             }),
         });
         call.human.start();
+        let person = call.person.begin();
         self.executions.update(call.execution_id, |s| {
             if s.state == ExecutionState::Running {
                 s.state = ExecutionState::WaitingApproval;
@@ -218,6 +222,7 @@ impl Elicitation {
         let answered = self
             .wait(&call, request_id, message, schema, display.text, waiter)
             .await;
+        drop(person);
         call.human.stop();
         if !call.human.waiting() {
             self.executions.update(call.execution_id, |s| {

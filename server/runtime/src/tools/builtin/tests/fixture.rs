@@ -117,6 +117,7 @@ impl Fixture {
             memory_mb: None,
             events: EventSink::new(session.clone(), Some(turn_id)),
             cancel: CancellationToken::new(),
+            person: Default::default(),
             skills,
         };
         Self {
