@@ -22,6 +22,8 @@ use crate::tools::{Tool, ToolContext, ToolOutput};
 pub const TOOL_PREFIX: &str = "a2a__";
 /// The largest message the model may send, in bytes.
 const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+/// The longest remote task or context id taken.
+const MAX_REMOTE_ID_BYTES: usize = 256;
 
 /// The tool name of remote agent `name`.
 pub fn tool_name(name: &str) -> String {
@@ -341,12 +343,15 @@ struct RemoteTask {
 }
 
 impl RemoteTask {
+    /// Remembers the remote task's ids. An id longer than [`MAX_REMOTE_ID_BYTES`] is not
+    /// one a well-behaved agent sends: it is ignored, so it never reaches a log line or a
+    /// later request.
     fn seen(&mut self, id: &str, context_id: &str) {
-        if !id.is_empty() && self.id.is_none() {
+        if !id.is_empty() && id.len() <= MAX_REMOTE_ID_BYTES && self.id.is_none() {
             self.id = Some(id.to_owned());
             self.open = true;
         }
-        if !context_id.is_empty() {
+        if !context_id.is_empty() && context_id.len() <= MAX_REMOTE_ID_BYTES {
             self.context_id = context_id.to_owned();
         }
     }
