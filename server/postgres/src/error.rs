@@ -87,6 +87,8 @@ pub enum StoreError {
     ApprovalDecided(String),
     #[error("{0}")]
     InvalidArgument(String),
+    #[error("cannot open the store: {0}")]
+    Open(String),
     #[error("the connection listening for appended events was closed: {0}")]
     ListenerClosed(String),
 }

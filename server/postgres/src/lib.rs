@@ -7,9 +7,11 @@
 //! replicas themselves. The schema is versioned and migrated by [`Store::migrate`]
 //! (`odysseyd migrate`).
 //!
-//! Not served yet: the runtime reaches its storage directly (files under its home), and
-//! uses this store only once its storage seam exists. Until then `odysseyd migrate` is the
-//! one command that touches the database.
+//! [`open_store`] gives the runtime this store behind its storage traits
+//! ([`odyssey_runtime::store`]), as one replica (the rules it holds to are in
+//! `seam/mod.rs`). Not served yet: the runtime still reaches the file store's own types
+//! for its fast paths and refuses another store, so `odysseyd migrate` is the one command
+//! of the server that touches the database.
 //!
 //! This crate knows nothing of gRPC or HTTP; it depends on the driver (`tokio-postgres`),
 //! its pool (`deadpool-postgres`) and rustls only.
@@ -23,6 +25,7 @@ mod leases;
 mod listen;
 mod migrate;
 mod replicas;
+mod seam;
 mod sessions;
 mod turns;
 
@@ -35,6 +38,7 @@ pub use leases::Lease;
 pub use listen::{APPROVALS_CHANNEL, EVENTS_CHANNEL, EventListener, EventsAppended, Wake};
 pub use migrate::{MIGRATIONS, Migration, MigrationReport, latest_version};
 pub use replicas::Replica;
+pub use seam::{DEFAULT_CLUSTER_QUEUE_LIMIT, DEFAULT_LEASE_TTL, StoreConfig, open_store};
 pub use sessions::StoredSession;
 pub use turns::{ClaimedTurn, TurnState};
 

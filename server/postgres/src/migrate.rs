@@ -15,11 +15,18 @@ pub struct Migration {
 }
 
 /// Every migration, oldest first; a new one goes at the end with the next version.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "sessions, events, leases, turns, approvals, bundles, replicas",
-    sql: include_str!("../migrations/0001_schema.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "sessions, events, leases, turns, approvals, bundles, replicas",
+        sql: include_str!("../migrations/0001_schema.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "session totals and quarantine, queue owners and order, open turns",
+        sql: include_str!("../migrations/0002_runtime_store.sql"),
+    },
+];
 
 /// The advisory lock key migrations run under (`odyssey1` in ASCII).
 const MIGRATION_LOCK: i64 = 0x6f64_7973_7365_7931;

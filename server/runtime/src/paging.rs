@@ -21,7 +21,7 @@ impl PageRequest {
         Self { size, token: None }
     }
 
-    pub(crate) fn effective_size(&self) -> usize {
+    pub fn effective_size(&self) -> usize {
         match self.size {
             0 => DEFAULT_PAGE_SIZE,
             n => n.min(MAX_PAGE_SIZE),
@@ -29,7 +29,7 @@ impl PageRequest {
     }
 
     /// The key the previous page ended at.
-    pub(crate) fn after_key(&self) -> Result<Option<String>> {
+    pub fn after_key(&self) -> Result<Option<String>> {
         let Some(token) = self.token.as_deref().filter(|t| !t.is_empty()) else {
             return Ok(None);
         };
@@ -49,7 +49,8 @@ pub struct Page<T> {
     pub next_token: Option<String>,
 }
 
-pub(crate) fn token_for(key: &str) -> String {
+/// The token of a page that ended at the item whose key is `key`.
+pub fn token_for(key: &str) -> String {
     URL_SAFE_NO_PAD.encode(key.as_bytes())
 }
 

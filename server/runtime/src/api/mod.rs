@@ -154,7 +154,7 @@ impl OdysseyRuntime {
             Some(store) => store,
             None => Store::open(&config)?,
         };
-        let (sessions, bundles) = store.file_parts();
+        let (sessions, bundles) = store.file_parts()?;
         let metrics = Arc::new(Metrics::new(providers.known_providers()));
         let event_hooks = Arc::new(
             EventHooks::start(&config.event_hooks, &config.event_hook_encoder)

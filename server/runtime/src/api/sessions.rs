@@ -418,7 +418,7 @@ impl SessionFilter {
 
 impl SessionFilter {
     /// Whether the session is one the filter asks for.
-    pub(crate) fn matches(&self, info: &SessionInfo) -> bool {
+    pub fn matches(&self, info: &SessionInfo) -> bool {
         matches_filter(info, self)
     }
 }

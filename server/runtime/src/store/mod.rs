@@ -60,6 +60,11 @@ pub enum StoreError {
     /// No installed bundle has this digest.
     #[error("no installed bundle has digest {digest}")]
     UnknownDigest { digest: String },
+    /// A store shared by several servers refused a write to a session this server may not
+    /// write now: another server holds the session, or this server's hold on it lapsed and
+    /// was taken over. Nothing was written.
+    #[error("session {session_id} is not this server's to write: {reason}")]
+    Fenced { session_id: Uuid, reason: String },
     #[error(transparent)]
     Bundle(#[from] BundleError),
     #[error(transparent)]
@@ -84,9 +89,9 @@ impl From<StoreError> for RuntimeError {
             StoreError::Runtime(e) => e,
             StoreError::Bundle(e) => e.into(),
             StoreError::QueueClosed => RuntimeError::ShuttingDown,
-            e @ (StoreError::SequenceConflict { .. } | StoreError::QueueFull { .. }) => {
-                RuntimeError::FailedPrecondition(e.to_string())
-            }
+            e @ (StoreError::SequenceConflict { .. }
+            | StoreError::QueueFull { .. }
+            | StoreError::Fenced { .. }) => RuntimeError::FailedPrecondition(e.to_string()),
             StoreError::UnknownDigest { digest } => RuntimeError::not_found("bundle", digest),
         }
     }
@@ -223,6 +228,14 @@ enum StoreKind {
         sessions: Arc<SessionStore>,
         bundles: Arc<BundleStore>,
     },
+    /// Another store's implementations of the traits ([`Store::from_parts`]).
+    Parts {
+        name: &'static str,
+        sessions: Arc<dyn SessionRecords>,
+        logs: Arc<dyn EventLogs>,
+        journal: Arc<dyn TurnJournal>,
+        bundles: Arc<dyn Bundles>,
+    },
 }
 
 impl Store {
@@ -247,28 +260,59 @@ impl Store {
         })
     }
 
-    /// What kind of store this is, as an operator reads it: `files`.
+    /// A store made of another crate's implementations of the traits (the PostgreSQL
+    /// store, for one); `kind` names it as an operator reads it (`postgres`).
+    ///
+    /// The runtime cannot be built on such a store yet: its fast paths still reach the
+    /// file store's own types, and [`crate::RuntimeBuilder::store`] refuses it by name
+    /// until they go through the traits alone.
+    pub fn from_parts(
+        kind: &'static str,
+        sessions: Arc<dyn SessionRecords>,
+        logs: Arc<dyn EventLogs>,
+        journal: Arc<dyn TurnJournal>,
+        queue: Arc<dyn TurnQueue>,
+        bundles: Arc<dyn Bundles>,
+    ) -> Self {
+        Self {
+            kind: StoreKind::Parts {
+                name: kind,
+                sessions,
+                logs,
+                journal,
+                bundles,
+            },
+            queue,
+        }
+    }
+
+    /// What kind of store this is, as an operator reads it: `files`, or the name given to
+    /// [`Store::from_parts`].
     pub fn kind(&self) -> &'static str {
         match self.kind {
             StoreKind::Files { .. } => "files",
+            StoreKind::Parts { name, .. } => name,
         }
     }
 
     pub fn session_records(&self) -> Arc<dyn SessionRecords> {
         match &self.kind {
             StoreKind::Files { sessions, .. } => sessions.clone(),
+            StoreKind::Parts { sessions, .. } => sessions.clone(),
         }
     }
 
     pub fn event_logs(&self) -> Arc<dyn EventLogs> {
         match &self.kind {
             StoreKind::Files { sessions, .. } => sessions.clone(),
+            StoreKind::Parts { logs, .. } => logs.clone(),
         }
     }
 
     pub fn turn_journal(&self) -> Arc<dyn TurnJournal> {
         match &self.kind {
             StoreKind::Files { sessions, .. } => sessions.clone(),
+            StoreKind::Parts { journal, .. } => journal.clone(),
         }
     }
 
@@ -279,13 +323,18 @@ impl Store {
     pub fn bundles(&self) -> Arc<dyn Bundles> {
         match &self.kind {
             StoreKind::Files { bundles, .. } => bundles.clone(),
+            StoreKind::Parts { bundles, .. } => bundles.clone(),
         }
     }
 
-    /// The file store's own types, which the runtime's fast paths use.
-    pub(crate) fn file_parts(&self) -> (Arc<SessionStore>, Arc<BundleStore>) {
+    /// The file store's own types, which the runtime's fast paths use; a store made
+    /// [`Store::from_parts`] has none, and the runtime refuses it.
+    pub(crate) fn file_parts(&self) -> crate::Result<(Arc<SessionStore>, Arc<BundleStore>)> {
         match &self.kind {
-            StoreKind::Files { sessions, bundles } => (sessions.clone(), bundles.clone()),
+            StoreKind::Files { sessions, bundles } => Ok((sessions.clone(), bundles.clone())),
+            StoreKind::Parts { name, .. } => Err(RuntimeError::FailedPrecondition(format!(
+                "the runtime cannot run on the {name} store yet: it serves from the file store only"
+            ))),
         }
     }
 }

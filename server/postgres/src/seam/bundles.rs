@@ -1,0 +1,124 @@
+//! [`Bundles`]: the archive in the database by digest, for every replica; unpacked into
+//! this replica's bundle folder when installed here or first read here. Each read checks
+//! the database first, so a bundle deleted through any replica is gone on all of them.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use odyssey_runtime::InstallOptions;
+use odyssey_runtime::bundle::{BundleError, InstalledBundle};
+use odyssey_runtime::store::{Bundles, StoreError as SeamError, StoreResult};
+use sha2::{Digest, Sha256};
+
+use super::{ReplicaStore, query, seam_error};
+
+impl ReplicaStore {
+    /// The bundle unpacked here, unpacking the archive the database holds when this
+    /// replica has not yet; its files are checked against the digest as the file store
+    /// checks them.
+    async fn local_bundle(&self, digest: &str) -> StoreResult<Arc<InstalledBundle>> {
+        let stored = self.db.bundle(digest).await.map_err(seam_error)?;
+        let Some(stored) = stored else {
+            return Err(SeamError::UnknownDigest {
+                digest: digest.to_owned(),
+            });
+        };
+        match Bundles::bundle_by_digest(&self.bundles, digest.to_owned()).await {
+            Err(SeamError::UnknownDigest { .. }) => {}
+            found => return found,
+        }
+        let client = self.client().await?;
+        let namespace: String = client
+            .query_one(
+                "SELECT namespace FROM bundles WHERE digest = $1",
+                &[&digest],
+            )
+            .await
+            .map_err(query("read a bundle's namespace"))?
+            .get(0);
+        let options = InstallOptions {
+            namespace,
+            ..InstallOptions::default()
+        };
+        let installed = self
+            .bundles
+            .install_bundle_archive(&stored.archive, &options)?;
+        if installed.id.digest != digest {
+            return Err(SeamError::Bundle(BundleError::Corrupt {
+                path: installed.root.clone(),
+                message: format!(
+                    "the archive stored for {digest} unpacks to {}",
+                    installed.id.digest
+                ),
+            }));
+        }
+        Ok(installed)
+    }
+}
+
+impl Bundles for ReplicaStore {
+    fn install_archive(
+        &self,
+        archive: Vec<u8>,
+        options: InstallOptions,
+    ) -> BoxFuture<'_, StoreResult<Arc<InstalledBundle>>> {
+        async move {
+            // Unpacked and checked here first: what reaches the database is a bundle.
+            let installed = self.bundles.install_bundle_archive(&archive, &options)?;
+            let id = &installed.id;
+            // A digest already stored keeps its first archive and namespace: a digest
+            // names one bundle.
+            let client = self.client().await?;
+            client
+                .execute(
+                    "INSERT INTO bundles (digest, namespace, name, version, archive, archive_sha256)
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (digest) DO NOTHING",
+                    &[
+                        &id.digest,
+                        &id.namespace,
+                        &id.name,
+                        &id.version.to_string(),
+                        &archive,
+                        &hex::encode(Sha256::digest(&archive)),
+                    ],
+                )
+                .await
+                .map_err(query("store a bundle"))?;
+            Ok(installed)
+        }
+        .boxed()
+    }
+
+    fn bundle_by_digest(&self, digest: String) -> BoxFuture<'_, StoreResult<Arc<InstalledBundle>>> {
+        async move { self.local_bundle(&digest).await }.boxed()
+    }
+
+    /// The archive as installed, checked against the SHA-256 recorded then.
+    fn bundle_archive(&self, digest: String) -> BoxFuture<'_, StoreResult<Vec<u8>>> {
+        async move {
+            match self.db.bundle(&digest).await.map_err(seam_error)? {
+                Some(stored) => Ok(stored.archive),
+                None => Err(SeamError::UnknownDigest { digest }),
+            }
+        }
+        .boxed()
+    }
+
+    /// Gone from the database (for every replica) and from this replica's folder; other
+    /// replicas' unpacked copies are no longer served, since every read asks the
+    /// database first.
+    fn delete_bundle(&self, digest: String) -> BoxFuture<'_, StoreResult<Arc<InstalledBundle>>> {
+        async move {
+            let installed = self.local_bundle(&digest).await?;
+            if !self.db.delete_bundle(&digest).await.map_err(seam_error)? {
+                return Err(SeamError::UnknownDigest { digest });
+            }
+            match Bundles::delete_bundle(&self.bundles, digest).await {
+                Ok(_) | Err(SeamError::UnknownDigest { .. }) => Ok(installed),
+                Err(e) => Err(e),
+            }
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,342 @@
+//! The runtime's storage traits ([`odyssey_runtime::store`]) over this crate's tables:
+//! [`open_store`] hands the runtime a [`odyssey_runtime::store::Store`] whose parts all
+//! work on one database, as one replica.
+//!
+//! # One store, one replica
+//!
+//! A store opened here is one replica (its id is given to [`open_store`]). What it does
+//! as that replica:
+//!
+//! - **Events and fencing.** An append is one statement that checks the session's lease,
+//!   moves the session's last sequence only if it is the one the caller expected, and
+//!   writes the rows (primary key (session, sequence)), so the per-session sequence stays
+//!   gap-free across replicas. A replica holds a session's lease from the moment it claims
+//!   one of its turns until the turn finishes (renewed by a heartbeat every third of
+//!   [`StoreConfig::lease_ttl`]). The rule, checked by the database in the append itself:
+//!   - while this replica holds the session's lease, it appends only while that very lease
+//!     (same epoch) is live: a lease that expired, whether or not another replica took it
+//!     over since, is lost for good;
+//!   - holding no lease, it appends only if no other replica holds a live lease on the
+//!     session.
+//!
+//!   Either refusal writes nothing and answers
+//!   [`odyssey_runtime::store::StoreError::Fenced`], saying who holds the session or that
+//!   the lease lapsed. A stale expected sequence is
+//!   [`odyssey_runtime::store::StoreError::SequenceConflict`].
+//! - **The queue.** Turns are rows; a claim takes the oldest turn that heads its session's
+//!   waiting turns, in a session with no running turn and no live lease of another
+//!   replica, with `FOR UPDATE SKIP LOCKED`, and takes the session's lease in the same
+//!   transaction; a unique index keeps one running turn per session whatever races.
+//!   Pushes are counted against [`StoreConfig::queue_capacity`] (the turns this replica
+//!   submitted that wait) and [`StoreConfig::cluster_queue_limit`] (all that wait), under
+//!   one advisory lock so that both limits hold exactly.
+//! - **Only the submitting replica runs a turn, for now.** A [`odyssey_runtime::store::Job`]
+//!   is plain data (the execution id and its request), stored whole, so any replica could
+//!   rebuild it. But the runtime keeps, beside the queue, in-memory state per execution on
+//!   the replica that accepted it: its status (what `GetExecution` and waiters read), its
+//!   cancel signal and its waiters. A replica that claimed another's turn would find none
+//!   of that and could not report or cancel it, so a replica claims only the turns it
+//!   submitted. Taking over another replica's turns needs that state in the database (the
+//!   execution's status as rows, cancels as rows with a wake-up), which is later work.
+//! - **Bundles** are stored whole in the database by digest (visible to every replica) and
+//!   unpacked into this replica's own bundle folder on first use, where the runtime's
+//!   checks of an installed bundle apply as in the file store.
+
+mod bundles;
+mod journal;
+mod logs;
+mod queue;
+mod records;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use odyssey_runtime::RuntimeConfig;
+use odyssey_runtime::bundle::{ArchiveLimits, BundleStore};
+use odyssey_runtime::session::QuarantinedSession;
+use odyssey_runtime::store::StoreError as SeamError;
+use uuid::Uuid;
+
+use crate::leases::millis;
+use crate::{DatabaseConfig, Store, StoreError};
+
+/// How long a lease lasts unless renewed, when not told otherwise.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+
+/// Turns that may wait across all replicas, when not told otherwise.
+pub const DEFAULT_CLUSTER_QUEUE_LIMIT: usize = 10_000;
+
+/// Longest replica id accepted.
+const MAX_REPLICA_ID_LEN: usize = 128;
+
+/// What [`open_store`] needs.
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    pub database: DatabaseConfig,
+    /// This replica's own folder of unpacked bundles (the runtime's `<home>/bundles`).
+    pub bundles_dir: PathBuf,
+    pub archive_limits: ArchiveLimits,
+    /// Turns submitted through this replica that may wait at once.
+    pub queue_capacity: usize,
+    /// Turns that may wait at once across every replica.
+    pub cluster_queue_limit: usize,
+    /// How long a session's lease lasts unless renewed.
+    pub lease_ttl: Duration,
+}
+
+impl StoreConfig {
+    /// The database, with the rest taken from the runtime's configuration.
+    pub fn new(database: DatabaseConfig, runtime: &RuntimeConfig) -> Self {
+        Self {
+            database,
+            bundles_dir: runtime.bundles_dir(),
+            archive_limits: runtime.archive_limits,
+            queue_capacity: runtime.queue_capacity,
+            cluster_queue_limit: DEFAULT_CLUSTER_QUEUE_LIMIT,
+            lease_ttl: DEFAULT_LEASE_TTL,
+        }
+    }
+}
+
+/// Opens the PostgreSQL store as replica `replica`: migrates the schema (under the
+/// migration lock, so replicas starting together migrate once), records the replica as
+/// alive, and starts its heartbeat (replica liveness, lease renewals), which stops when
+/// the store is dropped.
+pub async fn open_store(
+    config: StoreConfig,
+    replica: &str,
+) -> Result<odyssey_runtime::store::Store, StoreError> {
+    check_replica_id(replica)?;
+    millis(config.lease_ttl)?;
+    let db = Store::new(config.database.clone())?;
+    db.migrate().await?;
+    db.replica_alive(replica).await?;
+    let bundles = BundleStore::open(config.bundles_dir.clone())
+        .map_err(|e| StoreError::InvalidArgument(format!("the bundle folder: {e}")))?
+        .with_limits(config.archive_limits);
+    let store = Arc::new(ReplicaStore {
+        db,
+        replica: replica.to_owned(),
+        lease_ttl: config.lease_ttl,
+        queue_capacity: config.queue_capacity,
+        cluster_queue_limit: config.cluster_queue_limit,
+        queued: AtomicUsize::new(0),
+        closed: AtomicBool::new(false),
+        leases: Mutex::new(HashMap::new()),
+        quarantined: Mutex::new(Vec::new()),
+        bundles,
+    });
+    store
+        .refresh()
+        .await
+        .map_err(|e| StoreError::Open(e.to_string()))?;
+    spawn_heartbeat(&store);
+    Ok(odyssey_runtime::store::Store::from_parts(
+        "postgres",
+        store.clone(),
+        store.clone(),
+        store.clone(),
+        store.clone(),
+        store,
+    ))
+}
+
+fn check_replica_id(replica: &str) -> Result<(), StoreError> {
+    let fine = !replica.is_empty()
+        && replica.len() <= MAX_REPLICA_ID_LEN
+        && replica
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if fine {
+        Ok(())
+    } else {
+        Err(StoreError::InvalidArgument(format!(
+            "`{replica}` is not a replica id: 1 to {MAX_REPLICA_ID_LEN} letters, digits, `-`, `_` or `.`"
+        )))
+    }
+}
+
+/// One replica's view of the database: what the traits are implemented on.
+pub(crate) struct ReplicaStore {
+    db: Store,
+    replica: String,
+    lease_ttl: Duration,
+    queue_capacity: usize,
+    cluster_queue_limit: usize,
+    /// Turns this replica submitted that wait, as of its last queue operation or
+    /// heartbeat (another replica may have taken one out since).
+    queued: AtomicUsize,
+    closed: AtomicBool,
+    /// The sessions whose lease this replica took when it claimed a turn, by epoch.
+    leases: Mutex<HashMap<Uuid, i64>>,
+    /// The quarantined sessions, as of the last write of this replica or heartbeat.
+    quarantined: Mutex<Vec<QuarantinedSession>>,
+    bundles: BundleStore,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl ReplicaStore {
+    async fn client(&self) -> Result<deadpool_postgres::Object, SeamError> {
+        self.db.client().await.map_err(seam_error)
+    }
+
+    fn held_epoch(&self, session_id: Uuid) -> Option<i64> {
+        lock(&self.leases).get(&session_id).copied()
+    }
+
+    /// One beat: the replica is alive, its leases are renewed, and the counts that the
+    /// traits answer synchronously are read again.
+    async fn heartbeat(&self) -> Result<(), SeamError> {
+        self.db
+            .replica_alive(&self.replica)
+            .await
+            .map_err(seam_error)?;
+        let (sessions, epochs): (Vec<String>, Vec<i64>) = lock(&self.leases)
+            .iter()
+            .map(|(s, e)| (s.to_string(), *e))
+            .unzip();
+        if !sessions.is_empty() {
+            let ttl = millis(self.lease_ttl).map_err(seam_error)?;
+            let client = self.client().await?;
+            client
+                .execute(
+                    "UPDATE session_leases l
+                     SET expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond'
+                     FROM unnest($3::text[], $4::bigint[]) AS h (session_id, epoch)
+                     WHERE l.session_id = h.session_id AND l.epoch = h.epoch AND l.holder = $1
+                       AND l.expires_at > clock_timestamp()",
+                    &[&self.replica, &ttl, &sessions, &epochs],
+                )
+                .await
+                .map_err(query("renew leases"))?;
+        }
+        self.refresh().await
+    }
+
+    /// Reads again what the traits answer without waiting: the turns this replica
+    /// submitted that wait, and the quarantined sessions.
+    async fn refresh(&self) -> Result<(), SeamError> {
+        let client = self.client().await?;
+        let queued: i64 = client
+            .query_one(
+                "SELECT count(*) FROM turns WHERE state = 'queued' AND submitted_by = $1",
+                &[&self.replica],
+            )
+            .await
+            .map_err(query("count queued turns"))?
+            .get(0);
+        self.queued
+            .store(usize::try_from(queued).unwrap_or(0), Ordering::Relaxed);
+        let rows = client
+            .query(
+                "SELECT id, coalesce(quarantine_reason, ''),
+                        (extract(epoch FROM quarantined_at) * 1000)::bigint
+                 FROM sessions WHERE quarantined_at IS NOT NULL
+                 ORDER BY quarantined_at",
+                &[],
+            )
+            .await
+            .map_err(query("read quarantined sessions"))?;
+        *lock(&self.quarantined) = rows
+            .iter()
+            .map(|row| QuarantinedSession {
+                session_id: row.get(0),
+                reason: row.get(1),
+                quarantined_at_ms: u64::try_from(row.get::<_, i64>(2)).unwrap_or(0),
+            })
+            .collect();
+        Ok(())
+    }
+}
+
+fn spawn_heartbeat(store: &Arc<ReplicaStore>) {
+    let weak = Arc::downgrade(store);
+    let every = (store.lease_ttl / 3).max(Duration::from_millis(20));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let Some(store) = weak.upgrade() else {
+                return;
+            };
+            if let Err(e) = store.heartbeat().await {
+                tracing::warn!(replica = %store.replica, error = %e, "the store's heartbeat failed");
+            }
+        }
+    });
+}
+
+/// The runtime's form of this crate's errors.
+pub(crate) fn seam_error(e: StoreError) -> SeamError {
+    use odyssey_runtime::RuntimeError;
+    match e {
+        StoreError::SessionNotFound(id) => RuntimeError::not_found("session", id).into(),
+        StoreError::SessionExists(id) => {
+            RuntimeError::FailedPrecondition(format!("session {id} already exists")).into()
+        }
+        StoreError::BundleCorrupted(digest) => odyssey_runtime::bundle::BundleError::Corrupt {
+            path: PathBuf::from(format!("database:bundles/{digest}")),
+            message:
+                "its archive in the database no longer matches the SHA-256 recorded at install"
+                    .to_owned(),
+        }
+        .into(),
+        other => RuntimeError::storage(
+            "the PostgreSQL store",
+            std::io::Error::other(other.to_string()),
+        )
+        .into(),
+    }
+}
+
+/// A failed statement, in the runtime's form.
+pub(crate) fn query(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> SeamError {
+    move |e| seam_error(StoreError::query(what)(e))
+}
+
+/// A row the store cannot read back (written by a newer server, or changed by hand).
+pub(crate) fn unreadable(what: String, e: impl std::fmt::Display) -> SeamError {
+    odyssey_runtime::RuntimeError::storage(
+        format!("the PostgreSQL store: {what} cannot be read"),
+        std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+    )
+    .into()
+}
+
+/// A u64 of the runtime as a column (bigint).
+pub(crate) fn column(value: u64, what: &str) -> Result<i64, SeamError> {
+    i64::try_from(value).map_err(|_| {
+        odyssey_runtime::RuntimeError::invalid(what, format!("{value} does not fit the database"))
+            .into()
+    })
+}
+
+/// A bigint column as the runtime's u64 (the schema keeps them non-negative).
+pub(crate) fn count(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_replica_id;
+
+    #[test]
+    fn a_replica_id_is_a_short_plain_name() {
+        for good in ["a", "replica-1", "host.example_2"] {
+            assert!(check_replica_id(good).is_ok(), "{good}");
+        }
+        for bad in ["", "a b", "a:b", "é", &"r".repeat(129)] {
+            assert!(check_replica_id(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! [`TurnQueue`]: the turns table as the queue. See the module above for what a claim
+//! takes (the session's lease with it) and why a replica claims only its own turns.
+//!
+//! Order: within a session, by `coalesce(sort_key, position)` (a turn placed first gets a
+//! key below the session's waiting turns); across sessions, the head turns by the same key,
+//! so the session whose next turn was submitted first runs first, and a busy session's
+//! later turns wait behind other sessions' earlier ones.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use odyssey_runtime::model::ModelSpec;
+use odyssey_runtime::store::{Job, Placed, StoreError as SeamError, StoreResult, TurnQueue};
+use odyssey_runtime::{ExecutionRequest, RuntimeError};
+use serde::{Deserialize, Serialize};
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use super::{ReplicaStore, lock, query, unreadable};
+use crate::error::{is_foreign_key_violation, is_unique_violation};
+use crate::leases::millis;
+
+/// The advisory lock pushes take, so the capacity counts hold exactly (`odysseyq`).
+const QUEUE_LOCK: i64 = 0x6f64_7973_7365_7971;
+
+/// A turn's request as stored: every field of [`ExecutionRequest`] (the conversions
+/// below name them all, so a new field fails to compile until it is stored too).
+#[derive(Serialize, Deserialize)]
+struct StoredRequest {
+    session_id: Uuid,
+    prompt: String,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    model: Option<ModelSpec>,
+    #[serde(default)]
+    metadata: BTreeMap<String, String>,
+}
+
+fn encode(request: &ExecutionRequest) -> StoreResult<Vec<u8>> {
+    let ExecutionRequest {
+        session_id,
+        prompt,
+        cwd,
+        model,
+        metadata,
+    } = request.clone();
+    let stored = StoredRequest {
+        session_id,
+        prompt,
+        cwd,
+        model,
+        metadata,
+    };
+    serde_json::to_vec(&stored).map_err(|e| unreadable(format!("a turn of {session_id}"), e))
+}
+
+/// A queued turn's row (`id, request`) as the job the runtime queued.
+fn job_from(row: &Row) -> StoreResult<Job> {
+    let id: &str = row.get(0);
+    let body: &[u8] = row.get(1);
+    let execution_id = Uuid::parse_str(id).map_err(|e| unreadable(format!("turn id {id}"), e))?;
+    let StoredRequest {
+        session_id,
+        prompt,
+        cwd,
+        model,
+        metadata,
+    } = serde_json::from_slice(body).map_err(|e| unreadable(format!("turn {id}"), e))?;
+    Ok(Job {
+        execution_id,
+        request: ExecutionRequest {
+            session_id,
+            prompt,
+            cwd,
+            model,
+            metadata,
+        },
+    })
+}
+
+impl ReplicaStore {
+    /// Jobs from deleted queued rows (`id, request, submitted_by`), counting this
+    /// replica's out of [`ReplicaStore::queued`].
+    fn taken_out(&self, rows: &[Row]) -> StoreResult<Vec<Job>> {
+        let mine = rows
+            .iter()
+            .filter(|r| r.get::<_, &str>(2) == self.replica)
+            .count();
+        let _ = self
+            .queued
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| {
+                Some(q.saturating_sub(mine))
+            });
+        rows.iter().map(job_from).collect()
+    }
+}
+
+fn usize_of(value: i64) -> usize {
+    usize::try_from(value).unwrap_or(0)
+}
+
+impl TurnQueue for ReplicaStore {
+    fn push(&self, turn: Job, first: bool) -> BoxFuture<'_, StoreResult<Placed>> {
+        async move {
+            if self.closed.load(Ordering::Relaxed) {
+                return Err(SeamError::QueueClosed);
+            }
+            let session_id = turn.request.session_id.to_string();
+            let body = encode(&turn.request)?;
+            let mut client = self.client().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(query("begin queuing a turn"))?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&QUEUE_LOCK])
+                .await
+                .map_err(query("take the queue lock"))?;
+            let row = tx
+                .query_one(
+                    "SELECT count(*) FILTER (WHERE submitted_by = $1), count(*),
+                            (SELECT id FROM turns WHERE session_id = $2 AND state = 'running' LIMIT 1),
+                            count(*) FILTER (WHERE session_id = $2),
+                            min(coalesce(sort_key, position)) FILTER (WHERE session_id = $2)
+                     FROM turns WHERE state = 'queued'",
+                    &[&self.replica, &session_id],
+                )
+                .await
+                .map_err(query("count queued turns"))?;
+            let (mine, all) = (usize_of(row.get(0)), usize_of(row.get(1)));
+            if mine >= self.queue_capacity {
+                return Err(SeamError::QueueFull {
+                    capacity: self.queue_capacity,
+                });
+            }
+            if all >= self.cluster_queue_limit {
+                return Err(SeamError::QueueFull {
+                    capacity: self.cluster_queue_limit,
+                });
+            }
+            let running: Option<String> = row.get(2);
+            let running = running
+                .map(|id| Uuid::parse_str(&id).map_err(|e| unreadable(format!("turn id {id}"), e)))
+                .transpose()?;
+            let waiting = usize_of(row.get(3));
+            let lowest: Option<i64> = row.get(4);
+            let sort_key = if first { lowest.map(|k| k - 1) } else { None };
+            tx.execute(
+                "INSERT INTO turns (id, session_id, request, submitted_by, sort_key)
+                 VALUES ($1, $2, $3, $4, $5)",
+                &[
+                    &turn.execution_id.to_string(),
+                    &session_id,
+                    &body,
+                    &self.replica,
+                    &sort_key,
+                ],
+            )
+            .await
+            .map_err(|e| {
+                if is_foreign_key_violation(&e) {
+                    RuntimeError::not_found("session", session_id.clone()).into()
+                } else if is_unique_violation(&e) {
+                    RuntimeError::FailedPrecondition(format!(
+                        "execution {} is already queued",
+                        turn.execution_id
+                    ))
+                    .into()
+                } else {
+                    query("queue a turn")(e)
+                }
+            })?;
+            tx.commit().await.map_err(query("commit a queued turn"))?;
+            self.queued.store(mine + 1, Ordering::Relaxed);
+            Ok(Placed {
+                running,
+                ahead: if first { 0 } else { waiting },
+            })
+        }
+        .boxed()
+    }
+
+    fn claim_next(&self) -> BoxFuture<'_, StoreResult<Option<Job>>> {
+        async move {
+            let ttl = millis(self.lease_ttl).map_err(super::seam_error)?;
+            let mut client = self.client().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(query("begin a claim"))?;
+            let row = tx
+                .query_opt(
+                    "SELECT t.id, t.request, t.session_id FROM turns t
+                     WHERE t.state = 'queued' AND t.submitted_by = $1
+                       AND NOT EXISTS (SELECT 1 FROM turns r
+                                       WHERE r.session_id = t.session_id AND r.state = 'running')
+                       AND NOT EXISTS (SELECT 1 FROM turns e
+                                       WHERE e.session_id = t.session_id AND e.state = 'queued'
+                                         AND coalesce(e.sort_key, e.position)
+                                             < coalesce(t.sort_key, t.position))
+                       AND NOT EXISTS (SELECT 1 FROM session_leases l
+                                       WHERE l.session_id = t.session_id AND l.holder <> $1
+                                         AND l.expires_at > clock_timestamp())
+                     ORDER BY coalesce(t.sort_key, t.position)
+                     LIMIT 1
+                     FOR UPDATE OF t SKIP LOCKED",
+                    &[&self.replica],
+                )
+                .await
+                .map_err(query("find a turn to claim"))?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let turn_id: String = row.get(0);
+            let session_id: String = row.get(2);
+            let job = match job_from(&row) {
+                Ok(job) => job,
+                Err(e) => {
+                    // A row no replica can run would block its session for good: it goes.
+                    tx.execute("DELETE FROM turns WHERE id = $1", &[&turn_id])
+                        .await
+                        .map_err(query("drop an unreadable turn"))?;
+                    tx.commit().await.map_err(query("drop an unreadable turn"))?;
+                    return Err(e);
+                }
+            };
+            let started = tx
+                .execute(
+                    "UPDATE turns SET state = 'running', claimed_by = $2, claimed_at = clock_timestamp()
+                     WHERE id = $1 AND state = 'queued'",
+                    &[&turn_id, &self.replica],
+                )
+                .await;
+            match started {
+                Ok(1) => {}
+                // Another replica started a turn of the session meanwhile: the unique
+                // index kept it to one, and this claim finds nothing.
+                Ok(_) => return Ok(None),
+                Err(e) if is_unique_violation(&e) => return Ok(None),
+                Err(e) => return Err(query("start a turn")(e)),
+            }
+            let lease = tx
+                .query_opt(
+                    "INSERT INTO session_leases AS l (session_id, holder, epoch, acquired_at, expires_at)
+                     VALUES ($1, $2, 1, clock_timestamp(),
+                             clock_timestamp() + $3::bigint * interval '1 millisecond')
+                     ON CONFLICT (session_id) DO UPDATE
+                         SET holder = excluded.holder,
+                             epoch = l.epoch + 1,
+                             acquired_at = excluded.acquired_at,
+                             expires_at = excluded.expires_at
+                         WHERE l.expires_at <= clock_timestamp() OR l.holder = excluded.holder
+                     RETURNING epoch",
+                    &[&session_id, &self.replica, &ttl],
+                )
+                .await
+                .map_err(query("take a session's lease"))?;
+            let Some(lease) = lease else {
+                // Another replica took the session's lease after the check: not now.
+                return Ok(None);
+            };
+            tx.commit().await.map_err(query("commit a claim"))?;
+            lock(&self.leases).insert(job.request.session_id, lease.get(0));
+            let _ = self
+                .queued
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| {
+                    Some(q.saturating_sub(1))
+                });
+            Ok(Some(job))
+        }
+        .boxed()
+    }
+
+    /// Ends this replica's running turn of the session and gives the session's lease
+    /// back (it expires now), in one statement.
+    fn finish(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<()>> {
+        async move {
+            let held = self.held_epoch(session_id);
+            let client = self.client().await?;
+            client
+                .execute(
+                    "WITH ended AS (
+                         DELETE FROM turns
+                         WHERE session_id = $1 AND state = 'running' AND claimed_by = $2
+                     )
+                     UPDATE session_leases SET expires_at = clock_timestamp()
+                     WHERE session_id = $1 AND holder = $2 AND epoch = $3::bigint
+                       AND expires_at > clock_timestamp()",
+                    &[&session_id.to_string(), &self.replica, &held],
+                )
+                .await
+                .map_err(query("finish a turn"))?;
+            lock(&self.leases).remove(&session_id);
+            Ok(())
+        }
+        .boxed()
+    }
+
+    /// Any replica may take a waiting turn out (a cancel answered wherever it arrives).
+    fn remove(&self, execution_id: Uuid) -> BoxFuture<'_, StoreResult<Option<Job>>> {
+        async move {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    "DELETE FROM turns WHERE id = $1 AND state = 'queued'
+                     RETURNING id, request, submitted_by",
+                    &[&execution_id.to_string()],
+                )
+                .await
+                .map_err(query("take a turn out of the queue"))?;
+            Ok(self.taken_out(&rows)?.into_iter().next())
+        }
+        .boxed()
+    }
+
+    fn remove_session(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<Vec<Job>>> {
+        async move {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    "DELETE FROM turns WHERE session_id = $1 AND state = 'queued'
+                     RETURNING id, request, submitted_by",
+                    &[&session_id.to_string()],
+                )
+                .await
+                .map_err(query("take a session's turns out of the queue"))?;
+            self.taken_out(&rows)
+        }
+        .boxed()
+    }
+
+    /// Refuses new turns here and hands back the waiting turns this replica submitted
+    /// (the others are their replicas' to run).
+    fn close(&self) -> BoxFuture<'_, StoreResult<Vec<Job>>> {
+        async move {
+            self.closed.store(true, Ordering::Relaxed);
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    "DELETE FROM turns WHERE submitted_by = $1 AND state = 'queued'
+                     RETURNING id, request, submitted_by",
+                    &[&self.replica],
+                )
+                .await
+                .map_err(query("empty the queue"))?;
+            let jobs = self.taken_out(&rows)?;
+            self.queued.store(0, Ordering::Relaxed);
+            Ok(jobs)
+        }
+        .boxed()
+    }
+
+    /// The turns this replica submitted that wait, as of its last queue operation or
+    /// heartbeat.
+    fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Per replica; [`super::StoreConfig::cluster_queue_limit`] bounds them all.
+    fn capacity(&self) -> usize {
+        self.queue_capacity
+    }
+}
