@@ -48,3 +48,45 @@ async fn a_bundle_changed_on_disk_is_refused_on_read() {
         }
     }
 }
+
+/// A store made of parts serves its traits, and a runtime is not built on it while the
+/// runtime still needs the file store's own types: it says which store it refused.
+#[tokio::test]
+async fn a_store_made_of_parts_serves_its_traits_and_the_runtime_refuses_it_by_name() {
+    let home = match tempfile::tempdir() {
+        Ok(home) => home,
+        Err(e) => panic!("temporary home: {e}"),
+    };
+    let config = RuntimeConfig::with_home(home.path());
+    let files = match Store::files(&config) {
+        Ok(store) => store,
+        Err(e) => panic!("open the file store: {e}"),
+    };
+    let parts = Store::from_parts(
+        "elsewhere",
+        files.session_records(),
+        files.event_logs(),
+        files.turn_journal(),
+        files.turn_queue(),
+        files.bundles(),
+    );
+    assert_eq!(parts.kind(), "elsewhere");
+    let stores = Stores::from(&parts);
+    let record = super::suite::record("main");
+    let id = record.id;
+    assert!(stores.records.create_session(record).await.is_ok());
+    assert!(matches!(
+        files.session_records().session(id).await,
+        Ok(Some(_))
+    ));
+    let started = crate::OdysseyRuntime::builder(config)
+        .store(parts)
+        .start()
+        .await
+        .err()
+        .map(|e| e.to_string());
+    match started {
+        Some(message) if message.contains("elsewhere") => {}
+        other => panic!("a runtime on a store it cannot serve from: {other:?}"),
+    }
+}
