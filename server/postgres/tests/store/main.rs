@@ -13,6 +13,7 @@ mod leases;
 mod listen;
 mod migrations;
 mod replicas;
+mod replication;
 mod suite;
 mod turns;
 

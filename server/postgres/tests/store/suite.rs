@@ -12,8 +12,18 @@ use crate::database::TestDatabase;
 /// The store as replica `replica` of the test's schema (migrated by the opening), with
 /// its own folder for bundles.
 pub async fn open_replica(db: &TestDatabase, replica: &str) -> (Store, TempDir) {
+    open_replica_with(db, replica, |_| {}).await
+}
+
+/// [`open_replica`], with the configuration changed by `change` first.
+pub async fn open_replica_with(
+    db: &TestDatabase,
+    replica: &str,
+    change: impl FnOnce(&mut StoreConfig),
+) -> (Store, TempDir) {
     let home = tempfile::tempdir().unwrap();
-    let config = StoreConfig::new(db.config.clone(), &RuntimeConfig::with_home(home.path()));
+    let mut config = StoreConfig::new(db.config.clone(), &RuntimeConfig::with_home(home.path()));
+    change(&mut config);
     let store = open_store(config, replica).await.unwrap();
     (store, home)
 }
