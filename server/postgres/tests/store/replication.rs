@@ -273,3 +273,64 @@ async fn a_bundle_installed_on_one_replica_is_served_by_the_other_until_deleted(
     }
     db.drop().await;
 }
+
+/// The lease a claim takes outlives its time while the replica's heartbeat renews it, so
+/// another replica stays fenced off for the whole turn; finishing the turn frees the
+/// session at once.
+#[tokio::test]
+async fn the_heartbeat_keeps_a_running_turns_lease_and_finishing_frees_it() {
+    let Some(db) = TestDatabase::unmigrated().await else {
+        return;
+    };
+    let ttl = Duration::from_secs(1);
+    let (a, _keep_a) = open_replica_with(&db, "replica-a", |c| c.lease_ttl = ttl).await;
+    let (b, _keep_b) = open_replica(&db, "replica-b").await;
+    let (a, b) = (Stores::from(&a), Stores::from(&b));
+    let session = new_session(&a).await;
+    a.queue.push(job(session), false).await.unwrap();
+    assert!(a.queue.claim_next().await.unwrap().is_some());
+    tokio::time::sleep(ttl * 3).await;
+    assert_eq!(
+        a.logs.append_events(session, 1, texts(1, 0)).await.unwrap(),
+        1
+    );
+    let reason = fenced_reason(b.logs.append_events(session, 2, texts(1, 1)).await);
+    assert!(reason.contains("replica-a"), "{reason}");
+    a.queue.finish(session).await.unwrap();
+    assert_eq!(
+        b.logs.append_events(session, 2, texts(1, 1)).await.unwrap(),
+        2
+    );
+    db.drop().await;
+}
+
+/// Each replica's journal of turns in flight is its own: a replica starting again under
+/// its id repairs the sessions it was running, not another's.
+#[tokio::test]
+async fn each_replica_repairs_only_its_own_turns_in_flight() {
+    let Some(db) = TestDatabase::unmigrated().await else {
+        return;
+    };
+    let (a, _keep_a) = open_replica(&db, "replica-a").await;
+    let (b, _keep_b) = open_replica(&db, "replica-b").await;
+    let (ja, jb) = (a.turn_journal(), b.turn_journal());
+    let (s1, s2) = (
+        new_session(&Stores::from(&a)).await,
+        new_session(&Stores::from(&a)).await,
+    );
+    ja.turn_started(s1).await.unwrap();
+    jb.turn_started(s2).await.unwrap();
+    assert_eq!(ja.open_turns().await.unwrap(), [s1]);
+    assert_eq!(jb.open_turns().await.unwrap(), [s2]);
+    ja.turn_ended(s1).await.unwrap();
+    assert!(ja.open_turns().await.unwrap().is_empty());
+    match ja.turn_started(Uuid::now_v7()).await {
+        Err(e) if e.is_not_found() => {}
+        other => panic!("a turn of a session that does not exist: {other:?}"),
+    }
+    // Restarted under its id, b still finds the turn it had in flight.
+    drop((b, jb));
+    let (b, _keep_b2) = open_replica(&db, "replica-b").await;
+    assert_eq!(b.turn_journal().open_turns().await.unwrap(), [s2]);
+    db.drop().await;
+}
