@@ -18,8 +18,19 @@ impl ReplicaStore {
     /// replica has not yet; its files are checked against the digest as the file store
     /// checks them.
     async fn local_bundle(&self, digest: &str) -> StoreResult<Arc<InstalledBundle>> {
-        let stored = self.db.bundle(digest).await.map_err(seam_error)?;
-        let Some(stored) = stored else {
+        // Whether the database still holds it (a light read: the archive itself is read
+        // only when this replica unpacks it).
+        let client = self.client().await?;
+        let namespace: Option<String> = client
+            .query_opt(
+                "SELECT namespace FROM bundles WHERE digest = $1",
+                &[&digest],
+            )
+            .await
+            .map_err(query("look a bundle up"))?
+            .map(|row| row.get(0));
+        drop(client);
+        let Some(namespace) = namespace else {
             return Err(SeamError::UnknownDigest {
                 digest: digest.to_owned(),
             });
@@ -28,15 +39,12 @@ impl ReplicaStore {
             Err(SeamError::UnknownDigest { .. }) => {}
             found => return found,
         }
-        let client = self.client().await?;
-        let namespace: String = client
-            .query_one(
-                "SELECT namespace FROM bundles WHERE digest = $1",
-                &[&digest],
-            )
-            .await
-            .map_err(query("read a bundle's namespace"))?
-            .get(0);
+        // Checked against the SHA-256 recorded at install on the way.
+        let Some(stored) = self.db.bundle(digest).await.map_err(seam_error)? else {
+            return Err(SeamError::UnknownDigest {
+                digest: digest.to_owned(),
+            });
+        };
         let options = InstallOptions {
             namespace,
             ..InstallOptions::default()
