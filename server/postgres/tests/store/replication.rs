@@ -334,3 +334,40 @@ async fn each_replica_repairs_only_its_own_turns_in_flight() {
     assert_eq!(b.turn_journal().open_turns().await.unwrap(), [s2]);
     db.drop().await;
 }
+
+/// A session quarantined through one replica is not served by the other at once, and is
+/// in the other's report after its next heartbeat.
+#[tokio::test]
+async fn a_session_quarantined_on_one_replica_is_reported_by_the_other() {
+    let Some(db) = TestDatabase::unmigrated().await else {
+        return;
+    };
+    let ttl = Duration::from_millis(300);
+    let (a, _keep_a) = open_replica(&db, "replica-a").await;
+    let (b, _keep_b) = open_replica_with(&db, "replica-b", |c| c.lease_ttl = ttl).await;
+    let (a, b) = (Stores::from(&a), Stores::from(&b));
+    let session = new_session(&a).await;
+    assert!(b.records.session(session).await.unwrap().is_some());
+    a.records
+        .quarantine_session(session, "unreadable on a".into())
+        .await
+        .unwrap();
+    assert!(b.records.session(session).await.unwrap().is_none());
+    let reported = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let found = b
+                .records
+                .quarantined()
+                .into_iter()
+                .find(|q| q.session_id == session.to_string());
+            if let Some(found) = found {
+                return found;
+            }
+            tokio::time::sleep(ttl / 3).await;
+        }
+    })
+    .await
+    .expect("the other replica never reported the quarantined session");
+    assert_eq!(reported.reason, "unreadable on a");
+    db.drop().await;
+}
