@@ -776,6 +776,7 @@ impl SessionHandle {
 
     /// Makes everything appended so far durable. Concurrent callers each wait for their
     /// own sync; a call with nothing new to sync returns at once.
+    ///
     /// A session created without syncs (see [`SessionHandle::sync_creation`]) has its
     /// creation made durable together with this sync.
     pub async fn sync(&self) -> Result<()> {
