@@ -101,7 +101,7 @@ pub async fn run(env: &Env) -> Result<Outcome> {
                 "sub-agent call overhead, homes on tmpfs",
                 "ms",
                 "as `sub-agent call overhead`, with the homes on tmpfs: the runtime's own \
-                 work, without the durable writes of the child session's creation",
+                 work, syncs and new inodes costing next to nothing",
             )
             .samples(Summary::of_millis(&memory.call))
             .against(Floor::Unary),
@@ -110,10 +110,13 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     outcome.notes.push(
         "The child's turn alone is run through `Run` by the client, so it includes one \
          client round trip that the child of an `Agent` call does not make (it is queued \
-         in the server): the sub-agent figure is low by about one bare unary call. A child \
-         session is created durably (its `session.json` synced), which the parent's \
-         `UpdatePlan` turn does not do: on a disk that sync is most of the figure (compare \
-         the tmpfs one)."
+         in the server): the sub-agent figure is low by about one bare unary call. The \
+         child session's creation is made durable beside its turn and with its turn's end \
+         (its record, its folder and the sessions folder synced together), not before the \
+         turn starts; what a disk still adds is the child's new inodes (its session \
+         folder, its sandbox cell with the bundle staged into it, its first snapshot's \
+         folders), which the child's turn alone, on a session that has run turns before, \
+         does not create (compare the tmpfs figure)."
             .to_owned(),
     );
     Ok(outcome)

@@ -236,10 +236,20 @@ impl OdysseyRuntime {
                 inherited_rules,
             }),
         };
+        // Written without a sync: the parent's call waits for nothing durable here. The
+        // creation's syncs start now, beside the child's turn, and its turn's end (its
+        // first durability point) is not durable before they are.
         let sessions = self.clone();
-        let handle = tokio::task::spawn_blocking(move || sessions.inner.sessions.create(record))
-            .await
-            .map_err(|e| RuntimeError::storage("create session", std::io::Error::other(e)))??;
+        let handle =
+            tokio::task::spawn_blocking(move || sessions.inner.sessions.create_deferred(record))
+                .await
+                .map_err(|e| RuntimeError::storage("create session", std::io::Error::other(e)))??;
+        let syncing = handle.clone();
+        self.inner.turns.spawn(async move {
+            if let Err(e) = syncing.sync_creation().await {
+                tracing::warn!(session = %syncing.id(), error = %e, "cannot make a sub-agent session's creation durable yet");
+            }
+        });
         tracing::info!(session = %handle.id(), parent = %parent.id, agent = %agent.id, "sub-agent session created");
         Ok(self.with_state(handle.info()))
     }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use super::creation::PendingCreation;
 use super::history::{History, HistorySnapshot};
 use super::log::EventLog;
 use super::observer::EventObserver;
@@ -51,6 +52,9 @@ pub struct SessionHandle {
     /// The bundle digest this session's sandbox cell was prepared with by this process:
     /// later turns skip preparing it again (see [`SessionHandle::cell_prepared`]).
     prepared_cell: Mutex<Option<String>>,
+    /// The syncs of the session's creation, when it was created without them: made with
+    /// the log's first sync at the latest.
+    creation: Option<PendingCreation>,
 }
 
 /// Where one turn of the log ended.
@@ -262,6 +266,7 @@ impl SessionHandle {
             synced_sequence,
             summary: SummaryWriter::new(summary_tasks),
             prepared_cell: Mutex::new(None),
+            creation: None,
             record,
             dir,
             sync_file,
@@ -282,6 +287,28 @@ impl SessionHandle {
                 deleted: false,
             }),
         })
+    }
+
+    /// A session whose creation is not durable yet: `creation` runs with its first sync.
+    pub(super) fn owing_creation(mut self, creation: PendingCreation) -> Self {
+        self.creation = Some(creation);
+        self
+    }
+
+    /// Makes the session's creation durable, if it is not yet (no sync of the log).
+    pub async fn sync_creation(&self) -> Result<()> {
+        match &self.creation {
+            Some(creation) => creation.sync().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the session's creation is durable (it was created durably, or its
+    /// deferred syncs have run).
+    pub fn creation_is_durable(&self) -> bool {
+        self.creation
+            .as_ref()
+            .is_none_or(PendingCreation::is_durable)
     }
 
     pub fn id(&self) -> Uuid {
@@ -728,6 +755,9 @@ impl SessionHandle {
     /// [`sync`](Self::sync) on the calling thread.
     fn sync_blocking(&self) -> Result<()> {
         let target = self.lock().log.last_sequence();
+        if let Some(creation) = &self.creation {
+            creation.sync_blocking()?;
+        }
         self.sync_file
             .sync_data()
             .map_err(|e| RuntimeError::storage(format!("sync {}", self.dir.display()), e))?;
@@ -746,19 +776,28 @@ impl SessionHandle {
 
     /// Makes everything appended so far durable. Concurrent callers each wait for their
     /// own sync; a call with nothing new to sync returns at once.
+    ///
+    /// A session created without syncs (see [`SessionHandle::sync_creation`]) has its
+    /// creation made durable together with this sync.
     pub async fn sync(&self) -> Result<()> {
         let target = self.lock().log.last_sequence();
-        if self.synced_sequence.load(Ordering::Acquire) < target {
-            let file = self
-                .sync_file
-                .try_clone()
-                .map_err(|e| RuntimeError::storage("duplicate log descriptor", e))?;
-            let path = self.dir.clone();
-            tokio::task::spawn_blocking(move || file.sync_data())
-                .await
-                .map_err(|e| RuntimeError::storage("sync log", std::io::Error::other(e)))?
-                .map_err(|e| RuntimeError::storage(format!("sync {}", path.display()), e))?;
-        }
+        let log = async {
+            if self.synced_sequence.load(Ordering::Acquire) < target {
+                let file = self
+                    .sync_file
+                    .try_clone()
+                    .map_err(|e| RuntimeError::storage("duplicate log descriptor", e))?;
+                let path = self.dir.clone();
+                tokio::task::spawn_blocking(move || file.sync_data())
+                    .await
+                    .map_err(|e| RuntimeError::storage("sync log", std::io::Error::other(e)))?
+                    .map_err(|e| RuntimeError::storage(format!("sync {}", path.display()), e))?;
+            }
+            Ok::<(), RuntimeError>(())
+        };
+        let (log, creation) = tokio::join!(log, self.sync_creation());
+        log?;
+        creation?;
         self.synced(target);
         Ok(())
     }

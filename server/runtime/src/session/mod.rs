@@ -1,6 +1,7 @@
 //! Event-sourced sessions: the creation record, the append-only event log that is the
 //! truth about everything that happened, and live subscriptions to it.
 
+mod creation;
 mod handle;
 mod history;
 mod journal;

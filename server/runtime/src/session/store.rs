@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
+use super::creation::{PendingCreation, is_unfinished_creation};
 use super::handle::{ReplayState, SessionHandle};
 use super::journal::Journal;
 use super::log::{EventLog, LogError, scan_from};
@@ -155,7 +156,18 @@ impl SessionStore {
 
     /// Persists a new session: written in a staging folder, then renamed into place, so
     /// a crash never leaves half a session.
-    pub fn create(&self, mut record: SessionRecord) -> Result<Arc<SessionHandle>> {
+    pub fn create(&self, record: SessionRecord) -> Result<Arc<SessionHandle>> {
+        self.write_new(record, true)
+    }
+
+    /// Like [`create`](Self::create), without waiting for a sync: the session's first
+    /// sync (its first turn's end) makes the creation durable with it, or a call of
+    /// [`SessionHandle::sync_creation`] sooner (see [`super::creation`]).
+    pub fn create_deferred(&self, record: SessionRecord) -> Result<Arc<SessionHandle>> {
+        self.write_new(record, false)
+    }
+
+    fn write_new(&self, mut record: SessionRecord, durable: bool) -> Result<Arc<SessionHandle>> {
         if record.model.mask_secrets() {
             tracing::warn!(session = %record.id, "masked a credential in the model config before writing the session");
         }
@@ -163,26 +175,43 @@ impl SessionStore {
         let io = |what: &str, e| RuntimeError::storage(format!("{what} {}", staging.display()), e);
         std::fs::create_dir(&staging).map_err(|e| io("create", e))?;
         let result = (|| {
-            write_json_atomic(&staging.join(RECORD_FILE), &RecordFile::new(&record), true)
-                .map_err(|e| io("write record in", e))?;
+            write_json_atomic(
+                &staging.join(RECORD_FILE),
+                &RecordFile::new(&record),
+                durable,
+            )
+            .map_err(|e| io("write record in", e))?;
             let log = EventLog::create(&staging.join(LOG_FILE)).map_err(RuntimeError::from)?;
-            log.sync().map_err(RuntimeError::from)?;
+            if durable {
+                log.sync().map_err(RuntimeError::from)?;
+            }
             drop(log);
             let dir = self.dir_of(record.id);
             std::fs::rename(&staging, &dir).map_err(|e| io("rename", e))?;
-            sync_dir(&self.root);
+            if durable {
+                sync_dir(&self.root);
+            }
             let replay = ReplayState::default();
             let log = EventLog::open(&dir.join(LOG_FILE), |_| {})
                 .map_err(RuntimeError::from)?
                 .log;
-            SessionHandle::new(
+            let handle = SessionHandle::new(
                 record.clone(),
-                dir,
+                dir.clone(),
                 log,
                 replay,
                 self.observer.get().cloned(),
                 self.summary_writes.clone(),
-            )
+            )?;
+            Ok(if durable {
+                handle
+            } else {
+                handle.owing_creation(PendingCreation::new(
+                    dir.join(RECORD_FILE),
+                    dir,
+                    self.root.clone(),
+                ))
+            })
         })();
         let handle = match result {
             Ok(handle) => Arc::new(handle),
@@ -465,6 +494,11 @@ fn load(
 ) -> std::result::Result<Arc<SessionHandle>, LoadError> {
     let record_path = dir.join(RECORD_FILE);
     if !record_path.exists() {
+        return Err(LoadError::Missing);
+    }
+    if is_unfinished_creation(&record_path, &dir.join(LOG_FILE)) {
+        tracing::warn!(session = %id, "clearing a session whose creation a crash cut short (its record was never written, its log holds nothing)");
+        let _ = std::fs::remove_dir_all(dir);
         return Err(LoadError::Missing);
     }
     let record = read_record(&record_path).map_err(|e| match e {

@@ -15,6 +15,8 @@ use crate::events::{
 use crate::model::ModelSpec;
 use crate::policy::{ApprovalPolicy, SandboxMode};
 
+mod creation;
+
 /// A turn's start as the runtime writes it.
 fn turn_started() -> EventPayload {
     EventPayload::TurnStarted(TurnStarted {
