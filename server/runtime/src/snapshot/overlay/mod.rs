@@ -20,14 +20,20 @@
 //! The server uses this where [`probe`] mounts an overlay; elsewhere the copies of
 //! `crate::snapshot` remain the mechanism.
 
+mod changes;
 mod layers;
+mod lock;
 mod mount;
+mod squash;
+mod tree;
+mod view;
 
 pub use layers::{OverlayStore, Stack, TurnLayers, UnsyncedLayer};
 pub use mount::{
     MAX_LOWER_LAYERS, OverlaySpec, is_mount_point, mount_overlay, probe, unmount_overlay,
     unmount_overlay_strict,
 };
+pub use squash::{SQUASH_AT, SQUASH_KEEPS, Squashed};
 
 #[cfg(test)]
 mod tests;
