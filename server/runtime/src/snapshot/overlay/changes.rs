@@ -33,6 +33,10 @@ const MAX_VISITS: usize = 1_000_000;
 /// Bytes of files of equal length one answer compares to tell whether a file copied up
 /// changed; past it such a file counts as changed (it was at least rewritten).
 const MAX_COMPARE_BYTES: u64 = 256 << 20;
+/// Bytes of files one answer reads to make diffs (files that turn out binary make no
+/// diff, so the diff bound alone does not bound the reading); later files get none
+/// (`diff_truncated`).
+const MAX_READ_BYTES: u64 = 64 << 20;
 
 impl OverlayStore {
     /// The files turn `turn_id` of `session` added, changed or removed, with a unified
@@ -403,6 +407,7 @@ impl Scan<'_> {
     fn answer(self) -> (Vec<FileChange>, bool) {
         let mut out = Vec::new();
         let (mut diff_bytes, mut answer_bytes) = (0usize, 0usize);
+        let mut read_bytes = 0u64;
         let mut truncated = self.truncated;
         for (path, found) in self.found {
             answer_bytes += path.len() + CHANGE_OVERHEAD;
@@ -421,9 +426,13 @@ impl Scan<'_> {
                 diff_truncated: false,
             };
             if found.diffable {
-                if diff_bytes >= MAX_TOTAL_DIFF {
+                // A side larger than a diff is made for is never read.
+                let side = |size: u64| if size > MAX_DIFF_INPUT { 0 } else { size };
+                let reading = side(found.size_before) + side(found.size_after);
+                if diff_bytes >= MAX_TOTAL_DIFF || read_bytes + reading > MAX_READ_BYTES {
                     entry.diff_truncated = true;
                 } else {
+                    read_bytes += reading;
                     let rel = Path::new(&entry.path);
                     let old = match found.change {
                         ChangeKind::Added => Some(String::new()),

@@ -384,7 +384,13 @@ impl OverlayStore {
                 let _ = std::fs::rename(&path, &upper);
                 return Err(e);
             }
-            stack.sizes.insert(id.clone(), layer_size(&path)?);
+            // Past the rename the turn's writes are only reachable through the stack:
+            // a layer that cannot be measured counts as empty rather than lose them.
+            let size = layer_size(&path).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot measure a workspace layer; retention counts it empty");
+                0
+            });
+            stack.sizes.insert(id.clone(), size);
             stack.current.push(id);
             layer = Some(path);
         }
@@ -555,6 +561,12 @@ impl OverlayStore {
         for entry in listing.flatten() {
             let path = entry.path();
             if path.extension().is_some_and(|x| x == "lock") {
+                // A lock whose layer is gone (its builder died after moving it).
+                if !path.with_extension("").exists()
+                    && let Ok(Some(_held)) = lock::try_exclusive(&path)
+                {
+                    let _ = std::fs::remove_file(&path);
+                }
                 continue;
             }
             let lock_path = path.with_extension("lock");
@@ -599,7 +611,9 @@ fn fresh_dir(path: &Path, owner: Option<(u32, u32)>, mode: u32) -> Result<(), Sn
 }
 
 pub(super) fn remove_all(path: &Path) {
-    if let Err(e) = std::fs::remove_dir_all(path) {
+    if let Err(e) = std::fs::remove_dir_all(path)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
         tracing::warn!(path = %path.display(), error = %e, "cannot remove a workspace layer");
     }
 }

@@ -242,3 +242,89 @@ fn the_oldest_turns_go_while_the_layers_of_a_session_hold_more_than_max_bytes() 
     assert_eq!(stack.turns.len(), 1);
     assert_eq!(stack.turns[0].turn_id, t4);
 }
+
+#[test]
+fn turn_ends_and_the_collector_running_during_a_squash_lose_nothing() {
+    let Some(mut fx) = Fixture::new() else {
+        return;
+    };
+    let session = Uuid::now_v7();
+    let data = fx.data(session);
+    fx.store.mount(session, &data, None, 0o755).expect("mount");
+    // Enough bytes beneath for the squash to take a while.
+    let chunk = vec![1u8; 256 * 1024];
+    for turn in 1..=(SQUASH_AT as u64 + 1) {
+        fs::write(data.join(format!("f{turn}")), &chunk).expect("write");
+        fx.store
+            .commit(session, &data, turn, Uuid::now_v7(), 1000)
+            .expect("commit");
+    }
+    let store = fx.store.clone();
+    let squash = std::thread::spawn(move || store.squash(session));
+    let store = fx.store.clone();
+    let collector = std::thread::spawn(move || {
+        for _ in 0..20 {
+            store.collect_garbage().expect("gc");
+        }
+    });
+    let first_new = SQUASH_AT as u64 + 2;
+    for turn in first_new..first_new + 10 {
+        fs::write(data.join(format!("f{turn}")), format!("{turn}")).expect("write");
+        fx.store
+            .commit(session, &data, turn, Uuid::now_v7(), 1000)
+            .expect("commit");
+    }
+    let squashed = squash.join().expect("squash thread").expect("squash");
+    collector.join().expect("collector thread");
+    fx.store.collect_garbage().expect("gc");
+    let stack = fx.store.stack(session).expect("stack");
+    if let Some(done) = &squashed {
+        assert_eq!(stack.current[0], done.layer);
+    }
+    assert_eq!(stack.turns.len(), SQUASH_AT + 11);
+    // Remounted from the stack as it is now: every turn's file is there.
+    fx.store
+        .commit(session, &data, 999, Uuid::now_v7(), 1000)
+        .expect("commit");
+    for turn in 1..first_new + 10 {
+        assert!(data.join(format!("f{turn}")).is_file(), "f{turn}");
+    }
+    for kept in &stack.turns {
+        for layer in &kept.layers {
+            assert!(
+                fx.store.layer(layer).is_dir(),
+                "turn {} lost {layer}",
+                kept.turn
+            );
+        }
+    }
+}
+
+#[test]
+fn what_an_interrupted_squash_left_is_collected_but_a_running_one_is_not() {
+    let Some(mut fx) = Fixture::new() else {
+        return;
+    };
+    let session = Uuid::now_v7();
+    let data = fx.data(session);
+    fx.store.mount(session, &data, None, 0o755).expect("mount");
+    fs::write(data.join("a"), "a").expect("write");
+    fx.store
+        .commit(session, &data, 1, Uuid::now_v7(), 10)
+        .expect("commit");
+    let staging = fx.home().join("overlay").join(super::layers::STAGING_DIR);
+    let (dead, running) = (staging.join("dead"), staging.join("running"));
+    for dir in [&dead, &running] {
+        fs::create_dir_all(dir.join("sub")).expect("mkdir");
+        fs::write(dir.join("sub/file"), "half").expect("write");
+    }
+    let _builder = super::lock::exclusive(&running.with_extension("lock")).expect("lock");
+    // A layer moved into place whose stack was never written.
+    let orphan = fx.store.layer(&Uuid::now_v7().to_string());
+    fs::create_dir(&orphan).expect("mkdir");
+    assert_eq!(fx.store.collect_garbage().expect("gc"), 1);
+    assert!(!orphan.exists());
+    assert!(!dead.exists());
+    assert!(running.join("sub/file").is_file());
+    assert_eq!(read(data.join("a")), "a");
+}
