@@ -339,6 +339,8 @@ impl OverlayStore {
         max_bytes: u64,
     ) -> Result<UnsyncedLayer, SnapshotError> {
         let _session = self.lock_session(session)?;
+        // Taken before the workspace is unmounted, so failing to take it leaves it be.
+        let _store = self.lock_store()?;
         let mut stack = self.stack(session)?;
         let upper = self.upper(session);
         let root = std::fs::symlink_metadata(&upper)
@@ -371,7 +373,6 @@ impl OverlayStore {
                 }
             }
         }
-        let _store = self.lock_store()?;
         let base = stack.current.len();
         if wrote {
             let id = Uuid::now_v7().to_string();

@@ -78,7 +78,7 @@ impl OverlayStore {
     }
 
     /// Squashes as [`OverlayStore::squash`] does, for a turn's end that holds the
-    /// session's lock and found the stack full.
+    /// session's lock and the store's and found the stack full.
     pub(super) fn squash_held(&self, session: Uuid) -> Result<Option<Squashed>, SnapshotError> {
         self.squash_with(session, MAX_LOWER_LAYERS - 1, true)
     }
@@ -122,12 +122,11 @@ impl OverlayStore {
                 return Err(e);
             }
         };
-        let _session = if held {
+        let _locks = if held {
             None
         } else {
-            Some(self.lock_session(session)?)
+            Some((self.lock_session(session)?, self.lock_store()?))
         };
-        let _store = self.lock_store()?;
         let mut stack = self.stack(session)?;
         if !stack.current.starts_with(&merged) {
             done(false);
