@@ -9,18 +9,18 @@ use super::manifest::{Manifest, Node};
 use super::objects::ObjectStore;
 
 /// Largest file (either side) a unified diff is made for.
-const MAX_DIFF_INPUT: u64 = 512 * 1024;
+pub(crate) const MAX_DIFF_INPUT: u64 = 512 * 1024;
 /// Largest unified diff of one file; a longer one is cut at a line end.
-const MAX_FILE_DIFF: usize = 64 * 1024;
+pub(crate) const MAX_FILE_DIFF: usize = 64 * 1024;
 /// Unified diff bytes of one answer in all; later files get none (`diff_truncated`).
-const MAX_TOTAL_DIFF: usize = 1024 * 1024;
+pub(crate) const MAX_TOTAL_DIFF: usize = 1024 * 1024;
 /// Changes of one answer; more are left out (`TurnChanges::truncated`).
 pub const MAX_CHANGES: usize = 10_000;
 /// Bytes of paths and diffs of one answer (it must fit in one gRPC message); changes past
 /// it are left out (`TurnChanges::truncated`).
-const MAX_ANSWER_BYTES: usize = 3 * 1024 * 1024;
+pub(crate) const MAX_ANSWER_BYTES: usize = 3 * 1024 * 1024;
 /// Per change, besides its path and diff, as an answer counts it.
-const CHANGE_OVERHEAD: usize = 64;
+pub(crate) const CHANGE_OVERHEAD: usize = 64;
 /// How long comparing one file may take; past it the diff is coarser, never wrong.
 const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(250);
 
@@ -127,13 +127,7 @@ pub fn changes(
             match texts {
                 _ if full => entry.diff_truncated = true,
                 (Some(a), Some(b)) => {
-                    let diff = TextDiff::configure()
-                        .timeout(DIFF_DEADLINE)
-                        .diff_lines(&a, &b)
-                        .unified_diff()
-                        .context_radius(3)
-                        .header(&format!("a/{path}"), &format!("b/{path}"))
-                        .to_string();
+                    let diff = unified(path, &a, &b);
                     let (diff, cut) = bounded(diff, MAX_FILE_DIFF.min(MAX_TOTAL_DIFF - diff_bytes));
                     diff_bytes += diff.len();
                     entry.unified_diff = diff;
@@ -145,6 +139,17 @@ pub fn changes(
         out.push(entry);
     }
     (out, false)
+}
+
+/// The unified diff of `path` from `a` to `b` (`--- a/path`, `+++ b/path`).
+pub(crate) fn unified(path: &str, a: &str, b: &str) -> String {
+    TextDiff::configure()
+        .timeout(DIFF_DEADLINE)
+        .diff_lines(a, b)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
 }
 
 /// Whether two entries hold the same thing (times alone do not count as a change).
@@ -188,7 +193,7 @@ fn text_of(node: Option<&Node>, objects: &ObjectStore) -> Option<String> {
 }
 
 /// `text` cut to at most `limit` bytes at a line end.
-fn bounded(text: String, limit: usize) -> (String, bool) {
+pub(crate) fn bounded(text: String, limit: usize) -> (String, bool) {
     if text.len() <= limit {
         return (text, false);
     }

@@ -5,17 +5,24 @@
 //! (a fork and its source) share it. A layer is kept while any session's stack names it,
 //! for its running workspace or a kept turn; [`OverlayStore::collect_garbage`] removes the
 //! others, off the turn path.
+//!
+//! Retention: only the `max_turns` newest kept turns, and while the layers a session's
+//! kept turns and workspace use hold more than `max_bytes`, fewer (never the newest).
+//! Each layer's size is measured once, when it is made, and recorded in the stack, so
+//! retention never walks a layer. The order of writers is in [`super::lock`].
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::lock;
 use super::mount::{
     MAX_LOWER_LAYERS, OverlaySpec, mount_overlay, unmount_overlay, unmount_overlay_strict,
 };
+use super::tree;
 use crate::snapshot::SnapshotError;
 
 const LAYERS_DIR: &str = "layers";
@@ -25,6 +32,11 @@ const BASE_DIR: &str = "base";
 const UPPER_DIR: &str = "upper";
 const WORK_DIR: &str = "work";
 const STACK_FILE: &str = "stack.json";
+const LOCK_FILE: &str = "lock";
+/// Layers being built by a squash, not yet named by any stack.
+pub(super) const STAGING_DIR: &str = "staging";
+/// Layers the collector took out of `layers/`, removed once it lets go of the store.
+const TRASH_DIR: &str = "trash";
 
 /// One session's layers: those beneath its running workspace, and those of each kept
 /// turn's end. Layers are named by id, bottom first.
@@ -32,6 +44,16 @@ const STACK_FILE: &str = "stack.json";
 pub struct Stack {
     pub current: Vec<String>,
     pub turns: Vec<TurnLayers>,
+    /// The layers the workspace is mounted on when they differ from `current` (a squash
+    /// replaced some of them while it was mounted): kept until the next mount.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounted: Vec<String>,
+    /// Bytes each layer occupies on disk, measured once when it was made.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sizes: BTreeMap<String, u64>,
+    /// The turn whose end the workspace started from (0 for a fresh workspace).
+    #[serde(default)]
+    pub at_turn: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,11 +61,63 @@ pub struct TurnLayers {
     pub turn: u64,
     pub turn_id: Uuid,
     pub layers: Vec<String>,
+    /// How many of `layers`, bottom first, the turn started from; the others hold what
+    /// it wrote. `None` in stacks recorded before this was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<usize>,
+    /// The turn whose end the workspace was at when this turn started (0: fresh).
+    #[serde(default)]
+    pub base_turn: u64,
 }
 
 impl Stack {
-    fn of_turn(&self, turn_id: Uuid) -> Option<&TurnLayers> {
+    pub(super) fn of_turn(&self, turn_id: Uuid) -> Option<&TurnLayers> {
         self.turns.iter().find(|t| t.turn_id == turn_id)
+    }
+
+    /// Every layer the stack names: its workspace's, the mounted ones, its kept turns'.
+    pub(super) fn used(&self) -> HashSet<&str> {
+        self.current
+            .iter()
+            .chain(&self.mounted)
+            .chain(self.turns.iter().flat_map(|t| &t.layers))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Bytes of the layers the stack names, each counted once.
+    pub fn used_bytes(&self) -> u64 {
+        self.used()
+            .into_iter()
+            .map(|id| self.sizes.get(id).copied().unwrap_or(0))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Drops the oldest kept turns past `max_turns`, then while the layers named hold
+    /// more than `max_bytes`; never the newest. Sizes of layers no longer named go.
+    fn retain(&mut self, max_turns: usize, max_bytes: u64) {
+        let excess = self.turns.len().saturating_sub(max_turns.max(1));
+        self.turns.drain(..excess);
+        while self.turns.len() > 1 && self.used_bytes() > max_bytes {
+            self.turns.remove(0);
+        }
+        let used: HashSet<String> = self.used().into_iter().map(str::to_owned).collect();
+        self.sizes.retain(|id, _| used.contains(id));
+    }
+}
+
+impl TurnLayers {
+    /// How many of its layers the turn started from: recorded, or for an older record
+    /// the stack of the kept turn before it when its layers begin with that one's.
+    pub(super) fn base_in(&self, stack: &Stack) -> Option<usize> {
+        if let Some(base) = self.base {
+            return (base <= self.layers.len()).then_some(base);
+        }
+        let at = stack.turns.iter().position(|t| t.turn_id == self.turn_id)?;
+        let before = at.checked_sub(1).map(|i| &stack.turns[i])?;
+        self.layers
+            .starts_with(&before.layers)
+            .then_some(before.layers.len())
     }
 }
 
@@ -85,16 +159,30 @@ impl OverlayStore {
         Self { root }
     }
 
-    fn layer(&self, id: &str) -> PathBuf {
+    pub(super) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub(super) fn layer(&self, id: &str) -> PathBuf {
         self.root.join(LAYERS_DIR).join(id)
     }
 
-    fn base(&self) -> PathBuf {
+    pub(super) fn base(&self) -> PathBuf {
         self.root.join(BASE_DIR)
     }
 
     fn session_dir(&self, session: Uuid) -> PathBuf {
         self.root.join(SESSIONS_DIR).join(session.to_string())
+    }
+
+    /// Holds `session`'s stack for one read-change-replace.
+    pub(super) fn lock_session(&self, session: Uuid) -> Result<lock::Held, SnapshotError> {
+        lock::exclusive(&self.session_dir(session).join(LOCK_FILE))
+    }
+
+    /// Keeps the collector away while a layer or a stack naming layers is published.
+    pub(super) fn lock_store(&self) -> Result<lock::Held, SnapshotError> {
+        lock::shared(&self.root.join(LOCK_FILE))
     }
 
     /// The running turn's writes of `session`.
@@ -120,7 +208,7 @@ impl OverlayStore {
     }
 
     /// Replaces the stack of `session`, durably (a new file renamed over the old).
-    fn set_stack(&self, session: Uuid, stack: &Stack) -> Result<(), SnapshotError> {
+    pub(super) fn set_stack(&self, session: Uuid, stack: &Stack) -> Result<(), SnapshotError> {
         let path = self.set_stack_unsynced(session, stack)?;
         std::fs::File::open(&path)
             .and_then(|f| f.sync_data())
@@ -229,6 +317,30 @@ impl OverlayStore {
         turn_id: Uuid,
         max_turns: usize,
     ) -> Result<UnsyncedLayer, SnapshotError> {
+        self.commit_retaining(session, data, turn, turn_id, max_turns, u64::MAX)
+    }
+
+    /// Ends a turn as [`OverlayStore::commit`] does, and keeps only as many of the newest
+    /// turns as fit in `max_bytes` (the bytes of the layers the kept turns and the
+    /// workspace use, each layer once; the newest turn always stays), as the copies do
+    /// with `SnapshotSettings::max_bytes`. The new layer is measured here, once: its cost
+    /// follows what the turn wrote.
+    ///
+    /// A workspace already stacking [`MAX_LOWER_LAYERS`] layers is squashed here first,
+    /// on the turn's path, rather than the turn refused: that happens only when the
+    /// squash meant to run after turn ends ([`OverlayStore::squash`]) did not.
+    pub fn commit_retaining(
+        &self,
+        session: Uuid,
+        data: &Path,
+        turn: u64,
+        turn_id: Uuid,
+        max_turns: usize,
+        max_bytes: u64,
+    ) -> Result<UnsyncedLayer, SnapshotError> {
+        let _session = self.lock_session(session)?;
+        // Taken before the workspace is unmounted, so failing to take it leaves it be.
+        let _store = self.lock_store()?;
         let mut stack = self.stack(session)?;
         let upper = self.upper(session);
         let root = std::fs::symlink_metadata(&upper)
@@ -240,15 +352,28 @@ impl OverlayStore {
             .is_some();
         let mut layer = None;
         if wrote && stack.current.len() >= MAX_LOWER_LAYERS {
-            self.mount_stack(session, &stack.current, data)?;
-            return Err(SnapshotError::io(
-                "adding a layer to",
-                data,
-                std::io::Error::other(format!(
-                    "the workspace already stacks {MAX_LOWER_LAYERS} layers"
-                )),
-            ));
+            let squashed = self.squash_held(session).and_then(|_| self.stack(session));
+            match squashed {
+                Ok(now) if now.current.len() < MAX_LOWER_LAYERS => stack = now,
+                Ok(_) | Err(_) => {
+                    self.mount_stack(session, &stack.current, data)?;
+                    return Err(SnapshotError::io(
+                        "adding a layer to",
+                        data,
+                        std::io::Error::other(match squashed {
+                            Err(e) => format!(
+                                "the workspace already stacks {MAX_LOWER_LAYERS} layers and \
+                                 squashing them failed: {e}"
+                            ),
+                            Ok(_) => {
+                                format!("the workspace already stacks {MAX_LOWER_LAYERS} layers")
+                            }
+                        }),
+                    ));
+                }
+            }
         }
+        let base = stack.current.len();
         if wrote {
             let id = Uuid::now_v7().to_string();
             let path = self.layer(&id);
@@ -260,6 +385,13 @@ impl OverlayStore {
                 let _ = std::fs::rename(&path, &upper);
                 return Err(e);
             }
+            // Past the rename the turn's writes are only reachable through the stack:
+            // a layer that cannot be measured counts as empty rather than lose them.
+            let size = layer_size(&path).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot measure a workspace layer; retention counts it empty");
+                0
+            });
+            stack.sizes.insert(id.clone(), size);
             stack.current.push(id);
             layer = Some(path);
         }
@@ -267,9 +399,12 @@ impl OverlayStore {
             turn,
             turn_id,
             layers: stack.current.clone(),
+            base: Some(base),
+            base_turn: stack.at_turn,
         });
-        let excess = stack.turns.len().saturating_sub(max_turns.max(1));
-        stack.turns.drain(..excess);
+        stack.at_turn = turn;
+        stack.mounted.clear();
+        stack.retain(max_turns, max_bytes);
         self.mount_stack(session, &stack.current, data)?;
         let stack = self.set_stack_unsynced(session, &stack)?;
         Ok(UnsyncedLayer { layer, stack })
@@ -293,16 +428,21 @@ impl OverlayStore {
         fork: Uuid,
         data: &Path,
     ) -> Result<(), SnapshotError> {
+        let _store = self.lock_store()?;
         let from = self.stack(source)?;
         let at = from
             .turns
             .iter()
             .position(|t| t.turn_id == turn_id)
             .ok_or(SnapshotError::NoLayers { turn_id })?;
-        let stack = Stack {
+        let mut stack = Stack {
             current: from.turns[at].layers.clone(),
             turns: from.turns[..=at].to_vec(),
+            mounted: Vec::new(),
+            sizes: from.sizes.clone(),
+            at_turn: from.turns[at].turn,
         };
+        stack.retain(usize::MAX, u64::MAX);
         let root = std::fs::symlink_metadata(self.upper(source))
             .map_err(|e| SnapshotError::io("reading", self.upper(source), e))?;
         self.ensure_dirs(fork)?;
@@ -318,10 +458,11 @@ impl OverlayStore {
     /// Puts the workspace of `session` back to the end of `turn_id`: what was written
     /// since is dropped, the turn's layers are mounted. Kept turns after it stay kept.
     pub fn rewind(&self, session: Uuid, turn_id: Uuid, data: &Path) -> Result<(), SnapshotError> {
+        let _session = self.lock_session(session)?;
         let mut stack = self.stack(session)?;
-        let layers = stack
+        let (layers, at_turn) = stack
             .of_turn(turn_id)
-            .map(|t| t.layers.clone())
+            .map(|t| (t.layers.clone(), t.turn))
             .ok_or(SnapshotError::NoLayers { turn_id })?;
         let upper = self.upper(session);
         let root = std::fs::symlink_metadata(&upper)
@@ -333,6 +474,8 @@ impl OverlayStore {
         std::fs::rename(&upper, &dropped).map_err(|e| SnapshotError::io("moving", &upper, e))?;
         fresh_dir(&upper, Some((root.uid(), root.gid())), root.mode() & 0o7777)?;
         stack.current = layers;
+        stack.mounted.clear();
+        stack.at_turn = at_turn;
         self.set_stack(session, &stack)?;
         self.mount_stack(session, &stack.current, data)?;
         remove_all(&dropped);
@@ -350,38 +493,108 @@ impl OverlayStore {
         Ok(())
     }
 
-    /// Removes the layers no session's stack names (running workspace or kept turn);
-    /// answers how many. A stack that cannot be read keeps every layer.
+    /// Removes the layers no session's stack names (running workspace, mounted layers
+    /// or kept turn), and what a squash that did not finish left; answers how many
+    /// layers. A stack that cannot be read keeps every layer. The decision is taken
+    /// alone with the store (no layer is published meanwhile) and only moves the garbage
+    /// aside; removing it comes after, without holding anyone up.
     pub fn collect_garbage(&self) -> Result<usize, SnapshotError> {
         let sessions = self.root.join(SESSIONS_DIR);
-        let mut used = HashSet::new();
-        let entries = match std::fs::read_dir(&sessions) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(SnapshotError::io("listing", sessions, e)),
-        };
-        for entry in entries.flatten() {
-            let Ok(session) = entry.file_name().to_string_lossy().parse::<Uuid>() else {
-                continue;
-            };
-            let stack = self.stack(session)?;
-            used.extend(stack.current);
-            used.extend(stack.turns.into_iter().flat_map(|t| t.layers));
+        if !sessions.exists() {
+            return Ok(0);
         }
-        let layers = self.root.join(LAYERS_DIR);
-        let mut removed = 0;
-        for entry in std::fs::read_dir(&layers)
-            .map_err(|e| SnapshotError::io("listing", &layers, e))?
-            .flatten()
-        {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !used.contains(&name) {
+        let trash = self.root.join(TRASH_DIR);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&trash)
+            .map_err(|e| SnapshotError::io("creating", &trash, e))?;
+        let moved = {
+            let _store = lock::exclusive(&self.root.join(LOCK_FILE))?;
+            let mut used = HashSet::new();
+            for entry in std::fs::read_dir(&sessions)
+                .map_err(|e| SnapshotError::io("listing", &sessions, e))?
+                .flatten()
+            {
+                let Ok(session) = entry.file_name().to_string_lossy().parse::<Uuid>() else {
+                    continue;
+                };
+                let stack = self.stack(session)?;
+                used.extend(stack.used().into_iter().map(str::to_owned));
+            }
+            let layers = self.root.join(LAYERS_DIR);
+            let mut moved = 0;
+            let listing = match std::fs::read_dir(&layers) {
+                Ok(listing) => listing,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+                Err(e) => return Err(SnapshotError::io("listing", &layers, e)),
+            };
+            for entry in listing.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if !used.contains(&name) {
+                    let aside = trash.join(format!("{name}-{:016x}", rand::random::<u64>()));
+                    match std::fs::rename(entry.path(), &aside) {
+                        Ok(()) => moved += 1,
+                        Err(e) => {
+                            tracing::warn!(path = %entry.path().display(), error = %e, "cannot remove a workspace layer");
+                        }
+                    }
+                }
+            }
+            moved
+        };
+        self.collect_staging();
+        if let Ok(listing) = std::fs::read_dir(&trash) {
+            for entry in listing.flatten() {
                 remove_all(&entry.path());
-                removed += 1;
             }
         }
-        Ok(removed)
+        Ok(moved)
     }
+
+    /// Removes the layers squashes were building when their process died (a layer being
+    /// built is locked by its builder).
+    fn collect_staging(&self) {
+        let staging = self.root.join(STAGING_DIR);
+        let Ok(listing) = std::fs::read_dir(&staging) else {
+            return;
+        };
+        for entry in listing.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|x| x == "lock") {
+                // A lock whose layer is gone (its builder died after moving it).
+                if !path.with_extension("").exists()
+                    && let Ok(Some(_held)) = lock::try_exclusive(&path)
+                {
+                    let _ = std::fs::remove_file(&path);
+                }
+                continue;
+            }
+            let lock_path = path.with_extension("lock");
+            match lock::try_exclusive(&lock_path) {
+                Ok(Some(_held)) => {
+                    remove_all(&path);
+                    let _ = std::fs::remove_file(&lock_path);
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot check a squashed layer being built"),
+            }
+        }
+    }
+}
+
+/// Bytes the layer at `path` occupies on disk, each entry counted (no link followed).
+pub(super) fn layer_size(path: &Path) -> Result<u64, SnapshotError> {
+    let root = tree::open_root(path).map_err(|e| SnapshotError::io("opening", path, e))?;
+    let mut bytes = rustix::fs::fstat(&root)
+        .map(|s| tree::allocated(&s))
+        .unwrap_or(0);
+    tree::walk(&root, |_, _, stat| {
+        bytes = bytes.saturating_add(tree::allocated(stat));
+        Ok(true)
+    })
+    .map_err(|e| SnapshotError::io("measuring", path, e))?;
+    Ok(bytes)
 }
 
 /// Creates `path` with `mode`, owned by `owner`.
@@ -398,38 +611,45 @@ fn fresh_dir(path: &Path, owner: Option<(u32, u32)>, mode: u32) -> Result<(), Sn
         .map_err(|e| SnapshotError::io("setting the mode of", path, e))
 }
 
-fn remove_all(path: &Path) {
-    if let Err(e) = std::fs::remove_dir_all(path) {
+pub(super) fn remove_all(path: &Path) {
+    if let Err(e) = std::fs::remove_dir_all(path)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
         tracing::warn!(path = %path.display(), error = %e, "cannot remove a workspace layer");
     }
 }
 
-fn sync_dir(dir: &Path) {
+pub(super) fn sync_dir(dir: &Path) {
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
 }
 
-/// Syncs every regular file and folder of `root` (no link followed), then `root`'s parent.
-fn sync_tree(root: &Path) -> Result<(), SnapshotError> {
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|e| SnapshotError::io("listing", &dir, e))?;
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                pending.push(entry.path());
-            } else if kind.is_file() {
-                let path = entry.path();
-                std::fs::File::open(&path)
-                    .and_then(|f| f.sync_data())
-                    .map_err(|e| SnapshotError::io("syncing", &path, e))?;
+/// Syncs every regular file and folder of `root` (no link followed, no FIFO opened),
+/// then `root`'s parent.
+pub(super) fn sync_tree(root: &Path) -> Result<(), SnapshotError> {
+    let fd = tree::open_root(root).map_err(|e| SnapshotError::io("opening", root, e))?;
+    tree::walk(&fd, |dir, name, stat| {
+        match tree::Kind::of(stat) {
+            tree::Kind::File => tree::open_child_file(dir, name)?.0.sync_data()?,
+            tree::Kind::Dir => {
+                let child = rustix::fs::openat(
+                    dir,
+                    name,
+                    rustix::fs::OFlags::RDONLY
+                        | rustix::fs::OFlags::DIRECTORY
+                        | rustix::fs::OFlags::NOFOLLOW
+                        | rustix::fs::OFlags::CLOEXEC,
+                    rustix::fs::Mode::empty(),
+                )?;
+                rustix::fs::fsync(&child)?;
             }
+            _ => {}
         }
-        sync_dir(&dir);
-    }
+        Ok(true)
+    })
+    .map_err(|e| SnapshotError::io("syncing", root, e))?;
+    let _ = rustix::fs::fsync(&fd);
     if let Some(parent) = root.parent() {
         sync_dir(parent);
     }

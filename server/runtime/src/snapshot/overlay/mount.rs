@@ -19,8 +19,8 @@ use rustix::mount::{
 use crate::snapshot::SnapshotError;
 
 /// The most lower layers one mount should stack (the kernel refuses more than 500;
-/// lookups slow down long before). Squashing the oldest layers together past it is still
-/// to be built: until then [`super::OverlayStore::commit`] refuses a deeper stack.
+/// lookups slow down long before). [`super::OverlayStore::squash`] keeps stacks far
+/// below it; a turn's end that finds a stack this deep squashes it first.
 pub const MAX_LOWER_LAYERS: usize = 128;
 
 /// What one overlay mount is made of.

@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::*;
 
 /// Whether this process can mount overlays; under CI (which runs as root) it must.
-fn can_mount(dir: &Path) -> bool {
+pub(super) fn can_mount(dir: &Path) -> bool {
     match probe(&dir.join("probe")) {
         Ok(()) => true,
         Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
@@ -21,7 +21,7 @@ fn can_mount(dir: &Path) -> bool {
 }
 
 /// Unmounts its folders when dropped, so a failed test leaves no mount behind.
-struct Mounts(Vec<PathBuf>);
+pub(super) struct Mounts(pub(super) Vec<PathBuf>);
 
 impl Drop for Mounts {
     fn drop(&mut self) {
@@ -31,15 +31,15 @@ impl Drop for Mounts {
     }
 }
 
-struct Fixture {
-    store: OverlayStore,
+pub(super) struct Fixture {
+    pub(super) store: OverlayStore,
     sandbox: PathBuf,
     _mounts: Mounts,
     _home: tempfile::TempDir,
 }
 
 impl Fixture {
-    fn new() -> Option<Self> {
+    pub(super) fn new() -> Option<Self> {
         let home = tempfile::tempdir().expect("tempdir");
         if !can_mount(home.path()) {
             return None;
@@ -53,19 +53,24 @@ impl Fixture {
     }
 
     /// The `data/` folder of `session`'s cell, created, and unmounted at the end.
-    fn data(&mut self, session: Uuid) -> PathBuf {
+    pub(super) fn data(&mut self, session: Uuid) -> PathBuf {
         let data = self.sandbox.join(session.to_string()).join("data");
         fs::create_dir_all(&data).expect("mkdir data");
         self._mounts.0.push(data.clone());
         data
     }
+
+    /// A folder of the test's own, outside the store and the cells.
+    pub(super) fn home(&self) -> &Path {
+        self._home.path()
+    }
 }
 
-fn read(path: impl AsRef<Path>) -> String {
+pub(super) fn read(path: impl AsRef<Path>) -> String {
     fs::read_to_string(path).expect("read")
 }
 
-fn sh(dir: &Path, script: &str) {
+pub(super) fn sh(dir: &Path, script: &str) {
     let status = Command::new("sh")
         .arg("-c")
         .arg(script)
