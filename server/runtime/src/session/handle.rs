@@ -905,6 +905,7 @@ impl SessionHandle {
             cursor: after_sequence,
             wake: self.published.subscribe(),
             file: None,
+            logs: None,
             counted: None,
         }
     }
