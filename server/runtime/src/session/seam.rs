@@ -26,22 +26,10 @@ impl SessionRecords for Arc<SessionStore> {
     }
 
     fn session(&self, id: Uuid) -> BoxFuture<'_, StoreResult<Option<SessionInfo>>> {
-        let store = self.clone();
         async move {
-            if let Some(info) = store.open_info(id) {
-                return Ok(Some(info));
-            }
-            let peeked = blocking("read session", {
-                let store = store.clone();
-                move || Ok(store.peek(id))
-            })
-            .await?;
-            if peeked.is_some() {
-                return Ok(peeked);
-            }
-            // Unreadable or gone: opening it tells which, and moves an unreadable one
-            // aside.
-            match store.get(id).await {
+            // Opening it reads (and repairs) its log the first time, as any use of the
+            // session does: a session whose log cannot be read is moved aside and said so.
+            match self.get(id).await {
                 Ok(handle) => Ok(Some(handle.info())),
                 Err(RuntimeError::NotFound { .. }) => Ok(None),
                 Err(e) => Err(e.into()),

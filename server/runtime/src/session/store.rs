@@ -327,17 +327,12 @@ impl SessionStore {
         self.lock_open().contains_key(&id) || self.dir_of(id).join(RECORD_FILE).is_file()
     }
 
-    /// A session's record and totals when it is open in memory.
-    pub(crate) fn open_info(&self, id: Uuid) -> Option<SessionInfo> {
-        let open = self.lock_open().get(&id).and_then(|c| c.get().cloned());
-        open.map(|handle| handle.info())
-    }
-
     /// A session's record and totals without opening its log: from memory when it is
     /// open, else from its files. `None` when it vanished meanwhile.
     pub fn peek(&self, id: Uuid) -> Option<SessionInfo> {
-        if let Some(info) = self.open_info(id) {
-            return Some(info);
+        let open = self.lock_open().get(&id).and_then(|c| c.get().cloned());
+        if let Some(handle) = open {
+            return Some(handle.info());
         }
         let dir = self.dir_of(id);
         let record = match read_record(&dir.join(RECORD_FILE)) {
