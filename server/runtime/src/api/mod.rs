@@ -71,7 +71,7 @@ use crate::provider::{CassetteRecorder, ProviderRegistry};
 use crate::sandbox::Sandbox;
 use crate::session::SessionStore;
 use crate::skills::ServerSkills;
-use crate::store::{Bundles, EventLogs, SessionRecords, Store, TurnJournal, TurnQueue};
+use crate::store::{Bundles, SessionRecords, Store, TurnJournal, TurnQueue};
 use crate::tools::HostTools;
 
 /// The Odyssey runtime. Cheap to clone; clones share everything.
@@ -96,8 +96,6 @@ pub(crate) struct Inner {
     pub(crate) sessions: Arc<SessionStore>,
     /// Sessions' records, as the store keeps them.
     pub(crate) records: Arc<dyn SessionRecords>,
-    /// Sessions' logs, as the store keeps them.
-    pub(crate) logs: Arc<dyn EventLogs>,
     /// The sessions with a turn in flight.
     pub(crate) journal: Arc<dyn TurnJournal>,
     pub(crate) providers: ProviderRegistry,
@@ -233,7 +231,6 @@ impl OdysseyRuntime {
                 capabilities,
                 sessions,
                 records: store.session_records(),
-                logs: store.event_logs(),
                 journal: store.turn_journal(),
                 providers,
                 host_tools,

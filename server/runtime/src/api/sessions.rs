@@ -400,7 +400,6 @@ impl OdysseyRuntime {
         }
         Ok(session
             .subscribe(after_sequence)
-            .reading_from(self.inner.logs.clone())
             .counted_in(&self.inner.subscriptions))
     }
 }

@@ -905,7 +905,6 @@ impl SessionHandle {
             cursor: after_sequence,
             wake: self.published.subscribe(),
             file: None,
-            logs: None,
             counted: None,
         }
     }

@@ -1,6 +1,6 @@
 //! Following a session: its stored events first, then live ones, with no gap and no
-//! duplicate, from the in-memory ring when the subscriber is close behind and from the
-//! store's log ([`EventLogs::read_events_after`]) when it is further back.
+//! duplicate, from the in-memory ring when the subscriber is close behind and from the log
+//! file when it is further back.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,7 +11,6 @@ use super::handle::SessionHandle;
 use super::log::LogReader;
 use crate::error::{Result, RuntimeError};
 use crate::events::Event;
-use crate::store::EventLogs;
 
 /// Events handed to a subscriber per batch.
 const BATCH: usize = 256;
@@ -23,9 +22,6 @@ pub struct Subscription {
     pub(super) cursor: u64,
     pub(super) wake: watch::Receiver<u64>,
     pub(super) file: Option<LogReader>,
-    /// Where events behind the ring are read from; without it, the log file of the
-    /// handle (a session store used on its own).
-    pub(super) logs: Option<Arc<dyn EventLogs>>,
     pub(super) counted: Option<Counted>,
 }
 
@@ -43,12 +39,6 @@ impl Subscription {
     pub(crate) fn counted_in(mut self, live: &Arc<AtomicUsize>) -> Self {
         live.fetch_add(1, Ordering::Relaxed);
         self.counted = Some(Counted(live.clone()));
-        self
-    }
-
-    /// Reads the events behind the ring from `logs`, the store the session is kept in.
-    pub(crate) fn reading_from(mut self, logs: Arc<dyn EventLogs>) -> Self {
-        self.logs = Some(logs);
         self
     }
 
@@ -105,9 +95,7 @@ impl Subscription {
                     .cloned()
                     .collect());
             }
-            if self.logs.is_some() {
-                // Read from the store below, outside the lock.
-            } else if self.file.is_none() {
+            if self.file.is_none() {
                 self.file = Some(
                     state
                         .log
@@ -115,21 +103,6 @@ impl Subscription {
                         .map_err(RuntimeError::from)?,
                 );
             }
-        }
-        if let Some(logs) = &self.logs {
-            return match logs
-                .read_events_after(self.handle.id(), self.cursor, BATCH)
-                .await
-            {
-                Ok(events) => Ok(events
-                    .into_iter()
-                    .take_while(|e| e.sequence <= last)
-                    .map(Arc::new)
-                    .collect()),
-                // Deleted meanwhile: the caller sees it and ends.
-                Err(e) if e.is_not_found() => Ok(Vec::new()),
-                Err(e) => Err(e.into()),
-            };
         }
         // Behind the ring: read the log file, off the async threads.
         let Some(mut reader) = self.file.take() else {

@@ -13,8 +13,12 @@
 //! built ([`crate::RuntimeBuilder::store`]). The runtime reaches what is stored through
 //! them: creating, reading, listing and deleting sessions ([`SessionRecords`]), the
 //! sessions with a turn in flight ([`TurnJournal`]), the queue ([`TurnQueue`]), installing
-//! and deleting bundles by digest ([`Bundles`]), and reading a log back from a sequence
-//! ([`EventLogs`], the replay a subscriber behind the live tail is served from).
+//! bundle archives and deleting bundles by digest ([`Bundles`]). Still on the file types:
+//! the open session's appends and syncs (the handle below), the replay a subscriber
+//! behind the live tail is served from (one reader streams through the log file; read a
+//! batch at a time through [`EventLogs::read_events_after`], which seeks again for each
+//! batch, replay from sequence 0 measured about a sixth slower), resolving bundle
+//! references (the catalog and its cache) and forks.
 //!
 //! A store's method does not hold the calling task's thread for long: a store whose work
 //! is blocking file I/O moves it to a blocking thread itself, as a database store awaits
@@ -37,10 +41,11 @@
 //!   totals are written once a second, not per event, and idle handles are evicted from
 //!   the open-session cache.
 //! - With several replicas on one database, the owner is the replica holding the
-//!   session's lease (the one running its turn). Its handle writes every batch through
-//!   [`EventLogs::append_events`] at the next sequence it expects, and makes a durability
-//!   point durable with [`EventLogs::sync_events`] (one transaction per group, where the
-//!   file store has one `fsync`). A [`StoreError::SequenceConflict`] then means another
+//!   session's lease (the one running its turn). Its handle keeps the ring and serves its
+//!   own subscribers from it at once, as now, and writes what it appended since its last
+//!   write as one batch through [`EventLogs::append_events`] at the next sequence it
+//!   expects, at latest at each durability point, which [`EventLogs::sync_events`] makes
+//!   durable (one transaction per group, where the file store has one `fsync`). A [`StoreError::SequenceConflict`] then means another
 //!   replica wrote: the handle has lost the session and is dropped, never retried at a new
 //!   sequence. The other replicas own no handle for the session: they answer from rows
 //!   ([`SessionRecords::session`], [`EventLogs::read_events_after`]) and follow new rows
@@ -135,7 +140,9 @@ pub trait SessionRecords: Send + Sync {
     /// Persists a new session with an empty log, all or nothing.
     fn create_session(&self, record: SessionRecord) -> BoxFuture<'_, StoreResult<()>>;
 
-    /// A session's record and totals; `None` when the store holds no such session.
+    /// A session's record and totals; `None` when the store holds no such session. (The
+    /// file store opens the session to answer, reading and repairing its log the first
+    /// time, and quarantines it when the log cannot be read.)
     fn session(&self, id: Uuid) -> BoxFuture<'_, StoreResult<Option<SessionInfo>>>;
 
     /// Sessions newest first (ids are UUIDv7), those `filter` accepts, a page at a time.

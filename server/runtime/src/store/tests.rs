@@ -51,7 +51,7 @@ async fn a_bundle_changed_on_disk_is_refused_on_read() {
 
 /// The runtime reads and writes what the store it is given holds: a session created and
 /// written through the store's traits is served, followed from its first event (most of
-/// them behind the live ring, so read back through the store), listed and deleted by the
+/// them behind the live ring, so read back from the log), listed and deleted by the
 /// runtime, and the deletion is what the store then holds.
 #[tokio::test]
 async fn the_runtime_serves_what_its_store_holds() {
