@@ -117,6 +117,7 @@ pub async fn open_store(
     let bundles = BundleStore::open(config.bundles_dir.clone())
         .map_err(|e| StoreError::InvalidArgument(format!("the bundle folder: {e}")))?
         .with_limits(config.archive_limits);
+    let bundles = Arc::new(bundles);
     let store = Arc::new(ReplicaStore {
         db,
         replica: replica.to_owned(),
@@ -174,7 +175,7 @@ pub(crate) struct ReplicaStore {
     leases: Mutex<HashMap<Uuid, i64>>,
     /// The quarantined sessions, as of the last write of this replica or heartbeat.
     quarantined: Mutex<Vec<QuarantinedSession>>,
-    bundles: BundleStore,
+    bundles: Arc<BundleStore>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

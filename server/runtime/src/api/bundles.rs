@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::OdysseyRuntime;
 use crate::bundle::{
-    self, AgentDefinition, BundleId, BundleStore, InstallOptions, InstalledBundle, McpServerSource,
+    self, AgentDefinition, BundleId, BundleReference, BundleStore, InstallOptions, InstalledBundle,
+    McpServerSource,
 };
 use crate::error::{Result, RuntimeError};
 use crate::model::ModelSpec;
@@ -150,8 +151,11 @@ impl OdysseyRuntime {
         archive: Vec<u8>,
         options: InstallOptions,
     ) -> Result<Arc<InstalledBundle>> {
-        self.with_store(move |store| store.install_bundle_archive(archive.as_slice(), &options))
-            .await
+        Ok(self
+            .inner
+            .stored_bundles
+            .install_archive(archive, options)
+            .await?)
     }
 
     pub async fn inspect_bundle(&self, reference: &str) -> Result<Arc<InstalledBundle>> {
@@ -185,6 +189,11 @@ impl OdysseyRuntime {
     }
 
     pub async fn delete_bundle(&self, reference: &str) -> Result<Arc<InstalledBundle>> {
+        if let Ok(BundleReference::Digest { name: None, digest }) =
+            BundleReference::parse(reference)
+        {
+            return Ok(self.inner.stored_bundles.delete_bundle(digest).await?);
+        }
         let reference = reference.to_string();
         self.with_store(move |store| store.delete(&reference)).await
     }

@@ -61,7 +61,7 @@ impl OdysseyRuntime {
             queued,
             running,
             sandbox: self.inner.capabilities.clone(),
-            quarantined: self.inner.sessions.quarantined(),
+            quarantined: self.inner.records.quarantined(),
             providers: self.inner.providers.known_providers(),
             activity: self.activity(),
             snapshots: config.snapshots.clone(),

@@ -71,7 +71,7 @@ use crate::provider::{CassetteRecorder, ProviderRegistry};
 use crate::sandbox::Sandbox;
 use crate::session::SessionStore;
 use crate::skills::ServerSkills;
-use crate::store::{Store, TurnQueue};
+use crate::store::{Bundles, SessionRecords, Store, TurnJournal, TurnQueue};
 use crate::tools::HostTools;
 
 /// The Odyssey runtime. Cheap to clone; clones share everything.
@@ -82,14 +82,22 @@ pub struct OdysseyRuntime {
 
 pub(crate) struct Inner {
     pub(crate) config: RuntimeConfig,
+    /// The installed bundles' catalog, with its cache: how references resolve.
     pub(crate) bundles: Arc<BundleStore>,
+    /// Installed bundles by digest, as the store keeps them.
+    pub(crate) stored_bundles: Arc<dyn Bundles>,
     /// The OCI registries bundles are pushed to and pulled from.
     pub(crate) hub: Hub,
     pub(crate) sandbox: Arc<Sandbox>,
     pub(crate) approvals: ApprovalStore,
     /// Probed once at startup.
     pub(crate) capabilities: SandboxCapabilities,
+    /// The sessions open in this process: their live state (see [`crate::store`]).
     pub(crate) sessions: Arc<SessionStore>,
+    /// Sessions' records, as the store keeps them.
+    pub(crate) records: Arc<dyn SessionRecords>,
+    /// The sessions with a turn in flight.
+    pub(crate) journal: Arc<dyn TurnJournal>,
     pub(crate) providers: ProviderRegistry,
     /// Tools the embedding program registered, for bundles that declare `source: host`.
     pub(crate) host_tools: HostTools,
@@ -216,11 +224,14 @@ impl OdysseyRuntime {
                 started_at: SystemTime::now(),
                 shutting_down: AtomicBool::new(false),
                 bundles,
+                stored_bundles: store.bundles(),
                 hub,
                 sandbox,
                 approvals,
                 capabilities,
                 sessions,
+                records: store.session_records(),
+                journal: store.turn_journal(),
                 providers,
                 host_tools,
                 recorder: Arc::new(CassetteRecorder::new(config.sessions_dir())),
@@ -229,19 +240,25 @@ impl OdysseyRuntime {
                 config,
             }),
         };
-        for id in runtime.inner.sessions.journaled_open_sessions() {
+        for id in runtime.inner.journal.open_turns().await? {
             match runtime.inner.sessions.get(id).await {
                 // Still open (the log cannot be written yet): the marker stays, so the
                 // next start tries again.
-                Ok(session) if session.has_open_turn() => {}
-                Ok(_) => runtime.inner.sessions.journal_turn_end(id),
-                Err(e) => {
-                    tracing::warn!(session = %id, error = %e, "cannot repair session");
-                    runtime.inner.sessions.journal_turn_end(id);
-                }
+                Ok(session) if session.has_open_turn() => continue,
+                Ok(_) => {}
+                Err(e) => tracing::warn!(session = %id, error = %e, "cannot repair session"),
             }
+            runtime.journal_turn_end(id).await;
         }
         Ok(runtime)
+    }
+
+    /// Records in the turn journal that the session's turn ended; a failure is logged (the
+    /// session is then repaired again at the next start, which finds its turn closed).
+    pub(crate) async fn journal_turn_end(&self, id: uuid::Uuid) {
+        if let Err(e) = self.inner.journal.turn_ended(id).await {
+            tracing::warn!(session = %id, error = %e, "cannot journal turn end");
+        }
     }
 
     pub fn config(&self) -> &RuntimeConfig {

@@ -28,7 +28,7 @@ impl OdysseyRuntime {
     /// in a bundle as `cassettes/<model>.jsonl`). `FailedPrecondition` when nothing was
     /// recorded for it.
     pub async fn session_cassette(&self, id: Uuid) -> Result<Vec<u8>> {
-        self.inner.sessions.get(id).await?;
+        self.stored_session(id).await?;
         let recorder = self.inner.recorder.clone();
         let read = tokio::task::spawn_blocking(move || recorder.read(id))
             .await

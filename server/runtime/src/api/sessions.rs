@@ -151,12 +151,9 @@ impl OdysseyRuntime {
             forked: None,
             parent: None,
         };
-        let sessions = self.clone();
-        let handle = tokio::task::spawn_blocking(move || sessions.inner.sessions.create(record))
-            .await
-            .map_err(|e| RuntimeError::storage("create session", std::io::Error::other(e)))??;
-        tracing::info!(session = %handle.id(), bundle = %bundle.id, agent = %agent.id, "session created");
-        Ok(self.with_state(handle.info()))
+        let info = self.store_session(record).await?;
+        tracing::info!(session = %info.record.id, bundle = %bundle.id, agent = %agent.id, "session created");
+        Ok(self.with_state(info))
     }
 
     /// Creates a sub-agent's session: `agent_id` of the parent's bundle, on its own model,
@@ -254,6 +251,26 @@ impl OdysseyRuntime {
         Ok(self.with_state(handle.info()))
     }
 
+    /// Persists a new session and reads back what the store holds of it.
+    async fn store_session(&self, record: SessionRecord) -> Result<SessionInfo> {
+        let id = record.id;
+        let records = &self.inner.records;
+        records.create_session(record).await?;
+        records
+            .session(id)
+            .await?
+            .ok_or_else(|| RuntimeError::not_found("session", id.to_string()))
+    }
+
+    /// A session as the store holds it; NOT_FOUND when it holds none.
+    pub(crate) async fn stored_session(&self, id: Uuid) -> Result<SessionInfo> {
+        self.inner
+            .records
+            .session(id)
+            .await?
+            .ok_or_else(|| RuntimeError::not_found("session", id.to_string()))
+    }
+
     /// The client's model, else the operator's override for this bundle and agent, else
     /// the agent's own; checked against the providers' settings and the requirements.
     fn session_model(
@@ -318,7 +335,7 @@ impl OdysseyRuntime {
     }
 
     pub async fn get_session(&self, id: Uuid) -> Result<SessionInfo> {
-        Ok(self.with_state(self.inner.sessions.get(id).await?.info()))
+        Ok(self.with_state(self.stored_session(id).await?))
     }
 
     /// What a session is doing now: waiting for approval while a request of it is pending,
@@ -345,21 +362,16 @@ impl OdysseyRuntime {
         page: PageRequest,
     ) -> Result<Page<SessionInfo>> {
         filter.validate()?;
-        let runtime = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut page = runtime.inner.sessions.list_page(&filter, &page)?;
-            for info in &mut page.items {
-                info.state = runtime.session_state(info.record.id);
-            }
-            Ok(page)
-        })
-        .await
-        .map_err(|e| RuntimeError::storage("list sessions", std::io::Error::other(e)))?
+        let mut page = self.inner.records.list_sessions(filter, page).await?;
+        for info in &mut page.items {
+            info.state = self.session_state(info.record.id);
+        }
+        Ok(page)
     }
 
     /// Cancels the session's queued and running turns, waits for them, then removes it.
     pub async fn delete_session(&self, id: Uuid) -> Result<()> {
-        let handle = self.inner.sessions.get(id).await?;
+        self.stored_session(id).await?;
         for job in self.inner.queue.remove_session(id).await? {
             self.inner.executions.update(job.execution_id, |s| {
                 s.state = ExecutionState::Cancelled;
@@ -379,10 +391,9 @@ impl OdysseyRuntime {
         if cell.root.exists() {
             self.inner.sandbox.remove_cell(&cell).await?;
         }
-        let runtime = self.clone();
-        tokio::task::spawn_blocking(move || runtime.inner.sessions.remove(&handle))
-            .await
-            .map_err(|e| RuntimeError::storage("delete session", std::io::Error::other(e)))??;
+        if !self.inner.records.delete_session(id).await? {
+            return Err(RuntimeError::not_found("session", id.to_string()));
+        }
         tracing::info!(session = %id, "session deleted");
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! The bundle store behind the storage trait ([`crate::store::Bundles`]): bundles found by
 //! their content digest (the `@sha256:…` reference form), their files digested again on
-//! every read through it.
+//! every read through it. The work is file I/O, so it runs on a blocking thread.
 
 use std::sync::Arc;
 
@@ -27,31 +27,43 @@ impl BundleStore {
     }
 }
 
-impl Bundles for BundleStore {
+impl Bundles for Arc<BundleStore> {
     fn install_archive(
         &self,
         archive: Vec<u8>,
         options: InstallOptions,
     ) -> BoxFuture<'_, StoreResult<Arc<InstalledBundle>>> {
-        async move { Ok(self.install_bundle_archive(&archive, &options)?) }.boxed()
+        let store = self.clone();
+        blocking(move || Ok(store.install_bundle_archive(&archive, &options)?)).boxed()
     }
 
     fn bundle_by_digest(&self, digest: String) -> BoxFuture<'_, StoreResult<Arc<InstalledBundle>>> {
-        async move { self.verified(&digest).map(|(bundle, _)| bundle) }.boxed()
+        let store = self.clone();
+        blocking(move || store.verified(&digest).map(|(bundle, _)| bundle)).boxed()
     }
 
     fn bundle_archive(&self, digest: String) -> BoxFuture<'_, StoreResult<Vec<u8>>> {
-        async move { self.verified(&digest).map(|(_, archive)| archive) }.boxed()
+        let store = self.clone();
+        blocking(move || store.verified(&digest).map(|(_, archive)| archive)).boxed()
     }
 
     fn delete_bundle(&self, digest: String) -> BoxFuture<'_, StoreResult<Arc<InstalledBundle>>> {
-        async move {
-            match self.delete(&format!("@{digest}")) {
-                Ok(bundle) => Ok(bundle),
-                Err(BundleError::NotFound { .. }) => Err(StoreError::UnknownDigest { digest }),
-                Err(e) => Err(e.into()),
-            }
-        }
+        let store = self.clone();
+        blocking(move || match store.delete(&format!("@{digest}")) {
+            Ok(bundle) => Ok(bundle),
+            Err(BundleError::NotFound { .. }) => Err(StoreError::UnknownDigest { digest }),
+            Err(e) => Err(e.into()),
+        })
         .boxed()
+    }
+}
+
+/// Runs `work` (file I/O) on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> StoreResult<T> + Send + 'static,
+) -> StoreResult<T> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(e) => Err(BundleError::io("bundle store", std::io::Error::other(e)).into()),
     }
 }

@@ -161,7 +161,7 @@ impl OdysseyRuntime {
                 return;
             }
         };
-        if let Err(e) = self.inner.sessions.journal_turn_start(session.id()) {
+        if let Err(e) = self.inner.journal.turn_started(session.id()).await {
             tracing::warn!(session = %session.id(), error = %e, "cannot journal turn start");
         }
         let context = self.turn_context(&session, &job.request);
@@ -182,7 +182,7 @@ impl OdysseyRuntime {
                 let error = format!("cannot record the turn's start: {}", e.client_message());
                 let spent = (Default::default(), 0);
                 if !session.abandon_turn(execution_id, TurnOutcome::Failed, error.clone(), spent) {
-                    self.inner.sessions.journal_turn_end(session.id());
+                    self.journal_turn_end(session.id()).await;
                 }
                 self.inner.executions.update(execution_id, |s| {
                     s.state = ExecutionState::Failed;
@@ -304,7 +304,7 @@ impl OdysseyRuntime {
         });
         match ended {
             Ok(_) => {
-                self.inner.sessions.journal_turn_end(session.id());
+                self.journal_turn_end(session.id()).await;
                 session.write_summary();
             }
             Err(e) => {
@@ -319,7 +319,7 @@ impl OdysseyRuntime {
                     (usage, model_calls),
                 );
                 if !open {
-                    self.inner.sessions.journal_turn_end(session.id());
+                    self.journal_turn_end(session.id()).await;
                 }
                 executions.update(execution_id, |s| {
                     s.state = ExecutionState::Failed;

@@ -1,6 +1,10 @@
 //! The file session store behind the storage traits ([`crate::store`]): records and logs
-//! under `<home>/sessions/`, the open-turn journal beside them. Each call runs on the
-//! calling task, as the store's own methods do.
+//! under `<home>/sessions/`, the open-turn journal beside them. What reads or writes more
+//! than a line of a file (creating, listing, deleting, reading a log back) runs on a
+//! blocking thread; an append is a buffered write under the open session's lock, as the
+//! runtime's own appends are.
+
+use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -15,17 +19,23 @@ use crate::paging::{Page, PageRequest};
 use crate::session::SessionInfo;
 use crate::store::{EventLogs, SessionRecords, StoreResult, TurnJournal};
 
-impl SessionRecords for SessionStore {
+impl SessionRecords for Arc<SessionStore> {
     fn create_session(&self, record: SessionRecord) -> BoxFuture<'_, StoreResult<()>> {
-        async move {
-            self.create(record)?;
-            Ok(())
-        }
-        .boxed()
+        let store = self.clone();
+        blocking("create session", move || store.create(record).map(drop)).boxed()
     }
 
     fn session(&self, id: Uuid) -> BoxFuture<'_, StoreResult<Option<SessionInfo>>> {
-        async move { Ok(self.peek(id)) }.boxed()
+        async move {
+            // Opening it reads (and repairs) its log the first time, as any use of the
+            // session does: a session whose log cannot be read is moved aside and said so.
+            match self.get(id).await {
+                Ok(handle) => Ok(Some(handle.info())),
+                Err(RuntimeError::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        }
+        .boxed()
     }
 
     fn list_sessions(
@@ -33,7 +43,8 @@ impl SessionRecords for SessionStore {
         filter: SessionFilter,
         page: PageRequest,
     ) -> BoxFuture<'_, StoreResult<Page<SessionInfo>>> {
-        async move { Ok(self.list_page(&filter, &page)?) }.boxed()
+        let store = self.clone();
+        blocking("list sessions", move || store.list_page(&filter, &page)).boxed()
     }
 
     fn delete_session(&self, id: Uuid) -> BoxFuture<'_, StoreResult<bool>> {
@@ -45,7 +56,8 @@ impl SessionRecords for SessionStore {
                 }
                 Err(e) => return Err(e.into()),
             };
-            self.remove(&handle)?;
+            let store = self.clone();
+            blocking("delete session", move || store.remove(&handle)).await?;
             Ok(true)
         }
         .boxed()
@@ -67,11 +79,11 @@ impl SessionRecords for SessionStore {
     }
 
     fn quarantined(&self) -> Vec<QuarantinedSession> {
-        SessionStore::quarantined(self)
+        SessionStore::quarantined(self.as_ref())
     }
 }
 
-impl EventLogs for SessionStore {
+impl EventLogs for Arc<SessionStore> {
     fn append_events(
         &self,
         session_id: Uuid,
@@ -101,7 +113,7 @@ impl EventLogs for SessionStore {
     ) -> BoxFuture<'_, StoreResult<Vec<Event>>> {
         async move {
             let handle = self.get(session_id).await?;
-            Ok(handle.read_after(after_sequence, limit)?)
+            blocking("read log", move || handle.read_after(after_sequence, limit)).await
         }
         .boxed()
     }
@@ -111,7 +123,7 @@ impl EventLogs for SessionStore {
     }
 }
 
-impl TurnJournal for SessionStore {
+impl TurnJournal for Arc<SessionStore> {
     fn turn_started(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<()>> {
         async move { Ok(self.journal_turn_start(session_id)?) }.boxed()
     }
@@ -126,5 +138,16 @@ impl TurnJournal for SessionStore {
 
     fn open_turns(&self) -> BoxFuture<'_, StoreResult<Vec<Uuid>>> {
         async move { Ok(self.journaled_open_sessions()) }.boxed()
+    }
+}
+
+/// Runs `work` (file I/O) on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    what: &'static str,
+    work: impl FnOnce() -> crate::Result<T> + Send + 'static,
+) -> StoreResult<T> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => Ok(result?),
+        Err(e) => Err(RuntimeError::storage(what, std::io::Error::other(e)).into()),
     }
 }

@@ -10,12 +10,53 @@
 //! - [`Bundles`]: installed bundles, found by digest and verified on read.
 //!
 //! A [`Store`] holds one implementation of each and is handed to the runtime when it is
-//! built ([`crate::RuntimeBuilder::store`]). Today the file store under the home folder is
-//! the only one the runtime opens: its types ([`SessionStore`], [`BundleStore`] and the
-//! in-memory queue) implement the traits beside their own fast paths (the catalog cache,
-//! the open-turn journal, the once-a-second summary, appends whose sync runs alongside
-//! other work), which the runtime keeps using. The methods are asynchronous, since a
-//! database store waits on the network; the file store runs synchronously inside them.
+//! built ([`crate::RuntimeBuilder::store`]). The runtime reaches what is stored through
+//! them: creating, reading, listing and deleting sessions ([`SessionRecords`]), the
+//! sessions with a turn in flight ([`TurnJournal`]), the queue ([`TurnQueue`]), installing
+//! bundle archives and deleting bundles by digest ([`Bundles`]). Still on the file types:
+//! the open session's appends and syncs (the handle below), the replay a subscriber
+//! behind the live tail is served from (one reader streams through the log file; read a
+//! batch at a time through [`EventLogs::read_events_after`], which seeks again for each
+//! batch, replay from sequence 0 measured about a sixth slower), resolving bundle
+//! references (the catalog and its cache) and forks.
+//!
+//! A store's method does not hold the calling task's thread for long: a store whose work
+//! is blocking file I/O moves it to a blocking thread itself, as a database store awaits
+//! the network. The methods are asynchronous for that reason.
+//!
+//! # Who owns a session's live state
+//!
+//! A session open in a process is a [`crate::session::SessionHandle`]: the tail of its log
+//! in memory (the ring live subscribers read), their wake-up, the running totals, the
+//! conversation history the next turn starts from, and the turn running on it. Exactly one
+//! process owns that state for a session at a time, and only the owner appends to the
+//! session's log:
+//!
+//! - With the file store there is one process, and the handle is the log's writer: the
+//!   file store's [`EventLogs`] appends go through the open handle, so an append made
+//!   through the trait and one the runtime makes on the handle are the same write, in the
+//!   same sequence. The handle keeps the file store's fast paths: an append is a buffered
+//!   write under the handle's lock, durability points are synced as a group on a second
+//!   descriptor outside it (`append_after` runs the caller's work beside the sync), the
+//!   totals are written once a second, not per event, and idle handles are evicted from
+//!   the open-session cache.
+//! - With several replicas on one database, the owner is the replica holding the
+//!   session's lease (the one running its turn). Its handle keeps the ring and serves its
+//!   own subscribers from it at once, as now, and writes what it appended since its last
+//!   write as one batch through [`EventLogs::append_events`] at the next sequence it
+//!   expects, at latest at each durability point, which [`EventLogs::sync_events`] makes
+//!   durable (one transaction per group, where the file store has one `fsync`). A [`StoreError::SequenceConflict`] then means another
+//!   replica wrote: the handle has lost the session and is dropped, never retried at a new
+//!   sequence. The other replicas own no handle for the session: they answer from rows
+//!   ([`SessionRecords::session`], [`EventLogs::read_events_after`]) and follow new rows
+//!   through the store's wake-up.
+//!
+//! What that needs of the traits beyond today's, all additive: a way to follow a log
+//! written elsewhere (a wake-up per session carrying the last sequence written, which a
+//! subscriber on a non-owning replica waits on before reading rows), and a lease held
+//! per session by the store, so that `append_events` is fenced without a lease argument.
+//! Until a second store exists, the handle writes to its file directly (it is the file
+//! store's writer) and subscriptions follow the owner's handle.
 //!
 //! [`suite`] is the behaviour every store must show, written once and run against each
 //! store (see [`crate::store_suite`]).
@@ -104,7 +145,9 @@ pub trait SessionRecords: Send + Sync {
     /// Persists a new session with an empty log, all or nothing.
     fn create_session(&self, record: SessionRecord) -> BoxFuture<'_, StoreResult<()>>;
 
-    /// A session's record and totals; `None` when the store holds no such session.
+    /// A session's record and totals; `None` when the store holds no such session. (The
+    /// file store opens the session to answer, reading and repairing its log the first
+    /// time, and quarantines it when the log cannot be read.)
     fn session(&self, id: Uuid) -> BoxFuture<'_, StoreResult<Option<SessionInfo>>>;
 
     /// Sessions newest first (ids are UUIDv7), those `filter` accepts, a page at a time.
@@ -297,21 +340,21 @@ impl Store {
 
     pub fn session_records(&self) -> Arc<dyn SessionRecords> {
         match &self.kind {
-            StoreKind::Files { sessions, .. } => sessions.clone(),
+            StoreKind::Files { sessions, .. } => Arc::new(sessions.clone()),
             StoreKind::Parts { sessions, .. } => sessions.clone(),
         }
     }
 
     pub fn event_logs(&self) -> Arc<dyn EventLogs> {
         match &self.kind {
-            StoreKind::Files { sessions, .. } => sessions.clone(),
+            StoreKind::Files { sessions, .. } => Arc::new(sessions.clone()),
             StoreKind::Parts { logs, .. } => logs.clone(),
         }
     }
 
     pub fn turn_journal(&self) -> Arc<dyn TurnJournal> {
         match &self.kind {
-            StoreKind::Files { sessions, .. } => sessions.clone(),
+            StoreKind::Files { sessions, .. } => Arc::new(sessions.clone()),
             StoreKind::Parts { journal, .. } => journal.clone(),
         }
     }
@@ -322,13 +365,14 @@ impl Store {
 
     pub fn bundles(&self) -> Arc<dyn Bundles> {
         match &self.kind {
-            StoreKind::Files { bundles, .. } => bundles.clone(),
+            StoreKind::Files { bundles, .. } => Arc::new(bundles.clone()),
             StoreKind::Parts { bundles, .. } => bundles.clone(),
         }
     }
 
-    /// The file store's own types, which the runtime's fast paths use; a store made
-    /// [`Store::from_parts`] has none, and the runtime refuses it.
+    /// The file store's own types: the open sessions (their live state, see the module
+    /// note) and the bundle catalog with its cache, which the runtime's fast paths use. A
+    /// store made [`Store::from_parts`] has none, and the runtime refuses it.
     pub(crate) fn file_parts(&self) -> crate::Result<(Arc<SessionStore>, Arc<BundleStore>)> {
         match &self.kind {
             StoreKind::Files { sessions, bundles } => Ok((sessions.clone(), bundles.clone())),

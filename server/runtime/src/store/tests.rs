@@ -90,3 +90,79 @@ async fn a_store_made_of_parts_serves_its_traits_and_the_runtime_refuses_it_by_n
         other => panic!("a runtime on a store it cannot serve from: {other:?}"),
     }
 }
+
+/// The runtime reads and writes what the store it is given holds: a session created and
+/// written through the store's traits is served, followed from its first event (most of
+/// them behind the live ring, so read back from the log), listed and deleted by the
+/// runtime, and the deletion is what the store then holds.
+#[tokio::test]
+async fn the_runtime_serves_what_its_store_holds() {
+    let home = match tempfile::tempdir() {
+        Ok(home) => home,
+        Err(e) => panic!("temporary home: {e}"),
+    };
+    let config = RuntimeConfig::with_home(home.path());
+    let store = match Store::files(&config) {
+        Ok(store) => store,
+        Err(e) => panic!("open the file store: {e}"),
+    };
+    let stores = Stores::from(&store);
+    let runtime = match crate::OdysseyRuntime::builder(config)
+        .store(store)
+        .start()
+        .await
+    {
+        Ok(runtime) => runtime,
+        Err(e) => panic!("start the runtime: {e}"),
+    };
+    let record = super::suite::record("main");
+    let id = record.id;
+    if let Err(e) = stores.records.create_session(record).await {
+        panic!("create: {e}");
+    }
+    let events = 1_500;
+    match stores
+        .logs
+        .append_events(id, 1, super::suite::texts(events, 0))
+        .await
+    {
+        Ok(last) => assert_eq!(last, events as u64),
+        Err(e) => panic!("append: {e}"),
+    }
+
+    let info = runtime
+        .get_session(id)
+        .await
+        .unwrap_or_else(|e| panic!("get: {e}"));
+    assert_eq!(info.stats.last_sequence, events as u64);
+    let listed = runtime
+        .list_sessions(Default::default(), crate::paging::PageRequest::first(10))
+        .await
+        .map(|page| page.items.iter().map(|i| i.record.id).collect::<Vec<_>>());
+    assert_eq!(listed.ok(), Some(vec![id]));
+
+    let mut subscription = runtime
+        .subscribe_session(id, 0)
+        .await
+        .unwrap_or_else(|e| panic!("subscribe: {e}"));
+    let mut seen = Vec::new();
+    while seen.len() < events {
+        match subscription.next_batch().await {
+            Ok(Some(batch)) => seen.extend(batch.iter().map(|e| e.sequence)),
+            other => panic!("the subscription ended early: {other:?}"),
+        }
+    }
+    assert_eq!(seen, (1..=events as u64).collect::<Vec<_>>());
+    drop(subscription);
+
+    if let Err(e) = runtime.delete_session(id).await {
+        panic!("delete: {e}");
+    }
+    assert!(matches!(stores.records.session(id).await, Ok(None)));
+    assert!(
+        runtime
+            .get_session(id)
+            .await
+            .is_err_and(|e| matches!(e, crate::RuntimeError::NotFound { .. }))
+    );
+}
