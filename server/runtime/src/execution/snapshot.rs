@@ -4,10 +4,11 @@
 //! stable storage), so whoever sees the turn end can fork from it. A snapshot that fails or is
 //! skipped (a workspace past the limits) never fails the turn: the turn's events say so.
 //!
-//! An overlay workspace's turn end kills every process of the cell, its MCP servers
+//! An overlay workspace's turn end stops every process of the cell, its MCP servers
 //! included (they start again when next called): a process that outlived the end would
-//! keep writing through its own view of the mount into the folder that has just become
-//! an immutable layer, shared with forks.
+//! keep its own view of the old mount, missing what later turns write, and would keep
+//! writing through it into the folder that has just become an immutable layer, shared
+//! with forks.
 
 use std::sync::Arc;
 
@@ -65,6 +66,9 @@ impl OdysseyRuntime {
             .is_some_and(|of| workspaces.is_overlay(of));
         if cell.root.exists() {
             if overlay || shares_overlay {
+                // Stopped through their manager, which starts them again when next
+                // needed (a killed one would count as a failure).
+                self.inner.mcp.forget_session(session.id()).await;
                 self.inner.sandbox.kill_cell_processes(&cell).await;
             } else {
                 self.inner.sandbox.kill_cell_commands(&cell).await;

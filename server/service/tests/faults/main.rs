@@ -17,3 +17,4 @@ mod disk;
 mod interrupted;
 mod load;
 mod orphans;
+mod overlay;
