@@ -23,6 +23,36 @@ fn bash_call(id: &str, command: &str) -> Reply {
         .build()
 }
 
+/// Allows every tool call of `session` that waits for a human, until dropped (the Bash
+/// calls that write ask first).
+fn approver(server: &Odysseyd, session: &str) -> tokio::task::JoinHandle<()> {
+    use pb::approval_service_client::ApprovalServiceClient;
+    let mut approvals = ApprovalServiceClient::new(server.channel.clone());
+    let session = session.to_owned();
+    tokio::spawn(async move {
+        loop {
+            if let Ok(listed) = approvals
+                .list_approvals(pb::ListApprovalsRequest {
+                    session_id: session.clone(),
+                    ..Default::default()
+                })
+                .await
+            {
+                for approval in listed.into_inner().approvals {
+                    let _ = approvals
+                        .resolve_approval(pb::ResolveApprovalRequest {
+                            request_id: approval.request_id,
+                            decision: pb::ApprovalDecision::AllowOnce as i32,
+                            ..Default::default()
+                        })
+                        .await;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+}
+
 fn model(marker: String) -> impl Fn(&Value) -> Reply + Send + Sync {
     move |request| match last_message(request) {
         (role, _) if role == "tool" => StreamBuilder::new()
@@ -74,6 +104,7 @@ async fn a_killed_turn_keeps_its_writes_in_an_overlay_workspace_and_later_turns_
         .await
         .expect("bundle installs");
     let session = create_session(&server, "layered").await.expect("session");
+    let approving = approver(&server, &session);
     let mut events = server
         .sessions()
         .subscribe_session(pb::SubscribeSessionRequest {
@@ -83,13 +114,15 @@ async fn a_killed_turn_keeps_its_writes_in_an_overlay_workspace_and_later_turns_
         .await
         .expect("subscribe")
         .into_inner();
-    server
+    let execution = server
         .executions()
         .submit(pb::SubmitRequest {
             input: turn(&session, "write, then wait"),
         })
         .await
-        .expect("submit");
+        .expect("submit")
+        .into_inner()
+        .execution_id;
     let running = tokio::time::timeout(Duration::from_secs(30), async {
         while let Some(item) = events.next().await {
             let item = item.expect("event stream");
@@ -103,9 +136,36 @@ async fn a_killed_turn_keeps_its_writes_in_an_overlay_workspace_and_later_turns_
         panic!("the event stream ended before the long command ran");
     })
     .await;
-    assert!(running.is_ok(), "the long command never ran");
+    let status = server
+        .executions()
+        .get_execution_status(pb::GetExecutionStatusRequest {
+            execution_id: execution,
+        })
+        .await
+        .ok()
+        .and_then(|s| s.into_inner().status);
+    assert!(
+        running.is_ok(),
+        "{status:?}: the long command never ran; the model was asked {:?}; the server's log:\n{}",
+        model
+            .requests()
+            .iter()
+            .map(last_message)
+            .collect::<Vec<_>>(),
+        server.log_lines().join("\n")
+    );
     drop(events);
     let data = home.path().join("sandbox").join(&session).join("data");
+    // The kill lands once the command wrote (it then sleeps).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !data.join("kept.txt").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never wrote"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    approving.abort();
     server.kill().await;
     assert_eq!(
         mounts_under(home.path()),
@@ -114,6 +174,7 @@ async fn a_killed_turn_keeps_its_writes_in_an_overlay_workspace_and_later_turns_
     );
 
     let server = Odysseyd::start(&launch).await;
+    let approving = approver(&server, &session);
     let done = server
         .executions()
         .run(pb::RunRequest {
@@ -152,6 +213,7 @@ async fn a_killed_turn_keeps_its_writes_in_an_overlay_workspace_and_later_turns_
         "interrupted\nlater\n"
     );
 
+    approving.abort();
     server.terminate(Duration::from_secs(30)).await;
     assert!(
         mounts_under(home.path()).is_empty(),
