@@ -322,3 +322,74 @@ async fn a_sandboxed_process_reaches_no_layer_and_no_upper_folder() {
         "source\n"
     );
 }
+
+#[tokio::test]
+async fn a_session_made_under_copies_stays_copies_after_the_server_switches() {
+    if !overlays_mount() {
+        return;
+    }
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(write("call_1", "a.txt", "copies\n"))
+            .reply(text("wrote a"))
+            .reply(write("call_2", "b.txt", "still copies\n"))
+            .reply(text("wrote b"))
+            .reply(write("call_3", "c.txt", "layers\n"))
+            .reply(text("wrote c")),
+    )
+    .await
+    .expect("loopback model");
+    let server = server_on(&model, MechanismChoice::Copies).await;
+    let old = server.session_on(&project()).await.id;
+    completed(&server, &old, "under copies").await;
+    let mut stopped = server.stop().await;
+    stopped.config.snapshots.mechanism = MechanismChoice::Auto;
+    let server = stopped.start_again().await;
+    let home = server.home().to_path_buf();
+
+    completed(&server, &old, "after the switch").await;
+    let data = workspace(&home, &old).display().to_string();
+    assert!(
+        !mount_points().contains(&data),
+        "a copies session is not mounted"
+    );
+    assert!(!home.join("overlay/sessions").join(&old).exists());
+    let fork = server
+        .sessions()
+        .fork_session(pb::ForkSessionRequest {
+            session_id: old.clone(),
+            point: Some(Point::AfterTurn(2)),
+        })
+        .await
+        .expect("fork of a copies session")
+        .into_inner()
+        .session
+        .expect("session")
+        .id;
+    assert!(
+        !home.join("overlay/sessions").join(&fork).exists(),
+        "forked as copies"
+    );
+    for (file, text) in [("a.txt", "copies\n"), ("b.txt", "still copies\n")] {
+        assert_eq!(
+            std::fs::read_to_string(workspace(&home, &fork).join(file)).expect(file),
+            text
+        );
+    }
+    let changes = server
+        .sessions()
+        .get_turn_changes(pb::GetTurnChangesRequest {
+            session_id: old.clone(),
+            turn: 2,
+        })
+        .await
+        .expect("a copies session's turn changes")
+        .into_inner();
+    assert_eq!(changes.changes.len(), 1, "{changes:?}");
+
+    // A session made now gets layers.
+    let new = server.session_on(&project()).await.id;
+    completed(&server, &new, "under layers").await;
+    assert!(home.join("overlay/sessions").join(&new).is_dir());
+    assert!(mount_points().contains(&workspace(&home, &new).display().to_string()));
+}
