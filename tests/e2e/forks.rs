@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use odyssey_api::v1 as pb;
 use odyssey_runtime::provider::ProviderSettings;
+use odyssey_runtime::snapshot::MechanismChoice;
 use odyssey_testing::openai_wire::{OpenAiWireServer, Reply, Script, StreamBuilder};
 use pb::fork_session_request::Point;
 use pb::session_event::Payload;
@@ -117,7 +118,39 @@ async fn fork(
 }
 
 #[tokio::test]
-async fn forks_and_rewinds_carry_the_files_of_their_turn_and_nothing_else() {
+async fn forks_and_rewinds_carry_the_files_of_their_turn_and_nothing_else_with_copies() {
+    forks_and_rewinds(MechanismChoice::Copies).await;
+}
+
+/// The same, on overlay layers: the in-place append in the fork lands in the fork's upper
+/// folder, never in the layer it shares with the source and the later fork.
+#[tokio::test]
+async fn forks_and_rewinds_carry_the_files_of_their_turn_and_nothing_else_with_overlays() {
+    if !overlays_mount() {
+        return;
+    }
+    forks_and_rewinds(MechanismChoice::Overlay).await;
+}
+
+/// Whether this test process can mount overlays (as root); the overlay tests say so when
+/// they cannot run, and CI runs them as root.
+pub(crate) fn overlays_mount() -> bool {
+    let dir = tempfile::tempdir().expect("tempdir");
+    match odyssey_runtime::snapshot::overlay::probe(dir.path()) {
+        Ok(()) => true,
+        Err(e) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "overlays must mount in CI: {e}"
+            );
+            eprintln!("skipped: overlays do not mount here ({e})");
+            false
+        }
+    }
+}
+
+async fn forks_and_rewinds(mechanism: MechanismChoice) {
+    let overlay = mechanism == MechanismChoice::Overlay;
     let model = OpenAiWireServer::start(
         Script::new(KEY)
             // Turn 1: Write.
@@ -160,6 +193,7 @@ async fn forks_and_rewinds_carry_the_files_of_their_turn_and_nothing_else() {
     let server = TestServer::start_configured(
         |_| {},
         move |config| {
+            config.snapshots.mechanism = mechanism;
             config.providers.insert(
                 "openai".into(),
                 ProviderSettings {
@@ -179,7 +213,11 @@ async fn forks_and_rewinds_carry_the_files_of_their_turn_and_nothing_else() {
         .into_inner();
     assert_eq!(
         info.workspace_snapshots.expect("snapshots").mechanism,
-        pb::SnapshotMechanism::Copies as i32
+        if overlay {
+            pb::SnapshotMechanism::Overlay
+        } else {
+            pb::SnapshotMechanism::Copies
+        } as i32
     );
 
     let source = server.session_on(&project()).await.id;
@@ -195,23 +233,19 @@ async fn forks_and_rewinds_carry_the_files_of_their_turn_and_nothing_else() {
     assert_eq!(read(data.join("notes.txt")).as_deref(), Some("one\ntwo\n"));
 
     // What each turn changed.
-    let first = changes(&server, &source, 1).await;
-    assert_eq!(first.base_turn, 0);
-    assert_eq!(
-        summary(&first),
-        [("notes.txt".to_owned(), pb::FileChangeKind::Added)]
-    );
-    assert!(first.changes[0].unified_diff.contains("+one"), "{first:?}");
-    let second = changes(&server, &source, 2).await;
-    assert_eq!(second.base_turn, 1);
-    assert_eq!(
-        summary(&second),
-        [
-            ("notes.txt".to_owned(), pb::FileChangeKind::Changed),
-            ("second.txt".to_owned(), pb::FileChangeKind::Added),
-        ]
-    );
-    assert!(second.changes[0].unified_diff.contains("+two"));
+    if overlay {
+        let refused = server
+            .sessions()
+            .get_turn_changes(pb::GetTurnChangesRequest {
+                session_id: source.clone(),
+                turn: 1,
+            })
+            .await
+            .expect_err("not yet for overlays");
+        assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+    } else {
+        turn_changes_of_the_source(&server, &source).await;
+    }
 
     // A fork after turn 1 sees turn 1's files, not turn 2's.
     let forked = fork(&server, &source, Point::AfterTurn(1))
@@ -246,12 +280,14 @@ async fn forks_and_rewinds_carry_the_files_of_their_turn_and_nothing_else() {
         Some("one\n"),
         "the snapshot of turn 1 is what it was"
     );
-    let in_fork = changes(&server, &forked.id, 2).await;
-    assert_eq!(in_fork.base_turn, 1);
-    assert_eq!(
-        summary(&in_fork),
-        [("notes.txt".to_owned(), pb::FileChangeKind::Changed)]
-    );
+    if !overlay {
+        let in_fork = changes(&server, &forked.id, 2).await;
+        assert_eq!(in_fork.base_turn, 1);
+        assert_eq!(
+            summary(&in_fork),
+            [("notes.txt".to_owned(), pb::FileChangeKind::Changed)]
+        );
+    }
 
     // Fork points that are not a turn's end are refused, naming the field.
     let refused = fork(&server, &source, Point::AtSequence(at.sequence - 1))
@@ -289,12 +325,14 @@ async fn forks_and_rewinds_carry_the_files_of_their_turn_and_nothing_else() {
         user_messages(&model.requests()[6]),
         ["first: write notes", "fourth: after the rewind"]
     );
-    let after_rewind = changes(&server, &source, 3).await;
-    assert_eq!(
-        after_rewind.base_turn, 1,
-        "turn 3 started from turn 1's end"
-    );
-    assert!(after_rewind.changes.is_empty());
+    if !overlay {
+        let after_rewind = changes(&server, &source, 3).await;
+        assert_eq!(
+            after_rewind.base_turn, 1,
+            "turn 3 started from turn 1's end"
+        );
+        assert!(after_rewind.changes.is_empty());
+    }
 
     // Refused while a turn runs.
     let running = server.submit(&source, "fifth: slow").await.expect("submit");
@@ -317,4 +355,24 @@ async fn forks_and_rewinds_carry_the_files_of_their_turn_and_nothing_else() {
         })
         .await
         .expect("cancel");
+}
+
+async fn turn_changes_of_the_source(server: &TestServer, source: &str) {
+    let first = changes(server, source, 1).await;
+    assert_eq!(first.base_turn, 0);
+    assert_eq!(
+        summary(&first),
+        [("notes.txt".to_owned(), pb::FileChangeKind::Added)]
+    );
+    assert!(first.changes[0].unified_diff.contains("+one"), "{first:?}");
+    let second = changes(server, source, 2).await;
+    assert_eq!(second.base_turn, 1);
+    assert_eq!(
+        summary(&second),
+        [
+            ("notes.txt".to_owned(), pb::FileChangeKind::Changed),
+            ("second.txt".to_owned(), pb::FileChangeKind::Added),
+        ]
+    );
+    assert!(second.changes[0].unified_diff.contains("+two"));
 }

@@ -35,6 +35,7 @@ mod mcp_serve;
 mod memory;
 mod model_json;
 mod operations;
+mod overlays;
 mod prompt;
 mod provider_features;
 mod providers;

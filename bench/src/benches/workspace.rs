@@ -2,6 +2,8 @@
 //! in 10,000 files, and what the snapshot at a turn's end adds to a turn that changed one
 //! file of it.
 //!
+//! Measured through the server under both mechanisms (`--snapshot-mechanism copies`, and
+//! `overlay` where the machine mounts overlays), and the overlay layers alone in process.
 //! One source session gets the large workspace (written straight into its cell, then
 //! recorded by a turn). Each fork of it is timed through `ForkSession`, then runs a few
 //! turns that each rewrite one file with `Write`; each of those turns is paired with the
@@ -40,11 +42,38 @@ const WRITE_ARGS: &str = r#"{"path": "notes/today.md", "content": "one line chan
 pub async fn run(env: &Env) -> Result<Outcome> {
     let files = env.settings.workspace_files.max(1);
     let bytes = env.settings.workspace_bytes.max(files as u64);
+    let mut outcome = Outcome::default();
+    // Both mechanisms through the server: copies always, overlay layers where this
+    // machine mounts them (the server refuses to start with `overlay` otherwise).
+    through_server(env, "copies", &mut outcome).await?;
+    let probe_dir = env.tmp().join("workspace-probe");
+    match odyssey_runtime::snapshot::overlay::probe(&probe_dir) {
+        Ok(()) => through_server(env, "overlay", &mut outcome).await?,
+        Err(e) => outcome.notes.push(format!(
+            "Overlay layers were not measured through the server: this machine cannot \
+             mount an overlay ({e})."
+        )),
+    }
+    overlay_layers(
+        env,
+        files,
+        bytes,
+        env.settings.workspace_forks.max(1) * env.settings.workspace_turns_per_fork.max(1),
+        &mut outcome,
+    )?;
+    Ok(outcome)
+}
+
+/// Fork and the one-file turn snapshot through a server whose snapshots use `choice`
+/// (`--snapshot-mechanism`).
+async fn through_server(env: &Env, choice: &str, outcome: &mut Outcome) -> Result<()> {
+    let files = env.settings.workspace_files.max(1);
+    let bytes = env.settings.workspace_bytes.max(files as u64);
     let forks = env.settings.workspace_forks.max(1);
     let turns = env.settings.workspace_turns_per_fork.max(1);
-    let args: Vec<String> = Vec::new();
-    let home = env.home("workspace")?;
-    let plain_home = env.home("workspace-plain")?;
+    let args: Vec<String> = vec!["--snapshot-mechanism".to_owned(), choice.to_owned()];
+    let home = env.home(&format!("workspace-{choice}"))?;
+    let plain_home = env.home(&format!("workspace-{choice}-plain"))?;
     let model = env::model(Script::tool_loop(
         MODEL_KEY,
         "Write",
@@ -54,8 +83,7 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     ))
     .await?;
     let daemon = env.daemon(&home, Some(&model), &args).await?;
-    let mut plain_args = args.clone();
-    plain_args.push("--snapshots=false".to_owned());
+    let plain_args = vec!["--snapshots=false".to_owned()];
     let plain = env.daemon(&plain_home, Some(&model), &plain_args).await?;
     let client = daemon.client().await?;
     let plain_client = plain.client().await?;
@@ -113,7 +141,6 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     plain.stop().await?;
 
     let size = format!("{} MB in {files} files", bytes >> 20);
-    let mut outcome = Outcome::default();
     outcome.figures.push(
         Figure::new(
             &format!("fork of a session with {size}, {mechanism}"),
@@ -139,39 +166,41 @@ pub async fn run(env: &Env) -> Result<Outcome> {
     );
     for (name, definition, samples) in [
         (
-            "turn rewriting one file, large workspace, overhead",
+            format!("turn rewriting one file, large workspace, {mechanism}, overhead"),
             "Run's wall time less the model server's time on the turn's two calls",
             &large,
         ),
         (
-            "turn rewriting one file, empty workspace without snapshots, overhead",
+            format!(
+                "turn rewriting one file, empty workspace without snapshots (beside \
+                 {mechanism}), overhead"
+            ),
             "Run's wall time less the model server's time on the turn's two calls",
             &empty,
         ),
     ] {
         outcome.figures.push(
-            Figure::new(name, "ms", definition)
+            Figure::new(&name, "ms", definition)
                 .samples(Summary::of_millis(samples))
                 .against(Floor::Unary),
         );
     }
     outcome.figures.push(
         Figure::new(
-            "first snapshot of the large workspace",
+            &format!("first snapshot of the large workspace, {mechanism}"),
             "ms",
             "the wall time of the turn that first records the workspace after its files \
              were written (every file read once)",
         )
         .value(first_record.as_secs_f64() * 1000.0),
     );
-    overlay_layers(env, files, bytes, forks * turns, &mut outcome)?;
     outcome.notes.push(format!(
         "Mechanism: {mechanism}; the home is on {} ({}). Each fork runs {turns} measured \
          turns and is then deleted; the first fork and its turns are a warm-up.",
         home.dir.display(),
         filesystem_of(&home.dir)
     ));
-    Ok(outcome)
+    Ok(())
 }
 
 /// The same two operations made by the overlay layers of `odyssey_runtime::snapshot::overlay`
@@ -249,7 +278,8 @@ fn overlay_layers(
             &format!("fork of a workspace with {size}, overlay layers alone"),
             "ms",
             "the overlay layers' own fork, in process: an upper folder and a stack of its \
-             own over the source's layers of a turn, mounted (not yet through ForkSession)",
+             own over the source's layers of a turn, mounted (ForkSession adds the \
+             session's log and record)",
         )
         .samples(Summary::of_millis(&forks))
         .target(Statistic::P50, Bound::AtMost, FORK_P50_LIMIT_MS),
@@ -260,7 +290,8 @@ fn overlay_layers(
             "ms",
             "the overlay layers' own turn end, in process: unmount, the upper folder \
              becomes the turn's layer (its files synced), a fresh upper folder, mount \
-             again, the stack written and synced (not yet at a server's turn end)",
+             again, the stack written and synced (a server's turn end also stops the \
+             session's processes)",
         )
         .samples(Summary::of_millis(&commits))
         .target(Statistic::P50, Bound::AtMost, SNAPSHOT_P50_LIMIT_MS),

@@ -161,12 +161,30 @@ impl OdysseyRuntime {
         }
         let sandbox = self.inner.sandbox.clone();
         let staged = bundle.clone();
-        tokio::task::spawn_blocking(move || {
-            sandbox.prepare_cell(&root, session_id, AppSource::from(staged.as_ref()))
+        let workspaces = self.inner.workspaces.clone();
+        let session_dir = session.dir().to_path_buf();
+        let shared = session
+            .record()
+            .parent
+            .as_ref()
+            .and_then(|p| p.workspace_of);
+        tokio::task::spawn_blocking(move || -> Result<()> {
+            let cell = sandbox
+                .prepare_cell(&root, session_id, AppSource::from(staged.as_ref()))
+                .map_err(RuntimeError::from)?;
+            let owner = sandbox.sandbox_owner();
+            match shared {
+                // The workspace of the session it works in, mounted when it is an overlay
+                // (its writes land in that session's upper folder).
+                Some(of) => {
+                    let data = CellPaths::under(root.join(of.to_string())).data;
+                    workspaces.prepare(of, &data, owner, None)
+                }
+                None => workspaces.prepare(session_id, &cell.data, owner, Some(&session_dir)),
+            }
         })
         .await
-        .map_err(|e| RuntimeError::storage("prepare sandbox cell", std::io::Error::other(e)))?
-        .map_err(RuntimeError::from)?;
+        .map_err(|e| RuntimeError::storage("prepare sandbox cell", std::io::Error::other(e)))??;
         session.mark_cell_prepared(&bundle.id.digest);
         self.session_cell(session.record())
     }

@@ -26,6 +26,8 @@ pub struct ServerInfo {
     pub activity: Activity,
     /// How workspaces are snapshotted at turn ends, and the bounds.
     pub snapshots: crate::snapshot::SnapshotSettings,
+    /// The mechanism new sessions' workspaces get (chosen at start).
+    pub snapshot_mechanism: crate::snapshot::SnapshotMechanism,
 }
 
 /// What the runtime holds right now. Each figure returns to its idle level once the work
@@ -65,6 +67,7 @@ impl OdysseyRuntime {
             providers: self.inner.providers.known_providers(),
             activity: self.activity(),
             snapshots: config.snapshots.clone(),
+            snapshot_mechanism: self.inner.workspaces.mechanism(),
         }
     }
 

@@ -128,6 +128,8 @@ pub(crate) struct Inner {
     pub(crate) a2a: Arc<crate::tools::a2a::A2aClient>,
     /// Sessions being rewound (no turn may start meanwhile).
     pub(crate) rewinding: snapshots::Rewinding,
+    /// The snapshot mechanism of each session's workspace, and the overlay mounts.
+    pub(crate) workspaces: Arc<crate::snapshot::Workspaces>,
 }
 
 impl OdysseyRuntime {
@@ -182,6 +184,16 @@ impl OdysseyRuntime {
             ..sandbox.capabilities()
         };
         snapshots::remove_staging(&config.sandbox_dir(), snapshots::FORK_STAGING);
+        let workspaces = Arc::new(crate::snapshot::Workspaces::open(
+            &config.home,
+            &config.snapshots,
+        )?);
+        tracing::info!(
+            mechanism = workspaces.mechanism().as_str(),
+            "workspace snapshots of new sessions use {}: {}",
+            workspaces.mechanism().as_str(),
+            workspaces.reason()
+        );
         match Sandbox::kill_leftovers(&config.sandbox_dir()).await {
             Ok(report) => tracing::debug!(?report, "sandbox leftovers checked"),
             Err(e) => tracing::warn!(error = %e, "cannot clean up sandbox leftovers"),
@@ -211,6 +223,7 @@ impl OdysseyRuntime {
         let runtime = Self {
             inner: Arc::new(Inner {
                 rewinding: snapshots::Rewinding::default(),
+                workspaces,
                 mcp,
                 a2a: Arc::new(crate::tools::a2a::A2aClient::new(config.a2a.card_ttl)),
                 memory,
@@ -283,6 +296,10 @@ impl OdysseyRuntime {
         self.stop_turns(grace).await;
         self.inner.mcp.shutdown().await;
         self.inner.sandbox.shutdown().await;
+        let workspaces = self.inner.workspaces.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || workspaces.unmount_all()).await {
+            tracing::warn!(error = %e, "cannot unmount the workspaces");
+        }
         // The interrupted turns' last events reach the hooks before they stop.
         self.inner.event_hooks.close(operations::HOOK_GRACE).await;
     }

@@ -37,13 +37,22 @@ impl OdysseyRuntime {
                 .map_err(|e| super::sessions::model_error(e, true))?;
         }
         if let Some(cwd) = &request.cwd {
-            let cell = match self.inner.sessions.peek(session_id) {
-                Some(info) => self.session_cell(&info.record)?,
-                None => {
-                    CellPaths::under(self.inner.config.sandbox_dir().join(session_id.to_string()))
-                }
+            let (cell, workspace_of) = match self.inner.sessions.peek(session_id) {
+                Some(info) => (
+                    self.session_cell(&info.record)?,
+                    info.record.parent.as_ref().and_then(|p| p.workspace_of),
+                ),
+                None => (
+                    CellPaths::under(self.inner.config.sandbox_dir().join(session_id.to_string())),
+                    None,
+                ),
             };
-            if cell.data.is_dir() {
+            // An overlay workspace not mounted yet is checked when the turn mounts it.
+            let unmounted = self
+                .inner
+                .workspaces
+                .awaits_mount(workspace_of.unwrap_or(session_id));
+            if cell.data.is_dir() && !unmounted {
                 workspace_dir(&cell.data, cwd)?;
             }
         }

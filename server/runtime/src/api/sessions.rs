@@ -388,6 +388,26 @@ impl OdysseyRuntime {
         self.inner.recorder.forget(id);
         self.inner.mcp.forget_session(id).await;
         let cell = CellPaths::under(self.inner.config.sandbox_dir().join(id.to_string()));
+        if self.inner.workspaces.is_overlay(id) {
+            // Unmounted before the cell is removed (removing through the mount would
+            // only hide the layers' files), and its layers no other session uses
+            // removed off the request path.
+            if cell.root.exists() {
+                self.inner.sandbox.kill_cell_processes(&cell).await;
+            }
+            let workspaces = self.inner.workspaces.clone();
+            let data = cell.data.clone();
+            tokio::task::spawn_blocking(move || workspaces.remove(id, &data))
+                .await
+                .map_err(|e| RuntimeError::storage("delete session", std::io::Error::other(e)))??;
+            let workspaces = self.inner.workspaces.clone();
+            drop(tokio::task::spawn_blocking(move || {
+                match workspaces.collect_garbage() {
+                    Ok(removed) => tracing::debug!(removed, "unused workspace layers removed"),
+                    Err(e) => tracing::warn!(error = %e, "cannot remove unused workspace layers"),
+                }
+            }));
+        }
         if cell.root.exists() {
             self.inner.sandbox.remove_cell(&cell).await?;
         }

@@ -93,6 +93,9 @@ impl OdysseyRuntime {
         self.ensure_running()?;
         let source = self.inner.sessions.get(source_id).await?;
         let end = fork_point(&source, at)?;
+        if self.inner.workspaces.is_overlay(source_id) {
+            return self.fork_overlay(&source, end).await;
+        }
         let store = SnapshotStore::of_session(source.dir());
         let manifest = read_manifest(&store, end).await?;
         let fork_id = Uuid::now_v7();
@@ -164,22 +167,38 @@ impl OdysseyRuntime {
                 session_id: id,
             }
         };
-        let store = SnapshotStore::of_session(session.dir());
-        let manifest = read_manifest(&store, end).await?;
         let cell = CellPaths::under(self.inner.config.sandbox_dir().join(id.to_string()));
-        if cell.root.exists() {
-            self.inner.sandbox.kill_cell_processes(&cell).await;
-        }
         let owner = self.inner.sandbox.sandbox_owner();
-        let entries = manifest.entries.len() as u64;
-        let restore = {
-            let store = store.clone();
-            let cell = cell.clone();
-            tokio::task::spawn_blocking(move || replace_workspace(&cell, &store, &manifest, owner))
-        };
-        restore
+        let entries = if self.inner.workspaces.is_overlay(id) {
+            if cell.root.exists() {
+                self.inner.sandbox.kill_cell_processes(&cell).await;
+            }
+            let workspaces = self.inner.workspaces.clone();
+            tokio::task::spawn_blocking(move || {
+                workspaces.rewind(id, (end.turn, end.turn_id), &cell.data, owner)?;
+                Ok::<_, RuntimeError>(count_entries(&cell.data))
+            })
             .await
-            .map_err(|e| RuntimeError::storage("rewind workspace", std::io::Error::other(e)))??;
+            .map_err(|e| RuntimeError::storage("rewind workspace", std::io::Error::other(e)))??
+        } else {
+            let store = SnapshotStore::of_session(session.dir());
+            let manifest = read_manifest(&store, end).await?;
+            if cell.root.exists() {
+                self.inner.sandbox.kill_cell_processes(&cell).await;
+            }
+            let entries = manifest.entries.len() as u64;
+            let restore = {
+                let store = store.clone();
+                let cell = cell.clone();
+                tokio::task::spawn_blocking(move || {
+                    replace_workspace(&cell, &store, &manifest, owner)
+                })
+            };
+            restore.await.map_err(|e| {
+                RuntimeError::storage("rewind workspace", std::io::Error::other(e))
+            })??;
+            entries
+        };
         session.forget_cell_prepared();
         let history = {
             let session = session.clone();
@@ -213,6 +232,9 @@ impl OdysseyRuntime {
     pub async fn turn_changes(&self, id: Uuid, turn: u64) -> Result<TurnChanges> {
         let session = self.inner.sessions.get(id).await?;
         let end = turn_end(&session, turn, "turn")?;
+        if self.inner.workspaces.is_overlay(id) {
+            return overlay_turn_changes(id, end);
+        }
         let store = SnapshotStore::of_session(session.dir());
         let after = read_manifest(&store, end).await?;
         if after.parent_unknown {
@@ -257,6 +279,88 @@ impl OdysseyRuntime {
         .await
         .map_err(|e| RuntimeError::storage("turn changes", std::io::Error::other(e)))?
     }
+}
+
+impl OdysseyRuntime {
+    /// [`OdysseyRuntime::fork_session`] of an overlay session: the fork's workspace is
+    /// the source's layers at that turn's end (shared, never copied) beneath an upper
+    /// folder of its own.
+    async fn fork_overlay(
+        &self,
+        source: &Arc<SessionHandle>,
+        end: TurnEndRef,
+    ) -> Result<SessionInfo> {
+        let source_id = source.id();
+        let fork_id = Uuid::now_v7();
+        let record = SessionRecord {
+            id: fork_id,
+            created_at_ms: now_ms(),
+            forked: Some(ForkOrigin {
+                session_id: source_id,
+                turn: end.turn,
+                turn_id: end.turn_id,
+                sequence: end.sequence,
+            }),
+            ..source.record().clone()
+        };
+        let cell = CellPaths::under(self.inner.config.sandbox_dir().join(fork_id.to_string()));
+        let owner = self.inner.sandbox.sandbox_owner();
+        let runtime = self.clone();
+        let source = source.clone();
+        tokio::task::spawn_blocking(move || -> Result<()> {
+            let events = source.events_until(end.sequence)?;
+            let workspaces = &runtime.inner.workspaces;
+            let created = workspaces
+                .fork(
+                    source_id,
+                    (end.turn, end.turn_id),
+                    fork_id,
+                    &cell.data,
+                    owner,
+                )
+                .and_then(|()| {
+                    runtime
+                        .inner
+                        .sessions
+                        .create_fork(record, events, |_| Ok(()))
+                });
+            if created.is_err() {
+                let _ = workspaces.remove(fork_id, &cell.data);
+                let _ = crate::sandbox::remove_tree(&cell.root);
+            }
+            created
+        })
+        .await
+        .map_err(|e| RuntimeError::storage("fork session", std::io::Error::other(e)))??;
+        tracing::info!(session = %fork_id, source = %source_id, turn = end.turn, "session forked");
+        self.get_session(fork_id).await
+    }
+}
+
+/// What a turn of an overlay session changed. Until layers can be read as changes, the
+/// answer is that they cannot: the one place to swap when they can.
+fn overlay_turn_changes(_session: Uuid, _end: TurnEndRef) -> Result<TurnChanges> {
+    Err(RuntimeError::FailedPrecondition(
+        "turn changes are not available for overlay workspaces yet".into(),
+    ))
+}
+
+/// Entries (files, folders, links) beneath `root`, no link followed.
+fn count_entries(root: &Path) -> u64 {
+    let mut count = 0;
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            count += 1;
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                pending.push(entry.path());
+            }
+        }
+    }
+    count
 }
 
 /// The turn end `at` names: INVALID_ARGUMENT for a turn the log does not have, or a

@@ -3,6 +3,12 @@
 //! written, and synced while the end is synced (the end is published once both are on
 //! stable storage), so whoever sees the turn end can fork from it. A snapshot that fails or is
 //! skipped (a workspace past the limits) never fails the turn: the turn's events say so.
+//!
+//! An overlay workspace's turn end stops every process of the cell, its MCP servers
+//! included (they start again when next called): a process that outlived the end would
+//! keep its own view of the old mount, missing what later turns write, and would keep
+//! writing through it into the folder that has just become an immutable layer, shared
+//! with forks.
 
 use std::sync::Arc;
 
@@ -12,7 +18,25 @@ use crate::api::OdysseyRuntime;
 use crate::events::EventPayload;
 use crate::sandbox::CellPaths;
 use crate::session::SessionHandle;
-use crate::snapshot::{SnapshotOutcome, SnapshotStore, UnsyncedSnapshot};
+use crate::snapshot::overlay::UnsyncedLayer;
+use crate::snapshot::{SnapshotError, SnapshotOutcome, SnapshotStore, UnsyncedSnapshot};
+
+/// What a turn's end recorded, still to be synced while the end is synced.
+#[derive(Debug)]
+pub(crate) enum TurnSnapshot {
+    Copies(UnsyncedSnapshot),
+    Overlay(UnsyncedLayer),
+}
+
+impl TurnSnapshot {
+    /// Puts what the turn's end recorded on stable storage.
+    pub(crate) fn sync(self) -> Result<(), SnapshotError> {
+        match self {
+            Self::Copies(snapshot) => snapshot.sync(),
+            Self::Overlay(layer) => layer.sync(),
+        }
+    }
+}
 
 impl OdysseyRuntime {
     /// Records the workspace at the turn's end; answers what is left to sync, if anything
@@ -21,7 +45,7 @@ impl OdysseyRuntime {
         &self,
         session: &Arc<SessionHandle>,
         turn_id: Uuid,
-    ) -> Option<UnsyncedSnapshot> {
+    ) -> Option<TurnSnapshot> {
         let settings = self.inner.config.snapshots.clone();
         if !settings.enabled {
             return None;
@@ -32,12 +56,45 @@ impl OdysseyRuntime {
                 .sandbox_dir()
                 .join(session.id().to_string()),
         );
+        let workspaces = self.inner.workspaces.clone();
+        let overlay = workspaces.is_overlay(session.id());
+        let shares_overlay = session
+            .record()
+            .parent
+            .as_ref()
+            .and_then(|p| p.workspace_of)
+            .is_some_and(|of| workspaces.is_overlay(of));
         if cell.root.exists() {
-            self.inner.sandbox.kill_cell_commands(&cell).await;
+            if overlay || shares_overlay {
+                // Stopped through their manager, which starts them again when next
+                // needed (a killed one would count as a failure).
+                self.inner.mcp.forget_session(session.id()).await;
+                self.inner.sandbox.kill_cell_processes(&cell).await;
+            } else {
+                self.inner.sandbox.kill_cell_commands(&cell).await;
+            }
         }
         let turn = session.stats().turn_count + 1;
-        let store = SnapshotStore::of_session(session.dir());
         let data = cell.data;
+        if overlay {
+            let id = session.id();
+            let owner = self.inner.sandbox.sandbox_owner();
+            let committed = tokio::task::spawn_blocking(move || {
+                workspaces.commit(id, &data, turn, turn_id, settings.max_turns, owner)
+            })
+            .await;
+            let problem = match committed {
+                Ok(Ok(layer)) => {
+                    tracing::debug!(session = %id, turn, wrote = layer.layer.is_some(), "workspace layer committed");
+                    return Some(TurnSnapshot::Overlay(layer));
+                }
+                Ok(Err(e)) => e.client_message(),
+                Err(e) => format!("the workspace snapshot stopped: {e}"),
+            };
+            self.snapshot_failed(session, turn, turn_id, problem);
+            return None;
+        }
+        let store = SnapshotStore::of_session(session.dir());
         let recorded = tokio::task::spawn_blocking(move || {
             store.record_unsynced(&data, turn, turn_id, &settings)
         })
@@ -45,7 +102,7 @@ impl OdysseyRuntime {
         let problem = match recorded {
             Ok(Ok((SnapshotOutcome::Recorded(taken), unsynced))) => {
                 tracing::debug!(session = %session.id(), turn, entries = taken.entries, hashed_files = taken.hashed_files, hashed_bytes = taken.hashed_bytes, "workspace snapshot recorded");
-                return Some(unsynced);
+                return Some(TurnSnapshot::Copies(unsynced));
             }
             // Nothing to fork from: the manifest saying why needs no sync of its own.
             Ok(Ok((SnapshotOutcome::Skipped(reason), _))) => (
@@ -55,18 +112,24 @@ impl OdysseyRuntime {
                      the session cannot be forked from or rewound to this turn"
                 ),
             ),
-            Ok(Err(e)) => (
-                "workspace_snapshot_failed",
-                format!(
-                    "the workspace could not be snapshotted at the end of this turn ({}); \
-                     the session cannot be forked from or rewound to this turn",
-                    crate::error::RuntimeError::from(e).client_message()
-                ),
-            ),
-            Err(e) => (
-                "workspace_snapshot_failed",
-                format!("the workspace snapshot stopped: {e}"),
-            ),
+            Ok(Err(e)) => {
+                self.snapshot_failed(
+                    session,
+                    turn,
+                    turn_id,
+                    crate::error::RuntimeError::from(e).client_message(),
+                );
+                return None;
+            }
+            Err(e) => {
+                self.snapshot_failed(
+                    session,
+                    turn,
+                    turn_id,
+                    format!("the workspace snapshot stopped: {e}"),
+                );
+                return None;
+            }
         };
         tracing::warn!(session = %session.id(), turn, code = problem.0, "{}", problem.1);
         let _ = session.append_now(
@@ -78,5 +141,22 @@ impl OdysseyRuntime {
             },
         );
         None
+    }
+
+    /// Says in the turn's events (and the log) that its workspace was not recorded.
+    fn snapshot_failed(&self, session: &Arc<SessionHandle>, turn: u64, turn_id: Uuid, why: String) {
+        let message = format!(
+            "the workspace could not be snapshotted at the end of this turn ({why}); the \
+             session cannot be forked from or rewound to this turn"
+        );
+        tracing::warn!(session = %session.id(), turn, code = "workspace_snapshot_failed", "{message}");
+        let _ = session.append_now(
+            Some(turn_id),
+            EventPayload::ErrorOccurred {
+                code: "workspace_snapshot_failed".into(),
+                message,
+                fatal: false,
+            },
+        );
     }
 }

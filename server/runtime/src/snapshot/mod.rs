@@ -1,7 +1,9 @@
 //! Workspace snapshots: what a session's `data/` held at the end of each turn, so a
 //! session can be forked from any turn, rewound to one, and asked what a turn changed.
 //!
-//! The mechanism is copies: a per-session content-addressed object store (`objects/`,
+//! Two mechanisms record them; a session keeps the one its workspace was made with (see
+//! `workspaces`). Overlay layers (see `overlay`) where the server can mount them. Copies
+//! elsewhere: a per-session content-addressed object store (`objects/`,
 //! SHA-256 of each regular file's bytes) and one manifest per turn end (`turns/`: path →
 //! folder, file or symbolic link, with mode, size, times and object id). Taking a snapshot
 //! walks `data/` beneath a descriptor (no link is ever followed) and re-hashes only the
@@ -27,12 +29,14 @@ pub mod overlay;
 mod settings;
 mod store;
 mod walk;
+mod workspaces;
 
 pub use diff::{ChangeKind, FileChange, MAX_CHANGES, NodeKind, TurnChanges, changes};
 pub use error::SnapshotError;
 pub use manifest::{Manifest, Node};
-pub use settings::{SnapshotMechanism, SnapshotSettings};
+pub use settings::{MechanismChoice, SnapshotMechanism, SnapshotSettings};
 pub use store::{SnapshotOutcome, SnapshotStore, TakenSnapshot, UnsyncedSnapshot};
+pub use workspaces::{OVERLAY_DIR, Workspaces};
 
 /// The folder of a session's snapshots, inside its session folder.
 pub const SNAPSHOTS_DIR: &str = "snapshots";

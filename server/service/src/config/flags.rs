@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::{ConfigError, Secret, ServerConfig, Sources};
+use odyssey_runtime::snapshot::MechanismChoice;
 use odyssey_runtime::{RuntimeConfig, SandboxMode};
 
 #[derive(
@@ -33,6 +34,24 @@ impl From<SandboxModeArg> for SandboxMode {
             SandboxModeArg::ReadOnly => Self::ReadOnly,
             SandboxModeArg::WorkspaceWrite => Self::WorkspaceWrite,
             SandboxModeArg::DangerFullAccess => Self::DangerFullAccess,
+        }
+    }
+}
+
+/// `--snapshot-mechanism`: the values of `snapshots.mechanism`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SnapshotMechanismArg {
+    Auto,
+    Overlay,
+    Copies,
+}
+
+impl From<SnapshotMechanismArg> for MechanismChoice {
+    fn from(choice: SnapshotMechanismArg) -> Self {
+        match choice {
+            SnapshotMechanismArg::Auto => Self::Auto,
+            SnapshotMechanismArg::Overlay => Self::Overlay,
+            SnapshotMechanismArg::Copies => Self::Copies,
         }
     }
 }
@@ -227,6 +246,11 @@ pub struct ServeArgs {
     /// turn changes) [default: true].
     #[arg(long, value_name = "BOOL")]
     pub snapshots: Option<bool>,
+    /// How workspaces are snapshotted: overlay layers where the server can mount them
+    /// (`auto`), always overlay layers (`overlay`: no start where they cannot be
+    /// mounted), or copies [default: auto].
+    #[arg(long, value_name = "MECHANISM")]
+    pub snapshot_mechanism: Option<SnapshotMechanismArg>,
     /// Turn snapshots one session keeps; the oldest are dropped past it [default: 100].
     #[arg(long, value_name = "TURNS")]
     pub snapshot_max_turns: Option<usize>,

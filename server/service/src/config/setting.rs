@@ -13,6 +13,7 @@ use toml::Value;
 
 use super::{LogFormat, ServeArgs};
 use odyssey_runtime::SandboxMode;
+use odyssey_runtime::snapshot::MechanismChoice;
 
 /// Why a value was refused; `index` points into an array of tables (which
 /// `[[models.override]]` entry), so the error can name its line.
@@ -225,6 +226,19 @@ impl EnvText for SandboxMode {
                 "`{text}` is not a sandbox mode (read_only, workspace_write, danger_full_access)"
             )
         })
+    }
+}
+
+impl EnvText for MechanismChoice {
+    fn from_env(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "auto" => Ok(Self::Auto),
+            "overlay" => Ok(Self::Overlay),
+            "copies" => Ok(Self::Copies),
+            _ => Err(format!(
+                "`{text}` is not a snapshot mechanism (auto, overlay, copies)"
+            )),
+        }
     }
 }
 

@@ -24,6 +24,7 @@ use odyssey_runtime::provider::{
 use odyssey_runtime::sandbox::DomainList;
 use odyssey_runtime::sandbox::egress::IpNet;
 use odyssey_runtime::secrets;
+use odyssey_runtime::snapshot::MechanismChoice;
 use odyssey_runtime::tools::a2a::OperatorA2aAgent;
 use odyssey_runtime::tools::mcp::OperatorMcpServer;
 use odyssey_runtime::{RuntimeConfig, SandboxMode};
@@ -392,6 +393,17 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
             },
         )
         .flag("--snapshots", |a| a.snapshots),
+        server(
+            "snapshots.mechanism",
+            |d| Some(d.server.runtime.snapshots.mechanism),
+            |d, v| {
+                d.server.runtime.snapshots.mechanism = v;
+                Ok(())
+            },
+        )
+        .flag("--snapshot-mechanism", |a| {
+            a.snapshot_mechanism.map(MechanismChoice::from)
+        }),
         server(
             "snapshots.max_turns",
             |d| Some(d.server.runtime.snapshots.max_turns),

@@ -70,7 +70,10 @@ impl ServerService for ServerInfo {
                 open_sessions: info.activity.open_sessions as u32,
                 subscriptions: info.activity.subscriptions as u32,
             }),
-            workspace_snapshots: Some(workspace_snapshots(&info.snapshots)),
+            workspace_snapshots: Some(workspace_snapshots(
+                &info.snapshots,
+                info.snapshot_mechanism,
+            )),
         }))
     }
 }
@@ -86,12 +89,16 @@ fn session_limits(limits: &SessionLimitsInfo) -> pb::SessionLimits {
     }
 }
 
-fn workspace_snapshots(settings: &SnapshotSettings) -> pb::WorkspaceSnapshots {
+fn workspace_snapshots(
+    settings: &SnapshotSettings,
+    mechanism: SnapshotMechanism,
+) -> pb::WorkspaceSnapshots {
     let mechanism = if !settings.enabled {
         pb::SnapshotMechanism::Disabled
     } else {
-        match settings.mechanism() {
+        match mechanism {
             SnapshotMechanism::Copies => pb::SnapshotMechanism::Copies,
+            SnapshotMechanism::Overlay => pb::SnapshotMechanism::Overlay,
         }
     };
     pb::WorkspaceSnapshots {

@@ -17,4 +17,5 @@ mod disk;
 mod interrupted;
 mod load;
 mod orphans;
+mod overlay;
 mod subagents;

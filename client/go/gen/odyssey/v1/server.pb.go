@@ -31,7 +31,8 @@ const (
 	// Changed files are copied into a content-addressed store at each turn end and copied
 	// back out to fork or rewind.
 	SnapshotMechanism_SNAPSHOT_MECHANISM_COPIES SnapshotMechanism = 2
-	// Overlay layers mounted by the server (not offered yet).
+	// Overlay layers mounted by the server: each turn end makes the turn's writes a layer,
+	// which forks of the session share.
 	SnapshotMechanism_SNAPSHOT_MECHANISM_OVERLAY SnapshotMechanism = 3
 )
 

@@ -246,7 +246,9 @@ impl McpServers {
         }
     }
 
-    /// Stops the servers of a session and forgets them (the session is being deleted).
+    /// Stops the servers of a session and forgets them (the session is being deleted, or
+    /// its overlay workspace is mounted again at a turn's end): the next call starts them
+    /// afresh.
     pub async fn forget_session(&self, session: Uuid) {
         let slots: Vec<Arc<Slot>> = {
             let mut all = crate::sync::lock(&self.slots);

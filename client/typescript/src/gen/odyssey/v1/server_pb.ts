@@ -409,7 +409,8 @@ export enum SnapshotMechanism {
   COPIES = 2,
 
   /**
-   * Overlay layers mounted by the server (not offered yet).
+   * Overlay layers mounted by the server: each turn end makes the turn's writes a layer,
+   * which forks of the session share.
    *
    * @generated from enum value: SNAPSHOT_MECHANISM_OVERLAY = 3;
    */
