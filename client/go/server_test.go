@@ -77,9 +77,6 @@ func runServer(t testing.TB, home, listen string, flags []string, dial ...odysse
 		"--log-format", "json",
 		"--heartbeat-seconds", "1",
 		"--auth-token", testToken,
-		// Copies: the tests read turn changes, which overlay workspaces (the default
-		// where the server can mount them) do not answer yet.
-		"--snapshot-mechanism", "copies",
 	}, flags...)
 	cmd := exec.Command(binary, args...)
 	stderr, err := cmd.StderrPipe()

@@ -173,10 +173,6 @@ async fn server_with(
             );
             config.mcp.call_timeout = call_timeout;
             config.mcp.idle_timeout = idle_timeout;
-            // These tests hold a server up across turns: on overlay workspaces a turn's
-            // end stops the session's servers (docs/sessions.md, overlay layers), and
-            // other tests run servers on them.
-            config.snapshots.mechanism = odyssey_runtime::snapshot::MechanismChoice::Copies;
         },
     )
     .await

@@ -64,9 +64,6 @@ def start_server(
             "--log-format", "json",
             "--heartbeat-seconds", "1",
             "--auth-token", TOKEN,
-            # Copies: the tests read turn changes, which overlay workspaces (the default
-            # where the server can mount them) do not answer yet.
-            "--snapshot-mechanism", "copies",
             *flags,
         ],
         stdin=subprocess.DEVNULL,

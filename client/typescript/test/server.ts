@@ -42,9 +42,6 @@ export async function startServer(
       "--log-format", "json",
       "--heartbeat-seconds", "1",
       "--auth-token", TOKEN,
-      // Copies: the tests read turn changes, which overlay workspaces (the default
-      // where the server can mount them) do not answer yet.
-      "--snapshot-mechanism", "copies",
       ...(options.flags ?? []),
     ],
     { stdio: ["ignore", "ignore", "pipe"] },

@@ -52,9 +52,6 @@ async fn visible_server(model: &OpenAiWireServer, modules: &Path) -> TestServer 
                     ..ProviderSettings::default()
                 },
             );
-            // The listing's server is still up after the turn that uses it: copies keep it
-            // (overlay workspaces stop a session's servers at each turn's end).
-            config.snapshots.mechanism = odyssey_runtime::snapshot::MechanismChoice::Copies;
             config.mcp.allowed_urls = vec!["http://127.0.0.1:9/*".parse().expect("pattern")];
             config.mcp.servers.insert(
                 "notes".into(),

@@ -237,7 +237,7 @@ impl OdysseyRuntime {
 
     /// The MCP servers `agent` uses, each with how it is reached: the bundle's own as it
     /// declares them, the operator's as this server's configuration has them.
-    fn agent_mcp_servers(
+    pub(crate) fn agent_mcp_servers(
         &self,
         bundle: &InstalledBundle,
         agent: &AgentDefinition,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::OdysseyRuntime;
+use super::bundles::McpServerKind;
 use crate::bundle::InstalledBundle;
 use crate::error::{Result, RuntimeError};
 use crate::events::TurnOutcome;
@@ -168,6 +169,16 @@ impl OdysseyRuntime {
             .parent
             .as_ref()
             .and_then(|p| p.workspace_of);
+        let runs_servers = bundle
+            .manifest
+            .agents
+            .iter()
+            .find(|a| a.id == session.record().agent_id)
+            .is_some_and(|agent| {
+                self.agent_mcp_servers(bundle, agent)
+                    .iter()
+                    .any(|s| s.kind == Some(McpServerKind::Stdio))
+            });
         tokio::task::spawn_blocking(move || -> Result<()> {
             let cell = sandbox
                 .prepare_cell(&root, session_id, AppSource::from(staged.as_ref()))
@@ -178,9 +189,15 @@ impl OdysseyRuntime {
                 // (its writes land in that session's upper folder).
                 Some(of) => {
                     let data = CellPaths::under(root.join(of.to_string())).data;
-                    workspaces.prepare(of, &data, owner, None)
+                    workspaces.prepare(of, &data, owner, None, false)
                 }
-                None => workspaces.prepare(session_id, &cell.data, owner, Some(&session_dir)),
+                None => workspaces.prepare(
+                    session_id,
+                    &cell.data,
+                    owner,
+                    Some(&session_dir),
+                    runs_servers,
+                ),
             }
         })
         .await

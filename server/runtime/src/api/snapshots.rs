@@ -233,7 +233,12 @@ impl OdysseyRuntime {
         let session = self.inner.sessions.get(id).await?;
         let end = turn_end(&session, turn, "turn")?;
         if self.inner.workspaces.is_overlay(id) {
-            return overlay_turn_changes(id, end);
+            let workspaces = self.inner.workspaces.clone();
+            return tokio::task::spawn_blocking(move || {
+                workspaces.turn_changes(id, (end.turn, end.turn_id))
+            })
+            .await
+            .map_err(|e| RuntimeError::storage("read turn changes", std::io::Error::other(e)))?;
         }
         let store = SnapshotStore::of_session(session.dir());
         let after = read_manifest(&store, end).await?;
@@ -335,14 +340,6 @@ impl OdysseyRuntime {
         tracing::info!(session = %fork_id, source = %source_id, turn = end.turn, "session forked");
         self.get_session(fork_id).await
     }
-}
-
-/// What a turn of an overlay session changed. Until layers can be read as changes, the
-/// answer is that they cannot: the one place to swap when they can.
-fn overlay_turn_changes(_session: Uuid, _end: TurnEndRef) -> Result<TurnChanges> {
-    Err(RuntimeError::FailedPrecondition(
-        "turn changes are not available for overlay workspaces yet".into(),
-    ))
 }
 
 /// Entries (files, folders, links) beneath `root`, no link followed.

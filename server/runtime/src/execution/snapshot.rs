@@ -79,13 +79,27 @@ impl OdysseyRuntime {
         if overlay {
             let id = session.id();
             let owner = self.inner.sandbox.sandbox_owner();
+            let squashing = workspaces.clone();
             let committed = tokio::task::spawn_blocking(move || {
-                workspaces.commit(id, &data, turn, turn_id, settings.max_turns, owner)
+                workspaces.commit(
+                    id,
+                    &data,
+                    turn,
+                    turn_id,
+                    (settings.max_turns, settings.max_bytes),
+                    owner,
+                )
             })
             .await;
             let problem = match committed {
                 Ok(Ok(layer)) => {
                     tracing::debug!(session = %id, turn, wrote = layer.layer.is_some(), "workspace layer committed");
+                    // Off the turn's path: the next turn may run while old layers merge.
+                    tokio::task::spawn_blocking(move || {
+                        if let Err(e) = squashing.squash_if_needed(id) {
+                            tracing::warn!(session = %id, error = %e, "cannot squash the workspace's layers");
+                        }
+                    });
                     return Some(TurnSnapshot::Overlay(layer));
                 }
                 Ok(Err(e)) => e.client_message(),

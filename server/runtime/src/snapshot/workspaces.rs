@@ -30,7 +30,7 @@ use uuid::Uuid;
 
 use super::overlay::{self, OverlayStore, UnsyncedLayer};
 use super::settings::{MechanismChoice, SnapshotMechanism, SnapshotSettings};
-use super::{SNAPSHOTS_DIR, SnapshotError};
+use super::{SNAPSHOTS_DIR, SnapshotError, TurnChanges};
 use crate::error::{Result, RuntimeError};
 
 /// The folder of layers and per-session stacks, under the home (outside every cell).
@@ -44,6 +44,9 @@ const WORKSPACE_MODE: u32 = 0o700;
 #[derive(Debug)]
 pub struct Workspaces {
     mechanism: SnapshotMechanism,
+    /// What the operator asked for: under `auto`, a session whose agent runs stdio MCP
+    /// servers gets copies (see [`Workspaces::prepare`]).
+    choice: MechanismChoice,
     reason: String,
     root: PathBuf,
     /// The layers, when this server can mount them; else why not.
@@ -104,6 +107,7 @@ impl Workspaces {
         };
         Ok(Self {
             mechanism,
+            choice: settings.mechanism,
             reason,
             store: probed.map(|()| OverlayStore::new(root.clone())),
             root,
@@ -143,13 +147,20 @@ impl Workspaces {
     /// session's folder), a new session's when new sessions get overlays. Copies
     /// snapshots in that folder, or files in `data`, keep a session a copies session; a
     /// sub-agent working in another session's workspace passes no `new_in` (it has no
-    /// layers of its own). Blocking.
+    /// layers of its own).
+    ///
+    /// `runs_servers` says the session's agent runs stdio MCP servers. Those stay up
+    /// across a session's turns on copies; an overlay turn end must stop them (a process
+    /// still in the workspace would keep the old mount and write into the new layer). So
+    /// under `snapshots.mechanism = "auto"` such a session gets copies, and only an
+    /// operator asking for `overlay` trades the servers' state for layers. Blocking.
     pub fn prepare(
         &self,
         session: Uuid,
         data: &Path,
         owner: Option<(u32, u32)>,
         new_in: Option<&Path>,
+        runs_servers: bool,
     ) -> Result<()> {
         let mut mounted = crate::sync::lock(&self.mounted);
         if mounted.contains_key(&session) {
@@ -157,6 +168,7 @@ impl Workspaces {
         }
         let overlay = self.is_overlay(session)
             || (self.mechanism == SnapshotMechanism::Overlay
+                && !(runs_servers && self.choice == MechanismChoice::Auto)
                 && new_in.is_some_and(|dir| !dir.join(SNAPSHOTS_DIR).exists())
                 && is_empty_dir(data));
         if !overlay {
@@ -170,14 +182,15 @@ impl Workspaces {
     }
 
     /// Ends a turn of the overlay session `session` (its processes killed): its writes
-    /// become the layer of turn `turn`. Blocking.
+    /// become the layer of turn `turn`; the session keeps its newest `max_turns` turns
+    /// whose layers fit in `max_bytes`. Blocking.
     pub fn commit(
         &self,
         session: Uuid,
         data: &Path,
         turn: u64,
         turn_id: Uuid,
-        max_turns: usize,
+        (max_turns, max_bytes): (usize, u64),
         owner: Option<(u32, u32)>,
     ) -> Result<UnsyncedLayer> {
         let mut mounted = crate::sync::lock(&self.mounted);
@@ -189,7 +202,34 @@ impl Workspaces {
             store.mount(session, data, owner, WORKSPACE_MODE)?;
             entry.insert(data.to_path_buf());
         }
-        Ok(store.commit(session, data, turn, turn_id, max_turns)?)
+        Ok(store.commit_retaining(session, data, turn, turn_id, max_turns, max_bytes)?)
+    }
+
+    /// Merges the oldest layers of the overlay session `session` into one when its
+    /// workspace stacks too many (see [`OverlayStore::squash`]), then removes the layers
+    /// no session names any more. Its cost follows the size of the merged tree, so it
+    /// runs after a turn's end, off its path; the workspace stays mounted meanwhile.
+    /// Blocking.
+    pub fn squash_if_needed(&self, session: Uuid) -> Result<()> {
+        let store = self.store(session)?;
+        if !store.needs_squash(session)? {
+            return Ok(());
+        }
+        if let Some(squashed) = store.squash(session)? {
+            tracing::debug!(session = %session, ?squashed, "workspace layers squashed");
+            self.collect_garbage()?;
+        }
+        Ok(())
+    }
+
+    /// The files turn `turn` (number, id) of the overlay session `session` added,
+    /// changed or removed, read from the turn's own layer against the layers beneath it.
+    /// Blocking.
+    pub fn turn_changes(&self, session: Uuid, (turn, turn_id): (u64, Uuid)) -> Result<TurnChanges> {
+        let store = self.store(session)?;
+        store
+            .turn_changes(session, turn_id)
+            .map_err(|e| no_longer_kept(e, turn))
     }
 
     /// Gives the new session `fork` the workspace the overlay session `source` had at the
