@@ -12,6 +12,7 @@
 //! retention never walks a layer. The order of writers is in [`super::lock`].
 
 use std::collections::{BTreeMap, HashSet};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -132,11 +133,14 @@ pub struct UnsyncedLayer {
 }
 
 impl UnsyncedLayer {
-    /// Puts the layer's files and folders on stable storage, then the stack naming it:
-    /// its cost follows what the turn wrote, not the workspace.
+    /// Puts the layer's files and folders and the stack naming it on stable storage: its
+    /// cost follows what the turn wrote, not the workspace. The flushes run at once, as
+    /// the turn's end in the log is flushed beside them: the turn end is published only
+    /// once all are done, and a crash before that may leave the stack naming a layer
+    /// whose newest files are not all on disk, as it may leave the log's turn end.
     pub fn sync(&self) -> Result<(), SnapshotError> {
         if let Some(layer) = &self.layer {
-            sync_tree(layer)?;
+            return sync_tree(layer, Some(&self.stack));
         }
         std::fs::File::open(&self.stack)
             .and_then(|f| f.sync_data())
@@ -625,13 +629,75 @@ pub(super) fn sync_dir(dir: &Path) {
     }
 }
 
+/// Descriptors flushed together at most, and threads flushing them: bounded, so a layer
+/// of many files neither runs out of descriptors nor starts a thread per file.
+const FLUSH_BATCH: usize = 64;
+const FLUSH_THREADS: usize = 8;
+
+/// How a descriptor is flushed: a file's data (and the size that reaches it), or all of a
+/// folder (its entries).
+#[derive(Clone, Copy)]
+enum Flush {
+    Data,
+    All,
+}
+
+/// Descriptors waiting to be flushed, flushed a batch at a time. The flushes of a batch
+/// run at once: the file system commits concurrent flushes together, so a turn end that
+/// wrote one file waits for about one flush, not one per file and folder.
+#[derive(Default)]
+struct Flushes {
+    pending: Vec<(OwnedFd, Flush)>,
+}
+
+impl Flushes {
+    fn add(&mut self, fd: OwnedFd, how: Flush) -> std::io::Result<()> {
+        self.pending.push((fd, how));
+        if self.pending.len() >= FLUSH_BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn add_path(&mut self, path: &Path, how: Flush) -> std::io::Result<()> {
+        let file = std::fs::File::open(path)?;
+        self.add(OwnedFd::from(file), how)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let batch = std::mem::take(&mut self.pending);
+        let per_thread = batch.len().div_ceil(FLUSH_THREADS).max(1);
+        std::thread::scope(|scope| {
+            let mut running = Vec::new();
+            for part in batch.chunks(per_thread) {
+                running.push(std::thread::Builder::new().spawn_scoped(scope, move || {
+                    part.iter().try_for_each(|(fd, how)| match how {
+                        Flush::Data => rustix::fs::fdatasync(fd),
+                        Flush::All => rustix::fs::fsync(fd),
+                    })
+                })?);
+            }
+            running
+                .into_iter()
+                .try_for_each(|thread| match thread.join() {
+                    Ok(flushed) => flushed.map_err(std::io::Error::from),
+                    Err(_) => Err(std::io::Error::other("a flush stopped")),
+                })
+        })
+    }
+}
+
 /// Syncs every regular file and folder of `root` (no link followed, no FIFO opened),
-/// then `root`'s parent.
-pub(super) fn sync_tree(root: &Path) -> Result<(), SnapshotError> {
+/// `root`'s parent, and `also` (files, then their folder), the flushes of a batch at once.
+pub(super) fn sync_tree(root: &Path, also: Option<&Path>) -> Result<(), SnapshotError> {
+    let mut flushes = Flushes::default();
     let fd = tree::open_root(root).map_err(|e| SnapshotError::io("opening", root, e))?;
     tree::walk(&fd, |dir, name, stat| {
         match tree::Kind::of(stat) {
-            tree::Kind::File => tree::open_child_file(dir, name)?.0.sync_data()?,
+            tree::Kind::File => {
+                let file = tree::open_child_file(dir, name)?.0;
+                flushes.add(OwnedFd::from(file), Flush::Data)?;
+            }
             tree::Kind::Dir => {
                 let child = rustix::fs::openat(
                     dir,
@@ -642,16 +708,32 @@ pub(super) fn sync_tree(root: &Path) -> Result<(), SnapshotError> {
                         | rustix::fs::OFlags::CLOEXEC,
                     rustix::fs::Mode::empty(),
                 )?;
-                rustix::fs::fsync(&child)?;
+                flushes.add(child, Flush::All)?;
             }
             _ => {}
         }
         Ok(true)
     })
     .map_err(|e| SnapshotError::io("syncing", root, e))?;
-    let _ = rustix::fs::fsync(&fd);
+    flushes
+        .add(fd, Flush::All)
+        .map_err(|e| SnapshotError::io("syncing", root, e))?;
     if let Some(parent) = root.parent() {
-        sync_dir(parent);
+        flushes
+            .add_path(parent, Flush::All)
+            .map_err(|e| SnapshotError::io("syncing", parent, e))?;
     }
-    Ok(())
+    if let Some(file) = also {
+        flushes
+            .add_path(file, Flush::Data)
+            .map_err(|e| SnapshotError::io("syncing", file, e))?;
+        if let Some(dir) = file.parent() {
+            flushes
+                .add_path(dir, Flush::All)
+                .map_err(|e| SnapshotError::io("syncing", dir, e))?;
+        }
+    }
+    flushes
+        .flush()
+        .map_err(|e| SnapshotError::io("syncing", root, e))
 }
