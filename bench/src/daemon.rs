@@ -55,6 +55,13 @@ pub struct Memory {
 }
 
 impl Daemon {
+    /// `path` as the daemon sees it: `odysseyd` mounts overlay workspaces in a mount
+    /// namespace of its own, which `/proc/<pid>/root` resolves paths in.
+    pub fn path_inside(&self, path: &std::path::Path) -> PathBuf {
+        let relative = path.strip_prefix("/").unwrap_or(path);
+        PathBuf::from(format!("/proc/{}/root", self.pid)).join(relative)
+    }
+
     /// Starts a daemon and waits until its health check answers SERVING.
     pub async fn start(spec: &DaemonSpec) -> Result<Self> {
         Ok(Self::start_timed(spec).await?.0)

@@ -95,7 +95,7 @@ async fn through_server(env: &Env, choice: &str, outcome: &mut Outcome) -> Resul
     // workspace, and a second turn records them.
     let source = session(&client).await?;
     overhead(&client, &model, &source).await?;
-    let data = home.dir.join("sandbox").join(&source).join("data");
+    let data = daemon.path_inside(&home.dir.join("sandbox").join(&source).join("data"));
     let populate = {
         let data = data.clone();
         tokio::task::spawn_blocking(move || populate(&data, files, bytes))

@@ -158,3 +158,25 @@ pub fn pidfd(pid: i32) -> io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
     // whole lifetime.
     unsafe { tokio::io::unix::AsyncFd::register(owned) }.map_err(|e| e.into_parts().1)
 }
+
+/// Gives the calling process a mount namespace of its own, its mounts slaves of the
+/// host's: what the host mounts later still reaches it, and nothing it mounts reaches the
+/// host. `odysseyd` mounts its overlay workspaces there, so they vanish with the process
+/// (a server killed with `kill -9` leaves no mount on the host, and its home can be
+/// removed), and the sandboxed processes it starts inherit them. Fails without
+/// `CAP_SYS_ADMIN` (`EPERM`), where the server cannot mount overlays anyway.
+///
+/// Call it while the process runs one thread (before the async runtime starts): a mount
+/// namespace is a thread's, and a thread started earlier would stay in the host's.
+pub fn enter_own_mount_namespace() -> io::Result<()> {
+    // SAFETY: the caller runs this before starting any thread (see above), so the
+    // namespace and the file-system attributes `unshare` gives the thread are the whole
+    // process's, as the rest of the process expects.
+    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNS) }?;
+    rustix::mount::mount_change(
+        "/",
+        rustix::mount::MountPropagationFlags::DOWNSTREAM
+            | rustix::mount::MountPropagationFlags::REC,
+    )?;
+    Ok(())
+}

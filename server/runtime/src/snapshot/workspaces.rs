@@ -14,12 +14,16 @@
 //! disk. A mount a killed server left on `data/` is replaced then; the upper folder, and
 //! so what an interrupted turn wrote, is kept.
 //!
-//! The mounts live in the server's mount namespace. `odysseyd` does not enter one of its
-//! own: the workspace stays visible where it lives (`<home>/sandbox/<id>/data`) to
-//! operators, backups and tools on the host, mounts a killed server leaves are replaced
-//! at the next start, and an embedded runtime (which cannot unshare a process that may
-//! already run threads) behaves the same as the server. Every mount this process made is
-//! unmounted at shutdown, and when the runtime is dropped.
+//! The mounts live in the process's mount namespace. `odysseyd` enters one of its own at
+//! start (as root; see `odyssey_sandbox::host::enter_own_mount_namespace`), so its mounts
+//! never reach the host and vanish with it: a server killed with `kill -9` leaves nothing
+//! mounted, and its home can be removed. The price: from the host, a session's
+//! `<home>/sandbox/<id>/data` shows nothing of an overlay workspace; what it holds is
+//! under `<home>/overlay/` (layers and upper folders). An embedded runtime (which cannot
+//! unshare a process that may already run threads) mounts in its process's namespace,
+//! and a mount a killed process left there is replaced when its session is next used.
+//! Every mount this process made is unmounted at shutdown, and when the runtime is
+//! dropped.
 
 use std::collections::HashMap;
 use std::os::unix::fs::DirBuilderExt;

@@ -28,9 +28,35 @@ enum Command {
     Migrate(odyssey_server::migrate::MigrateArgs),
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    if cli.command.is_none() {
+        // Before any thread starts (see `enter_own_mount_namespace`): the overlay
+        // workspaces the server mounts then live and die with it. Without the right to
+        // (not root), the server mounts nothing and has no need of it.
+        use odyssey_runtime::sandbox::helper::host::enter_own_mount_namespace;
+        if let Err(e) = enter_own_mount_namespace()
+            && e.kind() != std::io::ErrorKind::PermissionDenied
+        {
+            eprintln!(
+                "odysseyd: cannot enter a mount namespace of its own ({e}); overlay workspaces stay in the host's"
+            );
+        }
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("odysseyd: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> std::process::ExitCode {
     match cli.command {
         Some(Command::Migrate(args)) => {
             let sources = odyssey_server::config::Sources::process();

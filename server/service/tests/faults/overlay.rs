@@ -68,16 +68,24 @@ fn model(marker: String) -> impl Fn(&Value) -> Reply + Send + Sync {
     }
 }
 
-/// The overlay mounts under `home` in this process's mount namespace (the server's).
-fn mounts_under(home: &Path) -> Vec<String> {
+/// The mount points under `home` in the mount namespace of process `pid` ("self": this
+/// test's, the host's).
+fn mounts_under(home: &Path, pid: &str) -> Vec<String> {
     let home = home.display().to_string();
-    std::fs::read_to_string("/proc/self/mountinfo")
+    std::fs::read_to_string(format!("/proc/{pid}/mountinfo"))
         .expect("mountinfo")
         .lines()
         .filter_map(|line| line.split(' ').nth(4))
         .filter(|point| point.starts_with(&home))
         .map(str::to_owned)
         .collect()
+}
+
+/// `path` as the server sees it: `odysseyd` mounts the workspaces in a mount namespace
+/// of its own, which `/proc/<pid>/root` resolves paths in.
+fn in_server(server: &Odysseyd, path: &Path) -> std::path::PathBuf {
+    Path::new(&format!("/proc/{}/root", server.pid()))
+        .join(path.strip_prefix("/").expect("absolute"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,19 +166,27 @@ async fn a_killed_turn_keeps_its_writes_in_an_overlay_workspace_and_later_turns_
     let data = home.path().join("sandbox").join(&session).join("data");
     // The kill lands once the command wrote (it then sleeps).
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !data.join("kept.txt").exists() {
+    while !in_server(&server, &data).join("kept.txt").exists() {
         assert!(
             std::time::Instant::now() < deadline,
             "the command never wrote"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    assert_eq!(
+        mounts_under(home.path(), &server.pid().to_string()),
+        [data.display().to_string()],
+        "the server mounts the workspace in its own namespace"
+    );
+    assert!(
+        mounts_under(home.path(), "self").is_empty(),
+        "nothing the server mounts reaches the host"
+    );
     approving.abort();
     server.kill().await;
-    assert_eq!(
-        mounts_under(home.path()),
-        [data.display().to_string()],
-        "the killed server's mount is left in the namespace it shared"
+    assert!(
+        mounts_under(home.path(), "self").is_empty(),
+        "the killed server left no mount on the host"
     );
 
     let server = Odysseyd::start(&launch).await;
@@ -187,12 +203,12 @@ async fn a_killed_turn_keeps_its_writes_in_an_overlay_workspace_and_later_turns_
         .expect("status");
     assert_eq!(done.state, pb::ExecutionState::Completed as i32, "{done:?}");
     assert_eq!(
-        mounts_under(home.path()),
+        mounts_under(home.path(), &server.pid().to_string()),
         [data.display().to_string()],
-        "the leftover mount was replaced, not stacked on"
+        "the workspace is mounted once"
     );
     assert_eq!(
-        std::fs::read_to_string(data.join("kept.txt")).expect("kept"),
+        std::fs::read_to_string(in_server(&server, &data).join("kept.txt")).expect("kept"),
         "interrupted\nlater\n",
         "what the interrupted turn wrote is kept"
     );
@@ -209,15 +225,15 @@ async fn a_killed_turn_keeps_its_writes_in_an_overlay_workspace_and_later_turns_
         .expect("session");
     let fork_data = home.path().join("sandbox").join(&forked.id).join("data");
     assert_eq!(
-        std::fs::read_to_string(fork_data.join("kept.txt")).expect("fork"),
+        std::fs::read_to_string(in_server(&server, &fork_data).join("kept.txt")).expect("fork"),
         "interrupted\nlater\n"
     );
 
     approving.abort();
     server.terminate(Duration::from_secs(30)).await;
     assert!(
-        mounts_under(home.path()).is_empty(),
-        "a graceful stop unmounts every workspace: {:?}",
-        mounts_under(home.path())
+        mounts_under(home.path(), "self").is_empty(),
+        "no mount reaches the host: {:?}",
+        mounts_under(home.path(), "self")
     );
 }
