@@ -118,7 +118,7 @@ impl BeneathDir {
         } else {
             OFlags::CLOEXEC | OFlags::NOCTTY
         };
-        Ok(rustix::fs::openat2(
+        Ok(openat2_retrying(
             &self.fd,
             path,
             flags | extra,
@@ -135,7 +135,7 @@ impl BeneathDir {
         } else {
             rel
         };
-        Ok(rustix::fs::openat2(
+        Ok(openat2_retrying(
             &self.fd,
             path,
             OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
@@ -335,6 +335,30 @@ fn fd_path(fd: &impl AsFd) -> io::Result<PathBuf> {
 /// Whether an error is the kernel refusing a step out of the root.
 pub fn is_escape(error: &io::Error) -> bool {
     error.raw_os_error() == Some(libc::EXDEV)
+}
+
+/// How many times a lookup the kernel could not prove safe is tried again.
+const LOOKUP_RETRIES: usize = 64;
+
+/// `openat2`, tried again when it answers `EAGAIN`: with `RESOLVE_BENEATH` the kernel
+/// gives up on a lookup when a rename or a mount anywhere on the machine ran while it
+/// walked (it cannot then prove a `..` stayed beneath), and asks the caller to retry. A
+/// busy server (other sessions' turns renaming and mounting) must not turn that into a
+/// failed tool call.
+pub(crate) fn openat2_retrying<Fd: AsFd>(
+    dir: Fd,
+    path: &Path,
+    flags: OFlags,
+    mode: Mode,
+    resolve: ResolveFlags,
+) -> rustix::io::Result<OwnedFd> {
+    let mut tries = 0;
+    loop {
+        match rustix::fs::openat2(&dir, path, flags, mode, resolve) {
+            Err(Errno::AGAIN) if tries < LOOKUP_RETRIES => tries += 1,
+            answer => return answer,
+        }
+    }
 }
 
 #[cfg(test)]

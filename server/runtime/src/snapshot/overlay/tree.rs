@@ -43,7 +43,7 @@ pub(super) fn open_dir(root: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
     if rel.as_os_str().len() <= MAX_PATH_BYTES {
-        return Ok(rustix::fs::openat2(
+        return Ok(crate::sandbox::beneath::openat2_retrying(
             root,
             dot(rel),
             flags,
@@ -59,7 +59,7 @@ pub(super) fn open_dir(root: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
             && piece.as_os_str().len() + part.len() + 1 > MAX_PATH_BYTES
         {
             let from = here.as_ref().unwrap_or(root);
-            here = Some(rustix::fs::openat2(
+            here = Some(crate::sandbox::beneath::openat2_retrying(
                 from,
                 &piece,
                 flags,
@@ -71,7 +71,7 @@ pub(super) fn open_dir(root: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
         piece.push(part);
     }
     let from = here.as_ref().unwrap_or(root);
-    Ok(rustix::fs::openat2(
+    Ok(crate::sandbox::beneath::openat2_retrying(
         from,
         dot(&piece),
         flags,
