@@ -54,21 +54,7 @@ fn bundle() -> Vec<u8> {
             agent("helper", "  tools:\n    allow: [Bash]\n"),
         ),
     ];
-    let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut archive = tar::Builder::new(encoder);
-    for (path, text) in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(text.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        archive
-            .append_data(&mut header, path, text.as_bytes())
-            .expect("append");
-    }
-    archive
-        .into_inner()
-        .and_then(|gz| gz.finish())
-        .expect("archive")
+    crate::support::pack(files.iter().map(|(path, text)| (*path, text.as_str())))
 }
 
 fn call(id: &str, tool: &str, arguments: Value) -> Reply {

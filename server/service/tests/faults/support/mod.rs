@@ -33,6 +33,15 @@ pub fn bundle_archive(name: &str) -> Vec<u8> {
             "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\n  version: 0.1.0\nspec:\n  kind: prompt\n  prompt: You are a test agent.\n  model:\n    provider: openai\n    name: gpt-faults\n  tools:\n    allow: [Bash]\n".to_owned(),
         ),
     ];
+    pack(
+        files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str())),
+    )
+}
+
+/// A gzipped tar of `(path, text)` files, as a bundle build takes it.
+pub fn pack<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
     let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let mut archive = tar::Builder::new(encoder);
     for (path, text) in files {
