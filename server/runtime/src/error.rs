@@ -62,6 +62,11 @@ pub enum RuntimeError {
     #[error("the server is shutting down")]
     ShuttingDown,
 
+    /// The store (a database several servers share) cannot be reached right now; the
+    /// server reconnects by itself.
+    #[error("the store is unavailable: {0}; retry shortly")]
+    StoreUnavailable(String),
+
     #[error(transparent)]
     Bundle(#[from] crate::bundle::BundleError),
 
@@ -135,6 +140,7 @@ impl RuntimeError {
             Self::InputsWaiting { .. } => ErrorKind::ResourceExhausted,
             Self::Unimplemented(_) => ErrorKind::Unimplemented,
             Self::ShuttingDown => ErrorKind::Unavailable,
+            Self::StoreUnavailable(_) => ErrorKind::Unavailable,
             Self::Bundle(e) => e.kind(),
             Self::Hub(e) => e.kind(),
             Self::Provider(e) => e.kind(),
@@ -164,6 +170,7 @@ impl RuntimeError {
             Self::InputsWaiting { .. } => "INPUTS_WAITING",
             Self::Unimplemented(_) => "UNIMPLEMENTED",
             Self::ShuttingDown => "SHUTTING_DOWN",
+            Self::StoreUnavailable(_) => "STORE_UNAVAILABLE",
             Self::Bundle(e) => e.reason(),
             Self::Hub(e) => e.reason(),
             Self::Provider(e) => e.reason(),
@@ -209,6 +216,7 @@ impl RuntimeError {
             Self::QueueFull { retry_after, .. } | Self::InputsWaiting { retry_after, .. } => {
                 Some(*retry_after)
             }
+            Self::StoreUnavailable(_) => Some(Duration::from_secs(1)),
             _ => None,
         }
     }

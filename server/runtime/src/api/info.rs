@@ -28,6 +28,11 @@ pub struct ServerInfo {
     pub snapshots: crate::snapshot::SnapshotSettings,
     /// The mechanism new sessions' workspaces get (chosen at start).
     pub snapshot_mechanism: crate::snapshot::SnapshotMechanism,
+    /// Where sessions, events and bundles are kept: `files` (this server's home) or
+    /// `postgres` (a database several replicas share).
+    pub store: &'static str,
+    /// This server's replica id, when its store is shared.
+    pub replica_id: Option<String>,
 }
 
 /// What the runtime holds right now. Each figure returns to its idle level once the work
@@ -68,6 +73,17 @@ impl OdysseyRuntime {
             activity: self.activity(),
             snapshots: config.snapshots.clone(),
             snapshot_mechanism: self.inner.workspaces.mechanism(),
+            store: self.inner.store_kind,
+            replica_id: self.inner.replicas.as_ref().map(|r| r.replica_id()),
+        }
+    }
+
+    /// The replicas sharing this server's store, as the store last saw them (empty for a
+    /// store only this server uses).
+    pub async fn replicas(&self) -> crate::Result<Vec<crate::store::ReplicaSeen>> {
+        match &self.inner.replicas {
+            Some(replicas) => Ok(replicas.replicas().await?),
+            None => Ok(Vec::new()),
         }
     }
 

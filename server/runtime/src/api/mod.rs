@@ -96,6 +96,9 @@ pub(crate) struct Inner {
     pub(crate) sessions: Arc<SessionStore>,
     /// Sessions' records, as the store keeps them.
     pub(crate) records: Arc<dyn SessionRecords>,
+    /// What kind of store this is (`files`, `postgres`), and the servers sharing it.
+    pub(crate) store_kind: &'static str,
+    pub(crate) replicas: Option<Arc<dyn crate::store::Replicas>>,
     /// The sessions with a turn in flight.
     pub(crate) journal: Arc<dyn TurnJournal>,
     pub(crate) providers: ProviderRegistry,
@@ -244,6 +247,8 @@ impl OdysseyRuntime {
                 capabilities,
                 sessions,
                 records: store.session_records(),
+                store_kind: store.kind(),
+                replicas: store.replicas(),
                 journal: store.turn_journal(),
                 providers,
                 host_tools,

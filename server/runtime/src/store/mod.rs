@@ -106,6 +106,10 @@ pub enum StoreError {
     /// was taken over. Nothing was written.
     #[error("session {session_id} is not this server's to write: {reason}")]
     Fenced { session_id: Uuid, reason: String },
+    /// The store cannot be reached right now (a database connection failed); nothing is
+    /// known to have been written. The store reconnects by itself.
+    #[error("the store is unavailable: {0}")]
+    Unavailable(String),
     #[error(transparent)]
     Bundle(#[from] BundleError),
     #[error(transparent)]
@@ -130,6 +134,7 @@ impl From<StoreError> for RuntimeError {
             StoreError::Runtime(e) => e,
             StoreError::Bundle(e) => e.into(),
             StoreError::QueueClosed => RuntimeError::ShuttingDown,
+            StoreError::Unavailable(message) => RuntimeError::StoreUnavailable(message),
             e @ (StoreError::SequenceConflict { .. }
             | StoreError::QueueFull { .. }
             | StoreError::Fenced { .. }) => RuntimeError::FailedPrecondition(e.to_string()),
@@ -194,6 +199,47 @@ pub trait EventLogs: Send + Sync {
 
     /// The last sequence written (0 for an empty log).
     fn last_sequence(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<u64>>;
+
+    /// Wake-ups telling that logs grew, written by whichever server shares the store:
+    /// `None` for a store only this process writes (the file store). A wake-up only says
+    /// "read the rows again" (the rows are the truth); [`LogWake::Resync`] says some may
+    /// have been missed (a reconnect, a slow reader), so every followed log is read again.
+    fn wake_ups(&self) -> Option<tokio::sync::broadcast::Receiver<LogWake>> {
+        None
+    }
+}
+
+/// What [`EventLogs::wake_ups`] tells.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogWake {
+    /// The session's log now ends at `last_sequence` or later.
+    Grew {
+        session_id: Uuid,
+        last_sequence: u64,
+    },
+    /// The session was deleted.
+    Deleted { session_id: Uuid },
+    /// Wake-ups may have been missed: read every followed log again.
+    Resync,
+}
+
+/// The servers sharing a store, for a store several servers share.
+pub trait Replicas: Send + Sync {
+    /// This server's replica id.
+    fn replica_id(&self) -> String;
+
+    /// The replicas the store has seen, this one included, by id.
+    fn replicas(&self) -> BoxFuture<'_, StoreResult<Vec<ReplicaSeen>>>;
+}
+
+/// A replica as the store last saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaSeen {
+    pub id: String,
+    /// When it last said it was alive (its heartbeat), in Unix milliseconds.
+    pub last_seen_ms: u64,
+    /// Whether that was within its lease time (a replica not seen since is presumed dead).
+    pub alive: bool,
 }
 
 /// The sessions with a turn in flight, so that startup repairs exactly those.
@@ -256,6 +302,13 @@ pub trait Bundles: Send + Sync {
 
     /// Removes the installed bundle with this digest.
     fn delete_bundle(&self, digest: String) -> BoxFuture<'_, StoreResult<Arc<InstalledBundle>>>;
+
+    /// Brings this process's bundle catalog (see [`Store::with_bundle_catalog`]) up to
+    /// what the store holds: bundles another server installed are unpacked, those it
+    /// deleted removed. Nothing to do for a store only this process writes.
+    fn refresh_catalog(&self) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 /// Where the runtime keeps what it keeps: one implementation of each storage trait,
@@ -263,6 +316,8 @@ pub trait Bundles: Send + Sync {
 pub struct Store {
     kind: StoreKind,
     queue: Arc<dyn TurnQueue>,
+    /// The servers sharing the store, when several may.
+    replicas: Option<Arc<dyn Replicas>>,
 }
 
 enum StoreKind {
@@ -278,6 +333,9 @@ enum StoreKind {
         logs: Arc<dyn EventLogs>,
         journal: Arc<dyn TurnJournal>,
         bundles: Arc<dyn Bundles>,
+        /// This process's unpacked copies of the store's bundles, which the runtime
+        /// resolves names and versions in ([`Store::with_bundle_catalog`]).
+        catalog: Option<Arc<BundleStore>>,
     },
 }
 
@@ -300,6 +358,7 @@ impl Store {
                 bundles: Arc::new(bundles),
             },
             queue: Arc::new(crate::execution::Queue::new(config.queue_capacity)),
+            replicas: None,
         })
     }
 
@@ -324,9 +383,31 @@ impl Store {
                 logs,
                 journal,
                 bundles,
+                catalog: None,
             },
             queue,
+            replicas: None,
         }
+    }
+
+    /// The folder where this process unpacks the store's bundles, in which bundle names
+    /// and versions are resolved; [`Bundles::refresh_catalog`] keeps it up to date.
+    pub fn with_bundle_catalog(mut self, catalog: Arc<BundleStore>) -> Self {
+        if let StoreKind::Parts { catalog: slot, .. } = &mut self.kind {
+            *slot = Some(catalog);
+        }
+        self
+    }
+
+    /// The servers sharing this store.
+    pub fn with_replicas(mut self, replicas: Arc<dyn Replicas>) -> Self {
+        self.replicas = Some(replicas);
+        self
+    }
+
+    /// The servers sharing this store, when several may.
+    pub fn replicas(&self) -> Option<Arc<dyn Replicas>> {
+        self.replicas.clone()
     }
 
     /// What kind of store this is, as an operator reads it: `files`, or the name given to
