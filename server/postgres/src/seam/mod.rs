@@ -135,6 +135,7 @@ pub async fn open_store(
         .await
         .map_err(|e| StoreError::Open(e.to_string()))?;
     spawn_heartbeat(&store);
+    let catalog = store.bundles.clone();
     Ok(odyssey_runtime::store::Store::from_parts(
         "postgres",
         store.clone(),
@@ -142,7 +143,8 @@ pub async fn open_store(
         store.clone(),
         store.clone(),
         store,
-    ))
+    )
+    .with_bundle_catalog(catalog))
 }
 
 fn check_replica_id(replica: &str) -> Result<(), StoreError> {

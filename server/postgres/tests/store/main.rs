@@ -14,6 +14,7 @@ mod listen;
 mod migrations;
 mod replicas;
 mod replication;
+mod runtime;
 mod suite;
 mod turns;
 

@@ -167,7 +167,13 @@ impl OdysseyRuntime {
             Some(store) => store,
             None => Store::open(&config)?,
         };
-        let (sessions, bundles) = store.file_parts()?;
+        let crate::store::RuntimeParts {
+            sessions,
+            bundles,
+            records,
+            journal,
+        } = store.runtime_parts(&config)?;
+        sessions.follow();
         let metrics = Arc::new(Metrics::new(providers.known_providers()));
         let event_hooks = Arc::new(
             EventHooks::start(&config.event_hooks, &config.event_hook_encoder)
@@ -246,10 +252,10 @@ impl OdysseyRuntime {
                 approvals,
                 capabilities,
                 sessions,
-                records: store.session_records(),
+                records,
                 store_kind: store.kind(),
                 replicas: store.replicas(),
-                journal: store.turn_journal(),
+                journal,
                 providers,
                 host_tools,
                 recorder: Arc::new(CassetteRecorder::new(config.sessions_dir())),

@@ -341,7 +341,7 @@ impl OdysseyRuntime {
         inbox: Arc<Inbox>,
     ) -> Result<Turn> {
         let record = session.record().clone();
-        let bundle = self.resolve_bundle(record.bundle.reference()).await?;
+        let bundle = self.pinned_bundle(&record.bundle).await?;
         let agent = bundle
             .manifest
             .agent(&record.agent_id)
