@@ -30,14 +30,15 @@
 //!   Pushes are counted against [`StoreConfig::queue_capacity`] (the turns this replica
 //!   submitted that wait) and [`StoreConfig::cluster_queue_limit`] (all that wait), under
 //!   one advisory lock so that both limits hold exactly.
-//! - **Only the submitting replica runs a turn, for now.** A [`odyssey_runtime::store::Job`]
-//!   is plain data (the execution id and its request), stored whole, so any replica could
-//!   rebuild it. But the runtime keeps, beside the queue, in-memory state per execution on
-//!   the replica that accepted it: its status (what `GetExecution` and waiters read), its
-//!   cancel signal and its waiters. A replica that claimed another's turn would find none
-//!   of that and could not report or cancel it, so a replica claims only the turns it
-//!   submitted. Taking over another replica's turns needs that state in the database (the
-//!   execution's status as rows, cancels as rows with a wake-up), which is later work.
+//! - **Who runs a turn.** A replica claims the turns submitted through it, and those of
+//!   a replica not heard from within the lease time (it stopped): any replica may finish
+//!   a stopped replica's queue. A [`odyssey_runtime::store::Job`] is plain data (the
+//!   execution id and its request), stored whole, so the claiming replica rebuilds it. The
+//!   running turns of a stopped replica are recorded as interrupted by
+//!   [`odyssey_runtime::store::TurnQueue::take_abandoned`], which the runtime of every
+//!   replica calls now and then, and closes in their sessions' logs. (What the runtime
+//!   keeps in memory per execution, its status and waiters, stays on the replica that
+//!   accepted it; another replica answers for the turn from its session's log.)
 //! - **Bundles** are stored whole in the database by digest (visible to every replica) and
 //!   unpacked into this replica's own bundle folder on first use, where the runtime's
 //!   checks of an installed bundle apply as in the file store.

@@ -264,6 +264,7 @@ impl OdysseyRuntime {
                 config,
             }),
         };
+        runtime.watch_shared_queue();
         for id in runtime.inner.journal.open_turns().await? {
             match runtime.inner.sessions.get(id).await {
                 // Still open (the log cannot be written yet): the marker stays, so the

@@ -277,6 +277,15 @@ pub trait TurnQueue: Send + Sync {
     /// Refuses new turns and hands back every waiting one.
     fn close(&self) -> BoxFuture<'_, StoreResult<Vec<Job>>>;
 
+    /// Records as interrupted the running turns of servers that stopped (a store several
+    /// servers share: one not heard from within its lease time) and answers their
+    /// sessions, once each, so that this server closes those turns in their logs. Their
+    /// waiting turns may then be claimed by any server. Nothing for a store only this
+    /// process uses.
+    fn take_abandoned(&self) -> BoxFuture<'_, StoreResult<Vec<Uuid>>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
     /// Turns waiting (not running).
     fn queued(&self) -> usize;
 
