@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use odyssey_runtime::RuntimeError;
 use odyssey_runtime::events::Event;
 use odyssey_runtime::session::SessionStats;
-use odyssey_runtime::store::{EventLogs, StoreError as SeamError, StoreResult};
+use odyssey_runtime::store::{EventLogs, LogWake, StoreError as SeamError, StoreResult};
 use uuid::Uuid;
 
 use super::{ReplicaStore, column, count, query, unreadable};
@@ -264,6 +264,11 @@ impl EventLogs for ReplicaStore {
                 .collect()
         }
         .boxed()
+    }
+
+    /// The store's one listening connection, shared by every receiver (see `wakes.rs`).
+    fn wake_ups(&self) -> Option<tokio::sync::broadcast::Receiver<LogWake>> {
+        Some(self.wakes.subscribe())
     }
 
     fn last_sequence(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<u64>> {

@@ -41,13 +41,27 @@
 //!   accepted it; another replica answers for the turn from its session's log.)
 //! - **Bundles** are stored whole in the database by digest (visible to every replica) and
 //!   unpacked into this replica's own bundle folder on first use, where the runtime's
-//!   checks of an installed bundle apply as in the file store.
+//!   checks of an installed bundle apply as in the file store. The folder is the catalog
+//!   the runtime resolves names in; [`odyssey_runtime::store::Bundles::refresh_catalog`]
+//!   makes it match the database (done once at open, then when the runtime asks).
+//! - **Wake-ups.** One connection per store listens for the schema's notifications; a
+//!   task owned by the store turns them into [`odyssey_runtime::store::LogWake`]s
+//!   (`Grew`, `Deleted`) for every receiver of
+//!   [`odyssey_runtime::store::EventLogs::wake_ups`]. When that connection is lost, the
+//!   task connects again (100 ms, doubling to 5 s) and then sends `Resync`: what was
+//!   notified meanwhile is lost, the rows are not.
+//! - **Outages.** A call that cannot reach the database (no connection within
+//!   [`crate::CONNECT_PATIENCE`], a connection lost or shut down) answers
+//!   [`odyssey_runtime::store::StoreError::Unavailable`]; the pool connects again on the
+//!   next call.
 
 mod bundles;
 mod journal;
 mod logs;
 mod queue;
 mod records;
+mod replicas;
+mod wakes;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -58,7 +72,8 @@ use std::time::Duration;
 use odyssey_runtime::RuntimeConfig;
 use odyssey_runtime::bundle::{ArchiveLimits, BundleStore};
 use odyssey_runtime::session::QuarantinedSession;
-use odyssey_runtime::store::StoreError as SeamError;
+use odyssey_runtime::store::{LogWake, StoreError as SeamError};
+use tokio::sync::{broadcast, oneshot};
 use uuid::Uuid;
 
 use crate::leases::millis;
@@ -119,6 +134,12 @@ pub async fn open_store(
         .map_err(|e| StoreError::InvalidArgument(format!("the bundle folder: {e}")))?
         .with_limits(config.archive_limits);
     let bundles = Arc::new(bundles);
+    // Listening before anything else is read: what is appended from now on wakes.
+    let listener = db
+        .listen_for_events_as(&wakes::application_name(replica))
+        .await?;
+    let (wakes_sender, _) = broadcast::channel(wakes::CAPACITY);
+    let (stop_following, stopped) = oneshot::channel();
     let store = Arc::new(ReplicaStore {
         db,
         replica: replica.to_owned(),
@@ -129,23 +150,30 @@ pub async fn open_store(
         closed: AtomicBool::new(false),
         leases: Mutex::new(HashMap::new()),
         quarantined: Mutex::new(Vec::new()),
-        bundles,
+        bundles: bundles.clone(),
+        catalog: tokio::sync::Mutex::new(()),
+        wakes: wakes_sender,
+        _stop_following: stop_following,
     });
     store
         .refresh()
         .await
         .map_err(|e| StoreError::Open(e.to_string()))?;
+    odyssey_runtime::store::Bundles::refresh_catalog(&*store)
+        .await
+        .map_err(|e| StoreError::Open(format!("the bundle catalog: {e}")))?;
     spawn_heartbeat(&store);
-    let catalog = store.bundles.clone();
+    wakes::spawn_follower(&store, listener, stopped);
     Ok(odyssey_runtime::store::Store::from_parts(
         "postgres",
         store.clone(),
         store.clone(),
         store.clone(),
         store.clone(),
-        store,
+        store.clone(),
     )
-    .with_bundle_catalog(catalog))
+    .with_bundle_catalog(bundles)
+    .with_replicas(store))
 }
 
 fn check_replica_id(replica: &str) -> Result<(), StoreError> {
@@ -179,6 +207,13 @@ pub(crate) struct ReplicaStore {
     /// The quarantined sessions, as of the last write of this replica or heartbeat.
     quarantined: Mutex<Vec<QuarantinedSession>>,
     bundles: Arc<BundleStore>,
+    /// Held while this replica's bundle folder is changed (an install, a deletion, a
+    /// refresh), so that a refresh never removes a bundle being installed here.
+    catalog: tokio::sync::Mutex<()>,
+    /// The wake-ups of logs, sent by the follower task (see `wakes.rs`).
+    wakes: broadcast::Sender<LogWake>,
+    /// Dropped with the store, which stops the follower task.
+    _stop_following: oneshot::Sender<()>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -283,6 +318,9 @@ fn spawn_heartbeat(store: &Arc<ReplicaStore>) {
 /// The runtime's form of this crate's errors.
 pub(crate) fn seam_error(e: StoreError) -> SeamError {
     use odyssey_runtime::RuntimeError;
+    if e.is_unavailable() {
+        return SeamError::Unavailable(e.to_string());
+    }
     match e {
         StoreError::SessionNotFound(id) => RuntimeError::not_found("session", id).into(),
         StoreError::SessionExists(id) => {
