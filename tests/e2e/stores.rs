@@ -1,0 +1,181 @@
+//! Where a server keeps sessions, as GetServerInfo tells it: the file store of its home,
+//! or a PostgreSQL database it shares with other replicas (`ODYSSEY_TEST_DATABASE_URL`,
+//! started by `scripts/test-postgres`; skipped without it, except under CI).
+
+use std::time::{Duration, SystemTime};
+
+use odyssey_api::v1 as pb;
+use odyssey_server::config::ServeArgs;
+
+use crate::support::{TestServer, loopback};
+
+#[tokio::test]
+async fn a_server_on_its_home_says_it_keeps_sessions_in_files_and_has_no_replicas() {
+    let server = TestServer::start().await;
+    let info = server
+        .server()
+        .get_server_info(pb::GetServerInfoRequest {})
+        .await
+        .expect("info")
+        .into_inner();
+    let store = info.store.expect("the store is named");
+    assert_eq!(store.kind, "files");
+    assert_eq!(store.replica_id, "", "a file store has no replica id");
+    assert!(store.replicas.is_empty(), "{:?}", store.replicas);
+
+    let (code, out, err) = odyssey(&["--server", &server.handle.url(), "info"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|line| line == "store: files"), "{out}");
+    let (code, out, err) = odyssey(&["--server", &server.handle.url(), "--json", "info"]).await;
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    assert_eq!(json["store"]["kind"], "files", "{out}");
+}
+
+/// Runs a CLI command in-process; returns (exit code, stdout, stderr).
+async fn odyssey(args: &[&str]) -> (i32, String, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let args = args.iter().map(|a| a.to_string()).collect();
+    let code = tokio::time::timeout(
+        Duration::from_secs(60),
+        odyssey_cli::run_cli(args, &mut out, &mut err),
+    )
+    .await
+    .expect("the command finishes");
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}
+
+/// A database of its own on the test server, dropped at the end.
+struct TestDatabase {
+    admin_url: String,
+    name: String,
+    /// Its URL without the password.
+    url: String,
+    password: String,
+}
+
+async fn admin(url: &str, sql: &str) {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test database");
+    tokio::spawn(connection);
+    client.batch_execute(sql).await.expect(sql);
+}
+
+impl TestDatabase {
+    async fn new() -> Option<Self> {
+        let admin_url = match std::env::var("ODYSSEY_TEST_DATABASE_URL") {
+            Ok(url) if !url.is_empty() => url,
+            _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
+                panic!(
+                    "ODYSSEY_TEST_DATABASE_URL is not set: under CI the PostgreSQL tests must run"
+                )
+            }
+            _ => {
+                eprintln!("skipped: ODYSSEY_TEST_DATABASE_URL is not set (scripts/test-postgres)");
+                return None;
+            }
+        };
+        let name = format!("serve_{}", uuid::Uuid::new_v4().simple());
+        admin(&admin_url, &format!("CREATE DATABASE {name}")).await;
+        let mut url = reqwest::Url::parse(&admin_url).expect("the test database URL");
+        let password = url.password().expect("a password").to_owned();
+        url.set_password(None).expect("no password");
+        url.set_path(&name);
+        Some(Self {
+            admin_url,
+            name,
+            url: url.to_string(),
+            password,
+        })
+    }
+
+    async fn drop(self) {
+        admin(
+            &self.admin_url,
+            &format!("DROP DATABASE {} WITH (FORCE)", self.name),
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_server_on_postgres_names_the_store_its_replica_and_sees_itself_alive() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let home = tempfile::tempdir().expect("home");
+    let workspaces = tempfile::tempdir().expect("workspace root");
+    // The password is read from a file only the server's user can read.
+    let password_file = home.path().join("database-password");
+    std::fs::write(&password_file, format!("{}\n", db.password)).expect("password file");
+    let config = home.path().join("database.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[database]\npassword_file = \"{}\"\nlease_seconds = 3\n",
+            password_file.display()
+        ),
+    )
+    .expect("config file");
+    let mut args = ServeArgs::new(loopback(), home.path().to_path_buf());
+    args.config = Some(config);
+    args.database_url = Some(db.url.clone());
+    args.replica_id = Some("r1".to_owned());
+    args.workspace_root = Some(workspaces.path().join("shared"));
+    let started = odyssey_server::serve::start(&args).await;
+    let server = match started {
+        Ok(server) => server,
+        Err(e) => {
+            db.drop().await;
+            panic!("odysseyd serves from PostgreSQL: {e}");
+        }
+    };
+    let mut client =
+        odyssey_api::v1::server_service_client::ServerServiceClient::connect(server.url())
+            .await
+            .expect("connect");
+    let before = SystemTime::now() - Duration::from_secs(60);
+    let info = client
+        .get_server_info(pb::GetServerInfoRequest {})
+        .await
+        .expect("info")
+        .into_inner();
+    let (code, out, err) = odyssey(&["--server", &server.url(), "info"]).await;
+    server.shutdown().await.expect("clean shutdown");
+    db.drop().await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|line| line == "store: postgres (replica r1; replicas: r1 alive)"),
+        "{out}"
+    );
+
+    let store = info.store.expect("the store is named");
+    assert_eq!(store.kind, "postgres");
+    assert_eq!(store.replica_id, "r1");
+    let me = store
+        .replicas
+        .iter()
+        .find(|r| r.id == "r1")
+        .unwrap_or_else(|| panic!("r1 sees itself: {:?}", store.replicas));
+    assert!(me.alive, "{me:?}");
+    let seen = me.last_seen.expect("last seen");
+    let seen = SystemTime::UNIX_EPOCH + Duration::new(seen.seconds as u64, seen.nanos as u32);
+    assert!(seen > before, "{seen:?}");
+    let snapshots = info.workspace_snapshots.expect("snapshots");
+    assert_eq!(
+        snapshots.mechanism,
+        pb::SnapshotMechanism::Copies as i32,
+        "workspaces every replica can read"
+    );
+    assert!(
+        workspaces.path().join("shared").is_dir(),
+        "the workspace root is created"
+    );
+}
