@@ -179,3 +179,101 @@ async fn a_server_on_postgres_names_the_store_its_replica_and_sees_itself_alive(
         "the workspace root is created"
     );
 }
+
+/// Set in the child: serve instead of testing.
+const LOG_CHILD: &str = "ODYSSEY_E2E_STORE_LOG_CHILD";
+const LOG_TEST_NAME: &str =
+    "stores::a_replica_configured_by_its_environment_logs_its_store_and_never_the_password";
+
+/// `odysseyd` as the binary runs it (`serve::run`: the environment's `ODYSSEY_*` layer,
+/// JSON logs on stderr) in a child process, told the database, its password and its
+/// replica id by variables only: its start lines name the store and the replica, and
+/// nothing it writes holds the password.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replica_configured_by_its_environment_logs_its_store_and_never_the_password() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    if std::env::var_os(LOG_CHILD).is_some() {
+        if let Err(e) = odyssey_server::serve::run(ServeArgs::unset()).await {
+            // To the real stderr, which the parent reads (the test harness captures
+            // what the print macros write).
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "odysseyd: {e}");
+            panic!("odysseyd: {e}");
+        }
+        return;
+    }
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    let mut command = Command::new(std::env::current_exe().expect("test binary"));
+    command.args([LOG_TEST_NAME, "--exact", "--test-threads=1", "--quiet"]);
+    for (name, _) in std::env::vars_os() {
+        let name_text = name.to_string_lossy();
+        if name_text.starts_with("ODYSSEY_") || name_text == "RUST_LOG" {
+            command.env_remove(name);
+        }
+    }
+    command
+        .env(LOG_CHILD, "1")
+        .env("HOME", dir.path().join("user"))
+        .env("ODYSSEY_HOME", dir.path().join("home"))
+        .env("ODYSSEY_LISTEN", "127.0.0.1:0")
+        .env("ODYSSEY_LOG_FORMAT", "json")
+        .env("ODYSSEY_DATABASE_URL", &db.url)
+        .env("ODYSSEY_DATABASE_PASSWORD", &db.password)
+        .env("ODYSSEY_REPLICA_ID", "r-env")
+        .env("ODYSSEY_WORKSPACE_ROOT", dir.path().join("workspaces"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("child starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let (lines, log) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut captured = Vec::new();
+    let mut serving = None;
+    // Until it serves, or stops (the channel closes), or a minute passes.
+    while let Ok(line) = log.recv_timeout(Duration::from_secs(60)) {
+        let entry: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        captured.push(line);
+        if entry["fields"]["message"] == "odysseyd serving" {
+            serving = Some(entry);
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let (name, password) = (db.name.clone(), db.password.clone());
+    db.drop().await;
+    let log = captured.join("\n");
+    assert!(!log.contains(&password), "the password leaked:\n{log}");
+    let opened = captured
+        .iter()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|entry| entry["fields"]["message"] == "serving from the PostgreSQL database")
+        .unwrap_or_else(|| panic!("no line says the store was opened:\n{log}"));
+    assert_eq!(opened["fields"]["store"], "postgres", "{opened}");
+    assert_eq!(opened["fields"]["replica"], "r-env", "{opened}");
+    let database = opened["fields"]["database"].as_str().unwrap_or_default();
+    assert!(
+        database.starts_with("postgres://") && database.ends_with(&format!("/{name}")),
+        "{opened}"
+    );
+    let serving = serving.unwrap_or_else(|| panic!("odysseyd never served:\n{log}"));
+    assert_eq!(serving["fields"]["store"], "postgres", "{serving}");
+    assert_eq!(serving["fields"]["replica"], "r-env", "{serving}");
+    assert_eq!(
+        serving["fields"]["workspace_root"],
+        dir.path().join("workspaces").display().to_string(),
+        "{serving}"
+    );
+}
