@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use odyssey_api::v1 as pb;
 use odyssey_server::config::ServeArgs;
 
-use crate::support::{TestServer, loopback};
+use crate::support::{Project, TestServer, loopback};
 
 #[tokio::test]
 async fn a_server_on_its_home_says_it_keeps_sessions_in_files_and_has_no_replicas() {
@@ -30,6 +30,101 @@ async fn a_server_on_its_home_says_it_keeps_sessions_in_files_and_has_no_replica
     assert_eq!(code, 0, "{err}");
     let json: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
     assert_eq!(json["store"]["kind"], "files", "{out}");
+}
+
+/// `--workspace-root`: sessions' cells live there, not under the home: a turn's Write lands
+/// in `<root>/<session>/data/`, and deleting the session removes its cell from there.
+#[tokio::test]
+async fn sessions_work_in_the_workspace_root_and_not_in_the_home() {
+    use odyssey_runtime::provider::ProviderSettings;
+    use odyssey_testing::openai_wire::{OpenAiWireServer, Script, StreamBuilder};
+
+    const KEY: &str = "sk-test-workspace-root-0123";
+    let model = OpenAiWireServer::start(
+        Script::new(KEY)
+            .reply(
+                StreamBuilder::new()
+                    .tool_call(
+                        0,
+                        "call_1",
+                        "Write",
+                        r#"{"path": "notes.txt", "content": "in the root\n"}"#,
+                        2,
+                    )
+                    .finish("tool_calls")
+                    .done()
+                    .build(),
+            )
+            .reply(
+                StreamBuilder::new()
+                    .text("written", 1)
+                    .finish("stop")
+                    .done()
+                    .build(),
+            ),
+    )
+    .await
+    .expect("loopback model");
+    let root = tempfile::tempdir().expect("workspace root");
+    let workspaces = root.path().join("workspaces");
+    let base_url = model.base_url();
+    let server = TestServer::start_configured(
+        |args| args.workspace_root = Some(workspaces.clone()),
+        move |config| {
+            config.providers.insert(
+                "openai".into(),
+                ProviderSettings {
+                    base_url: Some(base_url),
+                    api_key: Some(KEY.into()),
+                    ..ProviderSettings::default()
+                },
+            );
+        },
+    )
+    .await;
+    let project = Project::openai("rooted");
+    project.write(
+        "agents/main/agent.yaml",
+        "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\n  version: 0.1.0\nspec:\n  kind: prompt\n  prompt: You are a test agent.\n  model:\n    provider: openai\n    name: gpt-test\n  tools:\n    allow: [Write]\n",
+    );
+    project.write(
+        "odyssey.bundle.yaml",
+        "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: rooted\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      default: true\n  tools:\n    - { name: Write, source: builtin }\n  sandbox:\n    mode: workspace_write\n",
+    );
+    let session = server.session_on(&project).await.id;
+    let status = server.run(&session, "write a note").await;
+    assert_eq!(
+        status.state,
+        pb::ExecutionState::Completed as i32,
+        "{}",
+        status.error
+    );
+    let cell = workspaces.join(&session);
+    assert_eq!(
+        std::fs::read_to_string(cell.join("data/notes.txt"))
+            .ok()
+            .as_deref(),
+        Some("in the root\n")
+    );
+    assert!(
+        !server.home().join("sandbox").join(&session).exists(),
+        "nothing of the session's cell is under the home"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&workspaces)
+        .expect("root")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700, "the root is the server's alone");
+
+    server
+        .sessions()
+        .delete_session(pb::DeleteSessionRequest {
+            session_id: session.clone(),
+        })
+        .await
+        .expect("deleted");
+    assert!(!cell.exists(), "the cell is removed with the session");
 }
 
 /// Runs a CLI command in-process; returns (exit code, stdout, stderr).
