@@ -296,6 +296,15 @@ pub fn load(args: &ServeArgs, sources: &Sources) -> Result<Loaded, ConfigError> 
         .collect();
     key_files.sort();
     warnings.extend(key_files);
+    if let Some(file) = &config.database.password_file
+        && readable_by_others(file)
+    {
+        warnings.push(format!(
+            "{} holds the database password (database.password_file) and can be read by \
+             every user; chmod 600 it",
+            file.display()
+        ));
+    }
     requirements::check_within(&config, &entries)?;
     Ok(Loaded {
         config,

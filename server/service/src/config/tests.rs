@@ -1371,7 +1371,22 @@ fn the_database_password_is_never_shown() {
             password_file.display()
         ),
     );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&password_file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let loaded = machine.load(&["--config", &path_text(&config)]).unwrap();
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("database.password_file")
+                && w.contains("chmod 600")
+                && !w.contains("hunter2")),
+        "{:?}",
+        loaded.warnings
+    );
+    std::fs::set_permissions(&password_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let loaded = machine.load(&["--config", &path_text(&config)]).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     let outputs = [
         to_toml(&loaded, true),
         serde_json::to_string(&to_json(&loaded, true)).unwrap(),
