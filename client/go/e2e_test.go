@@ -154,6 +154,26 @@ func TestTurnWithApprovalAndResumedStream(t *testing.T) {
 	}
 }
 
+// A server on its home folder keeps sessions in files: no replica id, no replicas.
+func TestServerInfoNamesTheStore(t *testing.T) {
+	addr := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, err := odyssey.Dial(addr, odyssey.WithToken(testToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	info, err := client.ServerInfo(ctx)
+	if err != nil {
+		t.Fatalf("server info: %v", err)
+	}
+	store := info.GetStore()
+	if store.GetKind() != "files" || store.GetReplicaId() != "" || len(store.GetReplicas()) != 0 {
+		t.Fatalf("store = %v, want files with no replica", store)
+	}
+}
+
 func TestUnknownSessionIsNotFound(t *testing.T) {
 	addr := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

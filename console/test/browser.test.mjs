@@ -305,6 +305,8 @@ test("log in, stream a turn, approve and deny from the page, nothing injected ru
   await checkPage(page, "bundles");
   await page.goto(`${proxy.base}/console/#/server`);
   await page.getByText("Quarantined sessions").waitFor();
+  // The store: this server's home folder, no replicas.
+  await page.getByText("files", { exact: true }).waitFor();
   await checkPage(page, "server");
 
   const elsewhere = requests.filter((url) => !url.startsWith(proxy.base));

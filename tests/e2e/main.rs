@@ -42,6 +42,7 @@ mod providers;
 mod recovery;
 mod sdk;
 mod sessions;
+mod stores;
 mod subagents;
 mod surface;
 mod tls_web;

@@ -77,6 +77,22 @@ async fn a_deadline_ends_a_call_that_waits_too_long() {
 }
 
 #[tokio::test]
+async fn server_info_names_the_store_files_with_no_replica() {
+    let server = TestServer::start().await;
+    let info = client(&server)
+        .await
+        .server_info()
+        .await
+        .expect("server info");
+    let store = info.store.expect("the store is named");
+    assert_eq!(store.kind, "files");
+    assert!(
+        store.replica_id.is_empty() && store.replicas.is_empty(),
+        "{store:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_read_is_tried_again_across_a_restart() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("free port")

@@ -15,6 +15,7 @@ mod events;
 mod exec;
 mod execution;
 mod files;
+mod info;
 mod input;
 mod input_request;
 mod json;
@@ -141,6 +142,9 @@ enum Command {
     /// The server's agents over the Agent2Agent protocol (A2A v1.0): cards and tasks.
     #[command(subcommand)]
     A2a(a2a::A2aCommand),
+    /// Show what the server is: version, capacity, sandbox, workspace snapshots, and
+    /// where it keeps sessions (the store, and the replicas sharing it).
+    Info,
 }
 
 /// Runs one `odyssey` invocation in-process and returns its exit code: 0 on success, 1 on
@@ -247,6 +251,7 @@ async fn dispatch(
         Command::Approve(args) => approvals::approve(args, global, output).await,
         Command::Deny(args) => approvals::deny(args, global, output).await,
         Command::A2a(command) => a2a::run(command, global, output).await,
+        Command::Info => info::run(global, output).await,
     }
 }
 

@@ -147,6 +147,14 @@ def test_server_info_says_how_sessions_are_limited(client: OdysseyClient) -> Non
     assert (limits.max_concurrent_commands == 0) == (limits.pids_cgroup_version > 0)
 
 
+def test_server_info_names_the_store_and_its_replicas(client: OdysseyClient) -> None:
+    """A server on its home folder keeps sessions in files: no replica id, no replicas."""
+    store = client.server_info().store
+    assert store.kind == "files"
+    assert store.replica_id == ""
+    assert list(store.replicas) == []
+
+
 def test_calls_without_the_token_are_refused(server: Server) -> None:
     with OdysseyClient(server.address) as anonymous:
         assert anonymous.health() == "SERVING"  # health needs no token

@@ -103,6 +103,13 @@ test("a turn with an approval, streamed, dropped and resumed", async () => {
   assert.equal(status.lastSequence, seen[seen.length - 1].sequence);
 });
 
+test("server info names the store: files, with no replica", async () => {
+  const info = await client.serverInfo();
+  assert.equal(info.store?.kind, "files");
+  assert.equal(info.store?.replicaId, "");
+  assert.deepEqual(info.store?.replicas, []);
+});
+
 test("an unknown session is NOT_FOUND", async () => {
   const missing = randomUUID();
   await assert.rejects(client.getSession(missing), (error: unknown) => {

@@ -1,4 +1,4 @@
-// The server: GetServerInfo (version, limits, sandbox, activity, quarantined sessions).
+// The server: GetServerInfo (version, limits, sandbox, store, activity, quarantined sessions).
 
 import { SandboxMode } from "@odyssey-ai/client/web";
 
@@ -44,6 +44,21 @@ export function serverPage(main: HTMLElement): Page {
           ["seccomp", yes(s?.seccomp)],
           ["Forced mode", s?.forcedMode ? label(SandboxMode[s.forcedMode], "") : "none"],
           ["Full access allowed", yes(s?.dangerFullAccessAllowed)],
+        ]),
+        el("h2", {}, "Store"),
+        fields([
+          ["Kind", info.store?.kind ?? ""],
+          ...(info.store?.replicaId
+            ? ([
+                ["Replica", info.store.replicaId],
+                [
+                  "Replicas",
+                  info.store.replicas
+                    .map((r) => (r.alive ? `${r.id} alive` : `${r.id} dead (last seen ${when(r.lastSeen)})`))
+                    .join(", ") || "none seen",
+                ],
+              ] as [string, string][])
+            : []),
         ]),
         el("h2", {}, "Activity"),
         fields([

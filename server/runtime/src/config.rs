@@ -25,6 +25,9 @@ use crate::tools::mcp::McpSettings;
 pub struct RuntimeConfig {
     /// Holds `bundles/`, `sessions/`, `sandbox/`, `memory/` and `quarantine/`.
     pub home: PathBuf,
+    /// Where sessions' sandbox workspaces (cells) live, when not `<home>/sandbox`: replicas
+    /// sharing a database all mount the same one, so any of them can run any session's turn.
+    pub workspace_root: Option<PathBuf>,
     /// Turns that run at once across all sessions.
     pub worker_count: usize,
     /// Turns that may wait for a worker; a submit beyond it is refused.
@@ -107,6 +110,7 @@ impl RuntimeConfig {
     pub fn with_home(home: impl Into<PathBuf>) -> Self {
         Self {
             home: home.into(),
+            workspace_root: None,
             worker_count: 4,
             queue_capacity: 128,
             max_turn_steps: 32,
@@ -161,8 +165,13 @@ impl RuntimeConfig {
         self.home.join("sessions")
     }
 
+    /// The sessions' sandbox cells: the workspace root when one is set, else
+    /// `<home>/sandbox`. Created (mode 0700) when the first cell is prepared.
     pub fn sandbox_dir(&self) -> PathBuf {
-        self.home.join("sandbox")
+        match &self.workspace_root {
+            Some(root) => root.clone(),
+            None => self.home.join("sandbox"),
+        }
     }
 
     pub fn quarantine_dir(&self) -> PathBuf {

@@ -1,10 +1,8 @@
 //! `odysseyd migrate`: brings the PostgreSQL database's schema to the version this
 //! odysseyd carries and says which version it is at. Replicas starting together may all
 //! run it: the migrations run once, under an advisory lock.
-//!
-//! The server does not serve from PostgreSQL yet (the runtime keeps its sessions in the
-//! home folder until its storage seam exists); this is the one command that touches the
-//! database.
+//! `odysseyd` itself also migrates at start when it serves from the database; this
+//! command prepares one before any replica starts, or says where it stands.
 
 use std::path::PathBuf;
 

@@ -2,6 +2,7 @@
 //! logging, safety checks on the bind address, TLS, and a server that shuts down
 //! gracefully on SIGINT/SIGTERM.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,11 +12,15 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{self, ConfigError, LogFormat, ServeArgs, ServerConfig, Sources, TlsFiles};
+use crate::config::{
+    self, ConfigError, DatabaseSettings, LogFormat, ServeArgs, ServerConfig, Sources, TlsFiles,
+};
 use crate::grpc::{self, GrpcOptions};
 use crate::http::{self as gateway, HttpOptions, MetricsTokens};
 use crate::tls::TlsIdentity;
+use odyssey_runtime::store::Store;
 use odyssey_runtime::{OdysseyRuntime, RuntimeConfig, RuntimeError};
+use odyssey_store_postgres::{StoreConfig, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -42,6 +47,19 @@ pub enum ServeError {
     Tls { files: TlsFiles, message: String },
     #[error("cannot start the runtime: {0}")]
     Runtime(#[from] RuntimeError),
+    #[error("cannot serve from the PostgreSQL database {target}: {source}")]
+    Database {
+        /// The database, without its password.
+        target: String,
+        #[source]
+        source: StoreError,
+    },
+    #[error("cannot create the workspace root {} (server.workspace_root): {source}", path.display())]
+    WorkspaceRoot {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("transport error: {0}")]
     Transport(#[from] tonic::transport::Error),
     #[error("the server task failed: {0}")]
@@ -227,7 +245,18 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         .chain(gateway_listener.as_ref().map(|(_, addr)| *addr))
         .chain(metrics_listener.as_ref().map(|(_, addr)| *addr))
         .collect();
-    let runtime = OdysseyRuntime::start(runtime_config).await?;
+    if let Some(root) = &runtime_config.workspace_root {
+        create_workspace_root(root)?;
+    }
+    let runtime = match open_database(&config.database, &mut runtime_config).await? {
+        Some(store) => {
+            OdysseyRuntime::builder(runtime_config)
+                .store(store)
+                .start()
+                .await?
+        }
+        None => OdysseyRuntime::start(runtime_config).await?,
+    };
     let stop = CancellationToken::new();
     let task = tokio::spawn(grpc::serve(
         runtime.clone(),
@@ -273,6 +302,62 @@ pub async fn start_server(config: ServerConfig) -> Result<ServerHandle, ServeErr
         gateway,
         metrics,
     })
+}
+
+/// The PostgreSQL store as this replica, when `database.url` is set; its password comes
+/// from `ODYSSEY_DATABASE_PASSWORD` (this process's environment) or
+/// `database.password_file`. Workspaces are then snapshotted by copies, which every replica
+/// can read.
+async fn open_database(
+    database: &DatabaseSettings,
+    runtime: &mut RuntimeConfig,
+) -> Result<Option<Store>, ServeError> {
+    let env: BTreeMap<String, String> = std::env::var(config::PASSWORD_VARIABLE)
+        .ok()
+        .map(|password| (config::PASSWORD_VARIABLE.to_owned(), password))
+        .into_iter()
+        .collect();
+    let unnamed = |source| ServeError::Database {
+        target: "(database.url)".to_owned(),
+        source,
+    };
+    let Some(db) = database.connect_config(&env).map_err(unnamed)? else {
+        return Ok(None);
+    };
+    config::shared_store_snapshots(&mut runtime.snapshots)
+        .map_err(|message| ServeError::Config(ConfigError::Inconsistent(message)))?;
+    let target = db.target();
+    let mut store_config = StoreConfig::new(db, runtime);
+    store_config.lease_ttl = database.lease;
+    store_config.cluster_queue_limit = database.cluster_queue_limit;
+    let store = odyssey_store_postgres::open_store(store_config, &database.replica_id)
+        .await
+        .map_err(|source| ServeError::Database {
+            target: target.clone(),
+            source,
+        })?;
+    tracing::info!(
+        store = %store.kind(),
+        replica = %database.replica_id,
+        database = %target,
+        lease_seconds = database.lease.as_secs(),
+        "serving from the PostgreSQL database"
+    );
+    Ok(Some(store))
+}
+
+/// The folder of sessions' workspaces, when the operator named one: created (0700) if
+/// missing, so that a wrong path stops the server now rather than a session's first turn.
+fn create_workspace_root(root: &std::path::Path) -> Result<(), ServeError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(root)
+        .map_err(|source| ServeError::WorkspaceRoot {
+            path: root.to_owned(),
+            source,
+        })
 }
 
 /// The tokens the metrics endpoint accepts: the API token and the metrics token.
@@ -363,6 +448,9 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         addr = %server.addr(),
         url = %server.url(),
         home = %server.runtime().config().home.display(),
+        workspace_root = %server.runtime().config().sandbox_dir().display(),
+        store = %info.store,
+        replica = %info.replica_id.as_deref().unwrap_or("-"),
         auth,
         workers = info.worker_count,
         queue = info.queue_capacity,

@@ -24,7 +24,7 @@ struct Cli {
 #[derive(clap::Subcommand)]
 enum Command {
     /// Brings the PostgreSQL database's schema to this odysseyd's version and says which
-    /// version it is at (odysseyd does not serve from PostgreSQL yet).
+    /// version it is at (odysseyd serving from the database also does it at start).
     Migrate(odyssey_server::migrate::MigrateArgs),
 }
 

@@ -70,6 +70,20 @@ pub struct ServeArgs {
     /// Folder for bundles, sessions and sandboxes [default: ~/.odyssey].
     #[arg(long)]
     pub home: Option<PathBuf>,
+    /// Where sessions' sandbox workspaces live; replicas sharing a database all mount the
+    /// same one [default: <home>/sandbox].
+    #[arg(long, value_name = "DIR")]
+    pub workspace_root: Option<PathBuf>,
+    /// Serve from this PostgreSQL database, shared with other replicas:
+    /// `postgres://USER@HOST[:PORT]/DATABASE`, with `?sslmode=require` for a database on
+    /// another machine; never the password, which comes from $ODYSSEY_DATABASE_PASSWORD or
+    /// `database.password_file` [default: the file store in the home folder].
+    #[arg(long, value_name = "URL")]
+    pub database_url: Option<String>,
+    /// This server's name among the replicas sharing the database: letters, digits, `-`,
+    /// `_`, `.`; two replicas on one host must each set their own (default: the host name).
+    #[arg(long, value_name = "ID")]
+    pub replica_id: Option<String>,
     /// Turns that run at once [default: 4].
     #[arg(long)]
     pub worker_count: Option<usize>,

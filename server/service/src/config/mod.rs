@@ -39,7 +39,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use api::ApiSettings;
-pub use database::{DatabaseSettings, PASSWORD_VARIABLE, check_url};
+pub use database::{
+    DatabaseSettings, PASSWORD_VARIABLE, check_replica_id, check_url, shared_store_snapshots,
+};
 pub use error::ConfigError;
 pub use flags::{LogFormat, SandboxModeArg, ServeArgs};
 pub use names::{parse_allowed_host, parse_origin};
@@ -82,7 +84,8 @@ pub struct ServerConfig {
     pub metrics_listen: Option<SocketAddr>,
     /// A bearer token that reads metrics only, accepted beside the API token.
     pub metrics_auth_token: Option<Secret>,
-    /// The PostgreSQL database (`[database]`), for `odysseyd migrate` only so far.
+    /// The PostgreSQL database (`[database]`) the server serves from when its URL is set,
+    /// and this server's replica id there.
     pub database: DatabaseSettings,
 }
 
@@ -293,10 +296,13 @@ pub fn load(args: &ServeArgs, sources: &Sources) -> Result<Loaded, ConfigError> 
         .collect();
     key_files.sort();
     warnings.extend(key_files);
-    if let Some(url) = &config.database.url {
+    if let Some(file) = &config.database.password_file
+        && readable_by_others(file)
+    {
         warnings.push(format!(
-            "database.url is set ({url}), but odysseyd does not serve from PostgreSQL yet: \
-             sessions stay in the home folder, and only `odysseyd migrate` uses the database"
+            "{} holds the database password (database.password_file) and can be read by \
+             every user; chmod 600 it",
+            file.display()
         ));
     }
     requirements::check_within(&config, &entries)?;

@@ -57,6 +57,9 @@ impl Draft {
     /// The finished configuration; fails when TLS is half configured or a credential is.
     pub fn finish(mut self) -> Result<ServerConfig, String> {
         check_credentials(&self.server.runtime.credentials)?;
+        if self.server.database.url.is_some() {
+            super::database::shared_store_snapshots(&mut self.server.runtime.snapshots)?;
+        }
         self.server.runtime.hooks = self
             .hook_programs
             .iter()
@@ -161,6 +164,23 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
             },
         )
         .flag("--home", |a| a.home.clone()),
+        server(
+            "server.workspace_root",
+            |d| d.server.runtime.workspace_root.clone(),
+            |d, v: PathBuf| {
+                if !v.is_absolute() {
+                    return Err(format!(
+                        "`{}` is not an absolute path: replicas sharing a database must all \
+                         name the same folder",
+                        v.display()
+                    )
+                    .into());
+                }
+                d.server.runtime.workspace_root = Some(v);
+                Ok(())
+            },
+        )
+        .flag("--workspace-root", |a| a.workspace_root.clone()),
         server(
             "server.auth_token",
             |d| d.server.grpc.auth_token.clone(),
@@ -1016,7 +1036,7 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
                 Ok(())
             },
         ),
-        // [database]: the PostgreSQL database (`odysseyd migrate`; not served from yet).
+        // [database]: the PostgreSQL database replicas share; served from when `url` is set.
         server(
             "database.url",
             |d| d.server.database.url.clone(),
@@ -1024,12 +1044,38 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
                 d.server.database.url = Some(super::database::check_url(&v)?);
                 Ok(())
             },
-        ),
+        )
+        .flag("--database-url", |a| a.database_url.clone()),
         server(
             "database.password_file",
             |d| d.server.database.password_file.clone(),
             |d, v: PathBuf| {
                 d.server.database.password_file = Some(v);
+                Ok(())
+            },
+        ),
+        server(
+            "database.replica_id",
+            |d| Some(d.server.database.replica_id.clone()),
+            |d, v: String| {
+                d.server.database.replica_id = super::database::check_replica_id(&v)?;
+                Ok(())
+            },
+        )
+        .flag("--replica-id", |a| a.replica_id.clone()),
+        server(
+            "database.lease_seconds",
+            |d| Some(d.server.database.lease.as_secs()),
+            |d, v| {
+                d.server.database.lease = Duration::from_secs(at_least(v, 1)?);
+                Ok(())
+            },
+        ),
+        server(
+            "database.cluster_queue_limit",
+            |d| Some(d.server.database.cluster_queue_limit),
+            |d, v| {
+                d.server.database.cluster_queue_limit = at_least(v, 1)?;
                 Ok(())
             },
         ),

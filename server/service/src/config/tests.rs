@@ -762,7 +762,8 @@ fn flags_document_the_defaults_the_settings_use() {
             toml::Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        if setting.key == "server.home" {
+        // Defaults of the machine: the user's home, the host name.
+        if matches!(setting.key, "server.home" | "database.replica_id") {
             continue;
         }
         assert_eq!(documented, actual, "{flag}");
@@ -1178,4 +1179,236 @@ fn remote_a2a_agents_are_read_checked_and_their_keys_masked() {
         let e = error(machine.load(&["--config", &path_text(&bad)]));
         assert!(e.contains(expected), "{table}: {e}");
     }
+}
+
+#[test]
+fn the_database_and_the_replica_come_from_files_flags_and_the_environment() {
+    let mut machine = Machine::new();
+    let defaults = machine.load(&[]).unwrap().config;
+    assert_eq!(defaults.database.url, None);
+    assert_eq!(defaults.database.lease, Duration::from_secs(10));
+    assert_eq!(defaults.database.cluster_queue_limit, 10_000);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    assert_eq!(
+        defaults.database.replica_id,
+        database::replica_id_of_host(&host)
+    );
+    assert_eq!(defaults.runtime.workspace_root, None);
+    assert_eq!(
+        defaults.runtime.sandbox_dir(),
+        machine.home().join("sandbox")
+    );
+
+    let path = machine.write(
+        "etc/odyssey/config.toml",
+        "[server]\nworkspace_root = \"/srv/odyssey/workspaces\"\n\n[database]\nurl = \"postgres://odyssey@db.internal:5433/odyssey?sslmode=require\"\nreplica_id = \"from-file\"\nlease_seconds = 4\ncluster_queue_limit = 50\n",
+    );
+    let loaded = machine.load(&[]).unwrap();
+    let database = &loaded.config.database;
+    assert_eq!(
+        database.url.as_deref(),
+        Some("postgres://odyssey@db.internal:5433/odyssey?sslmode=require")
+    );
+    assert_eq!(database.replica_id, "from-file");
+    assert_eq!(database.lease, Duration::from_secs(4));
+    assert_eq!(database.cluster_queue_limit, 50);
+    assert_eq!(
+        loaded.config.runtime.sandbox_dir(),
+        PathBuf::from("/srv/odyssey/workspaces")
+    );
+    assert_eq!(
+        source_of(&loaded, "database.replica_id"),
+        format!("{}:6", path.display())
+    );
+
+    machine.set_env("ODYSSEY_REPLICA_ID", "from-env");
+    machine.set_env("ODYSSEY_DATABASE_URL", "postgres://env@127.0.0.1/env");
+    machine.set_env("ODYSSEY_WORKSPACE_ROOT", "/mnt/shared");
+    let loaded = machine.load(&[]).unwrap();
+    assert_eq!(loaded.config.database.replica_id, "from-env");
+    assert_eq!(
+        loaded.config.database.url.as_deref(),
+        Some("postgres://env@127.0.0.1/env")
+    );
+    assert_eq!(
+        loaded.config.runtime.sandbox_dir(),
+        PathBuf::from("/mnt/shared")
+    );
+    assert_eq!(
+        source_of(&loaded, "database.replica_id"),
+        "env ODYSSEY_REPLICA_ID"
+    );
+
+    let loaded = machine
+        .load(&[
+            "--replica-id",
+            "r1",
+            "--database-url",
+            "postgres://flag@127.0.0.1:5432/flag",
+            "--workspace-root",
+            "/mnt/flag",
+        ])
+        .unwrap();
+    assert_eq!(loaded.config.database.replica_id, "r1");
+    assert_eq!(
+        loaded.config.database.url.as_deref(),
+        Some("postgres://flag@127.0.0.1:5432/flag")
+    );
+    assert_eq!(
+        loaded.config.runtime.sandbox_dir(),
+        PathBuf::from("/mnt/flag")
+    );
+    assert_eq!(
+        source_of(&loaded, "database.replica_id"),
+        "flag --replica-id"
+    );
+    assert!(
+        loaded.warnings.is_empty(),
+        "serving from the database is no longer warned about: {:?}",
+        loaded.warnings
+    );
+}
+
+#[test]
+fn bad_database_settings_name_the_setting_and_the_problem() {
+    let machine = Machine::new();
+    for (table, key, expected) in [
+        (
+            "[database]\nreplica_id = \"two words\"\n",
+            "database.replica_id",
+            "is not a replica id",
+        ),
+        (
+            "[database]\nreplica_id = \"\"\n",
+            "database.replica_id",
+            "is not a replica id",
+        ),
+        (
+            "[database]\nlease_seconds = 0\n",
+            "database.lease_seconds",
+            "must be at least 1",
+        ),
+        (
+            "[database]\ncluster_queue_limit = 0\n",
+            "database.cluster_queue_limit",
+            "must be at least 1",
+        ),
+        (
+            "[database]\nurl = \"postgres://odyssey:hunter2@db/odyssey\"\n",
+            "database.url",
+            "must not hold the password",
+        ),
+        (
+            "[database]\nurl = \"postgres://db/odyssey\"\n",
+            "database.url",
+            "names no user",
+        ),
+        (
+            "[server]\nworkspace_root = \"relative/folder\"\n",
+            "server.workspace_root",
+            "is not an absolute path",
+        ),
+    ] {
+        let bad = machine.write("ops/bad.toml", table);
+        let e = error(machine.load(&["--config", &path_text(&bad)]));
+        assert!(e.contains(&format!("`{key}`")), "{table}: {e}");
+        assert!(e.contains(expected), "{table}: {e}");
+        assert!(!e.contains("hunter2"), "the password leaked: {e}");
+    }
+
+    let e = error(machine.load(&["--replica-id", "r/1"]));
+    assert!(
+        e.contains("--replica-id") && e.contains("is not a replica id"),
+        "{e}"
+    );
+    let e = error(machine.load(&["--database-url", "postgres://u:hunter2@127.0.0.1/db"]));
+    assert!(
+        e.contains("--database-url") && e.contains("must not hold the password"),
+        "{e}"
+    );
+    assert!(!e.contains("hunter2"), "the password leaked: {e}");
+}
+
+#[test]
+fn with_a_database_workspaces_are_snapshotted_by_copies_and_overlay_is_refused() {
+    use odyssey_runtime::snapshot::MechanismChoice;
+    let machine = Machine::new();
+    let url = "postgres://odyssey@127.0.0.1/odyssey";
+    let alone = machine.load(&[]).unwrap();
+    assert_eq!(
+        alone.config.runtime.snapshots.mechanism,
+        MechanismChoice::Auto
+    );
+    let shared = machine.load(&["--database-url", url]).unwrap();
+    assert_eq!(
+        shared.config.runtime.snapshots.mechanism,
+        MechanismChoice::Copies
+    );
+    let copies = machine
+        .load(&["--database-url", url, "--snapshot-mechanism", "copies"])
+        .unwrap();
+    assert_eq!(
+        copies.config.runtime.snapshots.mechanism,
+        MechanismChoice::Copies
+    );
+    let e = error(machine.load(&["--database-url", url, "--snapshot-mechanism", "overlay"]));
+    assert!(
+        e.contains("snapshots.mechanism is \"overlay\"") && e.contains("database.url"),
+        "{e}"
+    );
+    assert!(e.contains("mount namespace"), "the message says why: {e}");
+}
+
+#[test]
+fn the_database_password_is_never_shown() {
+    let mut machine = Machine::new();
+    machine.set_env(PASSWORD_VARIABLE, "hunter2-password");
+    let password_file = machine.write("secrets/db-password", "hunter2-file\n");
+    let config = machine.write(
+        "ops/db.toml",
+        &format!(
+            "[database]\nurl = \"postgres://odyssey@127.0.0.1/odyssey\"\npassword_file = \"{}\"\n",
+            password_file.display()
+        ),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&password_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let loaded = machine.load(&["--config", &path_text(&config)]).unwrap();
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("database.password_file")
+                && w.contains("chmod 600")
+                && !w.contains("hunter2")),
+        "{:?}",
+        loaded.warnings
+    );
+    std::fs::set_permissions(&password_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let loaded = machine.load(&["--config", &path_text(&config)]).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let outputs = [
+        to_toml(&loaded, true),
+        serde_json::to_string(&to_json(&loaded, true)).unwrap(),
+        format!("{:?}", loaded.config),
+    ];
+    for output in &outputs {
+        assert!(
+            !output.contains("hunter2"),
+            "the password leaked:\n{output}"
+        );
+    }
+    assert!(outputs[0].contains("replica_id"), "{}", outputs[0]);
+    // The password is read when the server connects, from the variable over the file.
+    let connect = loaded
+        .config
+        .database
+        .connect_config(&machine.env)
+        .unwrap()
+        .unwrap();
+    assert!(
+        !connect.target().contains("hunter2"),
+        "{}",
+        connect.target()
+    );
 }

@@ -30,6 +30,7 @@ impl ServerService for ServerInfo {
         _: Request<pb::GetServerInfoRequest>,
     ) -> Result<Response<pb::GetServerInfoResponse>, Status> {
         let info = self.runtime.server_info();
+        let store = self.store_info(&info).await;
         let sandbox = &info.sandbox;
         Ok(Response::new(pb::GetServerInfoResponse {
             version: info.version.to_string(),
@@ -74,7 +75,35 @@ impl ServerService for ServerInfo {
                 &info.snapshots,
                 info.snapshot_mechanism,
             )),
+            store: Some(store),
         }))
+    }
+}
+
+impl ServerInfo {
+    /// The store and the replicas it sees. The list is read from the store; when the store
+    /// cannot answer, the rest of the server's information is still worth having, so the
+    /// error is logged and the list left empty.
+    async fn store_info(&self, info: &odyssey_runtime::ServerInfo) -> pb::StoreInfo {
+        let replicas = match self.runtime.replicas().await {
+            Ok(replicas) => replicas,
+            Err(error) => {
+                tracing::warn!(%error, "cannot list the replicas sharing the store");
+                Vec::new()
+            }
+        };
+        pb::StoreInfo {
+            kind: info.store.to_owned(),
+            replica_id: info.replica_id.clone().unwrap_or_default(),
+            replicas: replicas
+                .into_iter()
+                .map(|replica| pb::ReplicaInfo {
+                    id: replica.id,
+                    last_seen: Some(convert::timestamp_ms(replica.last_seen_ms)),
+                    alive: replica.alive,
+                })
+                .collect(),
+        }
     }
 }
 

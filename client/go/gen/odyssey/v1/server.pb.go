@@ -129,8 +129,10 @@ type GetServerInfoResponse struct {
 	Activity *ServerActivity `protobuf:"bytes,7,opt,name=activity,proto3" json:"activity,omitempty"`
 	// How the workspace is snapshotted at turn ends (fork, rewind, turn changes).
 	WorkspaceSnapshots *WorkspaceSnapshots `protobuf:"bytes,8,opt,name=workspace_snapshots,json=workspaceSnapshots,proto3" json:"workspace_snapshots,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Where sessions, events and bundles are kept, and the replicas sharing them.
+	Store         *StoreInfo `protobuf:"bytes,9,opt,name=store,proto3" json:"store,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetServerInfoResponse) Reset() {
@@ -215,6 +217,13 @@ func (x *GetServerInfoResponse) GetActivity() *ServerActivity {
 func (x *GetServerInfoResponse) GetWorkspaceSnapshots() *WorkspaceSnapshots {
 	if x != nil {
 		return x.WorkspaceSnapshots
+	}
+	return nil
+}
+
+func (x *GetServerInfoResponse) GetStore() *StoreInfo {
+	if x != nil {
+		return x.Store
 	}
 	return nil
 }
@@ -741,13 +750,141 @@ func (x *WorkspaceSnapshots) GetMaxWorkspaceBytes() uint64 {
 	return 0
 }
 
+// Where a server keeps sessions, events and bundles.
+type StoreInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `files` (this server's home folder) or `postgres` (a database replicas share).
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// This server's replica id; empty for the file store.
+	ReplicaId string `protobuf:"bytes,2,opt,name=replica_id,json=replicaId,proto3" json:"replica_id,omitempty"`
+	// The replicas sharing the store, as the store last saw them (this one included); empty
+	// for the file store, or when the store could not be asked.
+	Replicas      []*ReplicaInfo `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreInfo) Reset() {
+	*x = StoreInfo{}
+	mi := &file_odyssey_v1_server_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreInfo) ProtoMessage() {}
+
+func (x *StoreInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_server_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreInfo.ProtoReflect.Descriptor instead.
+func (*StoreInfo) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *StoreInfo) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *StoreInfo) GetReplicaId() string {
+	if x != nil {
+		return x.ReplicaId
+	}
+	return ""
+}
+
+func (x *StoreInfo) GetReplicas() []*ReplicaInfo {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+// One replica sharing a store.
+type ReplicaInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// When it last said it was alive (its heartbeat).
+	LastSeen *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
+	// Whether that was within its lease time; a replica not seen since is presumed dead.
+	Alive         bool `protobuf:"varint,3,opt,name=alive,proto3" json:"alive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaInfo) Reset() {
+	*x = ReplicaInfo{}
+	mi := &file_odyssey_v1_server_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaInfo) ProtoMessage() {}
+
+func (x *ReplicaInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_odyssey_v1_server_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaInfo.ProtoReflect.Descriptor instead.
+func (*ReplicaInfo) Descriptor() ([]byte, []int) {
+	return file_odyssey_v1_server_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ReplicaInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ReplicaInfo) GetLastSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSeen
+	}
+	return nil
+}
+
+func (x *ReplicaInfo) GetAlive() bool {
+	if x != nil {
+		return x.Alive
+	}
+	return false
+}
+
 var File_odyssey_v1_server_proto protoreflect.FileDescriptor
 
 const file_odyssey_v1_server_proto_rawDesc = "" +
 	"\n" +
 	"\x17odyssey/v1/server.proto\x12\n" +
 	"odyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\x16\n" +
-	"\x14GetServerInfoRequest\"\xd3\x03\n" +
+	"\x14GetServerInfoRequest\"\x86\x04\n" +
 	"\x15GetServerInfoResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x129\n" +
 	"\n" +
@@ -757,7 +894,9 @@ const file_odyssey_v1_server_proto_rawDesc = "" +
 	"\x14quarantined_sessions\x18\x05 \x03(\v2\x1e.odyssey.v1.QuarantinedSessionR\x13quarantinedSessions\x12\x1c\n" +
 	"\tproviders\x18\x06 \x03(\tR\tproviders\x126\n" +
 	"\bactivity\x18\a \x01(\v2\x1a.odyssey.v1.ServerActivityR\bactivity\x12O\n" +
-	"\x13workspace_snapshots\x18\b \x01(\v2\x1e.odyssey.v1.WorkspaceSnapshotsR\x12workspaceSnapshots\"q\n" +
+	"\x13workspace_snapshots\x18\b \x01(\v2\x1e.odyssey.v1.WorkspaceSnapshotsR\x12workspaceSnapshots\x12+\n" +
+	"\x05store\x18\t \x01(\v2\x15.odyssey.v1.StoreInfoR\x05storeJ\x04\b\n" +
+	"\x10\v\"q\n" +
 	"\x0eServerActivity\x12\x14\n" +
 	"\x05tasks\x18\x01 \x01(\x04R\x05tasks\x12#\n" +
 	"\ropen_sessions\x18\x02 \x01(\rR\fopenSessions\x12$\n" +
@@ -802,7 +941,16 @@ const file_odyssey_v1_server_proto_rawDesc = "" +
 	"\tmax_turns\x18\x02 \x01(\x04R\bmaxTurns\x12\x1b\n" +
 	"\tmax_bytes\x18\x03 \x01(\x04R\bmaxBytes\x12.\n" +
 	"\x13max_workspace_files\x18\x04 \x01(\x04R\x11maxWorkspaceFiles\x12.\n" +
-	"\x13max_workspace_bytes\x18\x05 \x01(\x04R\x11maxWorkspaceBytes*\x97\x01\n" +
+	"\x13max_workspace_bytes\x18\x05 \x01(\x04R\x11maxWorkspaceBytes\"s\n" +
+	"\tStoreInfo\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1d\n" +
+	"\n" +
+	"replica_id\x18\x02 \x01(\tR\treplicaId\x123\n" +
+	"\breplicas\x18\x03 \x03(\v2\x17.odyssey.v1.ReplicaInfoR\breplicas\"l\n" +
+	"\vReplicaInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x127\n" +
+	"\tlast_seen\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12\x14\n" +
+	"\x05alive\x18\x03 \x01(\bR\x05alive*\x97\x01\n" +
 	"\x11SnapshotMechanism\x12\"\n" +
 	"\x1eSNAPSHOT_MECHANISM_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bSNAPSHOT_MECHANISM_DISABLED\x10\x01\x12\x1d\n" +
@@ -827,7 +975,7 @@ func file_odyssey_v1_server_proto_rawDescGZIP() []byte {
 }
 
 var file_odyssey_v1_server_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_odyssey_v1_server_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_odyssey_v1_server_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_odyssey_v1_server_proto_goTypes = []any{
 	(SnapshotMechanism)(0),        // 0: odyssey.v1.SnapshotMechanism
 	(*GetServerInfoRequest)(nil),  // 1: odyssey.v1.GetServerInfoRequest
@@ -838,27 +986,32 @@ var file_odyssey_v1_server_proto_goTypes = []any{
 	(*SessionLimits)(nil),         // 6: odyssey.v1.SessionLimits
 	(*QuarantinedSession)(nil),    // 7: odyssey.v1.QuarantinedSession
 	(*WorkspaceSnapshots)(nil),    // 8: odyssey.v1.WorkspaceSnapshots
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
-	(SandboxMode)(0),              // 10: odyssey.v1.SandboxMode
+	(*StoreInfo)(nil),             // 9: odyssey.v1.StoreInfo
+	(*ReplicaInfo)(nil),           // 10: odyssey.v1.ReplicaInfo
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(SandboxMode)(0),              // 12: odyssey.v1.SandboxMode
 }
 var file_odyssey_v1_server_proto_depIdxs = []int32{
-	9,  // 0: odyssey.v1.GetServerInfoResponse.started_at:type_name -> google.protobuf.Timestamp
+	11, // 0: odyssey.v1.GetServerInfoResponse.started_at:type_name -> google.protobuf.Timestamp
 	4,  // 1: odyssey.v1.GetServerInfoResponse.limits:type_name -> odyssey.v1.ServerLimits
 	5,  // 2: odyssey.v1.GetServerInfoResponse.sandbox:type_name -> odyssey.v1.SandboxCapabilities
 	7,  // 3: odyssey.v1.GetServerInfoResponse.quarantined_sessions:type_name -> odyssey.v1.QuarantinedSession
 	3,  // 4: odyssey.v1.GetServerInfoResponse.activity:type_name -> odyssey.v1.ServerActivity
 	8,  // 5: odyssey.v1.GetServerInfoResponse.workspace_snapshots:type_name -> odyssey.v1.WorkspaceSnapshots
-	10, // 6: odyssey.v1.SandboxCapabilities.forced_mode:type_name -> odyssey.v1.SandboxMode
-	6,  // 7: odyssey.v1.SandboxCapabilities.session_limits:type_name -> odyssey.v1.SessionLimits
-	9,  // 8: odyssey.v1.QuarantinedSession.quarantined_at:type_name -> google.protobuf.Timestamp
-	0,  // 9: odyssey.v1.WorkspaceSnapshots.mechanism:type_name -> odyssey.v1.SnapshotMechanism
-	1,  // 10: odyssey.v1.ServerService.GetServerInfo:input_type -> odyssey.v1.GetServerInfoRequest
-	2,  // 11: odyssey.v1.ServerService.GetServerInfo:output_type -> odyssey.v1.GetServerInfoResponse
-	11, // [11:12] is the sub-list for method output_type
-	10, // [10:11] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	9,  // 6: odyssey.v1.GetServerInfoResponse.store:type_name -> odyssey.v1.StoreInfo
+	12, // 7: odyssey.v1.SandboxCapabilities.forced_mode:type_name -> odyssey.v1.SandboxMode
+	6,  // 8: odyssey.v1.SandboxCapabilities.session_limits:type_name -> odyssey.v1.SessionLimits
+	11, // 9: odyssey.v1.QuarantinedSession.quarantined_at:type_name -> google.protobuf.Timestamp
+	0,  // 10: odyssey.v1.WorkspaceSnapshots.mechanism:type_name -> odyssey.v1.SnapshotMechanism
+	10, // 11: odyssey.v1.StoreInfo.replicas:type_name -> odyssey.v1.ReplicaInfo
+	11, // 12: odyssey.v1.ReplicaInfo.last_seen:type_name -> google.protobuf.Timestamp
+	1,  // 13: odyssey.v1.ServerService.GetServerInfo:input_type -> odyssey.v1.GetServerInfoRequest
+	2,  // 14: odyssey.v1.ServerService.GetServerInfo:output_type -> odyssey.v1.GetServerInfoResponse
+	14, // [14:15] is the sub-list for method output_type
+	13, // [13:14] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_odyssey_v1_server_proto_init() }
@@ -873,7 +1026,7 @@ func file_odyssey_v1_server_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_odyssey_v1_server_proto_rawDesc), len(file_odyssey_v1_server_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,31 +26,35 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from odyssey.v1 import common_pb2 as odyssey_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17odyssey/v1/server.proto\x12\nodyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\x16\n\x14GetServerInfoRequest\"\xf0\x02\n\x15GetServerInfoResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12.\n\nstarted_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12(\n\x06limits\x18\x03 \x01(\x0b\x32\x18.odyssey.v1.ServerLimits\x12\x30\n\x07sandbox\x18\x04 \x01(\x0b\x32\x1f.odyssey.v1.SandboxCapabilities\x12<\n\x14quarantined_sessions\x18\x05 \x03(\x0b\x32\x1e.odyssey.v1.QuarantinedSession\x12\x11\n\tproviders\x18\x06 \x03(\t\x12,\n\x08\x61\x63tivity\x18\x07 \x01(\x0b\x32\x1a.odyssey.v1.ServerActivity\x12;\n\x13workspace_snapshots\x18\x08 \x01(\x0b\x32\x1e.odyssey.v1.WorkspaceSnapshots\"M\n\x0eServerActivity\x12\r\n\x05tasks\x18\x01 \x01(\x04\x12\x15\n\ropen_sessions\x18\x02 \x01(\r\x12\x15\n\rsubscriptions\x18\x03 \x01(\r\"\x87\x02\n\x0cServerLimits\x12\x14\n\x0cworker_count\x18\x01 \x01(\r\x12\x16\n\x0equeue_capacity\x18\x02 \x01(\r\x12\x19\n\x11max_request_bytes\x18\x03 \x01(\x04\x12\x19\n\x11max_archive_bytes\x18\x04 \x01(\x04\x12\x16\n\x0emax_turn_steps\x18\x05 \x01(\r\x12\x1c\n\x14max_turn_duration_ms\x18\x06 \x01(\x04\x12\x0e\n\x06queued\x18\x07 \x01(\r\x12\x0f\n\x07running\x18\x08 \x01(\r\x12\x1a\n\x12max_subagent_depth\x18\t \x01(\r\x12 \n\x18max_concurrent_subagents\x18\n \x01(\r\"\xe0\x01\n\x13SandboxCapabilities\x12\x12\n\nbubblewrap\x18\x01 \x01(\x08\x12\x10\n\x08landlock\x18\x02 \x01(\x08\x12\x0f\n\x07seccomp\x18\x03 \x01(\x08\x12,\n\x0b\x66orced_mode\x18\x04 \x01(\x0e\x32\x17.odyssey.v1.SandboxMode\x12\"\n\x1a\x64\x61nger_full_access_allowed\x18\x05 \x01(\x08\x12\r\n\x05notes\x18\x06 \x03(\t\x12\x31\n\x0esession_limits\x18\x07 \x01(\x0b\x32\x19.odyssey.v1.SessionLimits\"\xc5\x01\n\rSessionLimits\x12\x1d\n\x15memory_cgroup_version\x18\x01 \x01(\r\x12\x1b\n\x13pids_cgroup_version\x18\x02 \x01(\r\x12\x19\n\x11\x64\x65\x66\x61ult_memory_mb\x18\x03 \x01(\x04\x12\x15\n\rmax_processes\x18\x04 \x01(\x04\x12\x1f\n\x17max_concurrent_commands\x18\x05 \x01(\x04\x12%\n\x1dprocesses_counted_per_command\x18\x06 \x01(\x08\"l\n\x12QuarantinedSession\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x32\n\x0equarantined_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xa6\x01\n\x12WorkspaceSnapshots\x12\x30\n\tmechanism\x18\x01 \x01(\x0e\x32\x1d.odyssey.v1.SnapshotMechanism\x12\x11\n\tmax_turns\x18\x02 \x01(\x04\x12\x11\n\tmax_bytes\x18\x03 \x01(\x04\x12\x1b\n\x13max_workspace_files\x18\x04 \x01(\x04\x12\x1b\n\x13max_workspace_bytes\x18\x05 \x01(\x04*\x97\x01\n\x11SnapshotMechanism\x12\"\n\x1eSNAPSHOT_MECHANISM_UNSPECIFIED\x10\x00\x12\x1f\n\x1bSNAPSHOT_MECHANISM_DISABLED\x10\x01\x12\x1d\n\x19SNAPSHOT_MECHANISM_COPIES\x10\x02\x12\x1e\n\x1aSNAPSHOT_MECHANISM_OVERLAY\x10\x03\x32\x65\n\rServerService\x12T\n\rGetServerInfo\x12 .odyssey.v1.GetServerInfoRequest\x1a!.odyssey.v1.GetServerInfoResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17odyssey/v1/server.proto\x12\nodyssey.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17odyssey/v1/common.proto\"\x16\n\x14GetServerInfoRequest\"\x9c\x03\n\x15GetServerInfoResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12.\n\nstarted_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12(\n\x06limits\x18\x03 \x01(\x0b\x32\x18.odyssey.v1.ServerLimits\x12\x30\n\x07sandbox\x18\x04 \x01(\x0b\x32\x1f.odyssey.v1.SandboxCapabilities\x12<\n\x14quarantined_sessions\x18\x05 \x03(\x0b\x32\x1e.odyssey.v1.QuarantinedSession\x12\x11\n\tproviders\x18\x06 \x03(\t\x12,\n\x08\x61\x63tivity\x18\x07 \x01(\x0b\x32\x1a.odyssey.v1.ServerActivity\x12;\n\x13workspace_snapshots\x18\x08 \x01(\x0b\x32\x1e.odyssey.v1.WorkspaceSnapshots\x12$\n\x05store\x18\t \x01(\x0b\x32\x15.odyssey.v1.StoreInfoJ\x04\x08\n\x10\x0b\"M\n\x0eServerActivity\x12\r\n\x05tasks\x18\x01 \x01(\x04\x12\x15\n\ropen_sessions\x18\x02 \x01(\r\x12\x15\n\rsubscriptions\x18\x03 \x01(\r\"\x87\x02\n\x0cServerLimits\x12\x14\n\x0cworker_count\x18\x01 \x01(\r\x12\x16\n\x0equeue_capacity\x18\x02 \x01(\r\x12\x19\n\x11max_request_bytes\x18\x03 \x01(\x04\x12\x19\n\x11max_archive_bytes\x18\x04 \x01(\x04\x12\x16\n\x0emax_turn_steps\x18\x05 \x01(\r\x12\x1c\n\x14max_turn_duration_ms\x18\x06 \x01(\x04\x12\x0e\n\x06queued\x18\x07 \x01(\r\x12\x0f\n\x07running\x18\x08 \x01(\r\x12\x1a\n\x12max_subagent_depth\x18\t \x01(\r\x12 \n\x18max_concurrent_subagents\x18\n \x01(\r\"\xe0\x01\n\x13SandboxCapabilities\x12\x12\n\nbubblewrap\x18\x01 \x01(\x08\x12\x10\n\x08landlock\x18\x02 \x01(\x08\x12\x0f\n\x07seccomp\x18\x03 \x01(\x08\x12,\n\x0b\x66orced_mode\x18\x04 \x01(\x0e\x32\x17.odyssey.v1.SandboxMode\x12\"\n\x1a\x64\x61nger_full_access_allowed\x18\x05 \x01(\x08\x12\r\n\x05notes\x18\x06 \x03(\t\x12\x31\n\x0esession_limits\x18\x07 \x01(\x0b\x32\x19.odyssey.v1.SessionLimits\"\xc5\x01\n\rSessionLimits\x12\x1d\n\x15memory_cgroup_version\x18\x01 \x01(\r\x12\x1b\n\x13pids_cgroup_version\x18\x02 \x01(\r\x12\x19\n\x11\x64\x65\x66\x61ult_memory_mb\x18\x03 \x01(\x04\x12\x15\n\rmax_processes\x18\x04 \x01(\x04\x12\x1f\n\x17max_concurrent_commands\x18\x05 \x01(\x04\x12%\n\x1dprocesses_counted_per_command\x18\x06 \x01(\x08\"l\n\x12QuarantinedSession\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x32\n\x0equarantined_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xa6\x01\n\x12WorkspaceSnapshots\x12\x30\n\tmechanism\x18\x01 \x01(\x0e\x32\x1d.odyssey.v1.SnapshotMechanism\x12\x11\n\tmax_turns\x18\x02 \x01(\x04\x12\x11\n\tmax_bytes\x18\x03 \x01(\x04\x12\x1b\n\x13max_workspace_files\x18\x04 \x01(\x04\x12\x1b\n\x13max_workspace_bytes\x18\x05 \x01(\x04\"X\n\tStoreInfo\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x12\n\nreplica_id\x18\x02 \x01(\t\x12)\n\x08replicas\x18\x03 \x03(\x0b\x32\x17.odyssey.v1.ReplicaInfo\"W\n\x0bReplicaInfo\x12\n\n\x02id\x18\x01 \x01(\t\x12-\n\tlast_seen\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x61live\x18\x03 \x01(\x08*\x97\x01\n\x11SnapshotMechanism\x12\"\n\x1eSNAPSHOT_MECHANISM_UNSPECIFIED\x10\x00\x12\x1f\n\x1bSNAPSHOT_MECHANISM_DISABLED\x10\x01\x12\x1d\n\x19SNAPSHOT_MECHANISM_COPIES\x10\x02\x12\x1e\n\x1aSNAPSHOT_MECHANISM_OVERLAY\x10\x03\x32\x65\n\rServerService\x12T\n\rGetServerInfo\x12 .odyssey.v1.GetServerInfoRequest\x1a!.odyssey.v1.GetServerInfoResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'odyssey.v1.server_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SNAPSHOTMECHANISM']._serialized_start=1544
-  _globals['_SNAPSHOTMECHANISM']._serialized_end=1695
+  _globals['_SNAPSHOTMECHANISM']._serialized_start=1767
+  _globals['_SNAPSHOTMECHANISM']._serialized_end=1918
   _globals['_GETSERVERINFOREQUEST']._serialized_start=97
   _globals['_GETSERVERINFOREQUEST']._serialized_end=119
   _globals['_GETSERVERINFORESPONSE']._serialized_start=122
-  _globals['_GETSERVERINFORESPONSE']._serialized_end=490
-  _globals['_SERVERACTIVITY']._serialized_start=492
-  _globals['_SERVERACTIVITY']._serialized_end=569
-  _globals['_SERVERLIMITS']._serialized_start=572
-  _globals['_SERVERLIMITS']._serialized_end=835
-  _globals['_SANDBOXCAPABILITIES']._serialized_start=838
-  _globals['_SANDBOXCAPABILITIES']._serialized_end=1062
-  _globals['_SESSIONLIMITS']._serialized_start=1065
-  _globals['_SESSIONLIMITS']._serialized_end=1262
-  _globals['_QUARANTINEDSESSION']._serialized_start=1264
-  _globals['_QUARANTINEDSESSION']._serialized_end=1372
-  _globals['_WORKSPACESNAPSHOTS']._serialized_start=1375
-  _globals['_WORKSPACESNAPSHOTS']._serialized_end=1541
-  _globals['_SERVERSERVICE']._serialized_start=1697
-  _globals['_SERVERSERVICE']._serialized_end=1798
+  _globals['_GETSERVERINFORESPONSE']._serialized_end=534
+  _globals['_SERVERACTIVITY']._serialized_start=536
+  _globals['_SERVERACTIVITY']._serialized_end=613
+  _globals['_SERVERLIMITS']._serialized_start=616
+  _globals['_SERVERLIMITS']._serialized_end=879
+  _globals['_SANDBOXCAPABILITIES']._serialized_start=882
+  _globals['_SANDBOXCAPABILITIES']._serialized_end=1106
+  _globals['_SESSIONLIMITS']._serialized_start=1109
+  _globals['_SESSIONLIMITS']._serialized_end=1306
+  _globals['_QUARANTINEDSESSION']._serialized_start=1308
+  _globals['_QUARANTINEDSESSION']._serialized_end=1416
+  _globals['_WORKSPACESNAPSHOTS']._serialized_start=1419
+  _globals['_WORKSPACESNAPSHOTS']._serialized_end=1585
+  _globals['_STOREINFO']._serialized_start=1587
+  _globals['_STOREINFO']._serialized_end=1675
+  _globals['_REPLICAINFO']._serialized_start=1677
+  _globals['_REPLICAINFO']._serialized_end=1764
+  _globals['_SERVERSERVICE']._serialized_start=1920
+  _globals['_SERVERSERVICE']._serialized_end=2021
 # @@protoc_insertion_point(module_scope)

@@ -27,7 +27,7 @@ class GetServerInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetServerInfoResponse(_message.Message):
-    __slots__ = ("version", "started_at", "limits", "sandbox", "quarantined_sessions", "providers", "activity", "workspace_snapshots")
+    __slots__ = ("version", "started_at", "limits", "sandbox", "quarantined_sessions", "providers", "activity", "workspace_snapshots", "store")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
@@ -36,6 +36,7 @@ class GetServerInfoResponse(_message.Message):
     PROVIDERS_FIELD_NUMBER: _ClassVar[int]
     ACTIVITY_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_SNAPSHOTS_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
     version: str
     started_at: _timestamp_pb2.Timestamp
     limits: ServerLimits
@@ -44,7 +45,8 @@ class GetServerInfoResponse(_message.Message):
     providers: _containers.RepeatedScalarFieldContainer[str]
     activity: ServerActivity
     workspace_snapshots: WorkspaceSnapshots
-    def __init__(self, version: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., limits: _Optional[_Union[ServerLimits, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxCapabilities, _Mapping]] = ..., quarantined_sessions: _Optional[_Iterable[_Union[QuarantinedSession, _Mapping]]] = ..., providers: _Optional[_Iterable[str]] = ..., activity: _Optional[_Union[ServerActivity, _Mapping]] = ..., workspace_snapshots: _Optional[_Union[WorkspaceSnapshots, _Mapping]] = ...) -> None: ...
+    store: StoreInfo
+    def __init__(self, version: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., limits: _Optional[_Union[ServerLimits, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxCapabilities, _Mapping]] = ..., quarantined_sessions: _Optional[_Iterable[_Union[QuarantinedSession, _Mapping]]] = ..., providers: _Optional[_Iterable[str]] = ..., activity: _Optional[_Union[ServerActivity, _Mapping]] = ..., workspace_snapshots: _Optional[_Union[WorkspaceSnapshots, _Mapping]] = ..., store: _Optional[_Union[StoreInfo, _Mapping]] = ...) -> None: ...
 
 class ServerActivity(_message.Message):
     __slots__ = ("tasks", "open_sessions", "subscriptions")
@@ -137,3 +139,23 @@ class WorkspaceSnapshots(_message.Message):
     max_workspace_files: int
     max_workspace_bytes: int
     def __init__(self, mechanism: _Optional[_Union[SnapshotMechanism, str]] = ..., max_turns: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_workspace_files: _Optional[int] = ..., max_workspace_bytes: _Optional[int] = ...) -> None: ...
+
+class StoreInfo(_message.Message):
+    __slots__ = ("kind", "replica_id", "replicas")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    replica_id: str
+    replicas: _containers.RepeatedCompositeFieldContainer[ReplicaInfo]
+    def __init__(self, kind: _Optional[str] = ..., replica_id: _Optional[str] = ..., replicas: _Optional[_Iterable[_Union[ReplicaInfo, _Mapping]]] = ...) -> None: ...
+
+class ReplicaInfo(_message.Message):
+    __slots__ = ("id", "last_seen", "alive")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEEN_FIELD_NUMBER: _ClassVar[int]
+    ALIVE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    last_seen: _timestamp_pb2.Timestamp
+    alive: bool
+    def __init__(self, id: _Optional[str] = ..., last_seen: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., alive: _Optional[bool] = ...) -> None: ...

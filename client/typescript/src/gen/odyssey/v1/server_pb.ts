@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file odyssey/v1/server.proto.
  */
 export const file_odyssey_v1_server: GenFile = /*@__PURE__*/
-  fileDesc("ChdvZHlzc2V5L3YxL3NlcnZlci5wcm90bxIKb2R5c3NleS52MSIWChRHZXRTZXJ2ZXJJbmZvUmVxdWVzdCLwAgoVR2V0U2VydmVySW5mb1Jlc3BvbnNlEg8KB3ZlcnNpb24YASABKAkSLgoKc3RhcnRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoGbGltaXRzGAMgASgLMhgub2R5c3NleS52MS5TZXJ2ZXJMaW1pdHMSMAoHc2FuZGJveBgEIAEoCzIfLm9keXNzZXkudjEuU2FuZGJveENhcGFiaWxpdGllcxI8ChRxdWFyYW50aW5lZF9zZXNzaW9ucxgFIAMoCzIeLm9keXNzZXkudjEuUXVhcmFudGluZWRTZXNzaW9uEhEKCXByb3ZpZGVycxgGIAMoCRIsCghhY3Rpdml0eRgHIAEoCzIaLm9keXNzZXkudjEuU2VydmVyQWN0aXZpdHkSOwoTd29ya3NwYWNlX3NuYXBzaG90cxgIIAEoCzIeLm9keXNzZXkudjEuV29ya3NwYWNlU25hcHNob3RzIk0KDlNlcnZlckFjdGl2aXR5Eg0KBXRhc2tzGAEgASgEEhUKDW9wZW5fc2Vzc2lvbnMYAiABKA0SFQoNc3Vic2NyaXB0aW9ucxgDIAEoDSKHAgoMU2VydmVyTGltaXRzEhQKDHdvcmtlcl9jb3VudBgBIAEoDRIWCg5xdWV1ZV9jYXBhY2l0eRgCIAEoDRIZChFtYXhfcmVxdWVzdF9ieXRlcxgDIAEoBBIZChFtYXhfYXJjaGl2ZV9ieXRlcxgEIAEoBBIWCg5tYXhfdHVybl9zdGVwcxgFIAEoDRIcChRtYXhfdHVybl9kdXJhdGlvbl9tcxgGIAEoBBIOCgZxdWV1ZWQYByABKA0SDwoHcnVubmluZxgIIAEoDRIaChJtYXhfc3ViYWdlbnRfZGVwdGgYCSABKA0SIAoYbWF4X2NvbmN1cnJlbnRfc3ViYWdlbnRzGAogASgNIuABChNTYW5kYm94Q2FwYWJpbGl0aWVzEhIKCmJ1YmJsZXdyYXAYASABKAgSEAoIbGFuZGxvY2sYAiABKAgSDwoHc2VjY29tcBgDIAEoCBIsCgtmb3JjZWRfbW9kZRgEIAEoDjIXLm9keXNzZXkudjEuU2FuZGJveE1vZGUSIgoaZGFuZ2VyX2Z1bGxfYWNjZXNzX2FsbG93ZWQYBSABKAgSDQoFbm90ZXMYBiADKAkSMQoOc2Vzc2lvbl9saW1pdHMYByABKAsyGS5vZHlzc2V5LnYxLlNlc3Npb25MaW1pdHMixQEKDVNlc3Npb25MaW1pdHMSHQoVbWVtb3J5X2Nncm91cF92ZXJzaW9uGAEgASgNEhsKE3BpZHNfY2dyb3VwX3ZlcnNpb24YAiABKA0SGQoRZGVmYXVsdF9tZW1vcnlfbWIYAyABKAQSFQoNbWF4X3Byb2Nlc3NlcxgEIAEoBBIfChdtYXhfY29uY3VycmVudF9jb21tYW5kcxgFIAEoBBIlCh1wcm9jZXNzZXNfY291bnRlZF9wZXJfY29tbWFuZBgGIAEoCCJsChJRdWFyYW50aW5lZFNlc3Npb24SEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSMgoOcXVhcmFudGluZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqYBChJXb3Jrc3BhY2VTbmFwc2hvdHMSMAoJbWVjaGFuaXNtGAEgASgOMh0ub2R5c3NleS52MS5TbmFwc2hvdE1lY2hhbmlzbRIRCgltYXhfdHVybnMYAiABKAQSEQoJbWF4X2J5dGVzGAMgASgEEhsKE21heF93b3Jrc3BhY2VfZmlsZXMYBCABKAQSGwoTbWF4X3dvcmtzcGFjZV9ieXRlcxgFIAEoBCqXAQoRU25hcHNob3RNZWNoYW5pc20SIgoeU05BUFNIT1RfTUVDSEFOSVNNX1VOU1BFQ0lGSUVEEAASHwobU05BUFNIT1RfTUVDSEFOSVNNX0RJU0FCTEVEEAESHQoZU05BUFNIT1RfTUVDSEFOSVNNX0NPUElFUxACEh4KGlNOQVBTSE9UX01FQ0hBTklTTV9PVkVSTEFZEAMyZQoNU2VydmVyU2VydmljZRJUCg1HZXRTZXJ2ZXJJbmZvEiAub2R5c3NleS52MS5HZXRTZXJ2ZXJJbmZvUmVxdWVzdBohLm9keXNzZXkudjEuR2V0U2VydmVySW5mb1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_odyssey_v1_common]);
+  fileDesc("ChdvZHlzc2V5L3YxL3NlcnZlci5wcm90bxIKb2R5c3NleS52MSIWChRHZXRTZXJ2ZXJJbmZvUmVxdWVzdCKcAwoVR2V0U2VydmVySW5mb1Jlc3BvbnNlEg8KB3ZlcnNpb24YASABKAkSLgoKc3RhcnRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoGbGltaXRzGAMgASgLMhgub2R5c3NleS52MS5TZXJ2ZXJMaW1pdHMSMAoHc2FuZGJveBgEIAEoCzIfLm9keXNzZXkudjEuU2FuZGJveENhcGFiaWxpdGllcxI8ChRxdWFyYW50aW5lZF9zZXNzaW9ucxgFIAMoCzIeLm9keXNzZXkudjEuUXVhcmFudGluZWRTZXNzaW9uEhEKCXByb3ZpZGVycxgGIAMoCRIsCghhY3Rpdml0eRgHIAEoCzIaLm9keXNzZXkudjEuU2VydmVyQWN0aXZpdHkSOwoTd29ya3NwYWNlX3NuYXBzaG90cxgIIAEoCzIeLm9keXNzZXkudjEuV29ya3NwYWNlU25hcHNob3RzEiQKBXN0b3JlGAkgASgLMhUub2R5c3NleS52MS5TdG9yZUluZm9KBAgKEAsiTQoOU2VydmVyQWN0aXZpdHkSDQoFdGFza3MYASABKAQSFQoNb3Blbl9zZXNzaW9ucxgCIAEoDRIVCg1zdWJzY3JpcHRpb25zGAMgASgNIocCCgxTZXJ2ZXJMaW1pdHMSFAoMd29ya2VyX2NvdW50GAEgASgNEhYKDnF1ZXVlX2NhcGFjaXR5GAIgASgNEhkKEW1heF9yZXF1ZXN0X2J5dGVzGAMgASgEEhkKEW1heF9hcmNoaXZlX2J5dGVzGAQgASgEEhYKDm1heF90dXJuX3N0ZXBzGAUgASgNEhwKFG1heF90dXJuX2R1cmF0aW9uX21zGAYgASgEEg4KBnF1ZXVlZBgHIAEoDRIPCgdydW5uaW5nGAggASgNEhoKEm1heF9zdWJhZ2VudF9kZXB0aBgJIAEoDRIgChhtYXhfY29uY3VycmVudF9zdWJhZ2VudHMYCiABKA0i4AEKE1NhbmRib3hDYXBhYmlsaXRpZXMSEgoKYnViYmxld3JhcBgBIAEoCBIQCghsYW5kbG9jaxgCIAEoCBIPCgdzZWNjb21wGAMgASgIEiwKC2ZvcmNlZF9tb2RlGAQgASgOMhcub2R5c3NleS52MS5TYW5kYm94TW9kZRIiChpkYW5nZXJfZnVsbF9hY2Nlc3NfYWxsb3dlZBgFIAEoCBINCgVub3RlcxgGIAMoCRIxCg5zZXNzaW9uX2xpbWl0cxgHIAEoCzIZLm9keXNzZXkudjEuU2Vzc2lvbkxpbWl0cyLFAQoNU2Vzc2lvbkxpbWl0cxIdChVtZW1vcnlfY2dyb3VwX3ZlcnNpb24YASABKA0SGwoTcGlkc19jZ3JvdXBfdmVyc2lvbhgCIAEoDRIZChFkZWZhdWx0X21lbW9yeV9tYhgDIAEoBBIVCg1tYXhfcHJvY2Vzc2VzGAQgASgEEh8KF21heF9jb25jdXJyZW50X2NvbW1hbmRzGAUgASgEEiUKHXByb2Nlc3Nlc19jb3VudGVkX3Blcl9jb21tYW5kGAYgASgIImwKElF1YXJhbnRpbmVkU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIyCg5xdWFyYW50aW5lZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAipgEKEldvcmtzcGFjZVNuYXBzaG90cxIwCgltZWNoYW5pc20YASABKA4yHS5vZHlzc2V5LnYxLlNuYXBzaG90TWVjaGFuaXNtEhEKCW1heF90dXJucxgCIAEoBBIRCgltYXhfYnl0ZXMYAyABKAQSGwoTbWF4X3dvcmtzcGFjZV9maWxlcxgEIAEoBBIbChNtYXhfd29ya3NwYWNlX2J5dGVzGAUgASgEIlgKCVN0b3JlSW5mbxIMCgRraW5kGAEgASgJEhIKCnJlcGxpY2FfaWQYAiABKAkSKQoIcmVwbGljYXMYAyADKAsyFy5vZHlzc2V5LnYxLlJlcGxpY2FJbmZvIlcKC1JlcGxpY2FJbmZvEgoKAmlkGAEgASgJEi0KCWxhc3Rfc2VlbhgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFYWxpdmUYAyABKAgqlwEKEVNuYXBzaG90TWVjaGFuaXNtEiIKHlNOQVBTSE9UX01FQ0hBTklTTV9VTlNQRUNJRklFRBAAEh8KG1NOQVBTSE9UX01FQ0hBTklTTV9ESVNBQkxFRBABEh0KGVNOQVBTSE9UX01FQ0hBTklTTV9DT1BJRVMQAhIeChpTTkFQU0hPVF9NRUNIQU5JU01fT1ZFUkxBWRADMmUKDVNlcnZlclNlcnZpY2USVAoNR2V0U2VydmVySW5mbxIgLm9keXNzZXkudjEuR2V0U2VydmVySW5mb1JlcXVlc3QaIS5vZHlzc2V5LnYxLkdldFNlcnZlckluZm9SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_odyssey_v1_common]);
 
 /**
  * @generated from message odyssey.v1.GetServerInfoRequest
@@ -79,6 +79,13 @@ export type GetServerInfoResponse = Message<"odyssey.v1.GetServerInfoResponse"> 
    * @generated from field: odyssey.v1.WorkspaceSnapshots workspace_snapshots = 8;
    */
   workspaceSnapshots?: WorkspaceSnapshots | undefined;
+
+  /**
+   * Where sessions, events and bundles are kept, and the replicas sharing them.
+   *
+   * @generated from field: odyssey.v1.StoreInfo store = 9;
+   */
+  store?: StoreInfo | undefined;
 };
 
 /**
@@ -383,6 +390,75 @@ export type WorkspaceSnapshots = Message<"odyssey.v1.WorkspaceSnapshots"> & {
  */
 export const WorkspaceSnapshotsSchema: GenMessage<WorkspaceSnapshots> = /*@__PURE__*/
   messageDesc(file_odyssey_v1_server, 7);
+
+/**
+ * Where a server keeps sessions, events and bundles.
+ *
+ * @generated from message odyssey.v1.StoreInfo
+ */
+export type StoreInfo = Message<"odyssey.v1.StoreInfo"> & {
+  /**
+   * `files` (this server's home folder) or `postgres` (a database replicas share).
+   *
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * This server's replica id; empty for the file store.
+   *
+   * @generated from field: string replica_id = 2;
+   */
+  replicaId: string;
+
+  /**
+   * The replicas sharing the store, as the store last saw them (this one included); empty
+   * for the file store, or when the store could not be asked.
+   *
+   * @generated from field: repeated odyssey.v1.ReplicaInfo replicas = 3;
+   */
+  replicas: ReplicaInfo[];
+};
+
+/**
+ * Describes the message odyssey.v1.StoreInfo.
+ * Use `create(StoreInfoSchema)` to create a new message.
+ */
+export const StoreInfoSchema: GenMessage<StoreInfo> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_server, 8);
+
+/**
+ * One replica sharing a store.
+ *
+ * @generated from message odyssey.v1.ReplicaInfo
+ */
+export type ReplicaInfo = Message<"odyssey.v1.ReplicaInfo"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * When it last said it was alive (its heartbeat).
+   *
+   * @generated from field: google.protobuf.Timestamp last_seen = 2;
+   */
+  lastSeen?: Timestamp | undefined;
+
+  /**
+   * Whether that was within its lease time; a replica not seen since is presumed dead.
+   *
+   * @generated from field: bool alive = 3;
+   */
+  alive: boolean;
+};
+
+/**
+ * Describes the message odyssey.v1.ReplicaInfo.
+ * Use `create(ReplicaInfoSchema)` to create a new message.
+ */
+export const ReplicaInfoSchema: GenMessage<ReplicaInfo> = /*@__PURE__*/
+  messageDesc(file_odyssey_v1_server, 9);
 
 /**
  * @generated from enum odyssey.v1.SnapshotMechanism
