@@ -13,16 +13,22 @@
 //!   gap-free across replicas. A replica holds a session's lease from the moment it claims
 //!   one of its turns until the turn finishes (renewed by a heartbeat every third of
 //!   [`StoreConfig::lease_ttl`]). The rule, checked by the database in the append itself:
-//!   - while this replica holds the session's lease, it appends only while that very lease
-//!     (same epoch) is live: a lease that expired, whether or not another replica took it
-//!     over since, is lost for good;
+//!   - while this replica holds the session's lease, it appends only under that very lease
+//!     (same holder, same epoch): once another replica took the lease over, the lease is
+//!     lost for good;
 //!   - holding no lease, it appends only if no other replica holds a live lease on the
 //!     session.
 //!
 //!   Either refusal writes nothing and answers
-//!   [`odyssey_runtime::store::StoreError::Fenced`], saying who holds the session or that
-//!   the lease lapsed. A stale expected sequence is
-//!   [`odyssey_runtime::store::StoreError::SequenceConflict`].
+//!   [`odyssey_runtime::store::StoreError::Fenced`], saying who holds the session. A stale
+//!   expected sequence is [`odyssey_runtime::store::StoreError::SequenceConflict`].
+//!
+//!   A lease that expired and that nobody took over stays its holder's (its heartbeat
+//!   renews it again): the database going away for longer than a lease stops no turn.
+//!   Whoever wrote to the session meanwhile (a replica recording the turn of a replica it
+//!   found stopped as interrupted, holding no lease) moved its last sequence, so the
+//!   holder's next append is refused as a [`odyssey_runtime::store::StoreError::SequenceConflict`]
+//!   and lands nothing either.
 //! - **The queue.** Turns are rows; a claim takes the oldest turn that heads its session's
 //!   waiting turns, in a session with no running turn and no live lease of another
 //!   replica, with `FOR UPDATE SKIP LOCKED`, and takes the session's lease in the same
@@ -154,6 +160,7 @@ pub async fn open_store(
         catalog: tokio::sync::Mutex::new(()),
         wakes: wakes_sender,
         _stop_following: stop_following,
+        healthy_since: Mutex::new(Some(std::time::Instant::now())),
     });
     store
         .refresh()
@@ -214,6 +221,10 @@ pub(crate) struct ReplicaStore {
     wakes: broadcast::Sender<LogWake>,
     /// Dropped with the store, which stops the follower task.
     _stop_following: oneshot::Sender<()>,
+    /// Since when this replica's heartbeats have all reached the database (`None` after
+    /// one failed). Only a replica that has been heard from for a whole lease time judges
+    /// others stopped: after an outage every replica looks silent for a while.
+    healthy_since: Mutex<Option<std::time::Instant>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -229,6 +240,13 @@ impl ReplicaStore {
 
     fn held_epoch(&self, session_id: Uuid) -> Option<i64> {
         lock(&self.leases).get(&session_id).copied()
+    }
+
+    /// Whether this replica's heartbeats have reached the database for a whole lease time,
+    /// so that another replica's silence means that one stopped, not that the database
+    /// (or this replica's way to it) was away.
+    fn heard_for_a_lease(&self) -> bool {
+        lock(&self.healthy_since).is_some_and(|since| since.elapsed() >= self.lease_ttl)
     }
 
     /// One beat: the replica is alive, its leases are renewed, and the counts that the
@@ -250,8 +268,7 @@ impl ReplicaStore {
                     "UPDATE session_leases l
                      SET expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond'
                      FROM unnest($3::text[], $4::bigint[]) AS h (session_id, epoch)
-                     WHERE l.session_id = h.session_id AND l.epoch = h.epoch AND l.holder = $1
-                       AND l.expires_at > clock_timestamp()",
+                     WHERE l.session_id = h.session_id AND l.epoch = h.epoch AND l.holder = $1",
                     &[&self.replica, &ttl, &sessions, &epochs],
                 )
                 .await
@@ -308,8 +325,14 @@ fn spawn_heartbeat(store: &Arc<ReplicaStore>) {
             let Some(store) = weak.upgrade() else {
                 return;
             };
-            if let Err(e) = store.heartbeat().await {
-                tracing::warn!(replica = %store.replica, error = %e, "the store's heartbeat failed");
+            match store.heartbeat().await {
+                Ok(()) => {
+                    lock(&store.healthy_since).get_or_insert_with(std::time::Instant::now);
+                }
+                Err(e) => {
+                    *lock(&store.healthy_since) = None;
+                    tracing::warn!(replica = %store.replica, error = %e, "the store's heartbeat failed");
+                }
             }
         }
     });

@@ -280,6 +280,9 @@ impl TurnQueue for ReplicaStore {
 
     fn take_abandoned(&self) -> BoxFuture<'_, StoreResult<Vec<Uuid>>> {
         async move {
+            if !self.heard_for_a_lease() {
+                return Ok(Vec::new());
+            }
             let turns = self
                 .db
                 .interrupt_abandoned_turns(self.lease_ttl)

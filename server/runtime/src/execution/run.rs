@@ -89,6 +89,43 @@ impl OdysseyRuntime {
         });
     }
 
+    /// Tells the queue the session's turn ended. A store that cannot be reached is asked
+    /// again, in the background, until it answers: until then the session's next turn
+    /// cannot start anywhere.
+    async fn finish_in_queue(&self, session_id: Uuid) {
+        let error = match self.inner.queue.finish(session_id).await {
+            Ok(()) => return,
+            Err(e) => e,
+        };
+        if !matches!(error, crate::store::StoreError::Unavailable(_)) {
+            tracing::warn!(session = %session_id, error = %error, "cannot mark the session's turn finished in the queue");
+            return;
+        }
+        tracing::warn!(session = %session_id, error = %error, "the store is unavailable; the session's turn is marked finished once it is back");
+        let runtime = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut delay = std::time::Duration::from_millis(200);
+            loop {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(std::time::Duration::from_secs(5));
+                let Some(inner) = runtime.upgrade() else {
+                    return;
+                };
+                match inner.queue.finish(session_id).await {
+                    Ok(()) => {
+                        OdysseyRuntime { inner }.pump().await;
+                        return;
+                    }
+                    Err(crate::store::StoreError::Unavailable(_)) => {}
+                    Err(e) => {
+                        tracing::warn!(session = %session_id, error = %e, "cannot mark the session's turn finished in the queue");
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
     /// Closes, as interrupted, the turns the store says servers that stopped left running.
     async fn close_abandoned_turns(&self) {
         let sessions = match self.inner.queue.take_abandoned().await {
@@ -133,9 +170,7 @@ impl OdysseyRuntime {
             None => tracing::error!(execution = %execution_id, "execution vanished before it ran"),
         }
         drop(slot);
-        if let Err(e) = self.inner.queue.finish(session_id).await {
-            tracing::warn!(session = %session_id, error = %e, "cannot mark the session's turn finished in the queue");
-        }
+        self.finish_in_queue(session_id).await;
         self.inner
             .sessions
             .evict_idle(self.inner.config.open_session_cache);

@@ -107,7 +107,7 @@ pub(super) struct LiveState {
     pub(super) deleted: bool,
     /// Why this copy of a shared session may not be written any more (the store refused
     /// its push: another server holds the session).
-    lost: Option<String>,
+    pub(super) lost: Option<String>,
 }
 
 /// A turn the log shows started and not yet completed.
