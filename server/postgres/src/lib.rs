@@ -41,7 +41,9 @@ pub use listen::{
 };
 pub use migrate::{MIGRATIONS, Migration, MigrationReport, latest_version};
 pub use replicas::Replica;
-pub use seam::{DEFAULT_CLUSTER_QUEUE_LIMIT, DEFAULT_LEASE_TTL, StoreConfig, open_store};
+pub use seam::{
+    DEFAULT_CLUSTER_QUEUE_LIMIT, DEFAULT_LEASE_TTL, MemoryLimits, StoreConfig, open_store,
+};
 pub use sessions::StoredSession;
 pub use turns::{ClaimedTurn, TurnState};
 

@@ -31,6 +31,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "a deletion of sessions notifies the replicas",
         sql: include_str!("../migrations/0003_session_deleted.sql"),
     },
+    Migration {
+        version: 4,
+        name: "long-term memory shared by the replicas",
+        sql: include_str!("../migrations/0004_memory.sql"),
+    },
 ];
 
 /// The advisory lock key migrations run under (`odyssey1` in ASCII).

@@ -64,6 +64,7 @@
 mod bundles;
 mod journal;
 mod logs;
+mod memory;
 mod queue;
 mod records;
 mod replicas;
@@ -82,6 +83,7 @@ use odyssey_runtime::store::{LogWake, StoreError as SeamError};
 use tokio::sync::{broadcast, oneshot};
 use uuid::Uuid;
 
+pub use self::memory::MemoryLimits;
 use crate::leases::millis;
 use crate::{DatabaseConfig, Store, StoreError};
 
@@ -107,6 +109,8 @@ pub struct StoreConfig {
     pub cluster_queue_limit: usize,
     /// How long a session's lease lasts unless renewed.
     pub lease_ttl: Duration,
+    /// What long-term memory keeps per scope (one agent of one bundle).
+    pub memory: MemoryLimits,
 }
 
 impl StoreConfig {
@@ -119,6 +123,10 @@ impl StoreConfig {
             queue_capacity: runtime.queue_capacity,
             cluster_queue_limit: DEFAULT_CLUSTER_QUEUE_LIMIT,
             lease_ttl: DEFAULT_LEASE_TTL,
+            memory: MemoryLimits {
+                max_records: runtime.memory.max_records,
+                max_bytes: runtime.memory.max_bytes,
+            },
         }
     }
 }
@@ -180,6 +188,10 @@ pub async fn open_store(
         store.clone(),
     )
     .with_bundle_catalog(bundles)
+    .with_memory(Arc::new(memory::Memory {
+        store: store.clone(),
+        limits: config.memory,
+    }))
     .with_replicas(store))
 }
 

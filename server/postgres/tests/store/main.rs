@@ -12,6 +12,7 @@ mod database;
 mod events;
 mod leases;
 mod listen;
+mod memory;
 mod migrations;
 mod outage;
 mod replicas;

@@ -224,15 +224,20 @@ impl OdysseyRuntime {
             Ok(removed) => tracing::info!(removed, "removed the cgroups of a previous server"),
             Err(e) => tracing::warn!(error = %e, "cannot remove a previous server's cgroups"),
         }
-        let memory = config.memory.provider.clone().unwrap_or_else(|| {
-            Arc::new(FileMemory::new(
-                config.memory_dir(),
-                FileMemoryLimits {
-                    max_records: config.memory.max_records,
-                    max_bytes: config.memory.max_bytes,
-                },
-            ))
-        });
+        let memory = config
+            .memory
+            .provider
+            .clone()
+            .or_else(|| store.memory())
+            .unwrap_or_else(|| {
+                Arc::new(FileMemory::new(
+                    config.memory_dir(),
+                    FileMemoryLimits {
+                        max_records: config.memory.max_records,
+                        max_bytes: config.memory.max_bytes,
+                    },
+                ))
+            });
         let sandbox = Arc::new(sandbox);
         let approvals = ApprovalStore::new(config.approval_timeout);
         let mcp = crate::tools::mcp::McpServers::new(

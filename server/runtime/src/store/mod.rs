@@ -327,6 +327,9 @@ pub struct Store {
     queue: Arc<dyn TurnQueue>,
     /// The servers sharing the store, when several may.
     replicas: Option<Arc<dyn Replicas>>,
+    /// Long-term memory kept by the store (several servers then recall what any of them
+    /// captured); `None`: the runtime's own file memory under the home.
+    memory: Option<Arc<dyn crate::memory::MemoryProvider>>,
 }
 
 enum StoreKind {
@@ -368,6 +371,7 @@ impl Store {
             },
             queue: Arc::new(crate::execution::Queue::new(config.queue_capacity)),
             replicas: None,
+            memory: None,
         })
     }
 
@@ -396,6 +400,7 @@ impl Store {
             },
             queue,
             replicas: None,
+            memory: None,
         }
     }
 
@@ -406,6 +411,18 @@ impl Store {
             *slot = Some(catalog);
         }
         self
+    }
+
+    /// Long-term memory kept by the store. An embedder's own provider
+    /// ([`crate::memory::MemorySettings::provider`]) still wins over it.
+    pub fn with_memory(mut self, memory: Arc<dyn crate::memory::MemoryProvider>) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// The long-term memory the store keeps, if it keeps one.
+    pub fn memory(&self) -> Option<Arc<dyn crate::memory::MemoryProvider>> {
+        self.memory.clone()
     }
 
     /// The servers sharing this store.
