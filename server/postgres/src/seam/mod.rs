@@ -169,11 +169,16 @@ pub async fn open_store(
         wakes: wakes_sender,
         _stop_following: stop_following,
         healthy_since: Mutex::new(Some(std::time::Instant::now())),
+        left_running: Mutex::new(Vec::new()),
     });
     store
         .refresh()
         .await
         .map_err(|e| StoreError::Open(e.to_string()))?;
+    store
+        .take_left_running()
+        .await
+        .map_err(|e| StoreError::Open(format!("the turns left running: {e}")))?;
     odyssey_runtime::store::Bundles::refresh_catalog(&*store)
         .await
         .map_err(|e| StoreError::Open(format!("the bundle catalog: {e}")))?;
@@ -237,6 +242,11 @@ pub(crate) struct ReplicaStore {
     /// one failed). Only a replica that has been heard from for a whole lease time judges
     /// others stopped: after an outage every replica looks silent for a while.
     healthy_since: Mutex<Option<std::time::Instant>>,
+    /// Sessions whose turn a previous process of this replica left running (it stopped
+    /// with them): recorded as interrupted in the queue at open, handed to the runtime by
+    /// the first [`odyssey_runtime::store::TurnQueue::take_abandoned`] to be closed in the
+    /// sessions' logs.
+    left_running: Mutex<Vec<Uuid>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -252,6 +262,28 @@ impl ReplicaStore {
 
     fn held_epoch(&self, session_id: Uuid) -> Option<i64> {
         lock(&self.leases).get(&session_id).copied()
+    }
+
+    /// Records as interrupted the turns a previous process of this replica left running
+    /// (no one else may claim their sessions while they are), keeping their sessions for
+    /// the runtime to close.
+    async fn take_left_running(&self) -> Result<(), SeamError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "UPDATE turns SET state = 'interrupted', finished_at = clock_timestamp()
+                 WHERE state = 'running' AND claimed_by = $1
+                 RETURNING session_id",
+                &[&self.replica],
+            )
+            .await
+            .map_err(query("interrupt the turns a previous start left running"))?;
+        let sessions = rows
+            .iter()
+            .filter_map(|row| Uuid::parse_str(row.get::<_, &str>(0)).ok())
+            .collect();
+        *lock(&self.left_running) = sessions;
+        Ok(())
     }
 
     /// Whether this replica's heartbeats have reached the database for a whole lease time,
@@ -290,9 +322,18 @@ impl ReplicaStore {
     }
 
     /// Reads again what the traits answer without waiting: the turns this replica
-    /// submitted that wait, and the quarantined sessions.
+    /// submitted that wait, and the quarantined sessions. Forgets the interrupted turns
+    /// older than an hour (their sessions' logs say how they ended).
     async fn refresh(&self) -> Result<(), SeamError> {
         let client = self.client().await?;
+        client
+            .execute(
+                "DELETE FROM turns WHERE state = 'interrupted'
+                 AND finished_at < clock_timestamp() - interval '1 hour'",
+                &[],
+            )
+            .await
+            .map_err(query("forget old interrupted turns"))?;
         let queued: i64 = client
             .query_one(
                 "SELECT count(*) FROM turns WHERE state = 'queued' AND submitted_by = $1",

@@ -280,18 +280,21 @@ impl TurnQueue for ReplicaStore {
 
     fn take_abandoned(&self) -> BoxFuture<'_, StoreResult<Vec<Uuid>>> {
         async move {
+            let mut sessions = std::mem::take(&mut *lock(&self.left_running));
             if !self.heard_for_a_lease() {
-                return Ok(Vec::new());
+                return Ok(sessions);
             }
             let turns = self
                 .db
                 .interrupt_abandoned_turns(self.lease_ttl)
                 .await
                 .map_err(super::seam_error)?;
-            let mut sessions: Vec<Uuid> = turns
-                .iter()
-                .filter_map(|turn| Uuid::parse_str(&turn.session_id).ok())
-                .collect();
+            sessions.extend(
+                turns
+                    .iter()
+                    .filter_map(|turn| Uuid::parse_str(&turn.session_id).ok()),
+            );
+            sessions.sort_unstable();
             sessions.dedup();
             Ok(sessions)
         }

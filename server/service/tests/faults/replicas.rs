@@ -382,6 +382,46 @@ async fn a_replica_killed_mid_turn_hands_its_session_over() {
     cluster.drop().await;
 }
 
+/// A replica killed mid-turn and started again on its home, under its replica id, closes
+/// the turn it left running as interrupted (no other replica runs), and the session goes
+/// on there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_restarted_after_sigkill_closes_the_turn_it_left_running() {
+    let _one_at_a_time = DATABASE.lock().await;
+    let Some(mut cluster) = Cluster::new().await else {
+        return;
+    };
+    let launch = cluster.launch("r1");
+    let r1 = Odysseyd::start(&launch).await;
+    install(&r1, crate::support::bundle_archive("restart"))
+        .await
+        .expect("bundle installs");
+    let session = create_session(&r1, "restart").await.expect("session");
+    let mut followed = subscribe(&r1, &session).await;
+    let killed = submit(&r1, &session, "slow").await;
+    let mut seen = Vec::new();
+    follow_until(&mut followed, &mut seen, |e| {
+        matches!(e.payload, Some(Payload::AgentMessageDelta(_)))
+    })
+    .await;
+    drop(followed);
+    r1.kill().await;
+
+    let r1 = Odysseyd::start(&launch).await;
+    let next = run(&r1, &session, "after the restart").await;
+    assert_eq!(next.state, pb::ExecutionState::Completed as i32, "{next:?}");
+    let log = replay(&r1, &session, next.last_sequence, PATIENCE)
+        .await
+        .expect("replay");
+    check_log_shape(&session, &log, false).expect("one gap-free log");
+    assert_eq!(
+        completion(&log, &killed).outcome,
+        pb::TurnOutcome::Interrupted as i32
+    );
+    drop(r1);
+    cluster.drop().await;
+}
+
 /// The replica running a turn is paused (SIGSTOP) past its lease: another replica closes
 /// the turn as interrupted and runs the session's next turn. Resumed (SIGCONT), the paused
 /// replica goes on streaming its turn, and nothing of it lands: the log has no event of
