@@ -322,13 +322,14 @@ impl ReplicaStore {
     }
 
     /// Reads again what the traits answer without waiting: the turns this replica
-    /// submitted that wait, and the quarantined sessions. Forgets the interrupted turns
-    /// older than an hour (their sessions' logs say how they ended).
+    /// submitted that wait, and the quarantined sessions. Forgets the turns that ended
+    /// more than an hour ago (their sessions' logs say how they ended; until then any
+    /// replica finds a turn's session by its id).
     async fn refresh(&self) -> Result<(), SeamError> {
         let client = self.client().await?;
         client
             .execute(
-                "DELETE FROM turns WHERE state = 'interrupted'
+                "DELETE FROM turns WHERE state IN ('completed', 'interrupted')
                  AND finished_at < clock_timestamp() - interval '1 hour'",
                 &[],
             )

@@ -12,7 +12,9 @@ use std::sync::atomic::Ordering;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use odyssey_runtime::model::ModelSpec;
-use odyssey_runtime::store::{Job, Placed, StoreError as SeamError, StoreResult, TurnQueue};
+use odyssey_runtime::store::{
+    Job, Located, Placed, Placement, StoreError as SeamError, StoreResult, TurnQueue,
+};
 use odyssey_runtime::{ExecutionRequest, RuntimeError};
 use serde::{Deserialize, Serialize};
 use tokio_postgres::Row;
@@ -310,7 +312,7 @@ impl TurnQueue for ReplicaStore {
             client
                 .execute(
                     "WITH ended AS (
-                         DELETE FROM turns
+                         UPDATE turns SET state = 'completed', finished_at = clock_timestamp()
                          WHERE session_id = $1 AND state = 'running' AND claimed_by = $2
                      )
                      UPDATE session_leases SET expires_at = clock_timestamp()
@@ -322,6 +324,34 @@ impl TurnQueue for ReplicaStore {
                 .map_err(query("finish a turn"))?;
             lock(&self.leases).remove(&session_id);
             Ok(())
+        }
+        .boxed()
+    }
+
+    fn locate(&self, execution_id: Uuid) -> BoxFuture<'_, StoreResult<Option<Located>>> {
+        async move {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(
+                    "SELECT session_id, state, coalesce(claimed_by, '') FROM turns WHERE id = $1",
+                    &[&execution_id.to_string()],
+                )
+                .await
+                .map_err(query("look a turn up"))?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let session: &str = row.get(0);
+            let session_id = Uuid::parse_str(session)
+                .map_err(|e| unreadable(format!("session id {session}"), e))?;
+            let place = match row.get::<_, &str>(1) {
+                "queued" => Placement::Queued,
+                "running" => Placement::Running {
+                    replica: row.get(2),
+                },
+                _ => Placement::Ended,
+            };
+            Ok(Some(Located { session_id, place }))
         }
         .boxed()
     }

@@ -125,6 +125,55 @@ impl OdysseyRuntime {
         })
     }
 
+    /// [`Self::execution_status`], also for a turn another server sharing the store holds
+    /// (waiting, running or ended there): its status is read from its session's log, as
+    /// far as the store has it.
+    pub async fn find_execution_status(&self, execution_id: Uuid) -> Result<ExecutionStatus> {
+        let unknown = self.execution_status(execution_id);
+        if unknown.is_ok() || self.inner.store_kind == "files" {
+            return unknown;
+        }
+        let Some(located) = self.inner.queue.locate(execution_id).await? else {
+            return unknown;
+        };
+        let session_id = located.session_id;
+        let waiting = || ExecutionStatus {
+            execution_id,
+            session_id,
+            state: crate::execution::ExecutionState::Queued,
+            response: String::new(),
+            error: String::new(),
+            usage: Default::default(),
+            first_sequence: 0,
+            last_sequence: 0,
+        };
+        if located.place == crate::store::Placement::Queued {
+            return Ok(waiting());
+        }
+        let session = self.inner.sessions.get(session_id).await?;
+        session.catch_up().await?;
+        let logged = tokio::task::spawn_blocking(move || session.logged_turns(Some(execution_id)))
+            .await
+            .map_err(|e| RuntimeError::storage("read turns", std::io::Error::other(e)))??
+            .pop();
+        match (located.place, logged) {
+            (crate::store::Placement::Running { .. }, Some(logged)) if logged.end.is_none() => {
+                Ok(ExecutionStatus {
+                    state: crate::execution::ExecutionState::Running,
+                    first_sequence: logged.first_sequence,
+                    last_sequence: logged.first_sequence,
+                    ..waiting()
+                })
+            }
+            // Claimed, its start not written yet.
+            (crate::store::Placement::Running { .. }, None) => Ok(ExecutionStatus {
+                state: crate::execution::ExecutionState::Running,
+                ..waiting()
+            }),
+            _ => self.turn_status(session_id, execution_id).await,
+        }
+    }
+
     /// Stops a queued or running turn. The turn ends as cancelled, with events saying so.
     pub async fn cancel(&self, execution_id: Uuid) -> Result<ExecutionStatus> {
         self.cancel_because(execution_id, "cancelled by request")

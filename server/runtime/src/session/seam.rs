@@ -26,6 +26,10 @@ impl SessionRecords for Arc<SessionStore> {
     }
 
     fn session(&self, id: Uuid) -> BoxFuture<'_, StoreResult<Option<SessionInfo>>> {
+        if let Some(remote) = self.remote.get() {
+            // The store's record and totals: what any server wrote, at once.
+            return remote.records.session(id);
+        }
         async move {
             // Opening it reads (and repairs) its log the first time, as any use of the
             // session does: a session whose log cannot be read is moved aside and said so.

@@ -209,6 +209,24 @@ pub trait EventLogs: Send + Sync {
     }
 }
 
+/// A turn found by [`TurnQueue::locate`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Located {
+    pub session_id: Uuid,
+    pub place: Placement,
+}
+
+/// Where a located turn is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    Queued,
+    Running {
+        replica: String,
+    },
+    /// Ran and ended: its session's log says how.
+    Ended,
+}
+
 /// What [`EventLogs::wake_ups`] tells.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LogWake {
@@ -284,6 +302,14 @@ pub trait TurnQueue: Send + Sync {
     /// process uses.
     fn take_abandoned(&self) -> BoxFuture<'_, StoreResult<Vec<Uuid>>> {
         Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// Where a turn is, for a store several servers share: its session, and whether it
+    /// waits, runs (on which server) or ended (kept a while after its end). `None` when
+    /// the store does not know it (a store only this process uses answers `None`: the
+    /// runtime knows its own turns).
+    fn locate(&self, _execution_id: Uuid) -> BoxFuture<'_, StoreResult<Option<Located>>> {
+        Box::pin(std::future::ready(Ok(None)))
     }
 
     /// Turns waiting (not running).

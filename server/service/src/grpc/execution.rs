@@ -119,7 +119,11 @@ impl ExecutionService for Executions {
         request: Request<pb::GetExecutionStatusRequest>,
     ) -> Result<Response<pb::GetExecutionStatusResponse>, Status> {
         let id = parse_uuid("execution_id", &request.into_inner().execution_id)?;
-        let status = self.runtime.execution_status(id).map_err(to_status)?;
+        let status = self
+            .runtime
+            .find_execution_status(id)
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(pb::GetExecutionStatusResponse {
             status: Some(convert::execution_status(&status)),
         }))

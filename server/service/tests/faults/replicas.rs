@@ -195,6 +195,19 @@ async fn submit(server: &Odysseyd, session: &str, prompt: &str) -> String {
         .execution_id
 }
 
+async fn status_of(server: &Odysseyd, execution: &str) -> pb::ExecutionStatus {
+    server
+        .executions()
+        .get_execution_status(pb::GetExecutionStatusRequest {
+            execution_id: execution.into(),
+        })
+        .await
+        .unwrap_or_else(|e| panic!("the status of {execution}: {e}"))
+        .into_inner()
+        .status
+        .expect("a status")
+}
+
 async fn last_sequence(server: &Odysseyd, session: &str) -> u64 {
     server
         .sessions()
@@ -306,6 +319,15 @@ async fn three_replicas_serve_one_session_together() {
         completion(&seen, &second.execution_id).response,
         "Answered: second"
     );
+    // A turn's status is answered by any replica, from the session's log.
+    let elsewhere = status_of(&r3, &first.execution_id).await;
+    assert_eq!(
+        elsewhere.state,
+        pb::ExecutionState::Completed as i32,
+        "{elsewhere:?}"
+    );
+    assert_eq!(elsewhere.response, "Answered: first");
+    assert_eq!(elsewhere.session_id, session);
     for replica in [&r1, &r2, &r3] {
         assert_eq!(last_sequence(replica, &session).await, second.last_sequence);
         let info = replica
@@ -378,6 +400,10 @@ async fn a_replica_killed_mid_turn_hands_its_session_over() {
     let last = last_sequence(&r2, &session).await;
     let log = replay(&r2, &session, last, PATIENCE).await.expect("replay");
     check_log_shape(&session, &log, false).expect("one gap-free log");
+    assert_eq!(
+        status_of(&r2, &killed).await.state,
+        pb::ExecutionState::Interrupted as i32
+    );
     drop(r2);
     cluster.drop().await;
 }
