@@ -298,9 +298,20 @@ impl OdysseyRuntime {
     /// Records in the turn journal that the session's turn ended; a failure is logged (the
     /// session is then repaired again at the next start, which finds its turn closed).
     pub(crate) async fn journal_turn_end(&self, id: uuid::Uuid) {
+        if !self.journals_turns() {
+            return;
+        }
         if let Err(e) = self.inner.journal.turn_ended(id).await {
             tracing::warn!(session = %id, error = %e, "cannot journal turn end");
         }
+    }
+
+    /// Whether turns in flight are written to the turn journal. With a store several
+    /// servers share they are not: the queue's running turns are that record (a replica
+    /// started again closes those its previous process left running, see
+    /// [`crate::store::TurnQueue::take_abandoned`]), and a turn saves two round trips.
+    pub(crate) fn journals_turns(&self) -> bool {
+        self.inner.store_kind == "files"
     }
 
     pub fn config(&self) -> &RuntimeConfig {

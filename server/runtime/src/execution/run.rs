@@ -259,7 +259,9 @@ impl OdysseyRuntime {
                 return;
             }
         };
-        if let Err(e) = self.inner.journal.turn_started(session.id()).await {
+        if self.journals_turns()
+            && let Err(e) = self.inner.journal.turn_started(session.id()).await
+        {
             tracing::warn!(session = %session.id(), error = %e, "cannot journal turn start");
         }
         let context = self.turn_context(&session, &job.request);
