@@ -246,6 +246,15 @@ impl OdysseyRuntime {
             approvals.clone(),
             executions.clone(),
         );
+        if store.kind() != "files" {
+            // Another replica runs the session's turns now: its MCP servers here stop.
+            let servers = Arc::downgrade(&mcp);
+            sessions.on_written_elsewhere(Arc::new(move |session| {
+                if let Some(servers) = servers.upgrade() {
+                    tokio::spawn(async move { servers.forget_session(session).await });
+                }
+            }));
+        }
         let runtime = Self {
             inner: Arc::new(Inner {
                 rewinding: snapshots::Rewinding::default(),

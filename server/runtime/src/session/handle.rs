@@ -1006,8 +1006,9 @@ impl SessionHandle {
         self: &Arc<Self>,
         logs: Arc<dyn crate::store::EventLogs>,
         stored: u64,
+        elsewhere: Option<remote::WrittenElsewhere>,
     ) {
-        let remote = Arc::new(RemoteLog::new(logs, stored));
+        let remote = Arc::new(RemoteLog::new(logs, stored, elsewhere));
         if self.remote.set(remote.clone()).is_err() {
             return;
         }
@@ -1122,6 +1123,9 @@ impl SessionHandle {
             }
             self.ingest(rows)?;
             remote.set_stored(last);
+            if let Some(elsewhere) = &remote.elsewhere {
+                elsewhere(self.record.id);
+            }
         }
     }
 

@@ -64,15 +64,26 @@ pub(crate) struct RemoteLog {
     pub(super) turn: tokio::sync::Mutex<()>,
     /// Wakes the session's pusher when an event is written.
     pub(super) written: Notify,
+    /// Told when this copy reads in events another server wrote: that server runs the
+    /// session's turns now (see [`SessionStore::on_written_elsewhere`]).
+    pub(super) elsewhere: Option<WrittenElsewhere>,
 }
 
+/// What a store calls when a session open here takes events another server wrote.
+pub type WrittenElsewhere = Arc<dyn Fn(Uuid) + Send + Sync>;
+
 impl RemoteLog {
-    pub(super) fn new(logs: Arc<dyn EventLogs>, stored: u64) -> Self {
+    pub(super) fn new(
+        logs: Arc<dyn EventLogs>,
+        stored: u64,
+        elsewhere: Option<WrittenElsewhere>,
+    ) -> Self {
         Self {
             logs,
             stored: AtomicU64::new(stored),
             turn: tokio::sync::Mutex::new(()),
             written: Notify::new(),
+            elsewhere,
         }
     }
 
@@ -184,6 +195,13 @@ impl Remote {
 }
 
 impl SessionStore {
+    /// Calls `elsewhere` with a session's id whenever a session open here reads in events
+    /// another server wrote: that server runs the session's turns now, and what this one
+    /// keeps running for the session (its MCP servers) should stop. Set once.
+    pub(crate) fn on_written_elsewhere(&self, elsewhere: WrittenElsewhere) {
+        let _ = self.elsewhere.set(elsewhere);
+    }
+
     /// Makes this store the local copy of `remote`'s sessions (before any is opened).
     pub(crate) fn shared(self, remote: Remote) -> Self {
         let _ = self.remote.set(remote);
@@ -236,7 +254,7 @@ impl SessionStore {
             }
         };
         let last = handle.last_sequence();
-        handle.attach_remote(remote.logs.clone(), last);
+        handle.attach_remote(remote.logs.clone(), last, self.elsewhere.get().cloned());
         handle.catch_up().await?;
         Ok(handle)
     }

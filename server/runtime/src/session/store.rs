@@ -52,6 +52,8 @@ pub struct SessionStore {
     /// The store several servers share, when these folders are this server's copy of it
     /// (see [`super::remote`]); set once, before any session is opened.
     pub(super) remote: OnceLock<Remote>,
+    /// See [`SessionStore::on_written_elsewhere`].
+    pub(super) elsewhere: OnceLock<super::remote::WrittenElsewhere>,
 }
 
 impl SessionStore {
@@ -106,6 +108,7 @@ impl SessionStore {
             observer: OnceLock::new(),
             summary_writes,
             remote: OnceLock::new(),
+            elsewhere: OnceLock::new(),
         })
     }
 
@@ -238,7 +241,7 @@ impl SessionStore {
             }
         };
         if let Some(remote) = self.remote.get() {
-            handle.attach_remote(remote.logs.clone(), 0);
+            handle.attach_remote(remote.logs.clone(), 0, self.elsewhere.get().cloned());
         }
         let cell = Arc::new(OnceCell::new_with(Some(handle.clone())));
         self.lock_open().insert(record.id, cell);
