@@ -40,6 +40,9 @@ pub struct RuntimeConfig {
     pub execution_history: usize,
     /// Sessions kept open in memory while idle.
     pub open_session_cache: usize,
+    /// With a store several servers share: how long a turn's writes wait for a store that
+    /// cannot be reached before the turn fails.
+    pub store_outage_wait: std::time::Duration,
     /// Forces one sandbox mode for every session when set.
     pub sandbox_mode_override: Option<SandboxMode>,
     /// Whether any session may run without a sandbox.
@@ -119,6 +122,7 @@ impl RuntimeConfig {
             max_turn_duration: Duration::from_secs(600),
             execution_history: 10_000,
             open_session_cache: 1_024,
+            store_outage_wait: std::time::Duration::from_secs(30),
             sandbox_mode_override: None,
             allow_danger_full_access: false,
             providers: HashMap::new(),

@@ -1004,11 +1004,16 @@ impl SessionHandle {
     /// as the handle.
     pub(super) fn attach_remote(
         self: &Arc<Self>,
-        logs: Arc<dyn crate::store::EventLogs>,
+        store: &remote::Remote,
         stored: u64,
         elsewhere: Option<remote::WrittenElsewhere>,
     ) {
-        let remote = Arc::new(RemoteLog::new(logs, stored, elsewhere));
+        let remote = Arc::new(RemoteLog::new(
+            store.logs.clone(),
+            stored,
+            store.outage_wait,
+            elsewhere,
+        ));
         if self.remote.set(remote.clone()).is_err() {
             return;
         }
@@ -1052,8 +1057,15 @@ impl SessionHandle {
             let Some(last) = batch.last().map(|e| e.sequence) else {
                 return Ok(());
             };
-            match remote::store_batch(remote.logs.as_ref(), self.record.id, stored + 1, batch).await
-            {
+            let stored_now = remote::store_batch(
+                remote.logs.as_ref(),
+                self.record.id,
+                stored + 1,
+                batch,
+                remote.outage_wait,
+            )
+            .await;
+            match stored_now {
                 Ok(written) => remote.set_stored(written.max(last)),
                 Err(crate::store::StoreError::Unavailable(message)) => {
                     return Err(RuntimeError::StoreUnavailable(message));
@@ -1100,9 +1112,14 @@ impl SessionHandle {
         let _turn = remote.turn.lock().await;
         loop {
             let stored = remote.stored();
-            let rows = remote::read_batch(remote.logs.as_ref(), self.record.id, stored)
-                .await
-                .map_err(RuntimeError::from)?;
+            let rows = remote::read_batch(
+                remote.logs.as_ref(),
+                self.record.id,
+                stored,
+                remote.outage_wait,
+            )
+            .await
+            .map_err(RuntimeError::from)?;
             let Some(last) = rows.last().map(|e| e.sequence) else {
                 return Ok(());
             };

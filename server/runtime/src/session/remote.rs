@@ -21,7 +21,8 @@
 //!   events are read in; a copy the store does not confirm (events a fenced or crashed
 //!   server never got stored) is thrown away and read again from the rows.
 //!
-//! A store that cannot be reached is waited for, up to [`OUTAGE_WAIT`]; an append whose
+//! A store that cannot be reached is waited for, up to
+//! [`crate::RuntimeConfig::store_outage_wait`]; an append whose
 //! answer was lost in an outage is recognised when retried (the store then holds the same
 //! events, by id), so nothing is doubled or lost.
 
@@ -41,9 +42,6 @@ use crate::error::{Result, RuntimeError};
 use crate::events::Event;
 use crate::store::{EventLogs, LogWake, SessionRecords, StoreError, StoreResult};
 
-/// How long a push waits for a store that cannot be reached before it fails.
-pub(crate) const OUTAGE_WAIT: Duration = Duration::from_secs(30);
-
 /// Events pushed or read per round trip.
 pub(crate) const BATCH: usize = 512;
 
@@ -52,6 +50,8 @@ pub(crate) const BATCH: usize = 512;
 pub struct Remote {
     pub records: Arc<dyn SessionRecords>,
     pub logs: Arc<dyn EventLogs>,
+    /// How long writes and reads wait for the store when it cannot be reached.
+    pub outage_wait: Duration,
 }
 
 /// What an open session knows of its log in the shared store.
@@ -64,6 +64,8 @@ pub(crate) struct RemoteLog {
     pub(super) turn: tokio::sync::Mutex<()>,
     /// Wakes the session's pusher when an event is written.
     pub(super) written: Notify,
+    /// How long pushes and reads wait for a store that cannot be reached.
+    pub(super) outage_wait: Duration,
     /// Told when this copy reads in events another server wrote: that server runs the
     /// session's turns now (see [`SessionStore::on_written_elsewhere`]).
     pub(super) elsewhere: Option<WrittenElsewhere>,
@@ -76,9 +78,11 @@ impl RemoteLog {
     pub(super) fn new(
         logs: Arc<dyn EventLogs>,
         stored: u64,
+        outage_wait: Duration,
         elsewhere: Option<WrittenElsewhere>,
     ) -> Self {
         Self {
+            outage_wait,
             logs,
             stored: AtomicU64::new(stored),
             turn: tokio::sync::Mutex::new(()),
@@ -96,8 +100,7 @@ impl RemoteLog {
     }
 }
 
-/// Appends `events` at `from` in the store, waiting out an outage up to
-/// [`OUTAGE_WAIT`]. An append retried after an outage that finds the log already moved
+/// Appends `events` at `from` in the store, waiting out an outage up to `wait`. An append retried after an outage that finds the log already moved
 /// checks whether the store holds these very events (an earlier try committed, its answer
 /// lost): then they are stored, not refused.
 pub(super) async fn store_batch(
@@ -105,10 +108,11 @@ pub(super) async fn store_batch(
     session_id: Uuid,
     from: u64,
     events: Vec<Event>,
+    wait: Duration,
 ) -> StoreResult<u64> {
     let count = events.len() as u64;
     let ids: Vec<Uuid> = events.iter().map(|e| e.id).collect();
-    let deadline = Instant::now() + OUTAGE_WAIT;
+    let deadline = Instant::now() + wait;
     let mut delay = Duration::from_millis(50);
     let mut retried = false;
     loop {
@@ -145,8 +149,9 @@ pub(super) async fn read_batch(
     logs: &dyn EventLogs,
     session_id: Uuid,
     after: u64,
+    wait: Duration,
 ) -> StoreResult<Vec<Event>> {
-    let deadline = Instant::now() + OUTAGE_WAIT;
+    let deadline = Instant::now() + wait;
     let mut delay = Duration::from_millis(50);
     loop {
         match logs.read_events_after(session_id, after, BATCH).await {
@@ -184,7 +189,15 @@ impl Remote {
         self.records.create_session(record).await?;
         for (i, chunk) in events.chunks(BATCH).enumerate() {
             let from = (i * BATCH) as u64 + 1;
-            if let Err(e) = store_batch(self.logs.as_ref(), id, from, chunk.to_vec()).await {
+            if let Err(e) = store_batch(
+                self.logs.as_ref(),
+                id,
+                from,
+                chunk.to_vec(),
+                self.outage_wait,
+            )
+            .await
+            {
                 // All or nothing: a fork whose log could not be stored is not left behind.
                 let _ = self.records.delete_session(id).await;
                 return Err(e.into());
@@ -254,7 +267,7 @@ impl SessionStore {
             }
         };
         let last = handle.last_sequence();
-        handle.attach_remote(remote.logs.clone(), last, self.elsewhere.get().cloned());
+        handle.attach_remote(remote, last, self.elsewhere.get().cloned());
         handle.catch_up().await?;
         Ok(handle)
     }
@@ -289,7 +302,7 @@ impl SessionStore {
         let mut events = Vec::new();
         loop {
             let after = events.last().map_or(0, |e: &Event| e.sequence);
-            let batch = read_batch(remote.logs.as_ref(), id, after)
+            let batch = read_batch(remote.logs.as_ref(), id, after, remote.outage_wait)
                 .await
                 .map_err(RuntimeError::from)?;
             if batch.is_empty() {

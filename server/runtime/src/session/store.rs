@@ -241,7 +241,7 @@ impl SessionStore {
             }
         };
         if let Some(remote) = self.remote.get() {
-            handle.attach_remote(remote.logs.clone(), 0, self.elsewhere.get().cloned());
+            handle.attach_remote(remote, 0, self.elsewhere.get().cloned());
         }
         let cell = Arc::new(OnceCell::new_with(Some(handle.clone())));
         self.lock_open().insert(record.id, cell);

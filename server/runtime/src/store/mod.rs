@@ -537,6 +537,7 @@ impl Store {
                     .shared(crate::session::SharedStore {
                         records: records.clone(),
                         logs: logs.clone(),
+                        outage_wait: config.store_outage_wait,
                     });
                 let copies = Arc::new(copies);
                 Ok(RuntimeParts {
