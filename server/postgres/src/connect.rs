@@ -16,6 +16,14 @@ use crate::StoreError;
 /// Connections the pool keeps at most unless told otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
 
+/// How long a call waits for a connection (a new one, or one of the pool's) before it
+/// answers that the database is unavailable: a dead database never hangs a call.
+pub const CONNECT_PATIENCE: Duration = Duration::from_secs(5);
+
+/// How long sent data may stay unacknowledged before a connection is taken as lost (a
+/// database gone without closing its connections), unless the URL says otherwise.
+const UNACKNOWLEDGED_PATIENCE: Duration = Duration::from_secs(15);
+
 /// A database to connect to. Its `Debug` and [`DatabaseConfig::target`] never show the
 /// password.
 #[derive(Clone)]
@@ -42,6 +50,13 @@ impl DatabaseConfig {
         }
         if pg.get_user().is_none() {
             return Err(StoreError::InvalidUrl("it names no user".to_owned()));
+        }
+        let mut pg = pg;
+        if pg.get_connect_timeout().is_none() {
+            pg.connect_timeout(CONNECT_PATIENCE);
+        }
+        if pg.get_tcp_user_timeout().is_none() {
+            pg.tcp_user_timeout(UNACKNOWLEDGED_PATIENCE);
         }
         Ok(Self {
             pg,
@@ -142,8 +157,9 @@ impl DatabaseConfig {
         let pool = Pool::builder(manager)
             .max_size(self.max_connections)
             .runtime(Runtime::Tokio1)
-            .create_timeout(Some(Duration::from_secs(10)))
-            .wait_timeout(Some(Duration::from_secs(30)))
+            .create_timeout(Some(CONNECT_PATIENCE))
+            .wait_timeout(Some(CONNECT_PATIENCE))
+            .recycle_timeout(Some(CONNECT_PATIENCE))
             .build()
             .map_err(|e| StoreError::Pool(e.to_string()))?;
         Ok((pool, tls))

@@ -94,6 +94,25 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the database could not be reached: no connection could be made or had
+    /// within the pool's wait, or the connection was lost or shut down by the server
+    /// (SQLSTATE class 08, `57P01`–`57P03`, too many connections). Such a failure is
+    /// passing: the pool connects again on the next call.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Connect { source, .. } => match source {
+                deadpool_postgres::PoolError::Timeout(_) | deadpool_postgres::PoolError::Closed => {
+                    true
+                }
+                deadpool_postgres::PoolError::Backend(e) => is_connection_lost(e),
+                _ => false,
+            },
+            Self::Query { source, .. } => is_connection_lost(source),
+            Self::ListenerClosed(_) => true,
+            _ => false,
+        }
+    }
+
     pub(crate) fn query(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> Self {
         move |source| Self::Query {
             what,
@@ -128,6 +147,27 @@ pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
         cause = e.source();
     }
     text
+}
+
+/// Whether a driver error says the connection is gone or could not be made, rather than
+/// that the database refused a statement.
+pub(crate) fn is_connection_lost(error: &tokio_postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    if let Some(code) = error.code() {
+        let code = code.code();
+        return code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "53300");
+    }
+    // A socket that failed (refused, reset, timed out, ended early).
+    let mut cause = std::error::Error::source(error);
+    while let Some(e) = cause {
+        if e.is::<std::io::Error>() {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// Whether a database error is the violation of a unique constraint (SQLSTATE 23505).

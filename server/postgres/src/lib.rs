@@ -31,11 +31,14 @@ mod turns;
 
 pub use approvals::{ApprovalAnswer, StoredApproval};
 pub use bundles::StoredBundle;
-pub use connect::{DEFAULT_MAX_CONNECTIONS, DatabaseConfig};
+pub use connect::{CONNECT_PATIENCE, DEFAULT_MAX_CONNECTIONS, DatabaseConfig};
 pub use error::StoreError;
 pub use events::{NewEvent, StoredEvent};
 pub use leases::Lease;
-pub use listen::{APPROVALS_CHANNEL, EVENTS_CHANNEL, EventListener, EventsAppended, Wake};
+pub use listen::{
+    APPROVALS_CHANNEL, EVENTS_CHANNEL, EventListener, EventsAppended, SESSIONS_DELETED_CHANNEL,
+    Wake,
+};
 pub use migrate::{MIGRATIONS, Migration, MigrationReport, latest_version};
 pub use replicas::Replica;
 pub use seam::{DEFAULT_CLUSTER_QUEUE_LIMIT, DEFAULT_LEASE_TTL, StoreConfig, open_store};

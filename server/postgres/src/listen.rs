@@ -1,7 +1,8 @@
 //! The wake-ups of replicas: every statement appending events notifies channel
 //! [`EVENTS_CHANNEL`] with `session_id:last_sequence` when it commits, and every answer to
-//! an approval notifies [`APPROVALS_CHANNEL`] with the approval's id (triggers of the
-//! schema do it, whoever writes). A notification only says "read the rows again": the
+//! an approval notifies [`APPROVALS_CHANNEL`] with the approval's id, and every deletion of
+//! sessions notifies [`SESSIONS_DELETED_CHANNEL`] with each deleted session's id (triggers
+//! of the schema do it, whoever writes). A notification only says "read the rows again": the
 //! rows are the truth, so a follower reads from its last sequence, and a missed
 //! notification costs a delay, never an event.
 
@@ -17,6 +18,9 @@ use crate::{Store, StoreError};
 pub const EVENTS_CHANNEL: &str = "odyssey_events";
 /// The channel answers to approvals are announced on.
 pub const APPROVALS_CHANNEL: &str = "odyssey_approvals";
+
+/// The channel deletions of sessions are announced on (schema v3).
+pub const SESSIONS_DELETED_CHANNEL: &str = "odyssey_sessions_deleted";
 
 /// Notifications waiting to be read before the connection stops reading more.
 const BUFFER: usize = 1024;
@@ -36,13 +40,17 @@ pub enum Wake {
     ApprovalAnswered {
         approval_id: String,
     },
+    /// A session was deleted (on any replica).
+    SessionDeleted {
+        session_id: String,
+    },
 }
 
 /// One connection listening for appended events and answered approvals (outside the
 /// pool: it stays open).
 pub struct EventListener {
     // Kept so the connection stays open; the task reading it ends when this is dropped.
-    _client: tokio_postgres::Client,
+    client: tokio_postgres::Client,
     notifications: mpsc::Receiver<Result<Wake, String>>,
 }
 
@@ -58,6 +66,16 @@ impl EventListener {
             )),
         }
     }
+
+    /// One round trip on the listening connection: fails when it was lost, which a
+    /// connection that only receives would notice late.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.client
+            .simple_query("")
+            .await
+            .map(|_| ())
+            .map_err(StoreError::query("ping the listening connection"))
+    }
 }
 
 impl Store {
@@ -65,9 +83,26 @@ impl Store {
     /// Notifications sent before it
     /// returns are not seen: read the rows after listening, not before.
     pub async fn listen_for_events(&self) -> Result<EventListener, StoreError> {
+        self.listen_as(None).await
+    }
+
+    /// [`Store::listen_for_events`], the connection named `application_name` (as
+    /// `pg_stat_activity` shows it; PostgreSQL keeps its first 63 bytes).
+    pub async fn listen_for_events_as(
+        &self,
+        application_name: &str,
+    ) -> Result<EventListener, StoreError> {
+        self.listen_as(Some(application_name)).await
+    }
+
+    async fn listen_as(&self, application_name: Option<&str>) -> Result<EventListener, StoreError> {
+        let mut config = self.config.pg().clone();
+        if let Some(name) = application_name {
+            config.application_name(name);
+        }
         match &self.tls {
-            Tls::Plain => listen(self.config.pg(), tokio_postgres::NoTls).await,
-            Tls::Rustls(connector) => listen(self.config.pg(), connector.clone()).await,
+            Tls::Plain => listen(&config, tokio_postgres::NoTls).await,
+            Tls::Rustls(connector) => listen(&config, connector.clone()).await,
         }
     }
 }
@@ -105,6 +140,11 @@ where
                         approval_id: n.payload().to_owned(),
                     })
                 }
+                Ok(AsyncMessage::Notification(n)) if n.channel() == SESSIONS_DELETED_CHANNEL => {
+                    Ok(Wake::SessionDeleted {
+                        session_id: n.payload().to_owned(),
+                    })
+                }
                 Ok(_) => continue,
                 Err(e) => Err(crate::error::describe(&e)),
             };
@@ -116,12 +156,12 @@ where
     });
     client
         .batch_execute(&format!(
-            "LISTEN {EVENTS_CHANNEL}; LISTEN {APPROVALS_CHANNEL}"
+            "LISTEN {EVENTS_CHANNEL}; LISTEN {APPROVALS_CHANNEL}; LISTEN {SESSIONS_DELETED_CHANNEL}"
         ))
         .await
         .map_err(StoreError::query("listen for appended events"))?;
     Ok(EventListener {
-        _client: client,
+        client,
         notifications,
     })
 }

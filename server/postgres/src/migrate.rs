@@ -26,6 +26,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "session totals and quarantine, queue owners and order, open turns",
         sql: include_str!("../migrations/0002_runtime_store.sql"),
     },
+    Migration {
+        version: 3,
+        name: "a deletion of sessions notifies the replicas",
+        sql: include_str!("../migrations/0003_session_deleted.sql"),
+    },
 ];
 
 /// The advisory lock key migrations run under (`odyssey1` in ASCII).

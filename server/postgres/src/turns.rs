@@ -145,6 +145,10 @@ impl Store {
                 "UPDATE turns t SET state = 'interrupted', finished_at = clock_timestamp()
                  WHERE t.state = 'running'
                    AND NOT EXISTS (
+                       SELECT 1 FROM session_leases l
+                       WHERE l.session_id = t.session_id AND l.holder = t.claimed_by
+                         AND l.expires_at > clock_timestamp())
+                   AND NOT EXISTS (
                        SELECT 1 FROM replicas r
                        WHERE r.id = t.claimed_by
                          AND r.seen_at > clock_timestamp() - $1::bigint * interval '1 millisecond')

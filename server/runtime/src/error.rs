@@ -62,6 +62,14 @@ pub enum RuntimeError {
     #[error("the server is shutting down")]
     ShuttingDown,
 
+    /// This server read the session again from the store several servers share (its copy
+    /// fell behind another server's writes): a subscription to it ends, and the client
+    /// subscribes again after the last sequence it received, missing nothing.
+    #[error(
+        "session {session_id} was read again from the shared store on this server; subscribe again after the last sequence received"
+    )]
+    SessionReloaded { session_id: String },
+
     /// The store (a database several servers share) cannot be reached right now; the
     /// server reconnects by itself.
     #[error("the store is unavailable: {0}; retry shortly")]
@@ -141,6 +149,7 @@ impl RuntimeError {
             Self::Unimplemented(_) => ErrorKind::Unimplemented,
             Self::ShuttingDown => ErrorKind::Unavailable,
             Self::StoreUnavailable(_) => ErrorKind::Unavailable,
+            Self::SessionReloaded { .. } => ErrorKind::Unavailable,
             Self::Bundle(e) => e.kind(),
             Self::Hub(e) => e.kind(),
             Self::Provider(e) => e.kind(),
@@ -171,6 +180,7 @@ impl RuntimeError {
             Self::Unimplemented(_) => "UNIMPLEMENTED",
             Self::ShuttingDown => "SHUTTING_DOWN",
             Self::StoreUnavailable(_) => "STORE_UNAVAILABLE",
+            Self::SessionReloaded { .. } => "SESSION_RELOADED",
             Self::Bundle(e) => e.reason(),
             Self::Hub(e) => e.reason(),
             Self::Provider(e) => e.reason(),

@@ -1394,3 +1394,104 @@ async fn without_cgroups_a_session_runs_a_bounded_number_of_commands() {
         assert_eq!(run.await.expect("joins").exit_code, 0);
     }
 }
+
+/// Cells in a workspace root apart from the server's home (several servers sharing one):
+/// a command may mount neither the home (its sessions, bundles, keys) nor the workspace
+/// root (the other sessions' workspaces), and the records of its process group are kept
+/// in the home, not beside the shared cells.
+#[tokio::test]
+async fn with_cells_in_a_workspace_root_mounts_reach_neither_the_home_nor_the_root() {
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("home");
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("workspace root");
+    let outside = tempfile::tempdir().expect("outside");
+    fs::write(home.path().join("key.txt"), "home-secret").expect("secret");
+    fs::write(outside.path().join("host.txt"), "host-only").expect("host file");
+    fs::create_dir_all(home.path().join("sandbox")).expect("own sandbox folder");
+    let bundle = outside.path().join("bundle");
+    fs::create_dir_all(&bundle).expect("bundle");
+    let sandbox = Sandbox::new(SandboxSettings {
+        helper: Some(PathBuf::from(HELPER)),
+        default_timeout: Duration::from_secs(30),
+        server_home: Some(home.path().to_path_buf()),
+        ..SandboxSettings::default()
+    });
+    let cell = sandbox
+        .prepare_cell(
+            root.path(),
+            Uuid::new_v4(),
+            AppSource {
+                root: &bundle,
+                digest: "sha256:test",
+            },
+        )
+        .expect("prepare cell");
+    let request = |mount: &Path| ExecRequest {
+        exec_id: format!("t-{}", Uuid::new_v4()),
+        argv: vec![
+            "/bin/cat".into(),
+            mount.join("host.txt").display().to_string(),
+        ],
+        cwd: PathBuf::from("/workspace"),
+        mode: SandboxMode::WorkspaceWrite,
+        env: BTreeMap::new(),
+        network: None,
+        mounts_read: vec![mount.to_path_buf()],
+        mounts_write: Vec::new(),
+        timeout: Duration::ZERO,
+        memory_mb: None,
+        cpu_seconds: None,
+    };
+    for refused in [home.path(), root.path(), &home.path().join("sandbox")] {
+        let err = sandbox
+            .run(&cell, request(refused), |_, _| {}, CancellationToken::new())
+            .await
+            .expect_err("a mount of the home or the workspace root is refused");
+        assert!(
+            matches!(err, SandboxError::PathEscape { .. }),
+            "{}: {err}",
+            refused.display()
+        );
+    }
+    let mut seen_records = false;
+    let sandbox = Arc::new(sandbox);
+    let running = {
+        let sandbox = sandbox.clone();
+        let cell = cell.clone();
+        let mut sleeping = request(outside.path());
+        sleeping.argv = vec!["/bin/sleep".into(), "5".into()];
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        (
+            tokio::spawn(async move { sandbox.run(&cell, sleeping, |_, _| {}, cancel).await }),
+            stop,
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if fs::read_dir(home.path().join("sandbox").join(RUNNING_DIR))
+            .is_ok_and(|mut entries| entries.next().is_some())
+        {
+            seen_records = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !root.path().join(RUNNING_DIR).exists(),
+        "no record beside the shared cells"
+    );
+    running.1.cancel();
+    let _ = running.0.await;
+    assert!(seen_records, "the running group is recorded in the home");
+    let outcome = sandbox
+        .run(
+            &cell,
+            request(outside.path()),
+            |_, _| {},
+            CancellationToken::new(),
+        )
+        .await
+        .expect("a folder apart from both may be mounted");
+    assert_eq!(outcome.exit_code, 0, "{outcome:?}");
+    assert_eq!(outcome.stdout, "host-only");
+}

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use odyssey_runtime::RuntimeError;
 use odyssey_runtime::events::Event;
 use odyssey_runtime::session::SessionStats;
-use odyssey_runtime::store::{EventLogs, StoreError as SeamError, StoreResult};
+use odyssey_runtime::store::{EventLogs, LogWake, StoreError as SeamError, StoreResult};
 use uuid::Uuid;
 
 use super::{ReplicaStore, column, count, query, unreadable};
@@ -22,7 +22,7 @@ const APPEND: &str = "WITH lease AS (
     ), allowed AS (
         SELECT CASE WHEN $3::bigint IS NULL
                     THEN NOT EXISTS (SELECT 1 FROM lease WHERE live AND holder <> $2)
-                    ELSE EXISTS (SELECT 1 FROM lease WHERE live AND holder = $2 AND epoch = $3)
+                    ELSE EXISTS (SELECT 1 FROM lease WHERE holder = $2 AND epoch = $3)
                END AS ok
     ), moved AS (
         UPDATE sessions s
@@ -152,9 +152,9 @@ impl ReplicaStore {
                     epoch.unwrap_or_default()
                 ));
             }
-            (Some(mine), _) if !live => {
+            (Some(mine), None) => {
                 return fenced(format!(
-                    "this server's lease (epoch {mine}) expired; it writes no more to the session"
+                    "this server's lease (epoch {mine}) is gone; it writes no more to the session"
                 ));
             }
             (None, Some(holder)) if live && holder != self.replica => {
@@ -264,6 +264,11 @@ impl EventLogs for ReplicaStore {
                 .collect()
         }
         .boxed()
+    }
+
+    /// The store's one listening connection, shared by every receiver (see `wakes.rs`).
+    fn wake_ups(&self) -> Option<tokio::sync::broadcast::Receiver<LogWake>> {
+        Some(self.wakes.subscribe())
     }
 
     fn last_sequence(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<u64>> {

@@ -13,16 +13,22 @@
 //!   gap-free across replicas. A replica holds a session's lease from the moment it claims
 //!   one of its turns until the turn finishes (renewed by a heartbeat every third of
 //!   [`StoreConfig::lease_ttl`]). The rule, checked by the database in the append itself:
-//!   - while this replica holds the session's lease, it appends only while that very lease
-//!     (same epoch) is live: a lease that expired, whether or not another replica took it
-//!     over since, is lost for good;
+//!   - while this replica holds the session's lease, it appends only under that very lease
+//!     (same holder, same epoch): once another replica took the lease over, the lease is
+//!     lost for good;
 //!   - holding no lease, it appends only if no other replica holds a live lease on the
 //!     session.
 //!
 //!   Either refusal writes nothing and answers
-//!   [`odyssey_runtime::store::StoreError::Fenced`], saying who holds the session or that
-//!   the lease lapsed. A stale expected sequence is
-//!   [`odyssey_runtime::store::StoreError::SequenceConflict`].
+//!   [`odyssey_runtime::store::StoreError::Fenced`], saying who holds the session. A stale
+//!   expected sequence is [`odyssey_runtime::store::StoreError::SequenceConflict`].
+//!
+//!   A lease that expired and that nobody took over stays its holder's (its heartbeat
+//!   renews it again): the database going away for longer than a lease stops no turn.
+//!   Whoever wrote to the session meanwhile (a replica recording the turn of a replica it
+//!   found stopped as interrupted, holding no lease) moved its last sequence, so the
+//!   holder's next append is refused as a [`odyssey_runtime::store::StoreError::SequenceConflict`]
+//!   and lands nothing either.
 //! - **The queue.** Turns are rows; a claim takes the oldest turn that heads its session's
 //!   waiting turns, in a session with no running turn and no live lease of another
 //!   replica, with `FOR UPDATE SKIP LOCKED`, and takes the session's lease in the same
@@ -30,23 +36,38 @@
 //!   Pushes are counted against [`StoreConfig::queue_capacity`] (the turns this replica
 //!   submitted that wait) and [`StoreConfig::cluster_queue_limit`] (all that wait), under
 //!   one advisory lock so that both limits hold exactly.
-//! - **Only the submitting replica runs a turn, for now.** A [`odyssey_runtime::store::Job`]
-//!   is plain data (the execution id and its request), stored whole, so any replica could
-//!   rebuild it. But the runtime keeps, beside the queue, in-memory state per execution on
-//!   the replica that accepted it: its status (what `GetExecution` and waiters read), its
-//!   cancel signal and its waiters. A replica that claimed another's turn would find none
-//!   of that and could not report or cancel it, so a replica claims only the turns it
-//!   submitted. Taking over another replica's turns needs that state in the database (the
-//!   execution's status as rows, cancels as rows with a wake-up), which is later work.
+//! - **Who runs a turn.** A replica claims the turns submitted through it, and those of
+//!   a replica not heard from within the lease time (it stopped): any replica may finish
+//!   a stopped replica's queue. A [`odyssey_runtime::store::Job`] is plain data (the
+//!   execution id and its request), stored whole, so the claiming replica rebuilds it. The
+//!   running turns of a stopped replica are recorded as interrupted by
+//!   [`odyssey_runtime::store::TurnQueue::take_abandoned`], which the runtime of every
+//!   replica calls now and then, and closes in their sessions' logs. (What the runtime
+//!   keeps in memory per execution, its status and waiters, stays on the replica that
+//!   accepted it; another replica answers for the turn from its session's log.)
 //! - **Bundles** are stored whole in the database by digest (visible to every replica) and
 //!   unpacked into this replica's own bundle folder on first use, where the runtime's
-//!   checks of an installed bundle apply as in the file store.
+//!   checks of an installed bundle apply as in the file store. The folder is the catalog
+//!   the runtime resolves names in; [`odyssey_runtime::store::Bundles::refresh_catalog`]
+//!   makes it match the database (done once at open, then when the runtime asks).
+//! - **Wake-ups.** One connection per store listens for the schema's notifications; a
+//!   task owned by the store turns them into [`odyssey_runtime::store::LogWake`]s
+//!   (`Grew`, `Deleted`) for every receiver of
+//!   [`odyssey_runtime::store::EventLogs::wake_ups`]. When that connection is lost, the
+//!   task connects again (100 ms, doubling to 5 s) and then sends `Resync`: what was
+//!   notified meanwhile is lost, the rows are not.
+//! - **Outages.** A call that cannot reach the database (no connection within
+//!   [`crate::CONNECT_PATIENCE`], a connection lost or shut down) answers
+//!   [`odyssey_runtime::store::StoreError::Unavailable`]; the pool connects again on the
+//!   next call.
 
 mod bundles;
 mod journal;
 mod logs;
 mod queue;
 mod records;
+mod replicas;
+mod wakes;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -57,7 +78,8 @@ use std::time::Duration;
 use odyssey_runtime::RuntimeConfig;
 use odyssey_runtime::bundle::{ArchiveLimits, BundleStore};
 use odyssey_runtime::session::QuarantinedSession;
-use odyssey_runtime::store::StoreError as SeamError;
+use odyssey_runtime::store::{LogWake, StoreError as SeamError};
+use tokio::sync::{broadcast, oneshot};
 use uuid::Uuid;
 
 use crate::leases::millis;
@@ -118,6 +140,12 @@ pub async fn open_store(
         .map_err(|e| StoreError::InvalidArgument(format!("the bundle folder: {e}")))?
         .with_limits(config.archive_limits);
     let bundles = Arc::new(bundles);
+    // Listening before anything else is read: what is appended from now on wakes.
+    let listener = db
+        .listen_for_events_as(&wakes::application_name(replica))
+        .await?;
+    let (wakes_sender, _) = broadcast::channel(wakes::CAPACITY);
+    let (stop_following, stopped) = oneshot::channel();
     let store = Arc::new(ReplicaStore {
         db,
         replica: replica.to_owned(),
@@ -128,21 +156,31 @@ pub async fn open_store(
         closed: AtomicBool::new(false),
         leases: Mutex::new(HashMap::new()),
         quarantined: Mutex::new(Vec::new()),
-        bundles,
+        bundles: bundles.clone(),
+        catalog: tokio::sync::Mutex::new(()),
+        wakes: wakes_sender,
+        _stop_following: stop_following,
+        healthy_since: Mutex::new(Some(std::time::Instant::now())),
     });
     store
         .refresh()
         .await
         .map_err(|e| StoreError::Open(e.to_string()))?;
+    odyssey_runtime::store::Bundles::refresh_catalog(&*store)
+        .await
+        .map_err(|e| StoreError::Open(format!("the bundle catalog: {e}")))?;
     spawn_heartbeat(&store);
+    wakes::spawn_follower(&store, listener, stopped);
     Ok(odyssey_runtime::store::Store::from_parts(
         "postgres",
         store.clone(),
         store.clone(),
         store.clone(),
         store.clone(),
-        store,
-    ))
+        store.clone(),
+    )
+    .with_bundle_catalog(bundles)
+    .with_replicas(store))
 }
 
 fn check_replica_id(replica: &str) -> Result<(), StoreError> {
@@ -176,6 +214,17 @@ pub(crate) struct ReplicaStore {
     /// The quarantined sessions, as of the last write of this replica or heartbeat.
     quarantined: Mutex<Vec<QuarantinedSession>>,
     bundles: Arc<BundleStore>,
+    /// Held while this replica's bundle folder is changed (an install, a deletion, a
+    /// refresh), so that a refresh never removes a bundle being installed here.
+    catalog: tokio::sync::Mutex<()>,
+    /// The wake-ups of logs, sent by the follower task (see `wakes.rs`).
+    wakes: broadcast::Sender<LogWake>,
+    /// Dropped with the store, which stops the follower task.
+    _stop_following: oneshot::Sender<()>,
+    /// Since when this replica's heartbeats have all reached the database (`None` after
+    /// one failed). Only a replica that has been heard from for a whole lease time judges
+    /// others stopped: after an outage every replica looks silent for a while.
+    healthy_since: Mutex<Option<std::time::Instant>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -191,6 +240,13 @@ impl ReplicaStore {
 
     fn held_epoch(&self, session_id: Uuid) -> Option<i64> {
         lock(&self.leases).get(&session_id).copied()
+    }
+
+    /// Whether this replica's heartbeats have reached the database for a whole lease time,
+    /// so that another replica's silence means that one stopped, not that the database
+    /// (or this replica's way to it) was away.
+    fn heard_for_a_lease(&self) -> bool {
+        lock(&self.healthy_since).is_some_and(|since| since.elapsed() >= self.lease_ttl)
     }
 
     /// One beat: the replica is alive, its leases are renewed, and the counts that the
@@ -212,8 +268,7 @@ impl ReplicaStore {
                     "UPDATE session_leases l
                      SET expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond'
                      FROM unnest($3::text[], $4::bigint[]) AS h (session_id, epoch)
-                     WHERE l.session_id = h.session_id AND l.epoch = h.epoch AND l.holder = $1
-                       AND l.expires_at > clock_timestamp()",
+                     WHERE l.session_id = h.session_id AND l.epoch = h.epoch AND l.holder = $1",
                     &[&self.replica, &ttl, &sessions, &epochs],
                 )
                 .await
@@ -270,8 +325,14 @@ fn spawn_heartbeat(store: &Arc<ReplicaStore>) {
             let Some(store) = weak.upgrade() else {
                 return;
             };
-            if let Err(e) = store.heartbeat().await {
-                tracing::warn!(replica = %store.replica, error = %e, "the store's heartbeat failed");
+            match store.heartbeat().await {
+                Ok(()) => {
+                    lock(&store.healthy_since).get_or_insert_with(std::time::Instant::now);
+                }
+                Err(e) => {
+                    *lock(&store.healthy_since) = None;
+                    tracing::warn!(replica = %store.replica, error = %e, "the store's heartbeat failed");
+                }
             }
         }
     });
@@ -280,6 +341,9 @@ fn spawn_heartbeat(store: &Arc<ReplicaStore>) {
 /// The runtime's form of this crate's errors.
 pub(crate) fn seam_error(e: StoreError) -> SeamError {
     use odyssey_runtime::RuntimeError;
+    if e.is_unavailable() {
+        return SeamError::Unavailable(e.to_string());
+    }
     match e {
         StoreError::SessionNotFound(id) => RuntimeError::not_found("session", id).into(),
         StoreError::SessionExists(id) => {

@@ -1,5 +1,5 @@
 //! [`TurnQueue`]: the turns table as the queue. See the module above for what a claim
-//! takes (the session's lease with it) and why a replica claims only its own turns.
+//! takes (the session's lease with it) and whose turns a replica claims.
 //!
 //! Order: within a session, by `coalesce(sort_key, position)` (a turn placed first gets a
 //! key below the session's waiting turns); across sessions, the head turns by the same key,
@@ -193,7 +193,12 @@ impl TurnQueue for ReplicaStore {
             let row = tx
                 .query_opt(
                     "SELECT t.id, t.request, t.session_id FROM turns t
-                     WHERE t.state = 'queued' AND t.submitted_by = $1
+                     WHERE t.state = 'queued'
+                       AND (t.submitted_by = $1
+                            OR NOT EXISTS (SELECT 1 FROM replicas s
+                                           WHERE s.id = t.submitted_by
+                                             AND s.seen_at > clock_timestamp()
+                                                 - $2::bigint * interval '1 millisecond'))
                        AND NOT EXISTS (SELECT 1 FROM turns r
                                        WHERE r.session_id = t.session_id AND r.state = 'running')
                        AND NOT EXISTS (SELECT 1 FROM turns e
@@ -206,7 +211,7 @@ impl TurnQueue for ReplicaStore {
                      ORDER BY coalesce(t.sort_key, t.position)
                      LIMIT 1
                      FOR UPDATE OF t SKIP LOCKED",
-                    &[&self.replica],
+                    &[&self.replica, &ttl],
                 )
                 .await
                 .map_err(query("find a turn to claim"))?;
@@ -269,6 +274,26 @@ impl TurnQueue for ReplicaStore {
                     Some(q.saturating_sub(1))
                 });
             Ok(Some(job))
+        }
+        .boxed()
+    }
+
+    fn take_abandoned(&self) -> BoxFuture<'_, StoreResult<Vec<Uuid>>> {
+        async move {
+            if !self.heard_for_a_lease() {
+                return Ok(Vec::new());
+            }
+            let turns = self
+                .db
+                .interrupt_abandoned_turns(self.lease_ttl)
+                .await
+                .map_err(super::seam_error)?;
+            let mut sessions: Vec<Uuid> = turns
+                .iter()
+                .filter_map(|turn| Uuid::parse_str(&turn.session_id).ok())
+                .collect();
+            sessions.dedup();
+            Ok(sessions)
         }
         .boxed()
     }

@@ -7,15 +7,19 @@
 
 mod approvals;
 mod bundles;
+mod catalog;
 mod database;
 mod events;
 mod leases;
 mod listen;
 mod migrations;
+mod outage;
 mod replicas;
 mod replication;
+mod runtime;
 mod suite;
 mod turns;
+mod wakes;
 
 use std::time::Duration;
 

@@ -111,9 +111,10 @@ async fn two_replicas_racing_for_a_sessions_turns_never_both_run_one() {
     db.drop().await;
 }
 
-/// While a replica runs a session's turn, it alone appends to the session; once its lease
-/// lapses (a replica paused past it) its appends are refused, and still after another
-/// replica took the session over, which then appends where the log is.
+/// While a replica runs a session's turn, it alone appends to the session. Once its lease
+/// lapsed (a replica paused past it), another replica may write (recording the turn as
+/// interrupted): the paused one's next append then finds the log moved and lands nothing;
+/// once another replica took the lease over, the paused one is refused by name.
 #[tokio::test]
 async fn an_append_under_a_lease_that_lapsed_and_was_taken_over_is_refused() {
     let Some(db) = TestDatabase::unmigrated().await else {
@@ -142,17 +143,24 @@ async fn an_append_under_a_lease_that_lapsed_and_was_taken_over_is_refused() {
          WHERE session_id = '{session}'"
     ))
     .await;
-    let reason = fenced_reason(a.logs.append_events(session, 3, texts(1, 91)).await);
-    assert!(reason.contains("expired"), "{reason}");
+    assert_eq!(
+        b.logs.append_events(session, 3, texts(1, 2)).await.unwrap(),
+        3,
+        "a lapsed lease keeps no one out"
+    );
+    match a.logs.append_events(session, 3, texts(1, 91)).await {
+        Err(SeamError::SequenceConflict { actual, .. }) => assert_eq!(actual, 4),
+        other => panic!("the lapsed holder's append must find the log moved: {other:?}"),
+    }
     db.store
         .acquire_lease(&session.to_string(), "replica-b", Duration::from_secs(30))
         .await
         .unwrap();
-    let reason = fenced_reason(a.logs.append_events(session, 3, texts(1, 92)).await);
+    let reason = fenced_reason(a.logs.append_events(session, 4, texts(1, 92)).await);
     assert!(reason.contains("replica-b"), "{reason}");
     assert_eq!(
-        b.logs.append_events(session, 3, texts(1, 2)).await.unwrap(),
-        3
+        b.logs.append_events(session, 4, texts(1, 3)).await.unwrap(),
+        4
     );
 
     let log = b.logs.read_events_after(session, 0, 10).await.unwrap();
@@ -162,9 +170,35 @@ async fn an_append_under_a_lease_that_lapsed_and_was_taken_over_is_refused() {
         .collect();
     assert_eq!(
         texts,
-        ["\"text 0\"", "\"text 1\"", "\"text 2\""],
+        ["\"text 0\"", "\"text 1\"", "\"text 2\"", "\"text 3\""],
         "nothing fenced landed"
     );
+    db.drop().await;
+}
+
+/// A lease that lapsed while the database was away, and that nobody took over, is still
+/// its holder's: its appends go on where the log is.
+#[tokio::test]
+async fn a_lease_that_lapsed_without_a_taker_stays_its_holders() {
+    let Some(db) = TestDatabase::unmigrated().await else {
+        return;
+    };
+    let (a, _keep_a) = open_replica(&db, "replica-a").await;
+    let (b, _keep_b) = open_replica(&db, "replica-b").await;
+    let (a, b) = (Stores::from(&a), Stores::from(&b));
+    let session = new_session(&a).await;
+    a.queue.push(job(session), false).await.unwrap();
+    assert!(a.queue.claim_next().await.unwrap().is_some());
+    db.sql(&format!(
+        "UPDATE session_leases SET expires_at = clock_timestamp() - interval '1 second'
+         WHERE session_id = '{session}'"
+    ))
+    .await;
+    assert_eq!(
+        a.logs.append_events(session, 1, texts(2, 0)).await.unwrap(),
+        2
+    );
+    assert_eq!(b.logs.last_sequence(session).await.unwrap(), 2);
     db.drop().await;
 }
 

@@ -98,8 +98,72 @@ impl OdysseyRuntime {
         if let Some(bundle) = self.inner.bundles.cached(&reference) {
             return Ok(bundle);
         }
-        self.with_store(move |store| store.resolve(&reference))
+        let again = reference.clone();
+        match self
+            .with_store(move |store| store.resolve(&reference))
             .await
+        {
+            // Installed through another server sharing the store: the catalog catches up.
+            Err(e) if e.kind() == crate::ErrorKind::NotFound && self.shares_store() => {
+                // A session's pin names a digest: that one bundle is unpacked here.
+                if let Ok(BundleReference::Digest { digest, .. }) = BundleReference::parse(&again) {
+                    self.inner.stored_bundles.bundle_by_digest(digest).await?;
+                } else {
+                    self.inner.stored_bundles.refresh_catalog().await?;
+                }
+                self.with_store(move |store| store.resolve(&again)).await
+            }
+            found => found,
+        }
+    }
+
+    /// The bundle a session is pinned to. With a shared store, one another server
+    /// installed is unpacked here by its digest first.
+    pub(crate) async fn pinned_bundle(
+        &self,
+        pin: &crate::session::BundlePin,
+    ) -> Result<Arc<InstalledBundle>> {
+        match self.resolve_bundle(pin.reference()).await {
+            Err(e) if e.kind() == crate::ErrorKind::NotFound && self.shares_store() => {
+                self.inner
+                    .stored_bundles
+                    .bundle_by_digest(pin.digest.clone())
+                    .await?;
+                self.resolve_bundle(pin.reference()).await
+            }
+            found => found,
+        }
+    }
+
+    /// Whether other servers share this server's store (and so install and delete
+    /// bundles too).
+    fn shares_store(&self) -> bool {
+        self.inner.store_kind != "files"
+    }
+
+    /// A bundle installed here from a project, also given to a shared store, so that
+    /// every server sharing it has it.
+    async fn share_installed(
+        &self,
+        installed: Arc<InstalledBundle>,
+        options: InstallOptions,
+    ) -> Result<Arc<InstalledBundle>> {
+        if !self.shares_store() {
+            return Ok(installed);
+        }
+        let digest = installed.id.digest.clone();
+        let archive = self
+            .with_store(move |store| {
+                let mut archive = Vec::new();
+                store.export(&format!("@{digest}"), &mut archive)?;
+                Ok(archive)
+            })
+            .await?;
+        Ok(self
+            .inner
+            .stored_bundles
+            .install_archive(archive, options)
+            .await?)
     }
 
     /// Writes a ready-to-edit scaffold project (a working hello agent) into `dir`.
@@ -122,8 +186,11 @@ impl OdysseyRuntime {
         options: InstallOptions,
     ) -> Result<Arc<InstalledBundle>> {
         let project = project.to_path_buf();
-        self.with_store(move |store| store.build_and_install(&project, &options))
-            .await
+        let shared = options.clone();
+        let installed = self
+            .with_store(move |store| store.build_and_install(&project, &options))
+            .await?;
+        self.share_installed(installed, shared).await
     }
 
     /// Validates a project and writes its bundle archive to `output`, installing nothing.
@@ -141,8 +208,11 @@ impl OdysseyRuntime {
         archive: Vec<u8>,
         options: InstallOptions,
     ) -> Result<Arc<InstalledBundle>> {
-        self.with_store(move |store| store.install_project_archive(archive.as_slice(), &options))
-            .await
+        let shared = options.clone();
+        let installed = self
+            .with_store(move |store| store.install_project_archive(archive.as_slice(), &options))
+            .await?;
+        self.share_installed(installed, shared).await
     }
 
     /// Installs a bundle archive made by export or `build_to` (ImportBundle).
@@ -168,6 +238,9 @@ impl OdysseyRuntime {
         namespace: Option<String>,
         page: PageRequest,
     ) -> Result<Page<Arc<InstalledBundle>>> {
+        if self.shares_store() {
+            self.inner.stored_bundles.refresh_catalog().await?;
+        }
         let bundles = self
             .with_store(move |store| store.list(namespace.as_deref()))
             .await?;
@@ -192,6 +265,16 @@ impl OdysseyRuntime {
         if let Ok(BundleReference::Digest { name: None, digest }) =
             BundleReference::parse(reference)
         {
+            return Ok(self.inner.stored_bundles.delete_bundle(digest).await?);
+        }
+        if self.shares_store() {
+            // Deleted from the store, for every server sharing it.
+            let digest = self
+                .resolve_bundle(reference.to_string())
+                .await?
+                .id
+                .digest
+                .clone();
             return Ok(self.inner.stored_bundles.delete_bundle(digest).await?);
         }
         let reference = reference.to_string();

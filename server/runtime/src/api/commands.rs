@@ -139,7 +139,7 @@ impl OdysseyRuntime {
         let cwd = relative_cwd(command.cwd.as_deref())?;
         let session = self.inner.sessions.get(command.session_id).await?;
         let record = session.record().clone();
-        let bundle = self.resolve_bundle(record.bundle.reference()).await?;
+        let bundle = self.pinned_bundle(&record.bundle).await?;
         let access = self.inner.config.access.grant(&bundle.manifest.sandbox)?;
         let cell = self.prepare_cell(&session, &bundle).await?;
         let exec_id = format!("cmd-{}", Uuid::now_v7());

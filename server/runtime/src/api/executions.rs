@@ -37,8 +37,12 @@ impl OdysseyRuntime {
         validate_request(&request)?;
         let session = self.inner.sessions.get(request.session_id).await?;
         // A turn left open (its end could not be written) is closed first; while the
-        // disk refuses that, it refuses the new turn too, with the storage error.
-        self.inner.sessions.close_open_turn(&session).await?;
+        // disk refuses that, it refuses the new turn too, with the storage error. (In a
+        // shared store, a turn open in the log may be running on another server: the
+        // server that claims the new turn closes it, holding the session.)
+        if !session.is_remote() {
+            self.inner.sessions.close_open_turn(&session).await?;
+        }
         self.check_overrides(session.id(), &request)?;
         ensure_session_budget(session.record(), &session.stats())?;
         let execution_id = Uuid::now_v7();

@@ -167,7 +167,13 @@ impl OdysseyRuntime {
             Some(store) => store,
             None => Store::open(&config)?,
         };
-        let (sessions, bundles) = store.file_parts()?;
+        let crate::store::RuntimeParts {
+            sessions,
+            bundles,
+            records,
+            journal,
+        } = store.runtime_parts(&config)?;
+        sessions.follow();
         let metrics = Arc::new(Metrics::new(providers.known_providers()));
         let event_hooks = Arc::new(
             EventHooks::start(&config.event_hooks, &config.event_hook_encoder)
@@ -176,7 +182,19 @@ impl OdysseyRuntime {
         let executions = Arc::new(ExecutionTable::new(config.execution_history));
         sessions.set_observer(operations::observer(&metrics, &event_hooks, &executions))?;
         let hub = Hub::new(&config.hub)?;
-        let sandbox = Sandbox::new(config.sandbox.clone()).with_metrics(metrics.sandbox.clone());
+        // This server's own sandbox folder (process records, cgroup keys), whether or not
+        // the cells lie in it (see SandboxSettings::server_home).
+        let own_sandbox = config.home.join("sandbox");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&own_sandbox)
+            .map_err(|e| RuntimeError::storage(format!("create {}", own_sandbox.display()), e))?;
+        let mut sandbox_settings = config.sandbox.clone();
+        sandbox_settings
+            .server_home
+            .get_or_insert_with(|| config.home.clone());
+        let sandbox = Sandbox::new(sandbox_settings).with_metrics(metrics.sandbox.clone());
         let skills = prompt::server_skills(&config)?;
         let capabilities = SandboxCapabilities {
             forced_mode: config.sandbox_mode_override,
@@ -197,11 +215,11 @@ impl OdysseyRuntime {
             workspaces.mechanism().as_str(),
             workspaces.reason()
         );
-        match Sandbox::kill_leftovers(&config.sandbox_dir()).await {
+        match Sandbox::kill_leftovers(&own_sandbox).await {
             Ok(report) => tracing::debug!(?report, "sandbox leftovers checked"),
             Err(e) => tracing::warn!(error = %e, "cannot clean up sandbox leftovers"),
         }
-        match sandbox.remove_stale_cgroups(&config.sandbox_dir()).await {
+        match sandbox.remove_stale_cgroups(&own_sandbox).await {
             Ok(0) => {}
             Ok(removed) => tracing::info!(removed, "removed the cgroups of a previous server"),
             Err(e) => tracing::warn!(error = %e, "cannot remove a previous server's cgroups"),
@@ -246,10 +264,10 @@ impl OdysseyRuntime {
                 approvals,
                 capabilities,
                 sessions,
-                records: store.session_records(),
+                records,
                 store_kind: store.kind(),
                 replicas: store.replicas(),
-                journal: store.turn_journal(),
+                journal,
                 providers,
                 host_tools,
                 recorder: Arc::new(CassetteRecorder::new(config.sessions_dir())),
@@ -258,6 +276,7 @@ impl OdysseyRuntime {
                 config,
             }),
         };
+        runtime.watch_shared_queue();
         for id in runtime.inner.journal.open_turns().await? {
             match runtime.inner.sessions.get(id).await {
                 // Still open (the log cannot be written yet): the marker stays, so the

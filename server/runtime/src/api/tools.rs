@@ -148,7 +148,7 @@ impl OdysseyRuntime {
         page.after_key()?;
         let session = self.inner.sessions.get(id).await?;
         let record = session.record().clone();
-        let bundle = self.resolve_bundle(record.bundle.reference()).await?;
+        let bundle = self.pinned_bundle(&record.bundle).await?;
         let agent = bundle
             .manifest
             .agent(&record.agent_id)

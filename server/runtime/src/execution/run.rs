@@ -29,6 +29,9 @@ use crate::tools::ToolContext;
 use crate::tools::a2a::RemoteInput;
 use crate::tools::builtin::AGENT_TOOL_NAME;
 
+/// How often a server sharing its store looks for the turns of servers that stopped.
+const SHARED_QUEUE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl OdysseyRuntime {
     /// Starts queued turns while worker slots are free. Boxed: a turn it starts awaits it
     /// again once done.
@@ -56,10 +59,107 @@ impl OdysseyRuntime {
         }
     }
 
+    /// With a store several servers share: now and then, closes the turns of servers
+    /// that stopped (interrupted, in their sessions' logs) and takes waiting turns no
+    /// running server would start (a stopped server's). Ends with the runtime.
+    pub(crate) fn watch_shared_queue(&self) {
+        if self.inner.store_kind == "files" {
+            return;
+        }
+        let runtime = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(SHARED_QUEUE_CHECK);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = runtime.upgrade() else {
+                    return;
+                };
+                let runtime = OdysseyRuntime { inner };
+                if runtime
+                    .inner
+                    .shutting_down
+                    .load(std::sync::atomic::Ordering::Acquire)
+                {
+                    return;
+                }
+                runtime.close_abandoned_turns().await;
+                runtime.pump().await;
+            }
+        });
+    }
+
+    /// Tells the queue the session's turn ended. A store that cannot be reached is asked
+    /// again, in the background, until it answers: until then the session's next turn
+    /// cannot start anywhere.
+    async fn finish_in_queue(&self, session_id: Uuid) {
+        let error = match self.inner.queue.finish(session_id).await {
+            Ok(()) => return,
+            Err(e) => e,
+        };
+        if !matches!(error, crate::store::StoreError::Unavailable(_)) {
+            tracing::warn!(session = %session_id, error = %error, "cannot mark the session's turn finished in the queue");
+            return;
+        }
+        tracing::warn!(session = %session_id, error = %error, "the store is unavailable; the session's turn is marked finished once it is back");
+        let runtime = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut delay = std::time::Duration::from_millis(200);
+            loop {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(std::time::Duration::from_secs(5));
+                let Some(inner) = runtime.upgrade() else {
+                    return;
+                };
+                match inner.queue.finish(session_id).await {
+                    Ok(()) => {
+                        OdysseyRuntime { inner }.pump().await;
+                        return;
+                    }
+                    Err(crate::store::StoreError::Unavailable(_)) => {}
+                    Err(e) => {
+                        tracing::warn!(session = %session_id, error = %e, "cannot mark the session's turn finished in the queue");
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    /// Closes, as interrupted, the turns the store says servers that stopped left running.
+    async fn close_abandoned_turns(&self) {
+        let sessions = match self.inner.queue.take_abandoned().await {
+            Ok(sessions) => sessions,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot look for the turns of stopped servers");
+                return;
+            }
+        };
+        for id in sessions {
+            let closed = match self.inner.sessions.get(id).await {
+                Ok(session) => self.inner.sessions.close_open_turn(&session).await,
+                Err(e) => Err(e),
+            };
+            match closed {
+                Ok(()) => tracing::info!(session = %id, "closed the turn of a server that stopped"),
+                Err(e) => {
+                    tracing::warn!(session = %id, error = %e, "cannot close the turn of a server that stopped")
+                }
+            }
+        }
+    }
+
     async fn run_job(self, job: Job, permit: OwnedSemaphorePermit) {
         let session_id = job.request.session_id;
         let execution_id = job.execution_id;
-        let signal = self.inner.executions.cancel_signal(execution_id);
+        let signal = match self.inner.executions.cancel_signal(execution_id) {
+            // A turn submitted through a server that stopped, claimed here from the store
+            // several servers share: this server answers for it from now on.
+            None if self.inner.store_kind != "files" => {
+                Some(self.inner.executions.insert(execution_id, session_id))
+            }
+            signal => signal,
+        };
         let runtime = self.clone();
         let mut slot = WorkerSlot::new(permit, self.inner.slots.clone(), move || {
             let runtime = runtime.clone();
@@ -70,9 +170,7 @@ impl OdysseyRuntime {
             None => tracing::error!(execution = %execution_id, "execution vanished before it ran"),
         }
         drop(slot);
-        if let Err(e) = self.inner.queue.finish(session_id).await {
-            tracing::warn!(session = %session_id, error = %e, "cannot mark the session's turn finished in the queue");
-        }
+        self.finish_in_queue(session_id).await;
         self.inner
             .sessions
             .evict_idle(self.inner.config.open_session_cache);
@@ -341,7 +439,7 @@ impl OdysseyRuntime {
         inbox: Arc<Inbox>,
     ) -> Result<Turn> {
         let record = session.record().clone();
-        let bundle = self.resolve_bundle(record.bundle.reference()).await?;
+        let bundle = self.pinned_bundle(&record.bundle).await?;
         let agent = bundle
             .manifest
             .agent(&record.agent_id)

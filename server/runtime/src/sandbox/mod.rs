@@ -171,7 +171,7 @@ impl Sandbox {
     /// The cgroup folders of the cell's session that exist now (one per hierarchy; none
     /// before it ran a process, or where no cgroup is used).
     pub fn session_cgroups(&self, cell: &CellPaths) -> Vec<std::path::PathBuf> {
-        match session_of(cell) {
+        match self.session_of(cell) {
             Some((sandbox_root, session)) => self.cgroups.dirs(&sandbox_root, &session),
             None => Vec::new(),
         }
@@ -186,7 +186,7 @@ impl Sandbox {
             .canonicalize()
             .unwrap_or_else(|_| cell.root.clone());
         self.egress.close(&root).await;
-        if let Some((sandbox_root, session)) = session_of(cell) {
+        if let Some((sandbox_root, session)) = self.session_of(cell) {
             self.cgroups.remove(&sandbox_root, &session).await?;
         }
         cell::remove(cell)
@@ -248,13 +248,28 @@ impl Sandbox {
     }
 }
 
-/// The real sandbox folder a cell lies in, and its session (the cell's folder name), as
-/// [`Sandbox::run`] names its cgroup.
-fn session_of(cell: &CellPaths) -> Option<(std::path::PathBuf, String)> {
-    let root = cell
-        .root
-        .canonicalize()
-        .unwrap_or_else(|_| cell.root.clone());
-    let session = root.file_name()?.to_str()?.to_owned();
-    Some((root.parent()?.to_path_buf(), session))
+impl Sandbox {
+    /// The folder a cell's cgroup is keyed by and its session (the cell's folder name), as
+    /// [`Sandbox::run`] names its cgroup.
+    fn session_of(&self, cell: &CellPaths) -> Option<(std::path::PathBuf, String)> {
+        let root = cell
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| cell.root.clone());
+        let session = root.file_name()?.to_str()?.to_owned();
+        Some((self.records_root(root.parent()?), session))
+    }
+
+    /// Where this server records its running process groups and keys its sessions'
+    /// cgroups, for cells lying in `sandbox_root`: its own home's `sandbox/` when the
+    /// home is known (see [`SandboxSettings::server_home`]), else `sandbox_root`.
+    pub(crate) fn records_root(&self, sandbox_root: &Path) -> std::path::PathBuf {
+        match &self.settings.server_home {
+            Some(home) => {
+                let own = home.join("sandbox");
+                own.canonicalize().unwrap_or(own)
+            }
+            None => sandbox_root.to_path_buf(),
+        }
+    }
 }

@@ -30,7 +30,8 @@ const MAX_EXEC_ID_LEN: usize = 128;
 /// A request with its paths resolved and checked.
 pub(super) struct Checked {
     pub(super) cell: CellPaths,
-    pub(super) sandbox_root: PathBuf,
+    /// Where this server records the command's process group and keys its cgroup.
+    pub(super) records_root: PathBuf,
     pub(super) run_dir: PathBuf,
     cwd: PathBuf,
     mounts_read: Vec<PathBuf>,
@@ -78,7 +79,7 @@ impl Sandbox {
             self.running
                 .register(&request.exec_id, &checked.cell.root, &cancel, max_in_cell)?;
         launch.cgroup_files = self.cgroups.enter(
-            &checked.sandbox_root,
+            &checked.records_root,
             &session_name(&checked.cell)?,
             self.settings.limits.group(&request),
         )?;
@@ -100,7 +101,7 @@ impl Sandbox {
             timeout,
             max_output_bytes: self.settings.max_output_bytes,
             cancel: guard.cancel_token(),
-            sandbox_root: &checked.sandbox_root,
+            sandbox_root: &checked.records_root,
             exec_id: &request.exec_id,
         };
         let outcome = process::supervise(child, watch, &mut on_output).await;
@@ -148,9 +149,13 @@ impl Sandbox {
                 "the workspace is not the data folder of a cell of this server",
             ));
         }
-        let home = sandbox_root.parent().unwrap_or(&sandbox_root).to_path_buf();
-        let mounts_read = check_mounts("mounts_read", &request.mounts_read, &home)?;
-        let mounts_write = check_mounts("mounts_write", &request.mounts_write, &home)?;
+        let mut homes = vec![sandbox_root.parent().unwrap_or(&sandbox_root).to_path_buf()];
+        if let Some(home) = &self.settings.server_home {
+            homes.push(paths::canonical("server home", home)?);
+            homes.push(sandbox_root.clone());
+        }
+        let mounts_read = check_mounts("mounts_read", &request.mounts_read, &homes)?;
+        let mounts_write = check_mounts("mounts_write", &request.mounts_write, &homes)?;
         let owner = self.sandbox_owner();
         let run_dir = cell::prepare_run_dir(&cell, &request.exec_id, owner)?;
         let view = ProcessView::new(request.mode, &cell);
@@ -189,9 +194,10 @@ impl Sandbox {
             cwd
         };
         let env = sandbox_env(&view, &seen_run_dir, &request.env)?;
+        let records_root = self.records_root(&sandbox_root);
         Ok(Checked {
             cell,
-            sandbox_root,
+            records_root,
             run_dir,
             cwd,
             mounts_read,
@@ -402,7 +408,7 @@ fn check_exec_id(exec_id: &str) -> Result<(), SandboxError> {
 fn check_mounts(
     field: &'static str,
     mounts: &[PathBuf],
-    home: &Path,
+    homes: &[PathBuf],
 ) -> Result<Vec<PathBuf>, SandboxError> {
     mounts
         .iter()
@@ -414,7 +420,7 @@ fn check_mounts(
                 ));
             }
             let real = paths::canonical(field, mount)?;
-            if paths::overlaps(&real, home) {
+            if let Some(home) = homes.iter().find(|home| paths::overlaps(&real, home)) {
                 return Err(SandboxError::PathEscape {
                     field,
                     path: mount.clone(),
@@ -494,19 +500,32 @@ mod tests {
             std::fs::create_dir_all(path).expect("mkdir");
         }
         assert_eq!(
-            check_mounts("mounts_read", std::slice::from_ref(&apart), &home).expect("apart"),
+            check_mounts(
+                "mounts_read",
+                std::slice::from_ref(&apart),
+                std::slice::from_ref(&home)
+            )
+            .expect("apart"),
             vec![apart.clone()]
         );
         for bad in [inside, home.clone(), base, PathBuf::from("/")] {
-            let err = check_mounts("mounts_read", std::slice::from_ref(&bad), &home)
-                .expect_err("refused");
+            let err = check_mounts(
+                "mounts_read",
+                std::slice::from_ref(&bad),
+                std::slice::from_ref(&home),
+            )
+            .expect_err("refused");
             assert!(
                 matches!(err, SandboxError::PathEscape { .. }),
                 "{}",
                 bad.display()
             );
         }
-        let relative = check_mounts("mounts_write", &[PathBuf::from("rel")], &home);
+        let relative = check_mounts(
+            "mounts_write",
+            &[PathBuf::from("rel")],
+            std::slice::from_ref(&home),
+        );
         assert!(matches!(relative, Err(SandboxError::InvalidRequest { .. })));
     }
 }

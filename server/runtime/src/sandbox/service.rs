@@ -90,7 +90,7 @@ impl Sandbox {
                 .register(&request.exec_id, &checked.cell.root, &stop, max_in_cell)?;
         self.running.mark_service(&request.exec_id);
         launch.cgroup_files = self.cgroups.enter(
-            &checked.sandbox_root,
+            &checked.records_root,
             &session_name(&checked.cell)?,
             self.settings.limits.group(&request),
         )?;
@@ -112,7 +112,7 @@ impl Sandbox {
         let killer = GroupKiller { pgid, armed: true };
         let exit = process::pidfd(pgid)
             .map_err(|e| SandboxError::io("watching the started service", e))?;
-        let record = GroupRecord::create(&checked.sandbox_root, &request.exec_id, pgid)?;
+        let record = GroupRecord::create(&checked.records_root, &request.exec_id, pgid)?;
         if let Some(stderr) = child.stderr.take() {
             tokio::spawn(log_stderr(stderr, log));
         }

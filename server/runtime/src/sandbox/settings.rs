@@ -42,6 +42,13 @@ pub struct SandboxSettings {
     /// delegates one to the server (see `cgroup`); off, or where none is available, the
     /// rlimit fallback of [`ResourceLimits`] applies.
     pub cgroups: bool,
+    /// The server's home. Command mounts may not reach into it (nor into the folder the
+    /// cells lie in, whose parent is the home unless the cells live in a workspace root
+    /// apart); the records of this server's running process groups and its sessions'
+    /// cgroups are kept under its `sandbox/` folder, this server's own, even when the
+    /// cells lie in a workspace root other servers share. `None`: the cells' folder's
+    /// parent is taken as the home.
+    pub server_home: Option<PathBuf>,
 }
 
 impl Default for SandboxSettings {
@@ -57,6 +64,7 @@ impl Default for SandboxSettings {
             require_landlock: true,
             egress: EgressSettings::default(),
             cgroups: true,
+            server_home: None,
         }
     }
 }

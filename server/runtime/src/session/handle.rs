@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -15,6 +15,7 @@ use super::history::{History, HistorySnapshot};
 use super::log::EventLog;
 use super::observer::EventObserver;
 use super::record::{SessionInfo, SessionRecord, SessionState, SessionStats};
+use super::remote::{self, RemoteLog};
 use super::subscription::Subscription;
 use super::summary::{SummaryTasks, SummaryWriter};
 use super::unfinished::TurnSoFar;
@@ -55,6 +56,9 @@ pub struct SessionHandle {
     /// The syncs of the session's creation, when it was created without them: made with
     /// the log's first sync at the latest.
     creation: Option<PendingCreation>,
+    /// The session's log in a store several servers share, of which this handle's log is
+    /// the local copy (see [`super::remote`]).
+    remote: OnceLock<Arc<RemoteLog>>,
 }
 
 /// Where one turn of the log ended.
@@ -101,6 +105,9 @@ pub(super) struct LiveState {
     /// The turn the log shows started and not yet completed (whoever runs it).
     log_turn: Option<LogTurn>,
     pub(super) deleted: bool,
+    /// Why this copy of a shared session may not be written any more (the store refused
+    /// its push: another server holds the session).
+    pub(super) lost: Option<String>,
 }
 
 /// A turn the log shows started and not yet completed.
@@ -163,6 +170,11 @@ pub struct ClosedTurn {
 
 /// Why a turn found open when its log was read is closed as interrupted.
 const CRASHED_TURN: &str = "the server stopped while this turn was running";
+
+/// Why a turn another server left open is closed as interrupted by the server taking the
+/// session over.
+const STOPPED_ELSEWHERE: &str =
+    "the server running this turn stopped (or lost the session) while it was running";
 
 /// What replaying the log found about the turn that was running, if any.
 #[derive(Default)]
@@ -285,7 +297,9 @@ impl SessionHandle {
                 }),
                 open_turn: replay.open_turn,
                 deleted: false,
+                lost: None,
             }),
+            remote: OnceLock::new(),
         })
     }
 
@@ -537,6 +551,9 @@ impl SessionHandle {
         held: bool,
     ) -> Result<Arc<Event>> {
         self.prepare(&mut payload);
+        if let Some(reason) = &state.lost {
+            return Err(RuntimeError::FailedPrecondition(reason.clone()));
+        }
         if state.deleted {
             return Err(RuntimeError::not_found(
                 "session",
@@ -551,7 +568,7 @@ impl SessionHandle {
             turn_id,
             payload,
         };
-        self.record_locked(state, event, held)
+        self.record_locked(state, event, held, true)
     }
 
     /// What every event passes before it is written or streamed.
@@ -565,7 +582,15 @@ impl SessionHandle {
     }
 
     /// Appends `event`, whose sequence is the log's next, and updates what follows the log.
-    fn record_locked(&self, state: &mut LiveState, event: Event, held: bool) -> Result<Arc<Event>> {
+    /// `observed`: the runtime's observer counts it (not for events another server wrote,
+    /// which it counted).
+    fn record_locked(
+        &self,
+        state: &mut LiveState,
+        event: Event,
+        held: bool,
+        observed: bool,
+    ) -> Result<Arc<Event>> {
         state.log.append(&event).map_err(RuntimeError::from)?;
         match (&event.payload, &mut state.log_turn) {
             (EventPayload::TurnStarted(_), _) => {
@@ -575,7 +600,13 @@ impl SessionHandle {
                     pending_approvals: Vec::new(),
                 });
             }
-            (EventPayload::TurnCompleted(_), _) => state.log_turn = None,
+            (EventPayload::TurnCompleted(_), _) => {
+                state.log_turn = None;
+                // Another server recorded the end of the turn this copy found open.
+                if state.open_turn.as_ref().map(|t| t.turn_id) == event.turn_id {
+                    state.open_turn = None;
+                }
+            }
             (EventPayload::PermissionRequested { request_id, .. }, Some(turn)) => {
                 turn.pending_approvals
                     .push(PendingRequest::approval(request_id));
@@ -594,8 +625,13 @@ impl SessionHandle {
             }
             _ => {}
         }
-        if let Some(observer) = &self.observer {
+        if observed && let Some(observer) = &self.observer {
             observer.appended(&event);
+        }
+        if let Some(remote) = self.remote.get()
+            && observed
+        {
+            remote.written.notify_one();
         }
         if event.payload.is_durability_point() {
             state.unsynced.push_back((event.sequence, held));
@@ -637,7 +673,7 @@ impl SessionHandle {
                 self.prepare(&mut event.payload);
                 event.session_id = self.record.id;
                 event.sequence = state.log.last_sequence() + 1;
-                self.record_locked(&mut state, event, false)?;
+                self.record_locked(&mut state, event, false, true)?;
             }
             state.log.last_sequence()
         };
@@ -781,6 +817,17 @@ impl SessionHandle {
     /// creation made durable together with this sync.
     pub async fn sync(&self) -> Result<()> {
         let target = self.lock().log.last_sequence();
+        if let Some(remote) = self.remote.get() {
+            // The store is what is durable; this log is its copy.
+            let (pushed, creation) = tokio::join!(self.push(remote), self.sync_creation());
+            pushed?;
+            creation?;
+            if remote.stored() < target {
+                return Err(self.lost_error());
+            }
+            self.synced(target);
+            return Ok(());
+        }
         let log = async {
             if self.synced_sequence.load(Ordering::Acquire) < target {
                 let file = self
@@ -945,6 +992,212 @@ impl SessionHandle {
             wake: self.published.subscribe(),
             file: None,
             counted: None,
+        }
+    }
+}
+
+/// The handle as the local copy of a session kept in a shared store (see
+/// [`super::remote`]).
+impl SessionHandle {
+    /// Makes this handle the copy of the session's log in `logs`, which holds it up to
+    /// `stored`: events written from now on are pushed there, by a task that lives as long
+    /// as the handle.
+    pub(super) fn attach_remote(
+        self: &Arc<Self>,
+        logs: Arc<dyn crate::store::EventLogs>,
+        stored: u64,
+    ) {
+        let remote = Arc::new(RemoteLog::new(logs, stored));
+        if self.remote.set(remote.clone()).is_err() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let handle: Weak<Self> = Arc::downgrade(self);
+        runtime.spawn(async move {
+            loop {
+                remote.written.notified().await;
+                let Some(handle) = handle.upgrade() else {
+                    return;
+                };
+                if let Err(e) = handle.push(&remote).await {
+                    tracing::warn!(session = %handle.id(), error = %e, "cannot push the session's events to the store");
+                }
+                if handle.lock().deleted {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// The id of the log's last event (`None` for an empty log).
+    pub(super) fn last_event_id(&self) -> Option<Uuid> {
+        self.lock().recent.back().map(|e| e.id)
+    }
+
+    /// Whether this handle is the copy of a session in a shared store.
+    pub(crate) fn is_remote(&self) -> bool {
+        self.remote.get().is_some()
+    }
+
+    /// Pushes the events written here that the store does not hold yet, in batches, in
+    /// order. A refusal loses the session for this copy (see [`super::remote`]).
+    async fn push(&self, remote: &RemoteLog) -> Result<()> {
+        let _turn = remote.turn.lock().await;
+        loop {
+            let stored = remote.stored();
+            let batch = self.unpushed_after(stored)?;
+            let Some(last) = batch.last().map(|e| e.sequence) else {
+                return Ok(());
+            };
+            match remote::store_batch(remote.logs.as_ref(), self.record.id, stored + 1, batch).await
+            {
+                Ok(written) => remote.set_stored(written.max(last)),
+                Err(crate::store::StoreError::Unavailable(message)) => {
+                    return Err(RuntimeError::StoreUnavailable(message));
+                }
+                Err(e) => {
+                    self.lose(remote::lost_reason(self.record.id, &e));
+                    return Err(self.lost_error());
+                }
+            }
+        }
+    }
+
+    /// Up to a batch of the events after `after`, from the ring when it holds them.
+    fn unpushed_after(&self, after: u64) -> Result<Vec<Event>> {
+        {
+            let state = self.lock();
+            if state.log.last_sequence() <= after {
+                return Ok(Vec::new());
+            }
+            if state
+                .recent
+                .front()
+                .is_some_and(|e| e.sequence <= after + 1)
+            {
+                return Ok(state
+                    .recent
+                    .iter()
+                    .filter(|e| e.sequence > after)
+                    .take(remote::BATCH)
+                    .map(|e| Event::clone(e))
+                    .collect());
+            }
+        }
+        self.read_after(after, remote::BATCH)
+    }
+
+    /// Reads into this copy the events the store holds after it (written by another
+    /// server). A copy holding events the store does not (never pushed) while the store
+    /// moved on has lost the session.
+    pub(crate) async fn catch_up(&self) -> Result<()> {
+        let Some(remote) = self.remote.get() else {
+            return Ok(());
+        };
+        let _turn = remote.turn.lock().await;
+        loop {
+            let stored = remote.stored();
+            let rows = remote::read_batch(remote.logs.as_ref(), self.record.id, stored)
+                .await
+                .map_err(RuntimeError::from)?;
+            let Some(last) = rows.last().map(|e| e.sequence) else {
+                return Ok(());
+            };
+            let (local, deleted) = {
+                let state = self.lock();
+                (state.log.last_sequence(), state.deleted)
+            };
+            if deleted {
+                return Ok(());
+            }
+            if local != stored {
+                self.lose(format!(
+                    "session {}: another server wrote to it while this server's events {}..={local} were not stored; retry, and the session is read again from the store",
+                    self.record.id,
+                    stored + 1
+                ));
+                return Err(self.lost_error());
+            }
+            self.ingest(rows)?;
+            remote.set_stored(last);
+        }
+    }
+
+    /// Appends events another server wrote (sequenced already, next in this log); the
+    /// runtime's observer does not count them again.
+    fn ingest(&self, events: Vec<Event>) -> Result<()> {
+        // What this server published is handed over before what it did not write.
+        self.publish();
+        {
+            let mut state = self.lock();
+            for event in events {
+                if event.sequence != state.log.last_sequence() + 1 {
+                    return Err(RuntimeError::storage(
+                        format!("session {}", self.record.id),
+                        std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            format!(
+                                "the store's event {} does not follow this copy's {}",
+                                event.sequence,
+                                state.log.last_sequence()
+                            ),
+                        ),
+                    ));
+                }
+                self.record_locked(&mut state, event, false, false)?;
+            }
+        }
+        let visible = self.lock().log.last_sequence();
+        *crate::sync::lock(&self.observed) = visible;
+        self.synced(visible);
+        self.publish();
+        Ok(())
+    }
+
+    /// The turn the log shows started and not ended becomes a turn to close as
+    /// interrupted: this server now holds the session (it claimed a turn of it), so the
+    /// server that ran that turn stopped.
+    pub(crate) fn adopt_abandoned_turn(&self) {
+        let mut state = self.lock();
+        if state.open_turn.is_some() {
+            return;
+        }
+        if let Some(turn) = state.log_turn.clone() {
+            state.open_turn = Some(OpenTurn {
+                turn_id: turn.id,
+                pending_approvals: turn.pending_approvals,
+                outcome: TurnOutcome::Interrupted,
+                error: STOPPED_ELSEWHERE.into(),
+                so_far: TurnSoFar::spent(turn.first_sequence, TokenUsage::default(), 0),
+            });
+        }
+    }
+
+    /// This copy may not be written any more; its subscribers end, and the next use of
+    /// the session reads it again from the store.
+    pub(crate) fn lose(&self, reason: String) {
+        tracing::warn!(session = %self.record.id, reason = %reason, "lost the session to another server");
+        let mut state = self.lock();
+        if state.lost.is_none() {
+            state.lost = Some(reason);
+        }
+        state.deleted = true;
+        drop(state);
+        self.published.send_modify(|_| {});
+    }
+
+    /// Whether this copy lost its session (or the session was deleted).
+    pub(crate) fn is_gone(&self) -> bool {
+        self.lock().deleted
+    }
+
+    fn lost_error(&self) -> RuntimeError {
+        let state = self.lock();
+        match &state.lost {
+            Some(reason) => RuntimeError::FailedPrecondition(reason.clone()),
+            None => RuntimeError::not_found("session", self.record.id.to_string()),
         }
     }
 }

@@ -8,6 +8,7 @@ mod journal;
 mod log;
 mod observer;
 mod record;
+mod remote;
 mod seam;
 mod sink;
 mod store;
@@ -23,6 +24,7 @@ pub use record::{
     BundlePin, ForkOrigin, InheritedRules, ParentLink, SessionInfo, SessionRecord, SessionState,
     SessionStats,
 };
+pub use remote::Remote as SharedStore;
 pub use sink::EventSink;
 pub use store::{QuarantinedSession, SessionStore};
 pub use subscription::Subscription;

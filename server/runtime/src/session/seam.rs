@@ -43,6 +43,10 @@ impl SessionRecords for Arc<SessionStore> {
         filter: SessionFilter,
         page: PageRequest,
     ) -> BoxFuture<'_, StoreResult<Page<SessionInfo>>> {
+        if let Some(remote) = self.remote.get() {
+            // The store lists every session, not only those this server has a copy of.
+            return remote.records.list_sessions(filter, page);
+        }
         let store = self.clone();
         blocking("list sessions", move || store.list_page(&filter, &page)).boxed()
     }
@@ -56,6 +60,11 @@ impl SessionRecords for Arc<SessionStore> {
                 }
                 Err(e) => return Err(e.into()),
             };
+            if let Some(remote) = self.remote.get()
+                && !remote.records.delete_session(id).await?
+            {
+                return Ok(false);
+            }
             let store = self.clone();
             blocking("delete session", move || store.remove(&handle)).await?;
             Ok(true)
@@ -65,7 +74,16 @@ impl SessionRecords for Arc<SessionStore> {
 
     fn quarantine_session(&self, id: Uuid, reason: String) -> BoxFuture<'_, StoreResult<()>> {
         async move {
+            if let Some(remote) = self.remote.get() {
+                remote
+                    .records
+                    .quarantine_session(id, reason.clone())
+                    .await?;
+            }
             if !self.dir_of(id).join(RECORD_FILE).is_file() {
+                if self.remote.get().is_some() {
+                    return Ok(());
+                }
                 return Err(RuntimeError::not_found("session", id.to_string()).into());
             }
             let open = self.lock_open().remove(&id);
@@ -79,6 +97,9 @@ impl SessionRecords for Arc<SessionStore> {
     }
 
     fn quarantined(&self) -> Vec<QuarantinedSession> {
+        if let Some(remote) = self.remote.get() {
+            return remote.records.quarantined();
+        }
         SessionStore::quarantined(self.as_ref())
     }
 }

@@ -23,6 +23,7 @@ use super::record::{
     LOG_FILE, RECORD_FILE, RecordError, RecordFile, SUMMARY_FILE, SessionInfo, SessionRecord,
     SessionState, SessionStats, newer_format, parse_record, write_json_atomic,
 };
+use super::remote::Remote;
 use super::summary::SummaryTasks;
 use crate::error::{Result, RuntimeError};
 use crate::events::now_ms;
@@ -44,10 +45,13 @@ pub struct SessionStore {
     open: Arc<OpenSessions>,
     quarantined: Mutex<Vec<QuarantinedSession>>,
     /// Handed to every session opened, to see its events; set once.
-    observer: OnceLock<Arc<dyn EventObserver>>,
+    pub(super) observer: OnceLock<Arc<dyn EventObserver>>,
     /// Sessions' background summary writes.
-    summary_writes: SummaryTasks,
+    pub(super) summary_writes: SummaryTasks,
     journal: Journal,
+    /// The store several servers share, when these folders are this server's copy of it
+    /// (see [`super::remote`]); set once, before any session is opened.
+    pub(super) remote: OnceLock<Remote>,
 }
 
 impl SessionStore {
@@ -101,6 +105,7 @@ impl SessionStore {
             quarantined: Mutex::new(quarantined),
             observer: OnceLock::new(),
             summary_writes,
+            remote: OnceLock::new(),
         })
     }
 
@@ -150,6 +155,10 @@ impl SessionStore {
         crate::sync::lock(&self.quarantined).clone()
     }
 
+    pub(super) fn root(&self) -> &Path {
+        &self.root
+    }
+
     pub(super) fn dir_of(&self, id: Uuid) -> PathBuf {
         self.root.join(id.to_string())
     }
@@ -171,6 +180,14 @@ impl SessionStore {
         if record.model.mask_secrets() {
             tracing::warn!(session = %record.id, "masked a credential in the model config before writing the session");
         }
+        // A shared store holds it first: the folder written below is this server's copy.
+        let durable = match self.remote.get() {
+            Some(remote) => {
+                remote.create_blocking(record.clone(), Vec::new())?;
+                false
+            }
+            None => durable,
+        };
         let staging = self.root.join(format!("{STAGING_PREFIX}{}", record.id));
         let io = |what: &str, e| RuntimeError::storage(format!("{what} {}", staging.display()), e);
         std::fs::create_dir(&staging).map_err(|e| io("create", e))?;
@@ -220,6 +237,9 @@ impl SessionStore {
                 return Err(e);
             }
         };
+        if let Some(remote) = self.remote.get() {
+            handle.attach_remote(remote.logs.clone(), 0);
+        }
         let cell = Arc::new(OnceCell::new_with(Some(handle.clone())));
         self.lock_open().insert(record.id, cell);
         Ok(handle)
@@ -236,6 +256,17 @@ impl SessionStore {
         populate: impl FnOnce(&Path) -> Result<()>,
     ) -> Result<()> {
         record.model.mask_secrets();
+        let events: Vec<_> = events
+            .into_iter()
+            .map(|mut event| {
+                event.session_id = record.id;
+                event.id = Uuid::new_v4();
+                event
+            })
+            .collect();
+        if let Some(remote) = self.remote.get() {
+            remote.create_blocking(record.clone(), events.clone())?;
+        }
         let staging = self.root.join(format!("{STAGING_PREFIX}{}", record.id));
         let io = |what: &str, e| RuntimeError::storage(format!("{what} {}", staging.display()), e);
         std::fs::create_dir(&staging).map_err(|e| io("create", e))?;
@@ -243,9 +274,7 @@ impl SessionStore {
             write_json_atomic(&staging.join(RECORD_FILE), &RecordFile::new(&record), true)
                 .map_err(|e| io("write record in", e))?;
             let mut log = EventLog::create(&staging.join(LOG_FILE)).map_err(RuntimeError::from)?;
-            for mut event in events {
-                event.session_id = record.id;
-                event.id = Uuid::new_v4();
+            for event in events {
                 log.append(&event).map_err(RuntimeError::from)?;
             }
             log.sync().map_err(RuntimeError::from)?;
@@ -263,21 +292,34 @@ impl SessionStore {
 
     /// Opens a session (reading and repairing its log the first time).
     pub async fn get(&self, id: Uuid) -> Result<Arc<SessionHandle>> {
-        let cell = self.lock_open().entry(id).or_default().clone();
+        let cell = {
+            let mut open = self.lock_open();
+            // A copy of a shared store's session that lost it is read again.
+            if open
+                .get(&id)
+                .and_then(|cell| cell.get())
+                .is_some_and(|handle| handle.is_remote() && handle.is_gone())
+            {
+                open.remove(&id);
+            }
+            open.entry(id).or_default().clone()
+        };
         let handle = cell
             .get_or_try_init(|| async {
-                let dir = self.dir_of(id);
-                let observer = self.observer.get().cloned();
-                let summaries = self.summary_writes.clone();
-                tokio::task::spawn_blocking(move || load(id, &dir, observer, summaries))
-                    .await
-                    .map_err(|e| RuntimeError::storage("load session", std::io::Error::other(e)))?
+                if let Some(remote) = self.remote.get() {
+                    return self.open_copy(remote, id).await;
+                }
+                self.load_local(id).await
             })
             .await;
         match handle {
             Ok(handle) => {
                 let handle = handle.clone();
-                self.repair_open_turn(&handle).await;
+                if !handle.is_remote() {
+                    // With a shared store, a turn the log shows open may be running on
+                    // another server: it is closed when this server takes the session.
+                    self.repair_open_turn(&handle).await;
+                }
                 self.evict_idle(self.open.keep.load(Ordering::Relaxed));
                 Ok(handle)
             }
@@ -300,10 +342,31 @@ impl SessionStore {
         }
     }
 
+    /// Reads the session's folder (this store's, or the copy of a shared store's).
+    pub(super) async fn load_local(
+        &self,
+        id: Uuid,
+    ) -> std::result::Result<Arc<SessionHandle>, LoadError> {
+        let dir = self.dir_of(id);
+        let observer = self.observer.get().cloned();
+        let summaries = self.summary_writes.clone();
+        tokio::task::spawn_blocking(move || load(id, &dir, observer, summaries))
+            .await
+            .map_err(|e| RuntimeError::storage("load session", std::io::Error::other(e)))?
+    }
+
     /// Records the end of a turn the log leaves open (a crash's, as interrupted; one whose
     /// end could not be written, as it ended), so that the session's next turn starts
     /// after it. Fails while the log cannot be written; the turn then stays open.
+    ///
+    /// A copy of a shared store's session is first brought up to the store, and a turn
+    /// another server left open in it is closed as interrupted: the caller holds the
+    /// session (it claimed one of its turns).
     pub async fn close_open_turn(&self, handle: &Arc<SessionHandle>) -> Result<()> {
+        if handle.is_remote() {
+            handle.catch_up().await?;
+            handle.adopt_abandoned_turn();
+        }
         if let Some(closed) = handle.close_open_turn().await? {
             handle.write_summary();
             self.journal_turn_end(handle.id());
@@ -474,7 +537,7 @@ impl OpenSessions {
     }
 }
 
-enum LoadError {
+pub(super) enum LoadError {
     Missing,
     Unreadable(String),
     Runtime(RuntimeError),
@@ -585,4 +648,39 @@ fn sync_dir(dir: &Path) {
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
+}
+
+/// Writes a session's folder under `root` as a copy of a shared store's session: built in
+/// a staging folder and renamed into place over any previous copy. Nothing is synced (the
+/// store holds the truth; a copy a crash cut short is read again from it).
+pub(super) fn write_copy(
+    root: &Path,
+    record: &SessionRecord,
+    events: &[crate::events::Event],
+) -> Result<()> {
+    let staging = root.join(format!("{STAGING_PREFIX}{}", record.id));
+    let io = |what: &str, e| RuntimeError::storage(format!("{what} {}", staging.display()), e);
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir(&staging).map_err(|e| io("create", e))?;
+    let result = (|| {
+        write_json_atomic(&staging.join(RECORD_FILE), &RecordFile::new(record), false)
+            .map_err(|e| io("write record in", e))?;
+        let mut log = EventLog::create(&staging.join(LOG_FILE)).map_err(RuntimeError::from)?;
+        for event in events {
+            log.append(event).map_err(RuntimeError::from)?;
+        }
+        drop(log);
+        let dir = root.join(record.id.to_string());
+        let trash = root.join(format!("{STAGING_PREFIX}replaced-{}", record.id));
+        if dir.exists() {
+            std::fs::rename(&dir, &trash).map_err(|e| io("move aside", e))?;
+        }
+        std::fs::rename(&staging, &dir).map_err(|e| io("rename", e))?;
+        let _ = std::fs::remove_dir_all(&trash);
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    result
 }

@@ -63,8 +63,16 @@ impl Subscription {
                     return Ok(Some(batch));
                 }
             }
-            if self.handle.lock().deleted {
-                return Ok(None);
+            {
+                let state = self.handle.lock();
+                if state.lost.is_some() {
+                    return Err(RuntimeError::SessionReloaded {
+                        session_id: self.handle.id().to_string(),
+                    });
+                }
+                if state.deleted {
+                    return Ok(None);
+                }
             }
             if self.wake.changed().await.is_err() {
                 return Ok(None);

@@ -277,6 +277,15 @@ pub trait TurnQueue: Send + Sync {
     /// Refuses new turns and hands back every waiting one.
     fn close(&self) -> BoxFuture<'_, StoreResult<Vec<Job>>>;
 
+    /// Records as interrupted the running turns of servers that stopped (a store several
+    /// servers share: one not heard from within its lease time) and answers their
+    /// sessions, once each, so that this server closes those turns in their logs. Their
+    /// waiting turns may then be claimed by any server. Nothing for a store only this
+    /// process uses.
+    fn take_abandoned(&self) -> BoxFuture<'_, StoreResult<Vec<Uuid>>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
     /// Turns waiting (not running).
     fn queued(&self) -> usize;
 
@@ -365,9 +374,9 @@ impl Store {
     /// A store made of another crate's implementations of the traits (the PostgreSQL
     /// store, for one); `kind` names it as an operator reads it (`postgres`).
     ///
-    /// The runtime cannot be built on such a store yet: its fast paths still reach the
-    /// file store's own types, and [`crate::RuntimeBuilder::store`] refuses it by name
-    /// until they go through the traits alone.
+    /// The runtime keeps a copy of such a store's sessions in its home and pushes to it
+    /// and follows it (see [`Store::runtime_parts`]); it needs the store's bundle catalog
+    /// ([`Store::with_bundle_catalog`]).
     pub fn from_parts(
         kind: &'static str,
         sessions: Arc<dyn SessionRecords>,
@@ -451,17 +460,59 @@ impl Store {
         }
     }
 
-    /// The file store's own types: the open sessions (their live state, see the module
-    /// note) and the bundle catalog with its cache, which the runtime's fast paths use. A
-    /// store made [`Store::from_parts`] has none, and the runtime refuses it.
-    pub(crate) fn file_parts(&self) -> crate::Result<(Arc<SessionStore>, Arc<BundleStore>)> {
+    /// What the runtime serves from: the open sessions (their live state, see the module
+    /// note) and the bundle catalog with its cache, which its fast paths use, and the
+    /// records and journal it reaches through the traits.
+    ///
+    /// On the file store those are the store's own. On a store made [`Store::from_parts`],
+    /// the sessions are this server's copy of the store's, in the file store's layout under
+    /// `config.sessions_dir()` (see [`crate::session`]'s `remote` module), and the bundles
+    /// the catalog given with [`Store::with_bundle_catalog`], which such a store needs.
+    pub(crate) fn runtime_parts(&self, config: &RuntimeConfig) -> crate::Result<RuntimeParts> {
         match &self.kind {
-            StoreKind::Files { sessions, bundles } => Ok((sessions.clone(), bundles.clone())),
-            StoreKind::Parts { name, .. } => Err(RuntimeError::FailedPrecondition(format!(
-                "the runtime cannot run on the {name} store yet: it serves from the file store only"
-            ))),
+            StoreKind::Files { sessions, bundles } => Ok(RuntimeParts {
+                sessions: sessions.clone(),
+                bundles: bundles.clone(),
+                records: Arc::new(sessions.clone()),
+                journal: Arc::new(sessions.clone()),
+            }),
+            StoreKind::Parts {
+                name,
+                sessions: records,
+                logs,
+                journal,
+                catalog,
+                ..
+            } => {
+                let bundles = catalog.clone().ok_or_else(|| {
+                    RuntimeError::FailedPrecondition(format!(
+                        "the {name} store gives the runtime no bundle catalog (Store::with_bundle_catalog)"
+                    ))
+                })?;
+                let copies = SessionStore::open(config.sessions_dir(), config.quarantine_dir())?
+                    .with_open_cache(config.open_session_cache)
+                    .shared(crate::session::SharedStore {
+                        records: records.clone(),
+                        logs: logs.clone(),
+                    });
+                let copies = Arc::new(copies);
+                Ok(RuntimeParts {
+                    records: Arc::new(copies.clone()),
+                    sessions: copies,
+                    bundles,
+                    journal: journal.clone(),
+                })
+            }
         }
     }
+}
+
+/// What [`Store::runtime_parts`] hands the runtime.
+pub(crate) struct RuntimeParts {
+    pub sessions: Arc<SessionStore>,
+    pub bundles: Arc<BundleStore>,
+    pub records: Arc<dyn SessionRecords>,
+    pub journal: Arc<dyn TurnJournal>,
 }
 
 impl std::fmt::Debug for Store {

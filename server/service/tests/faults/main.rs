@@ -18,4 +18,5 @@ mod interrupted;
 mod load;
 mod orphans;
 mod overlay;
+mod replicas;
 mod subagents;

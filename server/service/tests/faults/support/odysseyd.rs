@@ -42,6 +42,8 @@ pub struct Launch {
     pub flags: Vec<String>,
     /// The command odysseyd's own command line is appended to.
     pub wrapper: Vec<String>,
+    /// Environment variables set besides the few every child gets.
+    pub env: Vec<(String, String)>,
 }
 
 impl Launch {
@@ -51,6 +53,7 @@ impl Launch {
             model_url: None,
             flags: Vec::new(),
             wrapper: Vec::new(),
+            env: Vec::new(),
         }
     }
 
@@ -104,6 +107,7 @@ impl Odysseyd {
             .env("HOME", &launch.home)
             .env("RUST_LOG", "info")
             .env("OPENAI_API_KEY", MODEL_KEY)
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -144,6 +148,7 @@ impl Odysseyd {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &launch.home)
             .env("OPENAI_API_KEY", MODEL_KEY)
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
