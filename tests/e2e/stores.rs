@@ -199,17 +199,22 @@ impl TestDatabase {
     }
 }
 
-#[tokio::test]
-async fn a_server_on_postgres_names_the_store_its_replica_and_sees_itself_alive() {
-    let Some(db) = TestDatabase::new().await else {
-        return;
-    };
-    let home = tempfile::tempdir().expect("home");
-    let workspaces = tempfile::tempdir().expect("workspace root");
-    // The password is read from a file only the server's user can read.
-    let password_file = home.path().join("database-password");
+/// Starts replica `id` on the test database, with a home of its own under `dir` and the
+/// shared workspace root; the password is read from a file only the server's user reads.
+async fn start_replica(
+    db: &TestDatabase,
+    dir: &std::path::Path,
+    id: &str,
+    workspaces: &std::path::Path,
+) -> Result<odyssey_server::serve::ServerHandle, odyssey_server::serve::ServeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let home = dir.join(id);
+    std::fs::create_dir_all(&home).expect("home");
+    let password_file = home.join("database-password");
     std::fs::write(&password_file, format!("{}\n", db.password)).expect("password file");
-    let config = home.path().join("database.toml");
+    std::fs::set_permissions(&password_file, std::fs::Permissions::from_mode(0o600))
+        .expect("chmod");
+    let config = home.join("database.toml");
     std::fs::write(
         &config,
         format!(
@@ -218,61 +223,81 @@ async fn a_server_on_postgres_names_the_store_its_replica_and_sees_itself_alive(
         ),
     )
     .expect("config file");
-    let mut args = ServeArgs::new(loopback(), home.path().to_path_buf());
+    let mut args = ServeArgs::new(loopback(), home);
     args.config = Some(config);
     args.database_url = Some(db.url.clone());
-    args.replica_id = Some("r1".to_owned());
-    args.workspace_root = Some(workspaces.path().join("shared"));
-    let started = odyssey_server::serve::start(&args).await;
-    let server = match started {
-        Ok(server) => server,
-        Err(e) => {
-            db.drop().await;
-            panic!("odysseyd serves from PostgreSQL: {e}");
-        }
-    };
-    let mut client =
-        odyssey_api::v1::server_service_client::ServerServiceClient::connect(server.url())
-            .await
-            .expect("connect");
-    let before = SystemTime::now() - Duration::from_secs(60);
-    let info = client
+    args.replica_id = Some(id.to_owned());
+    args.workspace_root = Some(workspaces.to_owned());
+    odyssey_server::serve::start(&args).await
+}
+
+async fn server_info(url: String) -> pb::GetServerInfoResponse {
+    odyssey_api::v1::server_service_client::ServerServiceClient::connect(url)
+        .await
+        .expect("connect")
         .get_server_info(pb::GetServerInfoRequest {})
         .await
         .expect("info")
-        .into_inner();
-    let (code, out, err) = odyssey(&["--server", &server.url(), "info"]).await;
-    server.shutdown().await.expect("clean shutdown");
+        .into_inner()
+}
+
+/// Two replicas on one database (and one workspace root): each names the store and itself,
+/// and sees both alive; `odyssey info` says so in one line.
+#[tokio::test]
+async fn replicas_on_postgres_name_the_store_themselves_and_see_each_other_alive() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    let workspaces = dir.path().join("shared-workspaces");
+    let before = SystemTime::now() - Duration::from_secs(60);
+    let mut servers = Vec::new();
+    for id in ["r1", "r2"] {
+        match start_replica(&db, dir.path(), id, &workspaces).await {
+            Ok(server) => servers.push(server),
+            Err(e) => {
+                for server in servers {
+                    let _ = server.shutdown().await;
+                }
+                db.drop().await;
+                panic!("odysseyd serves from PostgreSQL as {id}: {e}");
+            }
+        }
+    }
+    let r1 = server_info(servers[0].url()).await;
+    let r2 = server_info(servers[1].url()).await;
+    let (code, out, err) = odyssey(&["--server", &servers[0].url(), "info"]).await;
+    for server in servers {
+        server.shutdown().await.expect("clean shutdown");
+    }
     db.drop().await;
     assert_eq!(code, 0, "{err}");
     assert!(
         out.lines()
-            .any(|line| line == "store: postgres (replica r1; replicas: r1 alive)"),
+            .any(|line| line == "store: postgres (replica r1; replicas: r1 alive, r2 alive)"),
         "{out}"
     );
 
-    let store = info.store.expect("the store is named");
-    assert_eq!(store.kind, "postgres");
-    assert_eq!(store.replica_id, "r1");
-    let me = store
-        .replicas
-        .iter()
-        .find(|r| r.id == "r1")
-        .unwrap_or_else(|| panic!("r1 sees itself: {:?}", store.replicas));
-    assert!(me.alive, "{me:?}");
-    let seen = me.last_seen.expect("last seen");
-    let seen = SystemTime::UNIX_EPOCH + Duration::new(seen.seconds as u64, seen.nanos as u32);
-    assert!(seen > before, "{seen:?}");
-    let snapshots = info.workspace_snapshots.expect("snapshots");
-    assert_eq!(
-        snapshots.mechanism,
-        pb::SnapshotMechanism::Copies as i32,
-        "workspaces every replica can read"
-    );
-    assert!(
-        workspaces.path().join("shared").is_dir(),
-        "the workspace root is created"
-    );
+    for (info, me) in [(&r1, "r1"), (&r2, "r2")] {
+        let store = info.store.as_ref().expect("the store is named");
+        assert_eq!(store.kind, "postgres");
+        assert_eq!(store.replica_id, me);
+        let seen: Vec<&str> = store.replicas.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(seen, ["r1", "r2"], "{me} sees both");
+        for replica in &store.replicas {
+            assert!(replica.alive, "{me}: {replica:?}");
+            let at = replica.last_seen.expect("last seen");
+            let at = SystemTime::UNIX_EPOCH + Duration::new(at.seconds as u64, at.nanos as u32);
+            assert!(at > before, "{me}: {replica:?}");
+        }
+        let snapshots = info.workspace_snapshots.expect("snapshots");
+        assert_eq!(
+            snapshots.mechanism,
+            pb::SnapshotMechanism::Copies as i32,
+            "workspaces every replica can read"
+        );
+    }
+    assert!(workspaces.is_dir(), "the workspace root is created");
 }
 
 /// Set in the child: serve instead of testing.

@@ -296,6 +296,14 @@ pub fn load(args: &ServeArgs, sources: &Sources) -> Result<Loaded, ConfigError> 
         .collect();
     key_files.sort();
     warnings.extend(key_files);
+    if config.database.url.is_some() && config.runtime.workspace_root.is_none() {
+        warnings.push(format!(
+            "database.url is set but server.workspace_root is not: sessions' workspaces stay \
+             in {}, which other replicas cannot see; give every replica the same shared \
+             folder",
+            config.runtime.sandbox_dir().display()
+        ));
+    }
     if let Some(file) = &config.database.password_file
         && readable_by_others(file)
     {

@@ -1226,6 +1226,19 @@ fn the_database_and_the_replica_come_from_files_flags_and_the_environment() {
     machine.set_env("ODYSSEY_WORKSPACE_ROOT", "/mnt/shared");
     let loaded = machine.load(&[]).unwrap();
     assert_eq!(loaded.config.database.replica_id, "from-env");
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    // A database without a shared workspace root: the workspaces stay one replica's.
+    let unshared = Machine::new()
+        .load(&["--database-url", "postgres://u@127.0.0.1/db"])
+        .unwrap();
+    assert!(
+        unshared
+            .warnings
+            .iter()
+            .any(|w| w.contains("server.workspace_root is not")),
+        "{:?}",
+        unshared.warnings
+    );
     assert_eq!(
         loaded.config.database.url.as_deref(),
         Some("postgres://env@127.0.0.1/env")
@@ -1386,7 +1399,11 @@ fn the_database_password_is_never_shown() {
     );
     std::fs::set_permissions(&password_file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let loaded = machine.load(&["--config", &path_text(&config)]).unwrap();
-    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert!(
+        !loaded.warnings.iter().any(|w| w.contains("password")),
+        "{:?}",
+        loaded.warnings
+    );
     let outputs = [
         to_toml(&loaded, true),
         serde_json::to_string(&to_json(&loaded, true)).unwrap(),
