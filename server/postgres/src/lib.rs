@@ -2,16 +2,15 @@
 //!
 //! Sessions and their event logs (rows keyed by session and sequence, gap-free), the turn
 //! queue (claimed with `FOR UPDATE SKIP LOCKED`, one running turn per session, submission
-//! order kept), session leases with fencing (a write under an expired or taken-over lease
-//! is refused by the same statement that would make it), approvals, bundles and the
-//! replicas themselves. The schema is versioned and migrated by [`Store::migrate`]
+//! order kept), session leases with fencing (a write under a taken-over lease, or at a
+//! sequence another replica already wrote, is refused by the same statement that would
+//! make it), approvals, bundles, long-term memory and the replicas themselves. The schema is versioned and migrated by [`Store::migrate`]
 //! (`odysseyd migrate`).
 //!
 //! [`open_store`] gives the runtime this store behind its storage traits
 //! ([`odyssey_runtime::store`]), as one replica (the rules it holds to are in
-//! `seam/mod.rs`). Not served yet: the runtime still reaches the file store's own types
-//! for its fast paths and refuses another store, so `odysseyd migrate` is the one command
-//! of the server that touches the database.
+//! `seam/mod.rs`); `odysseyd` serves on it when a database URL is set (see
+//! `docs/scale-out.md`), keeping in its home a copy of the sessions it serves.
 //!
 //! This crate knows nothing of gRPC or HTTP; it depends on the driver (`tokio-postgres`),
 //! its pool (`deadpool-postgres`) and rustls only.

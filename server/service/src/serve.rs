@@ -327,6 +327,7 @@ async fn open_database(
     config::shared_store_snapshots(&mut runtime.snapshots)
         .map_err(|message| ServeError::Config(ConfigError::Inconsistent(message)))?;
     let target = db.target();
+    runtime.store_outage_wait = database.outage;
     let mut store_config = StoreConfig::new(db, runtime);
     store_config.lease_ttl = database.lease;
     store_config.cluster_queue_limit = database.cluster_queue_limit;

@@ -204,7 +204,14 @@ impl OdysseyRuntime {
                     .allows_mode(SandboxMode::DangerFullAccess),
             ..sandbox.capabilities()
         };
-        snapshots::remove_staging(&config.sandbox_dir(), snapshots::FORK_STAGING);
+        // In a workspace root other servers share, one may be building a fork now: only
+        // half-built forks left for an hour go.
+        let shared = store.kind() != "files";
+        snapshots::remove_staging(
+            &config.sandbox_dir(),
+            snapshots::FORK_STAGING,
+            shared.then_some(Duration::from_secs(3600)),
+        );
         let workspaces = Arc::new(crate::snapshot::Workspaces::open(
             &config.home,
             &config.snapshots,

@@ -23,13 +23,27 @@ const REWIND_STAGING: &str = ".rewind";
 
 /// Removes what a crash left of forks or rewinds being built in `dir` (names starting
 /// with `prefix-`): nothing there was ever visible.
-pub(crate) fn remove_staging(dir: &Path, prefix: &str) {
+///
+/// `older_than`: only those not changed for that long (the folder is shared with other
+/// servers, one of which may be building one now).
+pub(crate) fn remove_staging(dir: &Path, prefix: &str, older_than: Option<std::time::Duration>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     let prefix = format!("{prefix}-");
+    let old_enough = |entry: &std::fs::DirEntry| {
+        older_than.is_none_or(|age| {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|elapsed| elapsed > age)
+        })
+    };
     for entry in entries.flatten() {
         if entry.file_name().to_string_lossy().starts_with(&prefix)
+            && old_enough(&entry)
             && let Err(e) = crate::sandbox::remove_tree(&entry.path())
         {
             tracing::warn!(path = %entry.path().display(), error = %e, "cannot remove a half-built workspace");
@@ -449,7 +463,7 @@ fn replace_workspace(
         .mode(0o700)
         .create(&cell.root)
         .map_err(|e| RuntimeError::storage(format!("create {}", cell.root.display()), e))?;
-    remove_staging(&cell.root, REWIND_STAGING);
+    remove_staging(&cell.root, REWIND_STAGING, None);
     let staging = staging_path(&cell.root, REWIND_STAGING);
     let mut head = match store.restore(manifest, &staging, owner) {
         Ok(head) => head,
@@ -500,7 +514,7 @@ mod tests {
         std::fs::write(half.join("data/deep/f"), "x").expect("write");
         let cell = dir.path().join("01936f3e-5a10-7c3b-9d2e-4f1a2b3c4d5e");
         std::fs::create_dir_all(&cell).expect("mkdir");
-        remove_staging(dir.path(), FORK_STAGING);
+        remove_staging(dir.path(), FORK_STAGING, None);
         assert!(!half.exists());
         assert!(cell.is_dir());
     }

@@ -39,6 +39,9 @@ pub struct DatabaseSettings {
     pub lease: Duration,
     /// Turns that may wait at once across every replica.
     pub cluster_queue_limit: usize,
+    /// How long a running turn's writes wait for a database that cannot be reached
+    /// before the turn fails.
+    pub outage: Duration,
 }
 
 impl Default for DatabaseSettings {
@@ -49,6 +52,7 @@ impl Default for DatabaseSettings {
             replica_id: default_replica_id(),
             lease: DEFAULT_LEASE_TTL,
             cluster_queue_limit: DEFAULT_CLUSTER_QUEUE_LIMIT,
+            outage: Duration::from_secs(30),
         }
     }
 }

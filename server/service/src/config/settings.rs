@@ -1079,6 +1079,14 @@ pub fn server_settings() -> Vec<Setting<Draft>> {
                 Ok(())
             },
         ),
+        server(
+            "database.outage_seconds",
+            |d| Some(d.server.database.outage.as_secs()),
+            |d, v| {
+                d.server.database.outage = Duration::from_secs(at_least(v, 1)?);
+                Ok(())
+            },
+        ),
     ]
 }
 
