@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use odyssey_api::v1 as pb;
+use odyssey_api::v1::execution_service_client::ExecutionServiceClient;
 use odyssey_client::{ConnectOptions, OdysseyClient};
 use tonic::Code;
 
@@ -178,16 +179,51 @@ async fn the_server_answers_a_passed_deadline_with_deadline_exceeded() {
     let mut request = tonic::Request::new(pb::RunRequest {
         input: Some(crate::support::turn(&session.id, "go")),
     });
-    // Set by hand, the header leaves the client without a timer of its own.
     request
         .metadata_mut()
         .insert("grpc-timeout", "300m".parse().expect("header"));
-    let status = server
-        .executions()
+    // A bare HTTP/2 connection: tonic's own channel would keep the deadline too (and call
+    // it CANCELLED), racing the server's answer.
+    let status = ExecutionServiceClient::with_origin(bare_http2(&server).await, origin(&server))
         .run(request)
         .await
         .expect_err("the turn waits for an approval");
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+}
+
+fn origin(server: &TestServer) -> http::Uri {
+    server.handle.url().parse().expect("server url")
+}
+
+/// A gRPC transport with no timer: an HTTP/2 connection to the server and nothing else.
+async fn bare_http2(
+    server: &TestServer,
+) -> impl tonic::client::GrpcService<
+    tonic::body::Body,
+    ResponseBody = hyper::body::Incoming,
+    Error = hyper::Error,
+    Future = impl Send,
+> + Clone {
+    let uri = origin(server);
+    let address = format!(
+        "{}:{}",
+        uri.host().expect("host"),
+        uri.port_u16().expect("port")
+    );
+    let stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    let (sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .expect("HTTP/2 handshake");
+    tokio::spawn(connection);
+    tower::service_fn(move |request: http::Request<tonic::body::Body>| {
+        let mut sender = sender.clone();
+        async move { sender.send_request(request).await }
+    })
 }
 
 /// An MCP server's request for input (`bundles/mcp-input`: `trip.py` asks during its tool
