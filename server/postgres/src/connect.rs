@@ -91,6 +91,11 @@ impl DatabaseConfig {
         Ok(self.with_password(password))
     }
 
+    /// The most connections the pool opens.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
+    }
+
     /// Keeps at most this many connections open (at least 1).
     pub fn with_max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);

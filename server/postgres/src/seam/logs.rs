@@ -193,9 +193,13 @@ impl EventLogs for ReplicaStore {
             }
             let held = self.held_epoch(session_id);
             let client = self.client().await?;
+            let append = client
+                .prepare_cached(APPEND)
+                .await
+                .map_err(query("prepare an append"))?;
             let rows = client
                 .query(
-                    APPEND,
+                    &append,
                     &[
                         &session_id.to_string(),
                         &self.replica,
@@ -234,11 +238,23 @@ impl EventLogs for ReplicaStore {
             }
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let client = self.client().await?;
+            // One row with no event when the session exists but has none after the
+            // sequence; none when it does not exist (an empty answer would hide that).
+            let read = client
+                .prepare_cached(
+                    "SELECT e.sequence, e.body FROM sessions s
+                     LEFT JOIN LATERAL (
+                         SELECT sequence, body FROM events
+                         WHERE session_id = s.id AND sequence > $2
+                         ORDER BY sequence LIMIT $3
+                     ) e ON true
+                     WHERE s.id = $1 AND s.quarantined_at IS NULL",
+                )
+                .await
+                .map_err(query("prepare reading events"))?;
             let rows = client
                 .query(
-                    "SELECT sequence, body FROM events
-                     WHERE session_id = $1 AND sequence > $2
-                     ORDER BY sequence LIMIT $3",
+                    &read,
                     &[
                         &session_id.to_string(),
                         &column(after_sequence, "after_sequence")?,
@@ -248,10 +264,10 @@ impl EventLogs for ReplicaStore {
                 .await
                 .map_err(query("read events"))?;
             if rows.is_empty() {
-                // An empty answer for a session that does not exist would hide the mistake.
-                self.last_sequence(session_id).await?;
+                return Err(RuntimeError::not_found("session", session_id.to_string()).into());
             }
             rows.iter()
+                .filter(|row| row.get::<_, Option<i64>>(0).is_some())
                 .map(|row| {
                     let body: &[u8] = row.get(1);
                     serde_json::from_slice::<Event>(body).map_err(|e| {

@@ -116,6 +116,15 @@ pub struct StoreConfig {
 impl StoreConfig {
     /// The database, with the rest taken from the runtime's configuration.
     pub fn new(database: DatabaseConfig, runtime: &RuntimeConfig) -> Self {
+        // Each running turn may hold a connection at a time (a push, a read), besides the
+        // RPCs and the heartbeat: a pool smaller than the workers makes turns wait for
+        // connections under load.
+        let wanted = runtime.worker_count * 2 + 8;
+        let database = if database.max_connections() < wanted {
+            database.with_max_connections(wanted)
+        } else {
+            database
+        };
         Self {
             database,
             bundles_dir: runtime.bundles_dir(),

@@ -24,6 +24,65 @@ use super::{ReplicaStore, lock, query, unreadable};
 use crate::error::{is_foreign_key_violation, is_unique_violation};
 use crate::leases::millis;
 
+/// One push, under the queue lock (taken by the statement before it, in the same
+/// transaction, so that this statement's snapshot sees every push before it): counts this
+/// replica's and all waiting turns, and inserts the turn only when both are below their
+/// limits ($6, $7), placed first ($5) below the session's waiting turns. Answers the
+/// counts as they were, the session's running turn and its waiting turns.
+const PUSH: &str = "WITH counts AS (
+        SELECT count(*) FILTER (WHERE submitted_by = $4) AS mine,
+               count(*) AS total,
+               (SELECT id FROM turns WHERE session_id = $2 AND state = 'running' LIMIT 1) AS running,
+               count(*) FILTER (WHERE session_id = $2) AS waiting,
+               min(coalesce(sort_key, position)) FILTER (WHERE session_id = $2) AS lowest
+        FROM turns WHERE state = 'queued'
+    ), inserted AS (
+        INSERT INTO turns (id, session_id, request, submitted_by, sort_key)
+        SELECT $1, $2, $3, $4, CASE WHEN $5 THEN counts.lowest - 1 END
+        FROM counts WHERE counts.mine < $6 AND counts.total < $7
+        RETURNING id
+    )
+    SELECT mine, total, running, waiting FROM counts";
+
+/// A step of a claim (see [`TurnQueue::claim_next`] below).
+const CLAIM_FIND: &str = "SELECT t.id, t.request, t.session_id FROM turns t
+                     WHERE t.state = 'queued'
+                       AND (t.submitted_by = $1
+                            OR NOT EXISTS (SELECT 1 FROM replicas s
+                                           WHERE s.id = t.submitted_by
+                                             AND s.seen_at > clock_timestamp()
+                                                 - $2::bigint * interval '1 millisecond'))
+                       AND NOT EXISTS (SELECT 1 FROM turns r
+                                       WHERE r.session_id = t.session_id AND r.state = 'running')
+                       AND NOT EXISTS (SELECT 1 FROM turns e
+                                       WHERE e.session_id = t.session_id AND e.state = 'queued'
+                                         AND coalesce(e.sort_key, e.position)
+                                             < coalesce(t.sort_key, t.position))
+                       AND NOT EXISTS (SELECT 1 FROM session_leases l
+                                       WHERE l.session_id = t.session_id AND l.holder <> $1
+                                         AND l.expires_at > clock_timestamp())
+                     ORDER BY coalesce(t.sort_key, t.position)
+                     LIMIT 1
+                     FOR UPDATE OF t SKIP LOCKED";
+
+/// A step of a claim (see [`TurnQueue::claim_next`] below).
+const CLAIM_START: &str =
+    "UPDATE turns SET state = 'running', claimed_by = $2, claimed_at = clock_timestamp()
+                     WHERE id = $1 AND state = 'queued'";
+
+/// A step of a claim (see [`TurnQueue::claim_next`] below).
+const CLAIM_LEASE: &str =
+    "INSERT INTO session_leases AS l (session_id, holder, epoch, acquired_at, expires_at)
+                     VALUES ($1, $2, 1, clock_timestamp(),
+                             clock_timestamp() + $3::bigint * interval '1 millisecond')
+                     ON CONFLICT (session_id) DO UPDATE
+                         SET holder = excluded.holder,
+                             epoch = l.epoch + 1,
+                             acquired_at = excluded.acquired_at,
+                             expires_at = excluded.expires_at
+                         WHERE l.expires_at <= clock_timestamp() OR l.holder = excluded.holder
+                     RETURNING epoch";
+
 /// The advisory lock pushes take, so the capacity counts hold exactly (`odysseyq`).
 const QUEUE_LOCK: i64 = 0x6f64_7973_7365_7971;
 
@@ -113,24 +172,48 @@ impl TurnQueue for ReplicaStore {
             let session_id = turn.request.session_id.to_string();
             let body = encode(&turn.request)?;
             let mut client = self.client().await?;
+            let lock = client
+                .prepare_cached("SELECT pg_advisory_xact_lock($1)")
+                .await
+                .map_err(query("prepare the queue lock"))?;
+            let insert = client
+                .prepare_cached(PUSH)
+                .await
+                .map_err(query("prepare queuing a turn"))?;
             let tx = client
                 .transaction()
                 .await
                 .map_err(query("begin queuing a turn"))?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&QUEUE_LOCK])
+            tx.execute(&lock, &[&QUEUE_LOCK])
                 .await
                 .map_err(query("take the queue lock"))?;
             let row = tx
                 .query_one(
-                    "SELECT count(*) FILTER (WHERE submitted_by = $1), count(*),
-                            (SELECT id FROM turns WHERE session_id = $2 AND state = 'running' LIMIT 1),
-                            count(*) FILTER (WHERE session_id = $2),
-                            min(coalesce(sort_key, position)) FILTER (WHERE session_id = $2)
-                     FROM turns WHERE state = 'queued'",
-                    &[&self.replica, &session_id],
+                    &insert,
+                    &[
+                        &turn.execution_id.to_string(),
+                        &session_id,
+                        &body,
+                        &self.replica,
+                        &first,
+                        &i64::try_from(self.queue_capacity).unwrap_or(i64::MAX),
+                        &i64::try_from(self.cluster_queue_limit).unwrap_or(i64::MAX),
+                    ],
                 )
                 .await
-                .map_err(query("count queued turns"))?;
+                .map_err(|e| {
+                    if is_foreign_key_violation(&e) {
+                        RuntimeError::not_found("session", session_id.clone()).into()
+                    } else if is_unique_violation(&e) {
+                        RuntimeError::FailedPrecondition(format!(
+                            "execution {} is already queued",
+                            turn.execution_id
+                        ))
+                        .into()
+                    } else {
+                        query("queue a turn")(e)
+                    }
+                })?;
             let (mine, all) = (usize_of(row.get(0)), usize_of(row.get(1)));
             if mine >= self.queue_capacity {
                 return Err(SeamError::QueueFull {
@@ -147,33 +230,6 @@ impl TurnQueue for ReplicaStore {
                 .map(|id| Uuid::parse_str(&id).map_err(|e| unreadable(format!("turn id {id}"), e)))
                 .transpose()?;
             let waiting = usize_of(row.get(3));
-            let lowest: Option<i64> = row.get(4);
-            let sort_key = if first { lowest.map(|k| k - 1) } else { None };
-            tx.execute(
-                "INSERT INTO turns (id, session_id, request, submitted_by, sort_key)
-                 VALUES ($1, $2, $3, $4, $5)",
-                &[
-                    &turn.execution_id.to_string(),
-                    &session_id,
-                    &body,
-                    &self.replica,
-                    &sort_key,
-                ],
-            )
-            .await
-            .map_err(|e| {
-                if is_foreign_key_violation(&e) {
-                    RuntimeError::not_found("session", session_id.clone()).into()
-                } else if is_unique_violation(&e) {
-                    RuntimeError::FailedPrecondition(format!(
-                        "execution {} is already queued",
-                        turn.execution_id
-                    ))
-                    .into()
-                } else {
-                    query("queue a turn")(e)
-                }
-            })?;
             tx.commit().await.map_err(query("commit a queued turn"))?;
             self.queued.store(mine + 1, Ordering::Relaxed);
             Ok(Placed {
@@ -188,33 +244,21 @@ impl TurnQueue for ReplicaStore {
         async move {
             let ttl = millis(self.lease_ttl).map_err(super::seam_error)?;
             let mut client = self.client().await?;
-            let tx = client
-                .transaction()
+            let claim_find = client
+                .prepare_cached(CLAIM_FIND)
                 .await
-                .map_err(query("begin a claim"))?;
+                .map_err(query("prepare a claim"))?;
+            let claim_start = client
+                .prepare_cached(CLAIM_START)
+                .await
+                .map_err(query("prepare a claim"))?;
+            let claim_lease = client
+                .prepare_cached(CLAIM_LEASE)
+                .await
+                .map_err(query("prepare a claim"))?;
+            let tx = client.transaction().await.map_err(query("begin a claim"))?;
             let row = tx
-                .query_opt(
-                    "SELECT t.id, t.request, t.session_id FROM turns t
-                     WHERE t.state = 'queued'
-                       AND (t.submitted_by = $1
-                            OR NOT EXISTS (SELECT 1 FROM replicas s
-                                           WHERE s.id = t.submitted_by
-                                             AND s.seen_at > clock_timestamp()
-                                                 - $2::bigint * interval '1 millisecond'))
-                       AND NOT EXISTS (SELECT 1 FROM turns r
-                                       WHERE r.session_id = t.session_id AND r.state = 'running')
-                       AND NOT EXISTS (SELECT 1 FROM turns e
-                                       WHERE e.session_id = t.session_id AND e.state = 'queued'
-                                         AND coalesce(e.sort_key, e.position)
-                                             < coalesce(t.sort_key, t.position))
-                       AND NOT EXISTS (SELECT 1 FROM session_leases l
-                                       WHERE l.session_id = t.session_id AND l.holder <> $1
-                                         AND l.expires_at > clock_timestamp())
-                     ORDER BY coalesce(t.sort_key, t.position)
-                     LIMIT 1
-                     FOR UPDATE OF t SKIP LOCKED",
-                    &[&self.replica, &ttl],
-                )
+                .query_opt(&claim_find, &[&self.replica, &ttl])
                 .await
                 .map_err(query("find a turn to claim"))?;
             let Some(row) = row else {
@@ -229,17 +273,13 @@ impl TurnQueue for ReplicaStore {
                     tx.execute("DELETE FROM turns WHERE id = $1", &[&turn_id])
                         .await
                         .map_err(query("drop an unreadable turn"))?;
-                    tx.commit().await.map_err(query("drop an unreadable turn"))?;
+                    tx.commit()
+                        .await
+                        .map_err(query("drop an unreadable turn"))?;
                     return Err(e);
                 }
             };
-            let started = tx
-                .execute(
-                    "UPDATE turns SET state = 'running', claimed_by = $2, claimed_at = clock_timestamp()
-                     WHERE id = $1 AND state = 'queued'",
-                    &[&turn_id, &self.replica],
-                )
-                .await;
+            let started = tx.execute(&claim_start, &[&turn_id, &self.replica]).await;
             match started {
                 Ok(1) => {}
                 // Another replica started a turn of the session meanwhile: the unique
@@ -249,19 +289,7 @@ impl TurnQueue for ReplicaStore {
                 Err(e) => return Err(query("start a turn")(e)),
             }
             let lease = tx
-                .query_opt(
-                    "INSERT INTO session_leases AS l (session_id, holder, epoch, acquired_at, expires_at)
-                     VALUES ($1, $2, 1, clock_timestamp(),
-                             clock_timestamp() + $3::bigint * interval '1 millisecond')
-                     ON CONFLICT (session_id) DO UPDATE
-                         SET holder = excluded.holder,
-                             epoch = l.epoch + 1,
-                             acquired_at = excluded.acquired_at,
-                             expires_at = excluded.expires_at
-                         WHERE l.expires_at <= clock_timestamp() OR l.holder = excluded.holder
-                     RETURNING epoch",
-                    &[&session_id, &self.replica, &ttl],
-                )
+                .query_opt(&claim_lease, &[&session_id, &self.replica, &ttl])
                 .await
                 .map_err(query("take a session's lease"))?;
             let Some(lease) = lease else {
@@ -309,8 +337,8 @@ impl TurnQueue for ReplicaStore {
         async move {
             let held = self.held_epoch(session_id);
             let client = self.client().await?;
-            client
-                .execute(
+            let finish = client
+                .prepare_cached(
                     "WITH ended AS (
                          UPDATE turns SET state = 'completed', finished_at = clock_timestamp()
                          WHERE session_id = $1 AND state = 'running' AND claimed_by = $2
@@ -318,8 +346,11 @@ impl TurnQueue for ReplicaStore {
                      UPDATE session_leases SET expires_at = clock_timestamp()
                      WHERE session_id = $1 AND holder = $2 AND epoch = $3::bigint
                        AND expires_at > clock_timestamp()",
-                    &[&session_id.to_string(), &self.replica, &held],
                 )
+                .await
+                .map_err(query("prepare finishing a turn"))?;
+            client
+                .execute(&finish, &[&session_id.to_string(), &self.replica, &held])
                 .await
                 .map_err(query("finish a turn"))?;
             lock(&self.leases).remove(&session_id);
@@ -331,11 +362,14 @@ impl TurnQueue for ReplicaStore {
     fn locate(&self, execution_id: Uuid) -> BoxFuture<'_, StoreResult<Option<Located>>> {
         async move {
             let client = self.client().await?;
-            let row = client
-                .query_opt(
+            let statement = client
+                .prepare_cached(
                     "SELECT session_id, state, coalesce(claimed_by, '') FROM turns WHERE id = $1",
-                    &[&execution_id.to_string()],
                 )
+                .await
+                .map_err(query("prepare a turn lookup"))?;
+            let row = client
+                .query_opt(&statement, &[&execution_id.to_string()])
                 .await
                 .map_err(query("look a turn up"))?;
             let Some(row) = row else {

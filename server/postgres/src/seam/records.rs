@@ -79,14 +79,15 @@ impl SessionRecords for ReplicaStore {
     fn session(&self, id: Uuid) -> BoxFuture<'_, StoreResult<Option<SessionInfo>>> {
         async move {
             let client = self.client().await?;
+            let statement = client
+                .prepare_cached(&format!(
+                    "SELECT {SESSION_COLUMNS} FROM sessions
+                     WHERE id = $1 AND quarantined_at IS NULL"
+                ))
+                .await
+                .map_err(query("prepare a session read"))?;
             let row = client
-                .query_opt(
-                    &format!(
-                        "SELECT {SESSION_COLUMNS} FROM sessions
-                         WHERE id = $1 AND quarantined_at IS NULL"
-                    ),
-                    &[&id.to_string()],
-                )
+                .query_opt(&statement, &[&id.to_string()])
                 .await
                 .map_err(query("read a session"))?;
             row.as_ref().map(info_from_row).transpose()
