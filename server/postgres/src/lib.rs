@@ -37,7 +37,7 @@ pub use events::{NewEvent, StoredEvent};
 pub use leases::Lease;
 pub use listen::{
     APPROVALS_CHANNEL, EVENTS_CHANNEL, EventListener, EventsAppended, SESSIONS_DELETED_CHANNEL,
-    Wake,
+    TURN_SIGNALS_CHANNEL, Wake,
 };
 pub use migrate::{MIGRATIONS, Migration, MigrationReport, latest_version};
 pub use replicas::Replica;

@@ -31,6 +31,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "a deletion of sessions notifies the replicas",
         sql: include_str!("../migrations/0003_session_deleted.sql"),
     },
+    Migration {
+        version: 4,
+        name: "signals for the replica running a turn",
+        sql: include_str!("../migrations/0004_turn_signals.sql"),
+    },
 ];
 
 /// The advisory lock key migrations run under (`odyssey1` in ASCII).

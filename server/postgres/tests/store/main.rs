@@ -17,6 +17,7 @@ mod outage;
 mod replicas;
 mod replication;
 mod runtime;
+mod signals;
 mod suite;
 mod turns;
 mod wakes;

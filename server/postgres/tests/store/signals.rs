@@ -1,0 +1,321 @@
+//! Decisions and cancels from any replica: a turn runs on replica A and waits for an
+//! approval; replica B, which runs nothing of it, lists the request, decides it or cancels
+//! the turn, and A's turn goes on (or ends) as if the call had come to A.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use odyssey_runtime::events::{ApprovalDecision, ApprovalResolution, EventPayload, InputAction};
+use odyssey_runtime::provider::ToolSpec;
+use odyssey_runtime::tools::{Tool, ToolContext, ToolOutput};
+use odyssey_runtime::{
+    ErrorKind, ExecutionRequest, ExecutionState, ExecutionStatus, InstallOptions, OdysseyRuntime,
+    PageRequest, RuntimeConfig, SessionSpec,
+};
+use odyssey_store_postgres::{StoreConfig, open_store};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use uuid::Uuid;
+
+use crate::PATIENCE;
+use crate::database::TestDatabase;
+
+/// A host tool the agent must ask before calling: what it echoes shows it ran.
+struct Echo;
+
+impl Tool for Echo {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "Echo".into(),
+            description: "Echoes `text`.".into(),
+            parameters: json!({ "type": "object", "properties": { "text": { "type": "string" } } }),
+        }
+    }
+
+    fn call(&self, _ctx: ToolContext, arguments: Value) -> BoxFuture<'static, ToolOutput> {
+        Box::pin(async move { ToolOutput::ok(format!("echoed {arguments}")) })
+    }
+}
+
+struct Replica {
+    runtime: OdysseyRuntime,
+    _home: TempDir,
+}
+
+async fn replica(db: &TestDatabase, id: &str) -> Replica {
+    let home = tempfile::tempdir().unwrap();
+    let config = RuntimeConfig::with_home(home.path());
+    let store = open_store(StoreConfig::new(db.config.clone(), &config), id)
+        .await
+        .unwrap();
+    let runtime = OdysseyRuntime::builder(config)
+        .store(store)
+        .tool(Arc::new(Echo))
+        .start()
+        .await
+        .unwrap();
+    Replica {
+        runtime,
+        _home: home,
+    }
+}
+
+/// A replay agent that calls Echo (which it must ask for), then says it is done.
+fn write_project(dir: &Path) {
+    let write = |path: &str, text: String| {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "odyssey.bundle.yaml",
+        "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: asks\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      default: true\n  tools:\n    - { name: Echo, source: host }\n".into(),
+    );
+    write(
+        "agents/main/agent.yaml",
+        "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\n  version: 0.1.0\nspec:\n  kind: prompt\n  prompt: Ask.\n  model:\n    provider: replay\n    name: main\n  tools:\n    ask: [Echo]\n".into(),
+    );
+    let cassette = [
+        json!({ "tool_calls": [{ "id": "call_1", "name": "Echo", "arguments": { "text": "hi" } }] })
+            .to_string(),
+        json!({ "text": "done" }).to_string(),
+    ];
+    write("cassettes/main.jsonl", format!("{}\n", cassette.join("\n")));
+}
+
+/// Two replicas on one database, and a turn running on A that waits for an approval:
+/// the replicas, the session, the execution and the request's id.
+async fn waiting_turn(db: &TestDatabase) -> (Replica, Replica, Uuid, Uuid, String) {
+    let a = replica(db, "replica-a").await;
+    let b = replica(db, "replica-b").await;
+    let project = tempfile::tempdir().unwrap();
+    write_project(project.path());
+    let bundle = a
+        .runtime
+        .build_and_install(project.path(), InstallOptions::default())
+        .await
+        .unwrap();
+    let session = a
+        .runtime
+        .create_session(SessionSpec::new(bundle.id.to_string()))
+        .await
+        .unwrap();
+    let session_id = session.record.id;
+    let handle = a
+        .runtime
+        .submit(ExecutionRequest {
+            session_id,
+            prompt: "echo hi".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let status = tokio::time::timeout(PATIENCE, a.runtime.wait_until_settled(handle.execution_id))
+        .await
+        .expect("the turn reaches its approval")
+        .unwrap();
+    assert_eq!(status.state, ExecutionState::WaitingApproval, "{status:?}");
+    let pending = a
+        .runtime
+        .list_approvals(Some(session_id), PageRequest::default())
+        .unwrap();
+    assert_eq!(pending.items.len(), 1);
+    let request_id = pending.items[0].request_id.clone();
+    (a, b, session_id, handle.execution_id, request_id)
+}
+
+async fn ended(runtime: &OdysseyRuntime, execution_id: Uuid) -> ExecutionStatus {
+    tokio::time::timeout(PATIENCE, runtime.wait(execution_id))
+        .await
+        .expect("the turn ends")
+        .unwrap()
+}
+
+/// What Echo's call finished with, in the session's log as `replica` reads it.
+async fn echo_result(replica: &Replica, session_id: Uuid) -> (bool, String) {
+    let mut log = replica
+        .runtime
+        .subscribe_session(session_id, 0)
+        .await
+        .unwrap();
+    loop {
+        let batch = tokio::time::timeout(PATIENCE, log.next_batch())
+            .await
+            .expect("the call's end is in the log")
+            .unwrap()
+            .unwrap();
+        for event in batch {
+            if let EventPayload::ToolCallFinished {
+                success, result, ..
+            } = &event.payload
+            {
+                return (*success, result.clone());
+            }
+        }
+    }
+}
+
+/// B lists the request of A's turn (its session never opened on B), allows it, and is
+/// answered with the outcome A recorded; A's turn runs the tool and completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_approval_allowed_on_another_replica_runs_the_call_where_the_turn_runs() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let (a, b, session_id, execution_id, request_id) = waiting_turn(&db).await;
+
+    let listed = b
+        .runtime
+        .list_approvals_anywhere(None, PageRequest::default())
+        .await
+        .unwrap();
+    let ids: Vec<&str> = listed.items.iter().map(|a| a.request_id.as_str()).collect();
+    assert_eq!(ids, [request_id.as_str()], "B lists A's request");
+    assert_eq!(listed.items[0].request.tool, "Echo");
+    assert_eq!(listed.items[0].request.execution_id, execution_id);
+    let of_session = b
+        .runtime
+        .list_approvals_anywhere(Some(session_id), PageRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(of_session.items.len(), 1);
+
+    let answered = b
+        .runtime
+        .resolve_approval_anywhere(&request_id, ApprovalDecision::AllowOnce, "fine".into())
+        .await
+        .unwrap();
+    let resolution = answered.resolution.expect("the outcome reached B's copy");
+    assert_eq!(resolution.decision, ApprovalDecision::AllowOnce);
+    assert_eq!(resolution.resolution, ApprovalResolution::Decided);
+    assert_eq!(resolution.reason, "fine");
+
+    let status = ended(&a.runtime, execution_id).await;
+    assert_eq!(status.state, ExecutionState::Completed, "{status:?}");
+    assert_eq!(status.response, "done");
+    let (success, result) = echo_result(&b, session_id).await;
+    assert!(success, "{result}");
+    assert!(result.contains("echoed"), "{result}");
+
+    // Decided: neither replica holds it any more.
+    for replica in [&a, &b] {
+        let left = replica
+            .runtime
+            .list_approvals_anywhere(None, PageRequest::default())
+            .await
+            .unwrap();
+        assert!(left.items.is_empty(), "{:?}", left.items);
+    }
+    db.drop().await;
+}
+
+/// A deny decided on B (found by id alone) reaches A's turn: the call is refused with
+/// B's reason, and the turn completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_approval_denied_on_another_replica_refuses_the_call() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let (a, b, session_id, execution_id, request_id) = waiting_turn(&db).await;
+
+    let answered = b
+        .runtime
+        .resolve_approval_anywhere(&request_id, ApprovalDecision::Deny, "not today".into())
+        .await
+        .unwrap();
+    let resolution = answered.resolution.expect("the outcome reached B's copy");
+    assert_eq!(resolution.decision, ApprovalDecision::Deny);
+
+    let status = ended(&a.runtime, execution_id).await;
+    assert_eq!(status.state, ExecutionState::Completed, "{status:?}");
+    let (success, result) = echo_result(&a, session_id).await;
+    assert!(!success, "{result}");
+    assert!(result.contains("not today"), "{result}");
+
+    // Decided once: a second decision on either replica is refused, not applied.
+    let again = b
+        .runtime
+        .resolve_approval_anywhere(&request_id, ApprovalDecision::AllowOnce, String::new())
+        .await
+        .unwrap_err();
+    assert_eq!(again.kind(), ErrorKind::NotFound, "{again}");
+    db.drop().await;
+}
+
+/// A cancel sent to B for A's running turn ends it as cancelled on A, and B answers with
+/// the turn's end; its pending request ends with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_turn_cancelled_on_another_replica_ends_cancelled() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let (a, b, session_id, execution_id, _request_id) = waiting_turn(&db).await;
+
+    let answered = tokio::time::timeout(PATIENCE, b.runtime.cancel(execution_id))
+        .await
+        .expect("the cancel is answered")
+        .unwrap();
+    assert_eq!(answered.state, ExecutionState::Cancelled, "{answered:?}");
+    assert_eq!(answered.session_id, session_id);
+
+    let status = ended(&a.runtime, execution_id).await;
+    assert_eq!(status.state, ExecutionState::Cancelled, "{status:?}");
+    let left = b
+        .runtime
+        .list_approvals_anywhere(None, PageRequest::default())
+        .await
+        .unwrap();
+    assert!(left.items.is_empty(), "{:?}", left.items);
+    db.drop().await;
+}
+
+/// What B cannot find, or must refuse, is answered as a single server would: unknown
+/// requests and executions are NOT_FOUND, an answer for input given to a tool call is
+/// INVALID_ARGUMENT, and nothing reaches A's turn, which still waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unknown_or_wrong_calls_on_another_replica_are_refused() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let (a, b, _session_id, execution_id, request_id) = waiting_turn(&db).await;
+
+    let unknown = Uuid::now_v7().to_string();
+    let e = b
+        .runtime
+        .resolve_approval_anywhere(&unknown, ApprovalDecision::AllowOnce, String::new())
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    let e = b
+        .runtime
+        .resolve_input_anywhere(&unknown, InputAction::Decline, None)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    let e = b.runtime.cancel(Uuid::now_v7()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+
+    let e = b
+        .runtime
+        .resolve_input_anywhere(&request_id, InputAction::Accept, Some(json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    let e = b
+        .runtime
+        .resolve_approval_anywhere(&request_id, ApprovalDecision::Deny, "x".repeat(5000))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+
+    let status = a.runtime.execution_status(execution_id).unwrap();
+    assert_eq!(status.state, ExecutionState::WaitingApproval, "{status:?}");
+    let still = a
+        .runtime
+        .list_approvals(None, PageRequest::default())
+        .unwrap();
+    assert_eq!(still.items.len(), 1);
+    a.runtime.cancel(execution_id).await.unwrap();
+    db.drop().await;
+}
