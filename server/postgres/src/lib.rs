@@ -3,8 +3,8 @@
 //! Sessions and their event logs (rows keyed by session and sequence, gap-free), the turn
 //! queue (claimed with `FOR UPDATE SKIP LOCKED`, one running turn per session, submission
 //! order kept), session leases with fencing (a write under an expired or taken-over lease
-//! is refused by the same statement that would make it), approvals, bundles and the
-//! replicas themselves. The schema is versioned and migrated by [`Store::migrate`]
+//! is refused by the same statement that would make it), approvals, signals for the
+//! replica running a turn, bundles and the replicas themselves. The schema is versioned and migrated by [`Store::migrate`]
 //! (`odysseyd migrate`).
 //!
 //! [`open_store`] gives the runtime this store behind its storage traits

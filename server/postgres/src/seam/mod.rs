@@ -50,6 +50,12 @@
 //!   [`odyssey_runtime::store::EventLogs::wake_ups`]. When that connection is lost, the
 //!   task connects again (100 ms, doubling to 5 s) and then sends `Resync`: what was
 //!   notified meanwhile is lost, the rows are not.
+//! - **Signals.** A decision, an answer for input or a cancel reaching a replica that
+//!   does not hold the turn it is for is a row of `turn_signals`
+//!   ([`odyssey_runtime::store::TurnSignals`]), addressed by the statement writing it to
+//!   the replica running the turn (or holding it queued) and notified to it; that
+//!   replica's listening connection reads the row and hands it to its runtime (see
+//!   `signals.rs`). Heartbeats delete rows older than five minutes.
 //! - **Outages.** A call that cannot reach the database (no connection within
 //!   [`crate::CONNECT_PATIENCE`], a connection lost or shut down) answers
 //!   [`odyssey_runtime::store::StoreError::Unavailable`]; the pool connects again on the

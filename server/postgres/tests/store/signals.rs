@@ -8,6 +8,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use odyssey_runtime::events::{ApprovalDecision, ApprovalResolution, EventPayload, InputAction};
 use odyssey_runtime::provider::ToolSpec;
+use odyssey_runtime::store::{MAX_SIGNAL_BYTES, TurnSignal};
 use odyssey_runtime::tools::{Tool, ToolContext, ToolOutput};
 use odyssey_runtime::{
     ErrorKind, ExecutionRequest, ExecutionState, ExecutionStatus, InstallOptions, OdysseyRuntime,
@@ -317,5 +318,54 @@ async fn unknown_or_wrong_calls_on_another_replica_are_refused() {
         .unwrap();
     assert_eq!(still.items.len(), 1);
     a.runtime.cancel(execution_id).await.unwrap();
+    db.drop().await;
+}
+
+/// The store writes a signal only for a turn some replica runs or holds, and refuses one
+/// larger than a signal may be, before anything is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_goes_only_to_a_turn_some_replica_holds_and_is_bounded() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let config = RuntimeConfig::with_home(home.path());
+    let store = open_store(StoreConfig::new(db.config.clone(), &config), "replica-a")
+        .await
+        .unwrap();
+    let signals = store
+        .turn_signals()
+        .expect("a shared store carries signals");
+    let nowhere = signals
+        .send(TurnSignal::Cancel {
+            execution_id: Uuid::now_v7(),
+            reason: "stop".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(nowhere, None);
+    let decided = signals
+        .send(TurnSignal::Decide {
+            session_id: Uuid::now_v7(),
+            request_id: Uuid::now_v7().to_string(),
+            decision: ApprovalDecision::AllowOnce,
+            reason: String::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(decided, None);
+
+    let too_large = TurnSignal::Answer {
+        session_id: Uuid::now_v7(),
+        request_id: Uuid::now_v7().to_string(),
+        action: InputAction::Accept,
+        answer: Some(json!({ "text": "x".repeat(MAX_SIGNAL_BYTES) })),
+    };
+    let e = signals.send(too_large).await.unwrap_err();
+    let e = odyssey_runtime::RuntimeError::from(e);
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+
+    let rows = db.count("SELECT count(*) FROM turn_signals").await;
+    assert_eq!(rows, 0, "nothing was written");
     db.drop().await;
 }
