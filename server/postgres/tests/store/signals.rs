@@ -369,3 +369,44 @@ async fn a_signal_goes_only_to_a_turn_some_replica_holds_and_is_bounded() {
     assert_eq!(rows, 0, "nothing was written");
     db.drop().await;
 }
+
+/// A session deleted on B while its turn waits for an approval on A, with a second turn
+/// queued behind it: A's running turn is cancelled before the session goes, the queued one
+/// ends cancelled on A too, and neither replica knows the session any more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_deleted_on_another_replica_ends_its_turns_where_they_run() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let (a, b, session_id, execution_id, _request_id) = waiting_turn(&db).await;
+    let queued = a
+        .runtime
+        .submit(ExecutionRequest {
+            session_id,
+            prompt: "after".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+
+    tokio::time::timeout(PATIENCE, b.runtime.delete_session(session_id))
+        .await
+        .expect("the deletion is answered")
+        .unwrap();
+
+    let running = ended(&a.runtime, execution_id).await;
+    assert_eq!(running.state, ExecutionState::Cancelled, "{running:?}");
+    let waiting = ended(&a.runtime, queued.execution_id).await;
+    assert_eq!(waiting.state, ExecutionState::Cancelled, "{waiting:?}");
+    for replica in [&a, &b] {
+        let e = replica.runtime.get_session(session_id).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+        let left = replica
+            .runtime
+            .list_approvals_anywhere(None, PageRequest::default())
+            .await
+            .unwrap();
+        assert!(left.items.is_empty(), "{:?}", left.items);
+    }
+    db.drop().await;
+}

@@ -270,6 +270,7 @@ impl OdysseyRuntime {
         };
         runtime.watch_shared_queue();
         runtime.follow_turn_signals();
+        runtime.follow_deletions(store.event_logs().wake_ups());
         for id in runtime.inner.journal.open_turns().await? {
             match runtime.inner.sessions.get(id).await {
                 // Still open (the log cannot be written yet): the marker stays, so the

@@ -314,6 +314,30 @@ impl OdysseyRuntime {
         }
     }
 
+    /// Before a session is deleted here: cancels its turn running on another server (a
+    /// store several servers share) and waits for its end, so that nothing of it runs in
+    /// the session's workspace while it is removed.
+    pub(crate) async fn end_turn_elsewhere(&self, session_id: Uuid) -> Result<()> {
+        if self.inner.turn_signals.is_none() {
+            return Ok(());
+        }
+        let session = self.inner.sessions.get(session_id).await?;
+        self.inner.sessions.refresh(&session).await?;
+        let Some((turn_id, _, _)) = session.waiting_requests() else {
+            return Ok(());
+        };
+        if self.inner.executions.get(turn_id).is_some() {
+            return Ok(());
+        }
+        match self
+            .cancel_elsewhere(turn_id, "the session was deleted")
+            .await
+        {
+            Ok(_) | Err(RuntimeError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Applies the signals other servers send this one, for as long as the runtime lives:
     /// each as if its call had come here. One for a turn this server does not run (it
     /// ended meanwhile) is refused as that call would be, and only logged.
@@ -342,6 +366,58 @@ impl OdysseyRuntime {
                 OdysseyRuntime { inner }.apply_signal(signal);
             }
         });
+    }
+
+    /// Ends what this server holds of sessions another server deletes (a store several
+    /// servers share announces each deletion): their queued turns (gone from the store
+    /// with the session) end as cancelled, running ones are cancelled, their pending
+    /// requests end, their MCP servers stop.
+    pub(crate) fn follow_deletions(
+        &self,
+        wakes: Option<tokio::sync::broadcast::Receiver<crate::store::LogWake>>,
+    ) {
+        let Some(mut wakes) = wakes else {
+            return;
+        };
+        let runtime = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            loop {
+                let session_id = match wakes.recv().await {
+                    Ok(crate::store::LogWake::Deleted { session_id }) => session_id,
+                    Ok(_) | Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                };
+                let Some(inner) = runtime.upgrade() else {
+                    return;
+                };
+                OdysseyRuntime { inner }.forget_deleted(session_id).await;
+            }
+        });
+    }
+
+    /// What [`OdysseyRuntime::follow_deletions`] does for one deleted session.
+    async fn forget_deleted(&self, session_id: Uuid) {
+        const WHY: &str = "the session was deleted";
+        let executions = &self.inner.executions;
+        for execution_id in executions.live_of_session(session_id) {
+            let queued = executions
+                .get(execution_id)
+                .is_some_and(|s| s.state == ExecutionState::Queued);
+            if queued {
+                executions.update(execution_id, |s| {
+                    s.state = ExecutionState::Cancelled;
+                    s.error = WHY.into();
+                });
+            } else if let Some(signal) = executions.cancel_signal(execution_id) {
+                signal.cancel(crate::events::TurnOutcome::Cancelled, WHY);
+            }
+        }
+        let ended = self.inner.approvals.forget_session(session_id);
+        self.inner.recorder.forget(session_id);
+        self.inner.mcp.forget_session(session_id).await;
+        if !ended.is_empty() {
+            tracing::info!(session = %session_id, requests = ended.len(), "ended the requests of a session another server deleted");
+        }
     }
 
     /// Applies one signal from another server.
