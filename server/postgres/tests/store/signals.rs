@@ -2,8 +2,9 @@
 //! approval; replica B, which runs nothing of it, lists the request, decides it or cancels
 //! the turn, and A's turn goes on (or ends) as if the call had come to A.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use odyssey_runtime::events::{ApprovalDecision, ApprovalResolution, EventPayload, InputAction};
@@ -45,8 +46,17 @@ struct Replica {
 }
 
 async fn replica(db: &TestDatabase, id: &str) -> Replica {
+    replica_with(db, id, |_| {}).await
+}
+
+async fn replica_with(
+    db: &TestDatabase,
+    id: &str,
+    configure: impl FnOnce(&mut RuntimeConfig),
+) -> Replica {
     let home = tempfile::tempdir().unwrap();
-    let config = RuntimeConfig::with_home(home.path());
+    let mut config = RuntimeConfig::with_home(home.path());
+    configure(&mut config);
     let store = open_store(StoreConfig::new(db.config.clone(), &config), id)
         .await
         .unwrap();
@@ -408,5 +418,183 @@ async fn a_session_deleted_on_another_replica_ends_its_turns_where_they_run() {
             .unwrap();
         assert!(left.items.is_empty(), "{:?}", left.items);
     }
+    db.drop().await;
+}
+
+/// Where the test MCP servers are installed (`scripts/install-tools`, or
+/// `ODYSSEY_TEST_NODE_MODULES`), when they can run here: the sandbox helper they run under
+/// is built (`cargo build -p odyssey-sandbox`; a workspace build has it) or named by
+/// `ODYSSEY_SANDBOX_HELPER`. `None` (the test is skipped) only outside CI.
+fn mcp_servers() -> Option<PathBuf> {
+    let dir = std::env::var_os("ODYSSEY_TEST_NODE_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/tools/node_modules")
+        });
+    let dir = dir.canonicalize().unwrap_or(dir);
+    // Looked for as the runtime does: the variable, else beside the test's folder.
+    let helper = std::env::var_os("ODYSSEY_SANDBOX_HELPER")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let exe = std::env::current_exe().ok()?;
+            Some(exe.parent()?.parent()?.join("odyssey-sandbox"))
+        });
+    let missing = if !dir.join(EVERYTHING).is_file() {
+        format!(
+            "the test MCP servers are not installed in {} (scripts/install-tools)",
+            dir.display()
+        )
+    } else if !helper.as_ref().is_some_and(|h| h.is_file()) {
+        "the sandbox helper is not built (cargo build -p odyssey-sandbox)".to_owned()
+    } else {
+        return Some(dir);
+    };
+    assert!(
+        !std::env::var("CI").is_ok_and(|v| v == "true"),
+        "{missing}: under CI this test must run"
+    );
+    eprintln!("skipped: {missing}");
+    None
+}
+
+const EVERYTHING: &str = "@modelcontextprotocol/server-everything/dist/index.js";
+const ELICIT: &str = "mcp__everything__trigger-elicitation-request";
+
+/// A replay agent whose one call makes the `everything` MCP server ask for input.
+fn write_elicit_project(dir: &Path, modules: &Path) {
+    let write = |path: &str, text: String| {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let command = serde_json::to_string(&[
+        "node".to_owned(),
+        modules.join(EVERYTHING).display().to_string(),
+        "stdio".to_owned(),
+    ])
+    .unwrap();
+    write(
+        "odyssey.bundle.yaml",
+        format!(
+            "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: elicits\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      default: true\n  mcp_servers:\n    - name: everything\n      command: {command}\n      env: {{ FROM_HOST: PATH }}\n  sandbox:\n    mode: workspace_write\n    permissions:\n      filesystem:\n        mounts:\n          read: [\"{}\"]\n",
+            modules.display()
+        ),
+    );
+    write(
+        "agents/main/agent.yaml",
+        "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\n  version: 0.1.0\nspec:\n  kind: prompt\n  prompt: Ask.\n  model:\n    provider: replay\n    name: main\n  mcp_servers: [everything]\n  tools:\n    allow: [\"mcp__everything__*\"]\n".into(),
+    );
+    let cassette = [
+        json!({ "tool_calls": [{ "id": "c1", "name": ELICIT, "arguments": {} }] }).to_string(),
+        json!({ "text": "answered" }).to_string(),
+    ];
+    write("cassettes/main.jsonl", format!("{}\n", cassette.join("\n")));
+}
+
+/// An MCP server's request for input, asked in a turn on A, is answered on B: an answer
+/// outside the requested schema is refused on B, naming the field; one that fits reaches
+/// the server through A, and A's turn completes with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_request_for_input_is_answered_on_another_replica() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let Some(modules) = mcp_servers() else {
+        return;
+    };
+    let mounted = modules.clone();
+    let a = replica_with(&db, "replica-a", move |config| {
+        config.access.mount_roots = vec![mounted];
+        config.access.env_allowlist = vec!["PATH".into()];
+    })
+    .await;
+    let b = replica(&db, "replica-b").await;
+    let project = tempfile::tempdir().unwrap();
+    write_elicit_project(project.path(), &modules);
+    let bundle = a
+        .runtime
+        .build_and_install(project.path(), InstallOptions::default())
+        .await
+        .unwrap();
+    let session = a
+        .runtime
+        .create_session(SessionSpec::new(bundle.id.to_string()))
+        .await
+        .unwrap();
+    let session_id = session.record.id;
+    let handle = a
+        .runtime
+        .submit(ExecutionRequest {
+            session_id,
+            prompt: "ask me".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let status = tokio::time::timeout(
+        Duration::from_secs(60),
+        a.runtime.wait_until_settled(handle.execution_id),
+    )
+    .await
+    .expect("the server asks for input")
+    .unwrap();
+    assert_eq!(status.state, ExecutionState::WaitingApproval, "{status:?}");
+
+    let listed = b
+        .runtime
+        .list_approvals_anywhere(Some(session_id), PageRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1, "{:?}", listed.items);
+    let asked = &listed.items[0];
+    let input = asked.request.input.as_ref().expect("a request for input");
+    assert_eq!(input.server, "everything");
+    assert_eq!(
+        input.schema["required"],
+        json!(["name"]),
+        "{:?}",
+        input.schema
+    );
+
+    let refused = b
+        .runtime
+        .resolve_input_anywhere(
+            &asked.request_id,
+            InputAction::Accept,
+            Some(json!({ "name": "Ada", "integer": 500 })),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::InvalidArgument, "{refused}");
+    assert!(refused.to_string().contains("answer.integer"), "{refused}");
+    let e = b
+        .runtime
+        .resolve_approval_anywhere(&asked.request_id, ApprovalDecision::Deny, "x".repeat(5000))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+
+    let answered = b
+        .runtime
+        .resolve_input_anywhere(
+            &asked.request_id,
+            InputAction::Accept,
+            Some(json!({ "name": "Ada Lovelace", "check": true, "integer": 7 })),
+        )
+        .await
+        .unwrap();
+    let resolution = answered.resolution.expect("the outcome reached B's copy");
+    let answer = resolution.input.expect("an answer to a request for input");
+    assert_eq!(answer.action, InputAction::Accept);
+
+    let status = tokio::time::timeout(Duration::from_secs(60), a.runtime.wait(handle.execution_id))
+        .await
+        .expect("the turn ends")
+        .unwrap();
+    assert_eq!(status.state, ExecutionState::Completed, "{status:?}");
+    let (success, result) = echo_result(&b, session_id).await;
+    assert!(success, "{result}");
+    assert!(result.contains("Ada Lovelace"), "{result}");
+    a.runtime.shutdown(Duration::from_secs(5)).await;
     db.drop().await;
 }

@@ -122,10 +122,9 @@ impl OdysseyRuntime {
         if self.inner.turn_signals.is_none() {
             return self.list_approvals(session, page);
         }
-        if let Some(id) = session
-            && !self.inner.sessions.exists(id)
-        {
-            return Err(RuntimeError::not_found("session", id.to_string()));
+        if let Some(id) = session {
+            // The store's, not this server's copies: it may never have opened the session.
+            self.stored_session(id).await?;
         }
         let mut all = self.inner.approvals.pending(session);
         let here: std::collections::HashSet<String> =
