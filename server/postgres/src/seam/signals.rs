@@ -14,12 +14,13 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use odyssey_runtime::RuntimeError;
 use odyssey_runtime::store::{
-    Delivery, MAX_SIGNAL_BYTES, StoreError as SeamError, StoreResult, TurnSignal, TurnSignals,
+    Delivery, MAX_SIGNAL_BYTES, RunningElsewhere, StoreError as SeamError, StoreResult, TurnSignal,
+    TurnSignals,
 };
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
-use super::{ReplicaStore, query, unreadable};
+use super::{ReplicaStore, count, query, unreadable};
 
 /// Signals a receiver may fall behind by before it is told it lagged.
 pub(super) const CAPACITY: usize = 1024;
@@ -101,22 +102,31 @@ impl TurnSignals for ReplicaStore {
         self.signals.subscribe()
     }
 
-    fn sessions_running_elsewhere(&self, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Uuid>>> {
+    fn sessions_running_elsewhere(
+        &self,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<RunningElsewhere>>> {
         async move {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let client = self.client().await?;
             let rows = client
                 .query(
-                    "SELECT session_id FROM turns
-                     WHERE state = 'running' AND claimed_by IS DISTINCT FROM $1
-                     ORDER BY claimed_at DESC LIMIT $2",
+                    "SELECT t.session_id, s.last_sequence FROM turns t
+                     JOIN sessions s ON s.id = t.session_id
+                     WHERE t.state = 'running' AND t.claimed_by IS DISTINCT FROM $1
+                     ORDER BY t.claimed_at DESC LIMIT $2",
                     &[&self.replica, &limit],
                 )
                 .await
                 .map_err(query("read the turns other replicas run"))?;
             Ok(rows
                 .iter()
-                .filter_map(|row| Uuid::parse_str(row.get::<_, &str>(0)).ok())
+                .filter_map(|row| {
+                    Some(RunningElsewhere {
+                        session_id: Uuid::parse_str(row.get::<_, &str>(0)).ok()?,
+                        last_sequence: count(row.get(1)),
+                    })
+                })
                 .collect())
         }
         .boxed()

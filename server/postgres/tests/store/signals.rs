@@ -74,6 +74,12 @@ async fn replica_with(
 
 /// A replay agent that calls Echo (which it must ask for), then says it is done.
 fn write_project(dir: &Path) {
+    write_project_calling(dir, 1);
+}
+
+/// A replay agent that calls Echo `calls` times, one call per model answer, then says it
+/// is done.
+fn write_project_calling(dir: &Path, calls: usize) {
     let write = |path: &str, text: String| {
         let path = dir.join(path);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -87,11 +93,13 @@ fn write_project(dir: &Path) {
         "agents/main/agent.yaml",
         "apiVersion: odyssey.ai/v1\nkind: Agent\nmetadata:\n  name: main\n  version: 0.1.0\nspec:\n  kind: prompt\n  prompt: Ask.\n  model:\n    provider: replay\n    name: main\n  tools:\n    ask: [Echo]\n".into(),
     );
-    let cassette = [
-        json!({ "tool_calls": [{ "id": "call_1", "name": "Echo", "arguments": { "text": "hi" } }] })
-            .to_string(),
-        json!({ "text": "done" }).to_string(),
-    ];
+    let mut cassette: Vec<String> = (1..=calls)
+        .map(|i| {
+            json!({ "tool_calls": [{ "id": format!("call_{i}"), "name": "Echo", "arguments": { "text": "hi" } }] })
+                .to_string()
+        })
+        .collect();
+    cassette.push(json!({ "text": "done" }).to_string());
     write("cassettes/main.jsonl", format!("{}\n", cassette.join("\n")));
 }
 
@@ -291,6 +299,8 @@ async fn unknown_or_wrong_calls_on_another_replica_are_refused() {
     };
     let (a, b, _session_id, execution_id, request_id) = waiting_turn(&db).await;
 
+    // Made just now, so looked for a moment (it could be a request filed on A a moment
+    // before A's log holds it), then not found.
     let unknown = Uuid::now_v7().to_string();
     let e = b
         .runtime
@@ -301,6 +311,16 @@ async fn unknown_or_wrong_calls_on_another_replica_are_refused() {
     let e = b
         .runtime
         .resolve_input_anywhere(&unknown, InputAction::Decline, None)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    let e = b
+        .runtime
+        .resolve_approval_anywhere(
+            &Uuid::new_v4().to_string(),
+            ApprovalDecision::Deny,
+            String::new(),
+        )
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
@@ -596,5 +616,118 @@ async fn a_request_for_input_is_answered_on_another_replica() {
     assert!(success, "{result}");
     assert!(result.contains("Ada Lovelace"), "{result}");
     a.runtime.shutdown(Duration::from_secs(5)).await;
+    db.drop().await;
+}
+
+/// How long a decision given on B takes to be answered with its outcome: B finds the
+/// request in its copy, writes the signal, A applies it and stores `approval_resolved`,
+/// and B's copy reads it (`--ignored`; prints p50 and p99 of 120 decisions, one after
+/// another, in turns on A of 30 calls each: half given as soon as A lists the request,
+/// half once B does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a measurement: run with --ignored --nocapture"]
+async fn decision_latency_across_replicas() {
+    // A turn makes at most 32 model calls.
+    const PER_TURN: usize = 30;
+    const TURNS: usize = 4;
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let a = replica(&db, "replica-a").await;
+    let b = replica(&db, "replica-b").await;
+    let project = tempfile::tempdir().unwrap();
+    write_project_calling(project.path(), PER_TURN);
+    let bundle = a
+        .runtime
+        .build_and_install(project.path(), InstallOptions::default())
+        .await
+        .unwrap();
+    let mut took = Vec::with_capacity(PER_TURN * TURNS);
+    for _ in 0..TURNS {
+        let session = a
+            .runtime
+            .create_session(SessionSpec::new(bundle.id.to_string()))
+            .await
+            .unwrap();
+        let session_id = session.record.id;
+        let handle = a
+            .runtime
+            .submit(ExecutionRequest {
+                session_id,
+                prompt: "echo".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let mut previous = String::new();
+        for _ in 0..PER_TURN {
+            let request_id = tokio::time::timeout(PATIENCE, async {
+                loop {
+                    let pending = a
+                        .runtime
+                        .list_approvals(Some(session_id), PageRequest::default())
+                        .unwrap();
+                    if let Some(next) = pending.items.first()
+                        && next.request_id != previous
+                    {
+                        return next.request_id.clone();
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            })
+            .await
+            .expect("the next request is filed");
+            // Every other decision is given once B lists the request (its copy holds
+            // it); the others as soon as A lists it (B may have to wait for its copy).
+            let seen_on_b = took.len() % 2 == 1;
+            if seen_on_b {
+                tokio::time::timeout(PATIENCE, async {
+                    loop {
+                        let listed = b
+                            .runtime
+                            .list_approvals_anywhere(Some(session_id), PageRequest::default())
+                            .await
+                            .unwrap();
+                        if listed.items.iter().any(|a| a.request_id == request_id) {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                })
+                .await
+                .expect("B lists the request");
+            }
+            let started = std::time::Instant::now();
+            let answered = b
+                .runtime
+                .resolve_approval_anywhere(&request_id, ApprovalDecision::AllowOnce, String::new())
+                .await
+                .unwrap();
+            took.push((seen_on_b, started.elapsed()));
+            assert!(answered.resolution.is_some(), "the outcome reached B");
+            previous = request_id;
+        }
+        let status = ended(&a.runtime, handle.execution_id).await;
+        assert_eq!(status.state, ExecutionState::Completed, "{status:?}");
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    for (seen_on_b, what) in [
+        (false, "as soon as A lists the request"),
+        (true, "once B lists the request"),
+    ] {
+        let mut times: Vec<Duration> = took
+            .iter()
+            .filter(|(seen, _)| *seen == seen_on_b)
+            .map(|(_, took)| *took)
+            .collect();
+        times.sort();
+        let n = times.len();
+        println!(
+            "a decision on B answered with A's outcome, {what}: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({n} decisions)",
+            ms(times[n / 2]),
+            ms(times[n * 99 / 100]),
+            ms(times[n - 1]),
+        );
+    }
     db.drop().await;
 }

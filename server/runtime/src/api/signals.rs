@@ -10,6 +10,12 @@
 //! shows it (within milliseconds), or with the request as it is if the log does not show
 //! it within [`OUTCOME_WAIT`]. The server running the turn applies what it is sent as a
 //! call of its own ([`OdysseyRuntime::follow_turn_signals`]).
+//!
+//! A request is in the memory of the server running its turn a moment before its
+//! session's log holds it: a client that learned its id there and asks another server at
+//! once may be ahead of the log. A request id not found that was made less than
+//! [`JUST_FILED`] ago is looked for again until then; an older or unknown id is
+//! `NotFound` at once.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -39,6 +45,16 @@ const OUTCOME_WAIT: Duration = Duration::from_secs(5);
 
 /// How long a cancel sent to another server waits for the turn's end.
 const CANCEL_WAIT: Duration = Duration::from_secs(30);
+
+/// How long after a request is filed its id may not be found yet in its session's log
+/// on another server (it is durable there within milliseconds; this leaves room for a
+/// loaded database and for the servers' clocks to differ a little).
+const JUST_FILED: Duration = Duration::from_secs(2);
+
+/// The wait before a request just filed is looked for again, doubled each time up to
+/// the last (a lookup costs a round trip to the store).
+const LOOK_AGAIN_FIRST: Duration = Duration::from_millis(2);
+const LOOK_AGAIN_LAST: Duration = Duration::from_millis(50);
 
 /// Events read from a session's log at a time while looking for its requests.
 const READ_BATCH: usize = 512;
@@ -459,36 +475,47 @@ impl OdysseyRuntime {
         }
     }
 
+    /// The request `request_id` of a turn running elsewhere ([`Self::find_elsewhere_now`]).
+    /// A request is listed by the server running its turn a moment before its session's
+    /// log holds it, so a request filed less than [`JUST_FILED`] ago (its id says when:
+    /// version 7) that is not found yet is looked for again until it is that old.
+    async fn find_elsewhere(&self, request_id: &str) -> Result<Option<Elsewhere>> {
+        let mut wait = LOOK_AGAIN_FIRST;
+        loop {
+            if let Some(found) = self.find_elsewhere_now(request_id).await? {
+                return Ok(Some(found));
+            }
+            if !just_filed(request_id) {
+                return Ok(None);
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(LOOK_AGAIN_LAST);
+        }
+    }
+
     /// The request `request_id` of a turn running elsewhere, as this server's copy of its
     /// session shows it: first among the sessions open here, then among those whose turn
-    /// runs on another server (opened here, and read up to the store).
-    async fn find_elsewhere(&self, request_id: &str) -> Result<Option<Elsewhere>> {
+    /// runs on another server (see [`OdysseyRuntime::copies_running_elsewhere`]).
+    async fn find_elsewhere_now(&self, request_id: &str) -> Result<Option<Elsewhere>> {
         let holds = |session: &SessionHandle| {
             session
                 .waiting_requests()
                 .is_some_and(|(_, _, ids)| ids.iter().any(|id| id == request_id))
         };
-        let mut session = self
+        let open = self
             .inner
             .sessions
             .open_handles()
             .into_iter()
             .find(|s| holds(s));
-        if session.is_none() {
-            for id in self.sessions_running_elsewhere().await? {
-                let Ok(candidate) = self.inner.sessions.get(id).await else {
-                    continue;
-                };
-                // A copy that was already open may not have read the latest rows yet.
-                if !holds(&candidate) && self.inner.sessions.refresh(&candidate).await.is_err() {
-                    continue;
-                }
-                if holds(&candidate) {
-                    session = Some(candidate);
-                    break;
-                }
-            }
-        }
+        let session = match open {
+            Some(session) => Some(session),
+            None => self
+                .copies_running_elsewhere()
+                .await?
+                .into_iter()
+                .find(|s| holds(s)),
+        };
         let Some(session) = session else {
             return Ok(None);
         };
@@ -502,13 +529,15 @@ impl OdysseyRuntime {
     /// session open here or running elsewhere.
     async fn waiting_elsewhere(&self, session: Option<Uuid>) -> Result<Vec<Elsewhere>> {
         let sessions = match session {
-            Some(id) => vec![self.inner.sessions.get(id).await?],
+            Some(id) => {
+                let session = self.inner.sessions.get(id).await?;
+                self.inner.sessions.refresh(&session).await?;
+                vec![session]
+            }
             None => {
                 let mut open = self.inner.sessions.open_handles();
-                for id in self.sessions_running_elsewhere().await? {
-                    if !open.iter().any(|s| s.id() == id)
-                        && let Ok(session) = self.inner.sessions.get(id).await
-                    {
+                for session in self.copies_running_elsewhere().await? {
+                    if !open.iter().any(|s| s.id() == session.id()) {
                         open.push(session);
                     }
                 }
@@ -527,14 +556,33 @@ impl OdysseyRuntime {
         Ok(waiting)
     }
 
-    /// The sessions the store says run a turn on another server.
-    async fn sessions_running_elsewhere(&self) -> Result<Vec<Uuid>> {
-        match &self.inner.turn_signals {
-            Some(signals) => Ok(signals
-                .sessions_running_elsewhere(SESSIONS_LOOKED_AT)
-                .await?),
-            None => Ok(Vec::new()),
+    /// This server's copies of the sessions the store says run a turn on another server
+    /// (at most [`SESSIONS_LOOKED_AT`]), each read up to what the store holds: a session
+    /// not open here is opened (and followed from then on while it stays open), one whose
+    /// copy is behind the store reads the rows it misses. One round trip when every copy
+    /// is up to date.
+    async fn copies_running_elsewhere(&self) -> Result<Vec<Arc<SessionHandle>>> {
+        let Some(signals) = &self.inner.turn_signals else {
+            return Ok(Vec::new());
+        };
+        let mut copies = Vec::new();
+        for running in signals
+            .sessions_running_elsewhere(SESSIONS_LOOKED_AT)
+            .await?
+        {
+            // Deleted meanwhile, or unreadable here: nothing of it can be answered here.
+            let Ok(copy) = self.inner.sessions.get(running.session_id).await else {
+                continue;
+            };
+            if copy.last_sequence() < running.last_sequence
+                && let Err(e) = self.inner.sessions.refresh(&copy).await
+            {
+                tracing::debug!(session = %running.session_id, error = %e, "cannot read a session running elsewhere");
+                continue;
+            }
+            copies.push(copy);
         }
+        Ok(copies)
     }
 
     /// The requests the session's log shows waiting in its running turn, by id, unless
@@ -641,6 +689,28 @@ fn requested(event: &Event, session: &SessionHandle, timeout: Duration) -> Optio
     })
 }
 
+/// Whether `request_id` names a request filed less than [`JUST_FILED`] ago: request
+/// ids are version 7 UUIDs, which carry when they were made.
+fn just_filed(request_id: &str) -> bool {
+    let Ok(id) = Uuid::parse_str(request_id) else {
+        return false;
+    };
+    let Some((seconds, nanos)) = id
+        .get_timestamp()
+        .filter(|_| id.get_version_num() == 7)
+        .map(|t| t.to_unix())
+    else {
+        return false;
+    };
+    let filed_ms = seconds
+        .saturating_mul(1000)
+        .saturating_add(u64::from(nanos / 1_000_000));
+    let window = u64::try_from(JUST_FILED.as_millis()).unwrap_or(u64::MAX);
+    let now = crate::events::now_ms();
+    // Within the window either side: another server's clock may be a little ahead.
+    filed_ms.abs_diff(now) < window
+}
+
 /// How request `request_id` ended, if `event` records it.
 fn resolution_of(event: &Event, request_id: &str) -> Option<Resolution> {
     match &event.payload {
@@ -670,5 +740,31 @@ fn resolution_of(event: &Event, request_id: &str) -> Option<Resolution> {
             })
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use uuid::{NoContext, Timestamp, Uuid};
+
+    use super::just_filed;
+
+    #[test]
+    fn a_request_is_just_filed_for_two_seconds_by_its_id() {
+        assert!(just_filed(&Uuid::now_v7().to_string()));
+        let now_ms = crate::events::now_ms();
+        let at = |ms: u64| {
+            Uuid::new_v7(Timestamp::from_unix(
+                NoContext,
+                ms / 1000,
+                u32::try_from(ms % 1000).unwrap() * 1_000_000,
+            ))
+            .to_string()
+        };
+        assert!(just_filed(&at(now_ms - 1_000)));
+        assert!(!just_filed(&at(now_ms - 10_000)));
+        assert!(!just_filed(&at(now_ms + 10_000)));
+        assert!(!just_filed(&Uuid::new_v4().to_string()));
+        assert!(!just_filed("not an id"));
     }
 }

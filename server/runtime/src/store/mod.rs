@@ -269,8 +269,20 @@ pub trait TurnSignals: Send + Sync {
     fn signals(&self) -> tokio::sync::broadcast::Receiver<TurnSignal>;
 
     /// The sessions whose turn runs on another server now, most recently claimed first,
-    /// at most `limit`: where a request another server waits on may be found.
-    fn sessions_running_elsewhere(&self, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Uuid>>>;
+    /// at most `limit`, with the last sequence of each one's log: where a request another
+    /// server waits on may be found, and whether this server's copy has read it.
+    fn sessions_running_elsewhere(
+        &self,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<RunningElsewhere>>>;
+}
+
+/// A session whose turn another server runs (see [`TurnSignals::sessions_running_elsewhere`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningElsewhere {
+    pub session_id: Uuid,
+    /// The last sequence of its log in the store.
+    pub last_sequence: u64,
 }
 
 /// The largest signal a store must carry, encoded: an answer to a request for input at
