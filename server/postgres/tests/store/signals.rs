@@ -731,3 +731,73 @@ async fn decision_latency_across_replicas() {
     }
     db.drop().await;
 }
+
+/// A signal sent while the target's listening connection was lost (its notification
+/// never reached it) is read when the target listens again, and handed on once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_missed_while_not_listening_is_read_when_listening_again() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    // Its own id: the listening connection is found (and cut) by its name.
+    let replica = format!("r-{}", Uuid::new_v4().simple());
+    let home = tempfile::tempdir().unwrap();
+    let config = RuntimeConfig::with_home(home.path());
+    let store = open_store(StoreConfig::new(db.config.clone(), &config), &replica)
+        .await
+        .unwrap();
+    let mut received = store.turn_signals().unwrap().signals();
+    let mut wakes = store.event_logs().wake_ups().unwrap();
+    let signal = TurnSignal::Cancel {
+        execution_id: Uuid::now_v7(),
+        reason: "sent while nobody listened".into(),
+    };
+
+    // Written without its notification, as if the target had not been listening.
+    db.sql("ALTER TABLE turn_signals DISABLE TRIGGER turn_signal_sent")
+        .await;
+    db.client()
+        .await
+        .execute(
+            "INSERT INTO turn_signals (session_id, kind, target, body) VALUES ($1, 'cancel', $2, $3)",
+            &[
+                &Uuid::now_v7().to_string(),
+                &replica,
+                &serde_json::to_vec(&signal).unwrap(),
+            ],
+        )
+        .await
+        .unwrap();
+    db.sql("ALTER TABLE turn_signals ENABLE TRIGGER turn_signal_sent")
+        .await;
+    let early = tokio::time::timeout(Duration::from_millis(300), received.recv()).await;
+    assert!(early.is_err(), "not notified, not read: {early:?}");
+
+    let cut = || async {
+        let terminated = db
+            .count(&format!(
+                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE application_name = 'odyssey-listen-{replica}'"
+            ))
+            .await;
+        assert_eq!(terminated, 1);
+    };
+    cut().await;
+    let got = tokio::time::timeout(PATIENCE, received.recv())
+        .await
+        .expect("read once listening again")
+        .unwrap();
+    assert_eq!(got, signal);
+
+    // Listening again once more does not hand it on a second time.
+    while wakes.try_recv().is_ok() {}
+    cut().await;
+    tokio::time::timeout(PATIENCE, async {
+        while wakes.recv().await.unwrap() != odyssey_runtime::store::LogWake::Resync {}
+    })
+    .await
+    .expect("listening again");
+    let again = tokio::time::timeout(Duration::from_millis(300), received.recv()).await;
+    assert!(again.is_err(), "handed on once: {again:?}");
+    db.drop().await;
+}
