@@ -405,13 +405,15 @@ impl OdysseyRuntime {
                 let Some(inner) = runtime.upgrade() else {
                     return;
                 };
-                OdysseyRuntime { inner }.forget_deleted(session_id).await;
+                // Each apart: one waits for its session's turns to end.
+                tokio::spawn(OdysseyRuntime { inner }.forget_deleted(session_id));
             }
         });
     }
 
-    /// What [`OdysseyRuntime::follow_deletions`] does for one deleted session.
-    async fn forget_deleted(&self, session_id: Uuid) {
+    /// What [`OdysseyRuntime::follow_deletions`] does for one deleted session; its MCP
+    /// servers stop once its turns have ended, as with a deletion made here.
+    async fn forget_deleted(self, session_id: Uuid) {
         const WHY: &str = "the session was deleted";
         let executions = &self.inner.executions;
         for execution_id in executions.live_of_session(session_id) {
@@ -428,6 +430,9 @@ impl OdysseyRuntime {
             }
         }
         let ended = self.inner.approvals.forget_session(session_id);
+        for execution_id in executions.live_of_session(session_id) {
+            let _ = self.wait(execution_id).await;
+        }
         self.inner.recorder.forget(session_id);
         self.inner.mcp.forget_session(session_id).await;
         if !ended.is_empty() {
