@@ -4,7 +4,8 @@
 //! queue (claimed with `FOR UPDATE SKIP LOCKED`, one running turn per session, submission
 //! order kept), session leases with fencing (a write under a taken-over lease, or at a
 //! sequence another replica already wrote, is refused by the same statement that would
-//! make it), approvals, bundles, long-term memory and the replicas themselves. The schema is versioned and migrated by [`Store::migrate`]
+//! make it), approvals, signals for the replica running a turn, bundles, long-term memory
+//! and the replicas themselves. The schema is versioned and migrated by [`Store::migrate`]
 //! (`odysseyd migrate`).
 //!
 //! [`open_store`] gives the runtime this store behind its storage traits
@@ -36,7 +37,7 @@ pub use events::{NewEvent, StoredEvent};
 pub use leases::Lease;
 pub use listen::{
     APPROVALS_CHANNEL, EVENTS_CHANNEL, EventListener, EventsAppended, SESSIONS_DELETED_CHANNEL,
-    Wake,
+    TURN_SIGNALS_CHANNEL, Wake,
 };
 pub use migrate::{MIGRATIONS, Migration, MigrationReport, latest_version};
 pub use replicas::Replica;

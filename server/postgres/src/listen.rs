@@ -22,6 +22,10 @@ pub const APPROVALS_CHANNEL: &str = "odyssey_approvals";
 /// The channel deletions of sessions are announced on (schema v3).
 pub const SESSIONS_DELETED_CHANNEL: &str = "odyssey_sessions_deleted";
 
+/// The channel signals for the replica running a turn are announced on (schema v5), with
+/// `id:target`.
+pub const TURN_SIGNALS_CHANNEL: &str = "odyssey_turn_signals";
+
 /// Notifications waiting to be read before the connection stops reading more.
 const BUFFER: usize = 1024;
 
@@ -43,6 +47,11 @@ pub enum Wake {
     /// A session was deleted (on any replica).
     SessionDeleted {
         session_id: String,
+    },
+    /// A signal (row `id` of `turn_signals`) was sent to replica `target`.
+    TurnSignal {
+        id: i64,
+        target: String,
     },
 }
 
@@ -145,6 +154,18 @@ where
                         session_id: n.payload().to_owned(),
                     })
                 }
+                Ok(AsyncMessage::Notification(n)) if n.channel() == TURN_SIGNALS_CHANNEL => {
+                    match parse_signal(n.payload()) {
+                        Some(wake) => Ok(wake),
+                        None => {
+                            tracing::warn!(
+                                payload = n.payload(),
+                                "an unreadable signal notification was ignored"
+                            );
+                            continue;
+                        }
+                    }
+                }
                 Ok(_) => continue,
                 Err(e) => Err(crate::error::describe(&e)),
             };
@@ -156,7 +177,7 @@ where
     });
     client
         .batch_execute(&format!(
-            "LISTEN {EVENTS_CHANNEL}; LISTEN {APPROVALS_CHANNEL}; LISTEN {SESSIONS_DELETED_CHANNEL}"
+            "LISTEN {EVENTS_CHANNEL}; LISTEN {APPROVALS_CHANNEL}; LISTEN {SESSIONS_DELETED_CHANNEL}; LISTEN {TURN_SIGNALS_CHANNEL}"
         ))
         .await
         .map_err(StoreError::query("listen for appended events"))?;
@@ -175,9 +196,31 @@ fn parse(payload: &str) -> Option<EventsAppended> {
     })
 }
 
+/// `id:target` (the target, a replica id, holds no colon).
+fn parse_signal(payload: &str) -> Option<Wake> {
+    let (id, target) = payload.split_once(':')?;
+    Some(Wake::TurnSignal {
+        id: id.parse().ok()?,
+        target: target.to_owned(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_signal_payload_names_its_row_and_target() {
+        assert_eq!(
+            parse_signal("42:replica-a"),
+            Some(Wake::TurnSignal {
+                id: 42,
+                target: "replica-a".to_owned()
+            })
+        );
+        assert_eq!(parse_signal("x:replica-a"), None);
+        assert_eq!(parse_signal("42"), None);
+    }
 
     #[test]
     fn a_payload_names_the_session_and_its_last_sequence() {

@@ -36,6 +36,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "long-term memory shared by the replicas",
         sql: include_str!("../migrations/0004_memory.sql"),
     },
+    Migration {
+        version: 5,
+        name: "signals for the replica running a turn",
+        sql: include_str!("../migrations/0005_turn_signals.sql"),
+    },
 ];
 
 /// The advisory lock key migrations run under (`odyssey1` in ASCII).

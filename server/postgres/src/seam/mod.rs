@@ -56,6 +56,12 @@
 //!   [`odyssey_runtime::store::EventLogs::wake_ups`]. When that connection is lost, the
 //!   task connects again (100 ms, doubling to 5 s) and then sends `Resync`: what was
 //!   notified meanwhile is lost, the rows are not.
+//! - **Signals.** A decision, an answer for input or a cancel reaching a replica that
+//!   does not hold the turn it is for is a row of `turn_signals`
+//!   ([`odyssey_runtime::store::TurnSignals`]), addressed by the statement writing it to
+//!   the replica running the turn (or holding it queued) and notified to it; that
+//!   replica's listening connection reads the row and hands it to its runtime (see
+//!   `signals.rs`). Heartbeats delete rows older than five minutes.
 //! - **Outages.** A call that cannot reach the database (no connection within
 //!   [`crate::CONNECT_PATIENCE`], a connection lost or shut down) answers
 //!   [`odyssey_runtime::store::StoreError::Unavailable`]; the pool connects again on the
@@ -68,18 +74,19 @@ mod memory;
 mod queue;
 mod records;
 mod replicas;
+mod signals;
 mod wakes;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use odyssey_runtime::RuntimeConfig;
 use odyssey_runtime::bundle::{ArchiveLimits, BundleStore};
 use odyssey_runtime::session::QuarantinedSession;
-use odyssey_runtime::store::{LogWake, StoreError as SeamError};
+use odyssey_runtime::store::{LogWake, StoreError as SeamError, TurnSignal};
 use tokio::sync::{broadcast, oneshot};
 use uuid::Uuid;
 
@@ -162,6 +169,7 @@ pub async fn open_store(
         .listen_for_events_as(&wakes::application_name(replica))
         .await?;
     let (wakes_sender, _) = broadcast::channel(wakes::CAPACITY);
+    let (signals_sender, _) = broadcast::channel(signals::CAPACITY);
     let (stop_following, stopped) = oneshot::channel();
     let store = Arc::new(ReplicaStore {
         db,
@@ -176,10 +184,19 @@ pub async fn open_store(
         bundles: bundles.clone(),
         catalog: tokio::sync::Mutex::new(()),
         wakes: wakes_sender,
+        signals: signals_sender,
+        first_signal: AtomicI64::new(0),
+        delivered: Mutex::new(BTreeSet::new()),
         _stop_following: stop_following,
         healthy_since: Mutex::new(Some(std::time::Instant::now())),
         left_running: Mutex::new(Vec::new()),
     });
+    // Signals written before this replica listened are not for this process.
+    let newest = store
+        .newest_signal()
+        .await
+        .map_err(|e| StoreError::Open(e.to_string()))?;
+    store.first_signal.store(newest, Ordering::Release);
     store
         .refresh()
         .await
@@ -206,7 +223,8 @@ pub async fn open_store(
         store: store.clone(),
         limits: config.memory,
     }))
-    .with_replicas(store))
+    .with_replicas(store.clone())
+    .with_turn_signals(store))
 }
 
 fn check_replica_id(replica: &str) -> Result<(), StoreError> {
@@ -245,6 +263,12 @@ pub(crate) struct ReplicaStore {
     catalog: tokio::sync::Mutex<()>,
     /// The wake-ups of logs, sent by the follower task (see `wakes.rs`).
     wakes: broadcast::Sender<LogWake>,
+    /// The signals sent to this replica, read by the follower task (see `signals.rs`).
+    signals: broadcast::Sender<TurnSignal>,
+    /// The newest signal written before this replica listened: later ones may be for it.
+    first_signal: AtomicI64,
+    /// The signals handed on lately (see `signals.rs`).
+    delivered: Mutex<BTreeSet<i64>>,
     /// Dropped with the store, which stops the follower task.
     _stop_following: oneshot::Sender<()>,
     /// Since when this replica's heartbeats have all reached the database (`None` after
@@ -327,6 +351,7 @@ impl ReplicaStore {
                 .await
                 .map_err(query("renew leases"))?;
         }
+        self.delete_old_signals().await?;
         self.refresh().await
     }
 

@@ -5,7 +5,11 @@
 //! stops answering), it connects again, waiting 100 ms before the first attempt and
 //! twice as long after each failure, up to 5 s, and once listening again sends
 //! [`LogWake::Resync`]: whatever was notified in between is lost, so every followed log
-//! must be read again.
+//! must be read again, and the signals sent to this replica meanwhile are read.
+//!
+//! It also receives the signals sent to this replica ([`odyssey_runtime::store::TurnSignals`],
+//! see `signals.rs`): a notification names the row and its target; only the target reads
+//! the row, beside the wake-ups.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -77,6 +81,10 @@ pub(super) fn spawn_follower(
             if !send(&weak, LogWake::Resync) {
                 return;
             }
+            // Signals sent to this replica meanwhile were notified to no one.
+            if let Some(store) = weak.upgrade() {
+                tokio::spawn(store.deliver_missed_signals());
+            }
         }
     });
 }
@@ -107,6 +115,14 @@ async fn follow(listener: &mut EventListener, weak: &Weak<ReplicaStore>) -> Opti
                         LogWake::Deleted { session_id }
                     }
                     Ok(Wake::ApprovalAnswered { .. }) => continue,
+                    Ok(Wake::TurnSignal { id, target }) => {
+                        let store = weak.upgrade()?;
+                        if target == store.replica {
+                            // Read beside the wake-ups, which wait for no row.
+                            tokio::spawn(store.deliver_signal(id));
+                        }
+                        continue;
+                    }
                     Err(e) => return Some(e),
                 };
                 if !send(weak, wake) {

@@ -18,6 +18,7 @@ mod outage;
 mod replicas;
 mod replication;
 mod runtime;
+mod signals;
 mod suite;
 mod turns;
 mod wakes;

@@ -175,6 +175,8 @@ impl OdysseyRuntime {
     }
 
     /// Stops a queued or running turn. The turn ends as cancelled, with events saying so.
+    /// On a store several servers share, a turn another server holds is sent the cancel
+    /// and waited for there (see `signals.rs`).
     pub async fn cancel(&self, execution_id: Uuid) -> Result<ExecutionStatus> {
         self.cancel_because(execution_id, "cancelled by request")
             .await
@@ -186,7 +188,14 @@ impl OdysseyRuntime {
         execution_id: Uuid,
         why: &str,
     ) -> Result<ExecutionStatus> {
-        let status = self.execution_status(execution_id)?;
+        let status = match self.execution_status(execution_id) {
+            Ok(status) => status,
+            // Held by another server sharing the store, maybe: it is sent the cancel.
+            Err(RuntimeError::NotFound { .. }) if self.inner.turn_signals.is_some() => {
+                return self.cancel_elsewhere(execution_id, why).await;
+            }
+            Err(e) => return Err(e),
+        };
         if status.state.is_terminal() {
             return Ok(status);
         }

@@ -30,6 +30,7 @@ mod overrides;
 mod prompt;
 mod recording;
 mod sessions;
+mod signals;
 mod snapshots;
 mod tools;
 mod turn_lookup;
@@ -99,6 +100,8 @@ pub(crate) struct Inner {
     /// What kind of store this is (`files`, `postgres`), and the servers sharing it.
     pub(crate) store_kind: &'static str,
     pub(crate) replicas: Option<Arc<dyn crate::store::Replicas>>,
+    /// How this server reaches the turns other servers sharing the store run.
+    pub(crate) turn_signals: Option<Arc<dyn crate::store::TurnSignals>>,
     /// The sessions with a turn in flight.
     pub(crate) journal: Arc<dyn TurnJournal>,
     pub(crate) providers: ProviderRegistry,
@@ -288,6 +291,7 @@ impl OdysseyRuntime {
                 records,
                 store_kind: store.kind(),
                 replicas: store.replicas(),
+                turn_signals: store.turn_signals(),
                 journal,
                 providers,
                 host_tools,
@@ -298,6 +302,8 @@ impl OdysseyRuntime {
             }),
         };
         runtime.watch_shared_queue();
+        runtime.follow_turn_signals();
+        runtime.follow_deletions(store.event_logs().wake_ups());
         for id in runtime.inner.journal.open_turns().await? {
             match runtime.inner.sessions.get(id).await {
                 // Still open (the log cannot be written yet): the marker stays, so the

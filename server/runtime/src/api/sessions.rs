@@ -384,6 +384,7 @@ impl OdysseyRuntime {
             }
             let _ = self.wait(execution_id).await;
         }
+        self.end_turn_elsewhere(id).await?;
         self.inner.approvals.forget_session(id);
         self.inner.recorder.forget(id);
         self.inner.mcp.forget_session(id).await;

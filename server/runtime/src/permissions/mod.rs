@@ -20,7 +20,7 @@ pub mod rules;
 #[cfg(test)]
 mod tests;
 
-pub use approvals::input::{InputAnswer, InputError, InputRequest};
+pub use approvals::input::{InputAnswer, InputError, InputRequest, check_answer};
 pub use approvals::{
     Approval, ApprovalChange, ApprovalStore, ApprovalUpdate, ApprovalWaiter, ApprovalWatch,
     DEFAULT_APPROVAL_TIMEOUT, PendingApproval, Resolution,

@@ -973,6 +973,21 @@ impl SessionHandle {
         true
     }
 
+    /// The turn the log shows running (its id and the sequence of its start) and the ids
+    /// of its requests the log shows waiting for a person, oldest first; `None` when the
+    /// log shows no turn running.
+    pub(crate) fn waiting_requests(&self) -> Option<(Uuid, u64, Vec<String>)> {
+        let state = self.lock();
+        state.log_turn.as_ref().map(|turn| {
+            let ids = turn
+                .pending_approvals
+                .iter()
+                .map(|r| r.request_id.clone())
+                .collect();
+            (turn.id, turn.first_sequence, ids)
+        })
+    }
+
     /// Whether a turn is left open in the log (see [`SessionHandle::close_open_turn`]).
     pub(crate) fn has_open_turn(&self) -> bool {
         self.lock().open_turn.is_some()

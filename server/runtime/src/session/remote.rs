@@ -374,7 +374,8 @@ impl SessionStore {
             .and_then(|cell| cell.get().cloned())
     }
 
-    fn open_handles(&self) -> Vec<Arc<SessionHandle>> {
+    /// The sessions open here.
+    pub(crate) fn open_handles(&self) -> Vec<Arc<SessionHandle>> {
         self.lock_open()
             .values()
             .filter_map(|cell| cell.get().cloned())

@@ -455,8 +455,18 @@ impl SessionStore {
         let trash = self
             .root
             .join(format!("{STAGING_PREFIX}deleted-{}", handle.id()));
-        std::fs::rename(handle.dir(), &trash)
-            .map_err(|e| RuntimeError::storage(format!("remove {}", handle.dir().display()), e))?;
+        match std::fs::rename(handle.dir(), &trash) {
+            Ok(()) => {}
+            // Removed meanwhile: by a second deletion, or (a store several servers share)
+            // by this server's follower, told of the deletion by the store.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => {
+                return Err(RuntimeError::storage(
+                    format!("remove {}", handle.dir().display()),
+                    e,
+                ));
+            }
+        }
         sync_dir(&self.root);
         if let Err(e) = std::fs::remove_dir_all(&trash) {
             tracing::warn!(path = %trash.display(), error = %e, "cannot remove deleted session files");

@@ -8,6 +8,8 @@
 //! - [`TurnQueue`]: the turns waiting for a worker, one running turn per session, in
 //!   submission order within a session.
 //! - [`Bundles`]: installed bundles, found by digest and verified on read.
+//! - [`TurnSignals`] (a store several servers share): decisions, answers and cancels sent
+//!   to the server running the turn they are for.
 //!
 //! A [`Store`] holds one implementation of each and is handed to the runtime when it is
 //! built ([`crate::RuntimeBuilder::store`]). The runtime reaches what is stored through
@@ -260,6 +262,83 @@ pub struct ReplicaSeen {
     pub alive: bool,
 }
 
+/// Decisions, answers and cancels for turns another server runs, for a store several
+/// servers share.
+///
+/// A turn waits for a person in the memory of the server running it (its approval
+/// request, its cancel signal): a client that reaches another server is answered by that
+/// one, which checks what it can from the session's log (the request is pending, the
+/// answer fits its schema), then hands the store a [`TurnSignal`]. The store delivers it
+/// to the server running the turn, whose runtime applies it as if the call had come to it
+/// (its [`TurnSignals::signals`]); the outcome shows in the session's log, as a local
+/// decision's does. A signal is a request, not a command: the server running the turn
+/// refuses one that no longer applies (the request was resolved meanwhile, the turn
+/// ended), as it would a local call.
+pub trait TurnSignals: Send + Sync {
+    /// Delivers `signal` to the server running its turn (for a cancel, the server
+    /// running the turn, or holding it queued). Answers where it went, or `None` when no
+    /// server runs such a turn now (nothing is sent). A signal larger than
+    /// [`MAX_SIGNAL_BYTES`] is refused (`InvalidArgument`).
+    fn send(&self, signal: TurnSignal) -> BoxFuture<'_, StoreResult<Option<Delivery>>>;
+
+    /// The signals sent to this server, from the moment this is called. A receiver that
+    /// falls behind is told it lagged (the signals it missed are lost: their clients see
+    /// nothing happen in the log, and may send again).
+    fn signals(&self) -> tokio::sync::broadcast::Receiver<TurnSignal>;
+
+    /// The sessions whose turn runs on another server now, most recently claimed first,
+    /// at most `limit`, with the last sequence of each one's log: where a request another
+    /// server waits on may be found, and whether this server's copy has read it.
+    fn sessions_running_elsewhere(
+        &self,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<RunningElsewhere>>>;
+}
+
+/// A session whose turn another server runs (see [`TurnSignals::sessions_running_elsewhere`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningElsewhere {
+    pub session_id: Uuid,
+    /// The last sequence of its log in the store.
+    pub last_sequence: u64,
+}
+
+/// The largest signal a store must carry, encoded: an answer to a request for input at
+/// its largest (`permissions::input::MAX_ANSWER_BYTES`) with a reason at its largest,
+/// and room for the rest.
+pub const MAX_SIGNAL_BYTES: usize = 80 * 1024;
+
+/// What a server asks of the server running a turn.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TurnSignal {
+    /// A person's decision on a tool call waiting for approval.
+    Decide {
+        session_id: Uuid,
+        request_id: String,
+        decision: crate::events::ApprovalDecision,
+        reason: String,
+    },
+    /// A person's answer to a request for input.
+    Answer {
+        session_id: Uuid,
+        request_id: String,
+        action: crate::events::InputAction,
+        answer: Option<serde_json::Value>,
+    },
+    /// Stop a queued or running turn.
+    Cancel { execution_id: Uuid, reason: String },
+}
+
+/// Where [`TurnSignals::send`] delivered a signal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// The session of the turn.
+    pub session_id: Uuid,
+    /// The server it went to.
+    pub replica: String,
+}
+
 /// The sessions with a turn in flight, so that startup repairs exactly those.
 pub trait TurnJournal: Send + Sync {
     /// Records that a turn of the session is in flight, before it starts.
@@ -356,6 +435,8 @@ pub struct Store {
     /// Long-term memory kept by the store (several servers then recall what any of them
     /// captured); `None`: the runtime's own file memory under the home.
     memory: Option<Arc<dyn crate::memory::MemoryProvider>>,
+    /// How a server reaches the turns another server runs, when several may.
+    turn_signals: Option<Arc<dyn TurnSignals>>,
 }
 
 enum StoreKind {
@@ -398,6 +479,7 @@ impl Store {
             queue: Arc::new(crate::execution::Queue::new(config.queue_capacity)),
             replicas: None,
             memory: None,
+            turn_signals: None,
         })
     }
 
@@ -427,6 +509,7 @@ impl Store {
             queue,
             replicas: None,
             memory: None,
+            turn_signals: None,
         }
     }
 
@@ -460,6 +543,17 @@ impl Store {
     /// The servers sharing this store, when several may.
     pub fn replicas(&self) -> Option<Arc<dyn Replicas>> {
         self.replicas.clone()
+    }
+
+    /// How this server reaches the turns other servers sharing the store run.
+    pub fn with_turn_signals(mut self, signals: Arc<dyn TurnSignals>) -> Self {
+        self.turn_signals = Some(signals);
+        self
+    }
+
+    /// How this server reaches the turns other servers run, when several share the store.
+    pub fn turn_signals(&self) -> Option<Arc<dyn TurnSignals>> {
+        self.turn_signals.clone()
     }
 
     /// What kind of store this is, as an operator reads it: `files`, or the name given to

@@ -75,7 +75,8 @@ impl ApprovalService for Approvals {
         };
         let page = self
             .runtime
-            .list_approvals(session, page)
+            .list_approvals_anywhere(session, page)
+            .await
             .map_err(to_status)?;
         Ok(Response::new(pb::ListApprovalsResponse {
             approvals: page.items.iter().map(convert::approval).collect(),
@@ -117,7 +118,8 @@ impl ApprovalService for Approvals {
         let resolved = match (action, decision) {
             (Some(action), _) => self
                 .runtime
-                .resolve_input(&request_id.to_string(), action, answer)
+                .resolve_input_anywhere(&request_id.to_string(), action, answer)
+                .await
                 .map_err(to_status)?,
             // A decision with an answer accepts it (ALLOW_ONCE) or is refused as the
             // runtime sees fit; without an answer it is a plain decision.
@@ -127,12 +129,14 @@ impl ApprovalService for Approvals {
                     _ => InputAction::Accept,
                 };
                 self.runtime
-                    .resolve_input(&request_id.to_string(), action, answer)
+                    .resolve_input_anywhere(&request_id.to_string(), action, answer)
+                    .await
                     .map_err(to_status)?
             }
             (None, Some(decision)) => self
                 .runtime
-                .resolve_approval(&request_id.to_string(), decision, r.reason)
+                .resolve_approval_anywhere(&request_id.to_string(), decision, r.reason)
+                .await
                 .map_err(to_status)?,
             (None, None) => {
                 return Err(invalid(

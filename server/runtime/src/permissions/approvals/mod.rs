@@ -323,6 +323,19 @@ impl ApprovalStore {
         })
     }
 
+    /// Every pending request, oldest first, optionally of one session.
+    pub fn pending(&self, session: Option<Uuid>) -> Vec<Approval> {
+        let mut state = self.lock();
+        state.expire_overdue();
+        state
+            .pending
+            .values()
+            .map(|e| &e.approval)
+            .filter(|a| session.is_none_or(|s| a.request.session_id == s))
+            .cloned()
+            .collect()
+    }
+
     /// Whether a request of this session waits for a human now.
     pub fn has_pending(&self, session_id: Uuid) -> bool {
         let mut state = self.lock();
