@@ -215,6 +215,19 @@ fn running_servers(server: &TestServer) -> Vec<String> {
     running_under(server.home())
 }
 
+/// How many MCP servers run once the count reached `expected` (a stopped server's
+/// record goes a moment after it exits), or after ten seconds of waiting for it.
+async fn running_servers_settled(server: &TestServer, expected: usize) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let running = running_servers(server).len();
+        if running == expected || std::time::Instant::now() > deadline {
+            return running;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn running_under(home: &Path) -> Vec<String> {
     let dir = home.join("sandbox/.running");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
