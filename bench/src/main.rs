@@ -22,6 +22,7 @@ mod binaries;
 mod bundle;
 mod child;
 mod daemon;
+mod database;
 mod echo;
 mod env;
 mod error;
@@ -178,7 +179,16 @@ async fn run(cli: Cli) -> Result<bool> {
     if let Some(dir) = report_dir {
         let mut report = Report {
             generated_at: started_at,
-            command: std::env::args().skip(1).collect::<Vec<_>>().join(" "),
+            command: std::env::args()
+                .skip(1)
+                .map(|arg| match arg.split_once('=') {
+                    Some((flag, value)) if flag.starts_with("--") => {
+                        format!("{flag}={}", database::redact(value))
+                    }
+                    _ => database::redact(&arg),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
             conditions: cli.conditions,
             load_at_start,
             load_at_end: machine::load_average(),
