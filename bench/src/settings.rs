@@ -125,8 +125,10 @@ pub struct Settings {
     #[serde(default = "default_scale_turns")]
     pub scale_turns: usize,
     /// scale: sessions running turns at once, spread over the replicas (each replica gets
-    /// as many workers as it has sessions).
-    #[arg(long, default_value_t = 48)]
+    /// as many workers as it has sessions). Kept within a replica's pool of 16 database
+    /// connections: with 48 on one replica, turns waited for a connection and failed
+    /// UNAVAILABLE (bench/scale/48-sessions).
+    #[arg(long, default_value_t = 12)]
     #[serde(default = "default_scale_sessions")]
     pub scale_sessions: usize,
     /// scale: seconds of turns/s measured per cluster (after `--throughput-warmup-seconds`).
@@ -199,7 +201,7 @@ fn default_scale_turns() -> usize {
 }
 
 fn default_scale_sessions() -> usize {
-    48
+    12
 }
 
 fn default_scale_seconds() -> f64 {
