@@ -357,3 +357,60 @@ impl Cost {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_never_shows() {
+        assert_eq!(
+            redact("postgres://odyssey:s3cret@127.0.0.1:5432/postgres"),
+            "postgres://odyssey:***@127.0.0.1:5432/postgres"
+        );
+        assert_eq!(
+            redact("postgres://odyssey@db.internal/odyssey"),
+            "postgres://odyssey@db.internal/odyssey"
+        );
+        assert_eq!(redact("--rounds"), "--rounds");
+    }
+
+    #[test]
+    fn wal_positions_are_bytes() {
+        assert_eq!(parse_lsn("0/16B3748").ok(), Some(0x16B_3748));
+        assert_eq!(parse_lsn("1/0").ok(), Some(1 << 32));
+        assert!(parse_lsn("16B3748").is_err());
+    }
+
+    fn reading(at: Instant, transactions: u64, wal: u64, events: u64) -> Reading {
+        Reading {
+            at,
+            transactions,
+            wal,
+            tables: BTreeMap::from([("events".to_owned(), [events, 0, 0])]),
+            statements: BTreeMap::from([("COMMIT".to_owned(), (transactions, 1.0))]),
+        }
+    }
+
+    #[test]
+    fn per_turn_cost_leaves_out_the_idle_replicas() {
+        let t0 = Instant::now();
+        // Idle for 2 s: 10 transactions, 200 WAL bytes, no event.
+        let idle = Cost::between(
+            &reading(t0, 0, 0, 0),
+            &reading(t0 + Duration::from_secs(2), 10, 200, 0),
+            true,
+        );
+        // Loaded for 4 s with 100 turns: 20 of the 520 transactions are the idle ones'.
+        let load = Cost::between(
+            &reading(t0 + Duration::from_secs(2), 10, 200, 0),
+            &reading(t0 + Duration::from_secs(6), 530, 10_600, 700),
+            true,
+        );
+        let turn = load.per_turn(&idle, 100.0);
+        assert!((turn.transactions - 5.0).abs() < 1e-9, "{turn:?}");
+        assert!((turn.wal_bytes - 100.0).abs() < 1e-9, "{turn:?}");
+        assert!((turn.rows - 7.0).abs() < 1e-9, "{turn:?}");
+        assert_eq!(turn.statements.map(|s| (s * 1e6).round() / 1e6), Some(5.0));
+    }
+}
