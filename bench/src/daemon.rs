@@ -234,6 +234,18 @@ impl Daemon {
         Ok(Duration::from_nanos(nanos))
     }
 
+    /// Kills it at once (SIGKILL), as a machine dying would, and reaps it.
+    pub async fn kill(mut self) -> Result<()> {
+        self.child
+            .start_kill()
+            .map_err(|e| BenchError::io("kill", "odysseyd", e))?;
+        self.child
+            .wait()
+            .await
+            .map_err(|e| BenchError::io("wait for", "odysseyd", e))?;
+        Ok(())
+    }
+
     /// Stops gracefully (SIGTERM), killing it if it takes too long.
     pub async fn stop(mut self) -> Result<()> {
         // Our own child, not reaped yet: the pid is still its.

@@ -6,6 +6,7 @@
 //! cargo run --release -p odyssey-bench -- quick          # archives, egress, sandbox, overhead: < 60 s
 //! cargo run --release -p odyssey-bench -- overhead       # one benchmark, printed only
 //! cargo run --release -p odyssey-bench -- all --compare /tmp/other/report.json
+//! scripts/test-postgres cargo run --release -p odyssey-bench -- scale --report bench/scale
 //! ```
 //!
 //! Each benchmark starts its own `odysseyd` (the workspace's release binary, built first
@@ -16,12 +17,18 @@
 //! round 2 of each, ...), each between two measurements of the floors (`floors.rs`).
 //! Children and temporary folders go away however the run ends (the daemons die with the
 //! harness).
+//!
+//! `scale` also measures replicas sharing a PostgreSQL database (`--database-url`, else
+//! `ODYSSEY_BENCH_DATABASE_URL` or `ODYSSEY_TEST_DATABASE_URL`): each cluster of replicas in a
+//! database of its own, created and dropped by the run; without one, its PostgreSQL figures
+//! are reported as not measured.
 
 mod benches;
 mod binaries;
 mod bundle;
 mod child;
 mod daemon;
+mod database;
 mod echo;
 mod env;
 mod error;
@@ -178,7 +185,16 @@ async fn run(cli: Cli) -> Result<bool> {
     if let Some(dir) = report_dir {
         let mut report = Report {
             generated_at: started_at,
-            command: std::env::args().skip(1).collect::<Vec<_>>().join(" "),
+            command: std::env::args()
+                .skip(1)
+                .map(|arg| match arg.split_once('=') {
+                    Some((flag, value)) if flag.starts_with("--") => {
+                        format!("{flag}={}", database::redact(value))
+                    }
+                    _ => database::redact(&arg),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
             conditions: cli.conditions,
             load_at_start,
             load_at_end: machine::load_average(),

@@ -112,6 +112,34 @@ pub struct Settings {
     #[arg(long, default_value_t = 300)]
     #[serde(default = "default_a2a_turns")]
     pub a2a_turns: usize,
+    /// scale: the PostgreSQL server to measure on, `postgres://USER:PASSWORD@HOST:PORT/DB`
+    /// [default: `ODYSSEY_BENCH_DATABASE_URL`, else `ODYSSEY_TEST_DATABASE_URL`]; each
+    /// cluster of replicas gets a database of its own on it, dropped afterwards. Never
+    /// written to the report.
+    #[arg(long, value_name = "URL")]
+    #[serde(skip)]
+    pub database_url: Option<String>,
+    /// scale: turns measured for the overhead on each store (after `--overhead-warmup`
+    /// turns not measured).
+    #[arg(long, default_value_t = 300)]
+    #[serde(default = "default_scale_turns")]
+    pub scale_turns: usize,
+    /// scale: sessions running turns at once, spread over the replicas (each replica gets
+    /// as many workers as it has sessions). Kept within a replica's pool of 16 database
+    /// connections: with 48 on one replica, turns waited for a connection and failed
+    /// UNAVAILABLE (bench/scale/48-sessions).
+    #[arg(long, default_value_t = 12)]
+    #[serde(default = "default_scale_sessions")]
+    pub scale_sessions: usize,
+    /// scale: seconds of turns/s measured per cluster (after `--throughput-warmup-seconds`).
+    #[arg(long, default_value_t = 8.0)]
+    #[serde(default = "default_scale_seconds")]
+    pub scale_seconds: f64,
+    /// scale: text deltas of each turn whose events a subscriber on another replica times,
+    /// one every 5 ms.
+    #[arg(long, default_value_t = 200)]
+    #[serde(default = "default_scale_deltas")]
+    pub scale_deltas: usize,
     /// A further odysseyd flag for every daemon (`--daemon-arg=--long-term-memory=false`);
     /// repeatable.
     #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -165,6 +193,23 @@ fn default_workspace_turns_per_fork() -> usize {
 // Likewise for `a2a`.
 fn default_a2a_turns() -> usize {
     300
+}
+
+// Likewise for `scale`.
+fn default_scale_turns() -> usize {
+    300
+}
+
+fn default_scale_sessions() -> usize {
+    12
+}
+
+fn default_scale_seconds() -> f64 {
+    8.0
+}
+
+fn default_scale_deltas() -> usize {
+    200
 }
 
 impl Settings {

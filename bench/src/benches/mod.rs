@@ -9,6 +9,7 @@ mod mcp;
 mod overhead;
 mod replay;
 mod sandbox;
+mod scale;
 mod startup;
 mod subagents;
 mod throughput;
@@ -46,11 +47,12 @@ pub enum Which {
     Subagents,
     Workspace,
     A2a,
+    Scale,
 }
 
 impl Which {
     /// Every benchmark, in the order of the report.
-    pub const EACH: [Which; 14] = [
+    pub const EACH: [Which; 15] = [
         Which::Overhead,
         Which::Throughput,
         Which::Append,
@@ -65,6 +67,7 @@ impl Which {
         Which::Subagents,
         Which::Workspace,
         Which::A2a,
+        Which::Scale,
     ];
 
     /// The benchmarks of `quick`.
@@ -107,6 +110,7 @@ impl Which {
             Which::Subagents => "subagents",
             Which::Workspace => "workspace",
             Which::A2a => "a2a",
+            Which::Scale => "scale",
         }
     }
 
@@ -128,6 +132,9 @@ impl Which {
             Which::Subagents => "what a sub-agent call adds beyond the child's turn",
             Which::Workspace => "fork and turn-end snapshot of a session with a large workspace",
             Which::A2a => "what A2A SendMessage adds to a turn beyond Run",
+            Which::Scale => {
+                "scale-out on PostgreSQL beside the file store: overhead, turns/s with 1 and 3 replicas and their database cost, cross-replica delivery, failover"
+            }
         }
     }
 
@@ -148,6 +155,7 @@ impl Which {
             Which::Subagents => subagents::run(env).await,
             Which::Workspace => workspace::run(env).await,
             Which::A2a => a2a::run(env).await,
+            Which::Scale => scale::run(env).await,
         }
     }
 }
