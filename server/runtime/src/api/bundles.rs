@@ -135,12 +135,6 @@ impl OdysseyRuntime {
         }
     }
 
-    /// Whether other servers share this server's store (and so install and delete
-    /// bundles too).
-    fn shares_store(&self) -> bool {
-        self.inner.store_kind != "files"
-    }
-
     /// A bundle installed here from a project, also given to a shared store, so that
     /// every server sharing it has it.
     async fn share_installed(

@@ -130,7 +130,7 @@ impl OdysseyRuntime {
     /// far as the store has it.
     pub async fn find_execution_status(&self, execution_id: Uuid) -> Result<ExecutionStatus> {
         let unknown = self.execution_status(execution_id);
-        if unknown.is_ok() || self.inner.store_kind == "files" {
+        if unknown.is_ok() || !self.shares_store() {
             return unknown;
         }
         let Some(located) = self.inner.queue.locate(execution_id).await? else {

@@ -333,7 +333,13 @@ impl OdysseyRuntime {
     /// started again closes those its previous process left running, see
     /// [`crate::store::TurnQueue::take_abandoned`]), and a turn saves two round trips.
     pub(crate) fn journals_turns(&self) -> bool {
-        self.inner.store_kind == "files"
+        !self.shares_store()
+    }
+
+    /// Whether other servers share this server's store: they install and delete bundles,
+    /// run sessions' turns and hold executions too.
+    pub(crate) fn shares_store(&self) -> bool {
+        self.inner.store_kind != "files"
     }
 
     pub fn config(&self) -> &RuntimeConfig {

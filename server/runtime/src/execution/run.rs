@@ -68,7 +68,7 @@ impl OdysseyRuntime {
     /// that stopped (interrupted, in their sessions' logs) and takes waiting turns no
     /// running server would start (a stopped server's). Ends with the runtime.
     pub(crate) fn watch_shared_queue(&self) {
-        if self.inner.store_kind == "files" {
+        if !self.shares_store() {
             return;
         }
         let runtime = Arc::downgrade(&self.inner);
@@ -160,7 +160,7 @@ impl OdysseyRuntime {
         let signal = match self.inner.executions.cancel_signal(execution_id) {
             // A turn submitted through a server that stopped, claimed here from the store
             // several servers share: this server answers for it from now on.
-            None if self.inner.store_kind != "files" => {
+            None if self.shares_store() => {
                 Some(self.inner.executions.insert(execution_id, session_id))
             }
             signal => signal,
