@@ -27,11 +27,13 @@ async fn list_models_reports_whether_each_local_server_is_reachable() {
         .await
         .expect("bind");
     let up = format!("http://{}/v1", listening.local_addr().expect("addr"));
-    let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
+    // Bound but never listening: connecting is refused, and no other test can take the port
+    // while this one runs (a dropped listener's port could be handed to the next bind).
+    let closed = tokio::net::TcpSocket::new_v4().expect("socket");
+    closed
+        .bind("127.0.0.1:0".parse().expect("address"))
         .expect("bind");
     let down = format!("http://{}/v1", closed.local_addr().expect("addr"));
-    drop(closed);
     let (up_url, down_url) = (up.clone(), down.clone());
     let server = TestServer::start_configured(
         |_| {},
@@ -75,4 +77,5 @@ async fn list_models_reports_whether_each_local_server_is_reachable() {
         down_model.detail.contains("not reachable"),
         "{down_model:?}"
     );
+    drop(closed);
 }

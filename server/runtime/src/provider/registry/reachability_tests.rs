@@ -7,14 +7,15 @@ use super::ProviderRegistry;
 use crate::model::ModelSpec;
 use crate::provider::ProviderSettings;
 
-/// A port that was just free: bound, then released, so connecting to it is refused.
-async fn closed_port() -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
+/// A port held but never listening: connecting to it is refused, and no other test can be
+/// handed it while the socket lives (a released port could be bound again at once).
+fn closed_port() -> (tokio::net::TcpSocket, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind("127.0.0.1:0".parse().expect("address"))
         .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    drop(listener);
-    port
+    let port = socket.local_addr().expect("addr").port();
+    (socket, port)
 }
 
 fn registry(urls: &[(&str, String)], keys: &[(&str, &str)]) -> ProviderRegistry {
@@ -42,7 +43,8 @@ async fn a_local_server_is_reported_up_or_down_by_a_real_connect() {
         .await
         .expect("bind");
     let up = format!("http://{}/v1", listener.local_addr().expect("addr"));
-    let down = format!("http://127.0.0.1:{}/v1", closed_port().await);
+    let (_held, port) = closed_port();
+    let down = format!("http://127.0.0.1:{port}/v1");
     let registry = registry(&[("ollama", up.clone()), ("llama_cpp", down.clone())], &[]);
     let root = Path::new("/nonexistent");
 
@@ -66,7 +68,8 @@ async fn a_local_server_is_reported_up_or_down_by_a_real_connect() {
 
 #[tokio::test]
 async fn a_keyed_provider_on_loopback_is_probed_and_a_hosted_one_is_not() {
-    let down = format!("http://localhost:{}/v1", closed_port().await);
+    let (_held, port) = closed_port();
+    let down = format!("http://localhost:{port}/v1");
     let registry = registry(
         &[("openai", down.clone())],
         &[("openai", "sk-x"), ("groq", "g")],
