@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use odyssey_api::v1 as pb;
 use odyssey_server::config::ServeArgs;
+use odyssey_testing::database::TestDatabase;
 
 use crate::support::{Project, TestServer, loopback};
 
@@ -145,60 +146,6 @@ async fn odyssey(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// A database of its own on the test server, dropped at the end.
-struct TestDatabase {
-    admin_url: String,
-    name: String,
-    /// Its URL without the password.
-    url: String,
-    password: String,
-}
-
-async fn admin(url: &str, sql: &str) {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connect to the test database");
-    tokio::spawn(connection);
-    client.batch_execute(sql).await.expect(sql);
-}
-
-impl TestDatabase {
-    async fn new() -> Option<Self> {
-        let admin_url = match std::env::var("ODYSSEY_TEST_DATABASE_URL") {
-            Ok(url) if !url.is_empty() => url,
-            _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
-                panic!(
-                    "ODYSSEY_TEST_DATABASE_URL is not set: under CI the PostgreSQL tests must run"
-                )
-            }
-            _ => {
-                eprintln!("skipped: ODYSSEY_TEST_DATABASE_URL is not set (scripts/test-postgres)");
-                return None;
-            }
-        };
-        let name = format!("serve_{}", uuid::Uuid::new_v4().simple());
-        admin(&admin_url, &format!("CREATE DATABASE {name}")).await;
-        let mut url = reqwest::Url::parse(&admin_url).expect("the test database URL");
-        let password = url.password().expect("a password").to_owned();
-        url.set_password(None).expect("no password");
-        url.set_path(&name);
-        Some(Self {
-            admin_url,
-            name,
-            url: url.to_string(),
-            password,
-        })
-    }
-
-    async fn drop(self) {
-        admin(
-            &self.admin_url,
-            &format!("DROP DATABASE {} WITH (FORCE)", self.name),
-        )
-        .await;
-    }
-}
-
 /// Starts replica `id` on the test database, with a home of its own under `dir` and the
 /// shared workspace root; the password is read from a file only the server's user reads.
 async fn start_replica(
@@ -245,7 +192,10 @@ async fn server_info(url: String) -> pb::GetServerInfoResponse {
 /// and sees both alive; `odyssey info` says so in one line.
 #[tokio::test]
 async fn replicas_on_postgres_name_the_store_themselves_and_see_each_other_alive() {
-    let Some(db) = TestDatabase::new().await else {
+    let Some(db) = TestDatabase::new("serve")
+        .await
+        .expect("a database of its own")
+    else {
         return;
     };
     let dir = tempfile::tempdir().expect("dir");
@@ -259,7 +209,7 @@ async fn replicas_on_postgres_name_the_store_themselves_and_see_each_other_alive
                 for server in servers {
                     let _ = server.shutdown().await;
                 }
-                db.drop().await;
+                db.drop().await.expect("drop the test database");
                 panic!("odysseyd serves from PostgreSQL as {id}: {e}");
             }
         }
@@ -270,7 +220,7 @@ async fn replicas_on_postgres_name_the_store_themselves_and_see_each_other_alive
     for server in servers {
         server.shutdown().await.expect("clean shutdown");
     }
-    db.drop().await;
+    db.drop().await.expect("drop the test database");
     assert_eq!(code, 0, "{err}");
     assert!(
         out.lines()
@@ -324,7 +274,10 @@ async fn a_replica_configured_by_its_environment_logs_its_store_and_never_the_pa
         }
         return;
     }
-    let Some(db) = TestDatabase::new().await else {
+    let Some(db) = TestDatabase::new("serve")
+        .await
+        .expect("a database of its own")
+    else {
         return;
     };
     let dir = tempfile::tempdir().expect("dir");
@@ -373,7 +326,7 @@ async fn a_replica_configured_by_its_environment_logs_its_store_and_never_the_pa
     let _ = child.kill();
     let _ = child.wait();
     let (name, password) = (db.name.clone(), db.password.clone());
-    db.drop().await;
+    db.drop().await.expect("drop the test database");
     let log = captured.join("\n");
     assert!(!log.contains(&password), "the password leaked:\n{log}");
     let opened = captured

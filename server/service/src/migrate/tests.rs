@@ -4,100 +4,50 @@
 
 use std::collections::BTreeMap;
 
+use odyssey_testing::database::TestDatabase;
+
 use super::*;
 
-struct TestDatabase {
-    admin_url: String,
-    name: String,
-    /// The database's URL without the password.
-    url: String,
-    password: String,
+/// The password given apart from the URL, in the environment.
+fn env(password: &str) -> Sources {
+    Sources {
+        env: BTreeMap::from([(config::PASSWORD_VARIABLE.to_owned(), password.to_owned())]),
+        ..Sources::default()
+    }
 }
 
-async fn admin(url: &str, sql: &str) {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client.batch_execute(sql).await.unwrap();
-}
-
-impl TestDatabase {
-    async fn new() -> Option<Self> {
-        let admin_url = match std::env::var("ODYSSEY_TEST_DATABASE_URL") {
-            Ok(url) if !url.is_empty() => url,
-            _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
-                panic!(
-                    "ODYSSEY_TEST_DATABASE_URL is not set: under CI the PostgreSQL tests must run"
-                )
-            }
-            _ => {
-                eprintln!("skipped: ODYSSEY_TEST_DATABASE_URL is not set (scripts/test-postgres)");
-                return None;
-            }
-        };
-        let name = format!("migrate_{}", uuid::Uuid::new_v4().simple());
-        admin(&admin_url, &format!("CREATE DATABASE {name}")).await;
-        let mut url = reqwest::Url::parse(&admin_url).unwrap();
-        let password = url.password().unwrap().to_owned();
-        url.set_password(None).unwrap();
-        url.set_path(&name);
-        Some(Self {
-            admin_url,
-            name,
-            url: url.to_string(),
-            password,
-        })
-    }
-
-    fn env(&self, password: &str) -> Sources {
-        Sources {
-            env: BTreeMap::from([(config::PASSWORD_VARIABLE.to_owned(), password.to_owned())]),
-            ..Sources::default()
-        }
-    }
-
-    fn args(&self) -> MigrateArgs {
-        MigrateArgs {
-            database_url: Some(self.url.clone()),
-            config: None,
-            home: None,
-        }
-    }
-
-    async fn drop(self) {
-        admin(
-            &self.admin_url,
-            &format!("DROP DATABASE {} WITH (FORCE)", self.name),
-        )
-        .await;
+fn args(db: &TestDatabase) -> MigrateArgs {
+    MigrateArgs {
+        database_url: Some(db.url.clone()),
+        config: None,
+        home: None,
     }
 }
 
 #[tokio::test]
 async fn migrate_brings_a_new_database_to_the_latest_version_then_says_it_is_there() {
-    let Some(db) = TestDatabase::new().await else {
+    let Some(db) = TestDatabase::new("migrate").await.unwrap() else {
         return;
     };
     let latest = odyssey_store_postgres::latest_version();
-    let said = run(db.args(), &db.env(&db.password)).await.unwrap();
+    let said = run(args(&db), &env(&db.password)).await.unwrap();
     assert!(
         said.contains(&format!("migrated from schema version 0 to {latest}")),
         "{said}"
     );
     assert!(said.contains(&format!("/{}", db.name)), "{said}");
     assert!(!said.contains(&db.password), "{said}");
-    let said = run(db.args(), &db.env(&db.password)).await.unwrap();
+    let said = run(args(&db), &env(&db.password)).await.unwrap();
     assert!(
         said.contains(&format!("is at schema version {latest}, the latest")),
         "{said}"
     );
-    db.drop().await;
+    db.drop().await.unwrap();
 }
 
 #[tokio::test]
 async fn migrate_reads_the_url_and_the_password_file_from_the_configuration() {
-    let Some(db) = TestDatabase::new().await else {
+    let Some(db) = TestDatabase::new("migrate").await.unwrap() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -120,23 +70,20 @@ async fn migrate_reads_the_url_and_the_password_file_from_the_configuration() {
     };
     let said = run(args, &Sources::default()).await.unwrap();
     assert!(said.contains("migrated from schema version 0"), "{said}");
-    db.drop().await;
+    db.drop().await.unwrap();
 }
 
 #[tokio::test]
 async fn a_wrong_password_fails_without_showing_it() {
-    let Some(db) = TestDatabase::new().await else {
+    let Some(db) = TestDatabase::new("migrate").await.unwrap() else {
         return;
     };
     let wrong = "not-the-password-4f1c";
-    let error = run(db.args(), &db.env(wrong))
-        .await
-        .unwrap_err()
-        .to_string();
+    let error = run(args(&db), &env(wrong)).await.unwrap_err().to_string();
     assert!(error.contains("password authentication failed"), "{error}");
     assert!(!error.contains(wrong), "{error}");
     assert!(!error.contains(&db.password), "{error}");
-    db.drop().await;
+    db.drop().await.unwrap();
 }
 
 #[tokio::test]

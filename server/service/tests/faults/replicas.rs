@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use odyssey_api::v1 as pb;
+use odyssey_testing::database::TestDatabase;
 use odyssey_testing::openai_wire::{OpenAiWireServer, Reply, Script, StreamBuilder};
 use pb::session_event::Payload;
 use serde_json::Value;
@@ -30,60 +31,6 @@ const PATIENCE: Duration = Duration::from_secs(30);
 /// One test at a time: one of them stops the database every test shares.
 static DATABASE: Mutex<()> = Mutex::const_new(());
 
-/// A database of its own on the test server, the URL without its password, and the
-/// password (given to replicas in their environment, as an operator would).
-struct TestDatabase {
-    admin_url: String,
-    name: String,
-    url: String,
-    password: String,
-}
-
-async fn admin(url: &str, sql: &str) {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connect to the test database");
-    tokio::spawn(connection);
-    client.batch_execute(sql).await.expect("admin statement");
-}
-
-impl TestDatabase {
-    async fn new() -> Option<Self> {
-        let admin_url = match std::env::var("ODYSSEY_TEST_DATABASE_URL") {
-            Ok(url) if !url.is_empty() => url,
-            _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
-                panic!(
-                    "ODYSSEY_TEST_DATABASE_URL is not set: under CI the PostgreSQL tests must run"
-                )
-            }
-            _ => {
-                eprintln!("skipped: ODYSSEY_TEST_DATABASE_URL is not set (scripts/test-postgres)");
-                return None;
-            }
-        };
-        let name = format!("replicas_{}", uuid::Uuid::new_v4().simple());
-        admin(&admin_url, &format!("CREATE DATABASE {name}")).await;
-        let mut url = reqwest::Url::parse(&admin_url).expect("database URL");
-        let password = url.password().unwrap_or_default().to_owned();
-        url.set_password(None).expect("no password");
-        url.set_path(&name);
-        Some(Self {
-            admin_url,
-            name,
-            url: url.to_string(),
-            password,
-        })
-    }
-
-    async fn drop(self) {
-        admin(
-            &self.admin_url,
-            &format!("DROP DATABASE {} WITH (FORCE)", self.name),
-        )
-        .await;
-    }
-}
-
 /// The replicas of one test: the database, the shared workspace root, the model.
 struct Cluster {
     db: TestDatabase,
@@ -95,7 +42,9 @@ struct Cluster {
 
 impl Cluster {
     async fn new() -> Option<Self> {
-        let db = TestDatabase::new().await?;
+        let db = TestDatabase::new("replicas")
+            .await
+            .expect("a database of its own")?;
         let root = temp_home();
         let settings = temp_home();
         let config = settings.path().join("odysseyd.toml");
@@ -145,7 +94,7 @@ impl Cluster {
     }
 
     async fn drop(self) {
-        self.db.drop().await;
+        self.db.drop().await.expect("drop the test database");
     }
 }
 
