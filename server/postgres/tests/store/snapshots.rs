@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use odyssey_runtime::events::EventPayload;
 use odyssey_runtime::snapshot::{ChangeKind, SHARED_SNAPSHOTS_DIR};
 use odyssey_runtime::{
     ErrorKind, ExecutionRequest, ExecutionState, ForkPoint, InstallOptions, OdysseyRuntime,
@@ -275,5 +276,103 @@ async fn a_rewind_waits_for_a_turn_running_on_another_replica() {
     assert_eq!(status.state, ExecutionState::Completed, "{status:?}");
     b.runtime.rewind_session(id, 1).await.unwrap();
     assert_eq!(notes(root.path(), id), "one\n");
+    db.drop().await;
+}
+
+/// A session's sandboxed command cannot reach the snapshots on the workspace root: not
+/// by the root's path, not beside its own workspace, not through any folder its mount
+/// table shows. (Needs the `odyssey-sandbox` helper built and bubblewrap.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sandboxed_command_reaches_no_snapshot_on_the_workspace_root() {
+    let Some(db) = TestDatabase::unmigrated().await else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let a = replica(&db, "replica-a", root.path()).await;
+    let project = tempfile::tempdir().unwrap();
+    write_project(project.path(), &["kept\n"]);
+    let shared = root.path().join(SHARED_SNAPSHOTS_DIR);
+    let hunt = format!(
+        "for d in {shared} {shared}/* \"$PWD/../{name}\" \"$PWD/../../{name}\" \
+         $(awk '{{print $5 \"/../{name}\"}}' /proc/self/mountinfo); do \
+         ls \"$d\" >/dev/null 2>&1 && echo \"LISTED $d\"; \
+         echo evil > \"$d/evil\" 2>/dev/null && echo \"WROTE $d\"; done; echo hunted",
+        shared = shared.display(),
+        name = SHARED_SNAPSHOTS_DIR,
+    );
+    let cassette = project.path().join("cassettes/main.jsonl");
+    let mut lines = std::fs::read_to_string(&cassette).unwrap();
+    lines.push_str(
+        &(serde_json::json!({
+            "tool_calls": [{"name": "Bash", "arguments": {"command": hunt}}]
+        })
+        .to_string()
+            + "\n"),
+    );
+    lines.push_str(&(serde_json::json!({ "text": "hunted" }).to_string() + "\n"));
+    std::fs::write(&cassette, lines).unwrap();
+    for (path, from, to) in [
+        (
+            "odyssey.bundle.yaml",
+            "{ name: Write, source: builtin }\n",
+            "{ name: Write, source: builtin }\n    - { name: Bash, source: builtin }\n",
+        ),
+        ("agents/main/agent.yaml", "[Write]", "[Write, Bash]"),
+    ] {
+        let path = project.path().join(path);
+        let text = std::fs::read_to_string(&path).unwrap().replace(from, to);
+        std::fs::write(path, text).unwrap();
+    }
+    let bundle = a
+        .runtime
+        .build_and_install(project.path(), InstallOptions::default())
+        .await
+        .unwrap();
+    let id = a
+        .runtime
+        .create_session(SessionSpec::new(bundle.id.to_string()))
+        .await
+        .unwrap()
+        .record
+        .id;
+    turn(&a.runtime, id, "write").await;
+    assert!(!files_under(&shared.join(id.to_string())).is_empty());
+    turn(&a.runtime, id, "hunt").await;
+
+    let mut followed = a.runtime.subscribe_session(id, 0).await.unwrap();
+    let last = a.runtime.get_session(id).await.unwrap().stats.last_sequence;
+    let mut results = Vec::new();
+    while followed.cursor() < last {
+        let batch = tokio::time::timeout(PATIENCE, followed.next_batch())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        for event in batch {
+            if let EventPayload::ToolCallFinished {
+                tool,
+                success,
+                result,
+                ..
+            } = &event.payload
+                && tool == "Bash"
+            {
+                results.push((*success, result.clone()));
+            }
+        }
+    }
+    let [(success, output)] = results.as_slice() else {
+        panic!("one Bash call: {results:?}");
+    };
+    assert!(*success, "{output}");
+    assert!(output.contains("hunted"), "{output}");
+    assert!(!output.contains("LISTED"), "{output}");
+    assert!(!output.contains("WROTE"), "{output}");
+    assert!(
+        files_under(&shared)
+            .iter()
+            .all(|p| p.file_name().is_none_or(|n| n != "evil")),
+        "nothing landed among the snapshots"
+    );
     db.drop().await;
 }
