@@ -19,6 +19,7 @@ mod replicas;
 mod replication;
 mod runtime;
 mod signals;
+mod snapshots;
 mod suite;
 mod turns;
 mod wakes;

@@ -218,6 +218,7 @@ impl OdysseyRuntime {
         let workspaces = Arc::new(crate::snapshot::Workspaces::open(
             &config.home,
             &config.snapshots,
+            shared,
         )?);
         tracing::info!(
             mechanism = workspaces.mechanism().as_str(),

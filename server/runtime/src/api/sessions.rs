@@ -412,6 +412,7 @@ impl OdysseyRuntime {
         if cell.root.exists() {
             self.inner.sandbox.remove_cell(&cell).await?;
         }
+        self.remove_shared_snapshots(id).await?;
         if !self.inner.records.delete_session(id).await? {
             return Err(RuntimeError::not_found("session", id.to_string()));
         }

@@ -101,16 +101,57 @@ impl Drop for RewindGuard<'_> {
 }
 
 impl OdysseyRuntime {
+    /// Where the copies snapshots of the session `id` (whose folder in this server's
+    /// home is `dir`) are kept: in that folder with the file store; with a store other
+    /// servers share, on the workspace root they all mount, so whichever runs a turn
+    /// records it where any other reads it (see [`SnapshotStore::on_workspace_root`]).
+    pub(crate) fn snapshots_of(&self, id: Uuid, dir: &Path) -> SnapshotStore {
+        if self.shares_store() {
+            SnapshotStore::on_workspace_root(&self.inner.config.sandbox_dir(), id)
+        } else {
+            SnapshotStore::of_session(dir)
+        }
+    }
+
+    /// Removes the snapshots of the deleted session `id` from the workspace root (with
+    /// the file store they go with its session folder).
+    pub(crate) async fn remove_shared_snapshots(&self, id: Uuid) -> Result<()> {
+        if !self.shares_store() {
+            return Ok(());
+        }
+        let store = SnapshotStore::on_workspace_root(&self.inner.config.sandbox_dir(), id);
+        tokio::task::spawn_blocking(move || {
+            crate::sandbox::remove_tree(store.root()).map_err(|e| {
+                RuntimeError::storage(
+                    format!("remove {}", store.root().display()),
+                    std::io::Error::other(e),
+                )
+            })
+        })
+        .await
+        .map_err(|e| RuntimeError::storage("delete snapshots", std::io::Error::other(e)))?
+    }
+
+    /// Reads into this server's copy of the session what other servers sharing the store
+    /// wrote, so a turn one of them ended just now is found here.
+    async fn caught_up(&self, id: Uuid) -> Result<Arc<SessionHandle>> {
+        let session = self.inner.sessions.get(id).await?;
+        if self.shares_store() {
+            session.catch_up().await?;
+        }
+        Ok(session)
+    }
+
     /// Creates a session whose history is `source`'s up to the end of the turn `at`
     /// names and whose workspace is what `source`'s held then. The source is untouched.
     pub async fn fork_session(&self, source_id: Uuid, at: ForkPoint) -> Result<SessionInfo> {
         self.ensure_running()?;
-        let source = self.inner.sessions.get(source_id).await?;
+        let source = self.caught_up(source_id).await?;
         let end = fork_point(&source, at)?;
         if self.inner.workspaces.is_overlay(source_id) {
             return self.fork_overlay(&source, end).await;
         }
-        let store = SnapshotStore::of_session(source.dir());
+        let store = self.snapshots_of(source_id, source.dir());
         let manifest = read_manifest(&store, end).await?;
         let fork_id = Uuid::now_v7();
         let record = SessionRecord {
@@ -131,20 +172,38 @@ impl OdysseyRuntime {
             .collect();
         let sandbox_root = self.inner.config.sandbox_dir();
         let owner = self.inner.sandbox.sandbox_owner();
+        // On a shared workspace root the fork's snapshots are in place before the fork
+        // exists in the store, so no server sees the fork without them.
+        let shared = self
+            .shares_store()
+            .then(|| SnapshotStore::on_workspace_root(&sandbox_root, fork_id));
         let sessions = self.clone();
         let source_handle = source.clone();
         tokio::task::spawn_blocking(move || -> Result<()> {
             let events = source_handle.events_until(end.sequence)?;
             let cell = CellPaths::under(sandbox_root.join(fork_id.to_string()));
             let head = build_cell(&sandbox_root, &cell, &store, &manifest, owner)?;
-            let created = sessions.inner.sessions.create_fork(record, events, |dir| {
-                let own = SnapshotStore::of_session(dir);
+            let populate = |own: &SnapshotStore| -> Result<()> {
                 own.adopt(&store, &prefix)?;
                 own.set_head(&head)?;
                 Ok(())
-            });
+            };
+            let created = match &shared {
+                Some(own) => populate(own).and_then(|()| {
+                    sessions
+                        .inner
+                        .sessions
+                        .create_fork(record, events, |_| Ok(()))
+                }),
+                None => sessions.inner.sessions.create_fork(record, events, |dir| {
+                    populate(&SnapshotStore::of_session(dir))
+                }),
+            };
             if created.is_err() {
                 let _ = crate::sandbox::remove_tree(&cell.root);
+                if let Some(own) = &shared {
+                    let _ = crate::sandbox::remove_tree(own.root());
+                }
             }
             created
         })
@@ -160,7 +219,7 @@ impl OdysseyRuntime {
     /// is queued or running.
     pub async fn rewind_session(&self, id: Uuid, to_turn: u64) -> Result<Rewound> {
         self.ensure_running()?;
-        let session = self.inner.sessions.get(id).await?;
+        let session = self.caught_up(id).await?;
         let end = turn_end(&session, to_turn, "to_turn")?;
         let _guard = {
             let mut rewinding = crate::sync::lock(&self.inner.rewinding.0);
@@ -169,7 +228,8 @@ impl OdysseyRuntime {
                     "session {id} is already being rewound"
                 )));
             }
-            if !self.inner.executions.live_of_session(id).is_empty() {
+            // A turn another server runs shows in the log, read just now.
+            if !self.inner.executions.live_of_session(id).is_empty() || session.has_open_turn() {
                 return Err(RuntimeError::FailedPrecondition(format!(
                     "a turn of session {id} is queued or running; wait for it to end (or \
                      cancel it), then rewind"
@@ -195,7 +255,7 @@ impl OdysseyRuntime {
             .await
             .map_err(|e| RuntimeError::storage("rewind workspace", std::io::Error::other(e)))??
         } else {
-            let store = SnapshotStore::of_session(session.dir());
+            let store = self.snapshots_of(id, session.dir());
             let manifest = read_manifest(&store, end).await?;
             if cell.root.exists() {
                 self.inner.sandbox.kill_cell_processes(&cell).await;
@@ -244,7 +304,7 @@ impl OdysseyRuntime {
     /// The files turn `turn` added, changed or removed in the workspace, with a unified
     /// diff of each text file (bounded).
     pub async fn turn_changes(&self, id: Uuid, turn: u64) -> Result<TurnChanges> {
-        let session = self.inner.sessions.get(id).await?;
+        let session = self.caught_up(id).await?;
         let end = turn_end(&session, turn, "turn")?;
         if self.inner.workspaces.is_overlay(id) {
             let workspaces = self.inner.workspaces.clone();
@@ -254,7 +314,7 @@ impl OdysseyRuntime {
             .await
             .map_err(|e| RuntimeError::storage("read turn changes", std::io::Error::other(e)))?;
         }
-        let store = SnapshotStore::of_session(session.dir());
+        let store = self.snapshots_of(id, session.dir());
         let after = read_manifest(&store, end).await?;
         if after.parent_unknown {
             return Err(RuntimeError::FailedPrecondition(format!(

@@ -19,7 +19,7 @@ use crate::events::EventPayload;
 use crate::sandbox::CellPaths;
 use crate::session::SessionHandle;
 use crate::snapshot::overlay::UnsyncedLayer;
-use crate::snapshot::{SnapshotError, SnapshotOutcome, SnapshotStore, UnsyncedSnapshot};
+use crate::snapshot::{SnapshotError, SnapshotOutcome, UnsyncedSnapshot};
 
 /// What a turn's end recorded, still to be synced while the end is synced.
 #[derive(Debug)]
@@ -108,7 +108,7 @@ impl OdysseyRuntime {
             self.snapshot_failed(session, turn, turn_id, problem);
             return None;
         }
-        let store = SnapshotStore::of_session(session.dir());
+        let store = self.snapshots_of(session.id(), session.dir());
         let recorded = tokio::task::spawn_blocking(move || {
             store.record_unsynced(&data, turn, turn_id, &settings)
         })

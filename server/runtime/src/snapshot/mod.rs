@@ -12,7 +12,10 @@
 //! workspace holds. Objects are never written in place, so no process of any session can
 //! change a snapshot: a file is copied out of the store, never linked.
 //!
-//! Layout, under `<home>/sessions/<id>/snapshots/`:
+//! Layout, under `<home>/sessions/<id>/snapshots/` with the file store, and under
+//! `<workspace root>/.snapshots/<id>/` with a store several servers share (every one of
+//! them mounts the workspace root, so any of them reads what another recorded; see
+//! [`SnapshotStore::on_workspace_root`]):
 //!
 //! ```text
 //! objects/<2 hex>/<62 hex>      the bytes of one file version, read-only
@@ -40,6 +43,12 @@ pub use workspaces::{OVERLAY_DIR, Workspaces};
 
 /// The folder of a session's snapshots, inside its session folder.
 pub const SNAPSHOTS_DIR: &str = "snapshots";
+
+/// The folder of the sessions' snapshots on a workspace root servers share, beside the
+/// cells (a cell's folder is named by its session's id, never with a leading dot). No
+/// cell ever sees it: a sandbox binds only a cell's own folders, and command mounts may
+/// not reach into the folder the cells lie in.
+pub const SHARED_SNAPSHOTS_DIR: &str = ".snapshots";
 
 #[cfg(test)]
 mod tests;

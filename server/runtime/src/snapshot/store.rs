@@ -1,17 +1,18 @@
 //! One session's snapshots: recording a turn's end, finding a turn's manifest, restoring
 //! it into a folder, sharing a session's snapshots with its fork, and retention.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use uuid::Uuid;
 
-use super::SNAPSHOTS_DIR;
 use super::error::SnapshotError;
 use super::manifest::Manifest;
 use super::materialize::materialize;
 use super::objects::ObjectStore;
 use super::settings::SnapshotSettings;
 use super::walk::{WalkLimits, Walked, walk};
+use super::{SHARED_SNAPSHOTS_DIR, SNAPSHOTS_DIR};
 use crate::events::now_ms;
 
 const TURNS_DIR: &str = "turns";
@@ -69,11 +70,31 @@ pub struct SnapshotStore {
 impl SnapshotStore {
     /// The snapshots of the session whose folder is `session_dir`.
     pub fn of_session(session_dir: &Path) -> Self {
-        let root = session_dir.join(SNAPSHOTS_DIR);
+        Self::at(session_dir.join(SNAPSHOTS_DIR))
+    }
+
+    /// The snapshots of session `session` on the workspace root `workspace_root`, which
+    /// every server sharing the store mounts: `<workspace_root>/.snapshots/<session>/`.
+    /// The folder is named by the id alone (a UUID the server made: hex digits and
+    /// dashes), so nothing a client sends takes part in the path.
+    pub fn on_workspace_root(workspace_root: &Path, session: Uuid) -> Self {
+        Self::at(
+            workspace_root
+                .join(SHARED_SNAPSHOTS_DIR)
+                .join(session.hyphenated().to_string()),
+        )
+    }
+
+    fn at(root: PathBuf) -> Self {
         Self {
             objects: ObjectStore::new(root.join(OBJECTS_DIR)),
             root,
         }
+    }
+
+    /// The folder holding this store's objects, manifests and head.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     fn turns_dir(&self) -> PathBuf {
@@ -124,9 +145,15 @@ impl SnapshotStore {
         Ok(())
     }
 
+    /// Creates the store's folders, private to the server (they may lie on a workspace
+    /// root apart from its home).
     fn ensure_dirs(&self) -> Result<(), SnapshotError> {
         let turns = self.turns_dir();
-        std::fs::create_dir_all(&turns).map_err(|e| SnapshotError::io("creating", &turns, e))
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&turns)
+            .map_err(|e| SnapshotError::io("creating", &turns, e))
     }
 
     /// Records the workspace at `data` as it is at the end of turn `turn` (`turn_id`),

@@ -178,3 +178,59 @@ fn retention_drops_the_oldest_turns_and_the_objects_only_they_held() {
     let objects = store.objects().list().expect("list");
     assert_eq!(objects.len(), 2, "{objects:?}");
 }
+
+/// On a workspace root servers share, a session's snapshots are in `.snapshots/<id>/`
+/// beside the cells (never inside one), private to the server, and a store opened there
+/// by another server finds what the first recorded.
+#[test]
+fn snapshots_on_a_workspace_root_lie_beside_the_cells_and_are_found_from_anywhere() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().expect("tempdir");
+    let session = Uuid::now_v7();
+    let data = workspace(&root.path().join(session.to_string()));
+    let turn = Uuid::now_v7();
+    let store = SnapshotStore::on_workspace_root(root.path(), session);
+    recorded(store.record(&data, 1, turn, &settings()).expect("record"));
+    let folder = root
+        .path()
+        .join(SHARED_SNAPSHOTS_DIR)
+        .join(session.to_string());
+    assert_eq!(store.root(), folder);
+    assert!(folder.join("turns").is_dir() && folder.join("objects").is_dir());
+    for dir in [root.path().join(SHARED_SNAPSHOTS_DIR), folder] {
+        let mode = fs::metadata(&dir).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{} is the server's alone", dir.display());
+    }
+    assert!(
+        !root
+            .path()
+            .join(session.to_string())
+            .join(SNAPSHOTS_DIR)
+            .exists(),
+        "nothing in the cell"
+    );
+    let elsewhere = SnapshotStore::on_workspace_root(root.path(), session);
+    let manifest = elsewhere
+        .manifest(1, turn)
+        .expect("found by another opener");
+    assert_eq!(manifest.entries.len(), 5);
+}
+
+/// With a store other servers share, `auto` means copies and `overlay` is refused: the
+/// others read a session's snapshots from the workspace root.
+#[test]
+fn a_shared_store_snapshots_by_copies_and_refuses_overlay() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let auto = Workspaces::open(home.path(), &settings(), true).expect("auto");
+    assert_eq!(auto.mechanism(), SnapshotMechanism::Copies);
+    assert!(auto.reason().contains("shared"), "{}", auto.reason());
+    let overlay = SnapshotSettings {
+        mechanism: MechanismChoice::Overlay,
+        ..settings()
+    };
+    let refused = Workspaces::open(home.path(), &overlay, true).expect_err("overlay");
+    assert!(
+        refused.to_string().contains("snapshots.mechanism"),
+        "{refused}"
+    );
+}

@@ -62,8 +62,34 @@ pub struct Workspaces {
 
 impl Workspaces {
     /// Chooses the mechanism of new sessions under `home`: an error (naming the reason)
-    /// only when `overlay` is asked for and cannot be mounted.
-    pub fn open(home: &Path, settings: &SnapshotSettings) -> Result<Self> {
+    /// only when `overlay` is asked for and cannot be mounted, or the store is `shared`
+    /// with other servers. Those read a session's snapshots from the workspace root they
+    /// all mount, which only copies are kept on (overlay layers live under one server's
+    /// home and are mounted in its own mount namespace): `auto` then means copies.
+    pub fn open(home: &Path, settings: &SnapshotSettings, shared: bool) -> Result<Self> {
+        if shared {
+            if settings.enabled && settings.mechanism == MechanismChoice::Overlay {
+                return Err(RuntimeError::invalid(
+                    "snapshots.mechanism",
+                    "is \"overlay\", but the store is shared with other servers, which \
+                     could not see a session's overlay layers; use \"copies\" or \"auto\"",
+                ));
+            }
+            if settings.mechanism == MechanismChoice::Auto {
+                let copies = SnapshotSettings {
+                    mechanism: MechanismChoice::Copies,
+                    ..settings.clone()
+                };
+                let mut workspaces = Self::open(home, &copies, false)?;
+                if settings.enabled {
+                    workspaces.reason =
+                        "the store is shared with other servers, which read snapshots from \
+                         the workspace root"
+                            .to_owned();
+                }
+                return Ok(workspaces);
+            }
+        }
         let root = home.join(OVERLAY_DIR);
         std::fs::DirBuilder::new()
             .recursive(true)
