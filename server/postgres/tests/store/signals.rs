@@ -252,13 +252,30 @@ async fn an_approval_denied_on_another_replica_refuses_the_call() {
     assert!(!success, "{result}");
     assert!(result.contains("not today"), "{result}");
 
-    // Decided once: a second decision on either replica is refused, not applied.
-    let again = b
-        .runtime
-        .resolve_approval_anywhere(&request_id, ApprovalDecision::AllowOnce, String::new())
-        .await
-        .unwrap_err();
-    assert_eq!(again.kind(), ErrorKind::NotFound, "{again}");
+    // Decided once: a second decision on either replica is refused as already resolved,
+    // as the replica running the turn refuses it, and not applied.
+    for replica in [&a, &b] {
+        let again = replica
+            .runtime
+            .resolve_approval_anywhere(&request_id, ApprovalDecision::AllowOnce, String::new())
+            .await
+            .unwrap_err();
+        assert_eq!(again.kind(), ErrorKind::FailedPrecondition, "{again}");
+        assert!(again.to_string().contains("already resolved"), "{again}");
+        let again = replica
+            .runtime
+            .resolve_input_anywhere(&request_id, InputAction::Decline, None)
+            .await
+            .unwrap_err();
+        assert_eq!(again.kind(), ErrorKind::FailedPrecondition, "{again}");
+    }
+
+    // The turn ended: a cancel from B is answered with its end, as A answers it.
+    let cancelled = b.runtime.cancel(execution_id).await.unwrap();
+    assert_eq!(cancelled.state, ExecutionState::Completed, "{cancelled:?}");
+    assert_eq!(cancelled.execution_id, execution_id);
+    let here = a.runtime.cancel(execution_id).await.unwrap();
+    assert_eq!(here.state, cancelled.state);
     db.drop().await;
 }
 

@@ -59,6 +59,10 @@ const LOOK_AGAIN_LAST: Duration = Duration::from_millis(50);
 /// Events read from a session's log at a time while looking for its requests.
 const READ_BATCH: usize = 512;
 
+/// At most this many of a session's last events are read to tell a request that ended
+/// from one never filed.
+const RESOLVED_LOOKBACK: usize = 4 * READ_BATCH;
+
 /// A request of a turn another server runs, as this server's copy of its session shows it.
 struct Elsewhere {
     session: Arc<SessionHandle>,
@@ -80,11 +84,9 @@ impl OdysseyRuntime {
         if !self.may_be_elsewhere(&local) {
             return local;
         }
-        let found = self.find_elsewhere(request_id).await?.ok_or_else(|| {
-            RuntimeError::from(ApprovalError::NotFound {
-                request_id: request_id.to_owned(),
-            })
-        })?;
+        let Some(found) = self.find_elsewhere(request_id).await? else {
+            return Err(self.not_pending_elsewhere(request_id).await);
+        };
         if found.approval.request.input.is_some() {
             // As the running server reads a plain decision on a request for input.
             let (action, answer) = match decision {
@@ -118,11 +120,9 @@ impl OdysseyRuntime {
         if !self.may_be_elsewhere(&local) {
             return local;
         }
-        let found = self.find_elsewhere(request_id).await?.ok_or_else(|| {
-            RuntimeError::from(ApprovalError::NotFound {
-                request_id: request_id.to_owned(),
-            })
-        })?;
+        let Some(found) = self.find_elsewhere(request_id).await? else {
+            return Err(self.not_pending_elsewhere(request_id).await);
+        };
         self.answer_elsewhere(found, action, answer).await
     }
 
@@ -161,6 +161,39 @@ impl OdysseyRuntime {
             |_| true,
         )?;
         Ok(page)
+    }
+
+    /// Why request `request_id`, pending nowhere, cannot be resolved: `AlreadyResolved`
+    /// when a copy of a session open here shows how it ended (decided on another server,
+    /// timed out, cancelled), as the server running its turn would answer; else
+    /// `NotFound`. Only the part of each log written since the request was filed (its id
+    /// says when) is read, at most [`RESOLVED_LOOKBACK`] events a session.
+    async fn not_pending_elsewhere(&self, request_id: &str) -> RuntimeError {
+        let not_found = || {
+            RuntimeError::from(ApprovalError::NotFound {
+                request_id: request_id.to_owned(),
+            })
+        };
+        let Some(filed_ms) = filed_at_ms(request_id) else {
+            return not_found();
+        };
+        let sessions = self.inner.sessions.open_handles();
+        let id = request_id.to_owned();
+        let found = tokio::task::spawn_blocking(move || {
+            sessions
+                .iter()
+                .find_map(|session| resolution_in_tail(session, &id, filed_ms))
+        })
+        .await;
+        match found {
+            Ok(Some(resolution)) => ApprovalError::AlreadyResolved {
+                request_id: request_id.to_owned(),
+                resolution: resolution.resolution,
+            }
+            .into(),
+            Ok(None) => not_found(),
+            Err(e) => RuntimeError::storage("read resolutions", std::io::Error::other(e)),
+        }
     }
 
     /// Whether a call that found nothing here may be for a turn another server runs.
@@ -271,7 +304,13 @@ impl OdysseyRuntime {
             reason: why.to_owned(),
         };
         let Some(delivery) = signals.send(signal).await? else {
-            return Err(not_found());
+            // No server holds it: a turn that ended is answered with its end, as the
+            // server that ran it would answer.
+            return match self.find_execution_status(execution_id).await {
+                Ok(status) if status.state.is_terminal() => Ok(status),
+                Ok(_) | Err(RuntimeError::NotFound { .. }) => Err(not_found()),
+                Err(e) => Err(e),
+            };
         };
         tracing::info!(
             execution = %execution_id,
@@ -694,22 +733,57 @@ fn requested(event: &Event, session: &SessionHandle, timeout: Duration) -> Optio
     })
 }
 
-/// Whether `request_id` names a request filed less than [`JUST_FILED`] ago: request
-/// ids are version 7 UUIDs, which carry when they were made.
-fn just_filed(request_id: &str) -> bool {
-    let Ok(id) = Uuid::parse_str(request_id) else {
-        return false;
-    };
-    let Some((seconds, nanos)) = id
+/// When request `request_id` was filed, in Unix milliseconds: request ids are version 7
+/// UUIDs, which carry when they were made. `None` for any other id.
+fn filed_at_ms(request_id: &str) -> Option<u64> {
+    let id = Uuid::parse_str(request_id).ok()?;
+    let (seconds, nanos) = id
         .get_timestamp()
         .filter(|_| id.get_version_num() == 7)
-        .map(|t| t.to_unix())
-    else {
+        .map(|t| t.to_unix())?;
+    Some(
+        seconds
+            .saturating_mul(1000)
+            .saturating_add(u64::from(nanos / 1_000_000)),
+    )
+}
+
+/// How `request_id` ended, if the tail of `session`'s log records it: the events written
+/// since `filed_ms` (less a little for clocks that differ), newest first, at most
+/// [`RESOLVED_LOOKBACK`].
+fn resolution_in_tail(
+    session: &SessionHandle,
+    request_id: &str,
+    filed_ms: u64,
+) -> Option<Resolution> {
+    let since = filed_ms.saturating_sub(u64::try_from(JUST_FILED.as_millis()).unwrap_or(u64::MAX));
+    let mut end = session.last_sequence();
+    let mut read = 0;
+    while end > 0 && read < RESOLVED_LOOKBACK {
+        let after = end.saturating_sub(READ_BATCH as u64);
+        let batch = session.read_after(after, READ_BATCH).ok()?;
+        read += batch.len();
+        if let Some(resolution) = batch
+            .iter()
+            .rev()
+            .filter(|e| e.sequence <= end)
+            .find_map(|e| resolution_of(e, request_id))
+        {
+            return Some(resolution);
+        }
+        if batch.first().is_none_or(|e| e.created_at_ms < since) {
+            return None;
+        }
+        end = after;
+    }
+    None
+}
+
+/// Whether `request_id` names a request filed less than [`JUST_FILED`] ago.
+fn just_filed(request_id: &str) -> bool {
+    let Some(filed_ms) = filed_at_ms(request_id) else {
         return false;
     };
-    let filed_ms = seconds
-        .saturating_mul(1000)
-        .saturating_add(u64::from(nanos / 1_000_000));
     let window = u64::try_from(JUST_FILED.as_millis()).unwrap_or(u64::MAX);
     let now = crate::events::now_ms();
     // Within the window either side: another server's clock may be a little ahead.
