@@ -40,12 +40,12 @@ impl Tool for Echo {
     }
 }
 
-struct Replica {
-    runtime: OdysseyRuntime,
+pub(crate) struct Replica {
+    pub(crate) runtime: OdysseyRuntime,
     _home: TempDir,
 }
 
-async fn replica(db: &TestDatabase, id: &str) -> Replica {
+pub(crate) async fn replica(db: &TestDatabase, id: &str) -> Replica {
     replica_with(db, id, |_| {}).await
 }
 
@@ -73,7 +73,7 @@ async fn replica_with(
 }
 
 /// A replay agent that calls Echo (which it must ask for), then says it is done.
-fn write_project(dir: &Path) {
+pub(crate) fn write_project(dir: &Path) {
     write_project_calling(dir, 1);
 }
 
@@ -105,7 +105,7 @@ fn write_project_calling(dir: &Path, calls: usize) {
 
 /// Two replicas on one database, and a turn running on A that waits for an approval:
 /// the replicas, the session, the execution and the request's id.
-async fn waiting_turn(db: &TestDatabase) -> (Replica, Replica, Uuid, Uuid, String) {
+pub(crate) async fn waiting_turn(db: &TestDatabase) -> (Replica, Replica, Uuid, Uuid, String) {
     let a = replica(db, "replica-a").await;
     let b = replica(db, "replica-b").await;
     let project = tempfile::tempdir().unwrap();
@@ -144,7 +144,7 @@ async fn waiting_turn(db: &TestDatabase) -> (Replica, Replica, Uuid, Uuid, Strin
     (a, b, session_id, handle.execution_id, request_id)
 }
 
-async fn ended(runtime: &OdysseyRuntime, execution_id: Uuid) -> ExecutionStatus {
+pub(crate) async fn ended(runtime: &OdysseyRuntime, execution_id: Uuid) -> ExecutionStatus {
     tokio::time::timeout(PATIENCE, runtime.wait(execution_id))
         .await
         .expect("the turn ends")

@@ -38,7 +38,7 @@ use crate::store::TurnSignal;
 
 /// At most this many sessions whose turn runs elsewhere are looked through for a request
 /// this server does not hold.
-const SESSIONS_LOOKED_AT: usize = 256;
+pub(super) const SESSIONS_LOOKED_AT: usize = 256;
 
 /// How long a server that sent a decision waits to see its outcome in the session's log.
 const OUTCOME_WAIT: Duration = Duration::from_secs(5);
@@ -605,7 +605,7 @@ impl OdysseyRuntime {
     /// not open here is opened (and followed from then on while it stays open), one whose
     /// copy is behind the store reads the rows it misses. One round trip when every copy
     /// is up to date.
-    async fn copies_running_elsewhere(&self) -> Result<Vec<Arc<SessionHandle>>> {
+    pub(super) async fn copies_running_elsewhere(&self) -> Result<Vec<Arc<SessionHandle>>> {
         let Some(signals) = &self.inner.turn_signals else {
             return Ok(Vec::new());
         };
@@ -631,7 +631,10 @@ impl OdysseyRuntime {
 
     /// The requests the session's log shows waiting in its running turn, by id, unless
     /// this server runs that turn (its own requests are in its memory).
-    async fn requests_of(&self, session: &Arc<SessionHandle>) -> Result<HashMap<String, Approval>> {
+    pub(super) async fn requests_of(
+        &self,
+        session: &Arc<SessionHandle>,
+    ) -> Result<HashMap<String, Approval>> {
         let Some((turn_id, first_sequence, ids)) = session.waiting_requests() else {
             return Ok(HashMap::new());
         };
@@ -665,7 +668,11 @@ impl OdysseyRuntime {
 }
 
 /// The pending request an event files, as the server running the turn holds it.
-fn requested(event: &Event, session: &SessionHandle, timeout: Duration) -> Option<Approval> {
+pub(super) fn requested(
+    event: &Event,
+    session: &SessionHandle,
+    timeout: Duration,
+) -> Option<Approval> {
     let parent_session_ids = session
         .record()
         .parent
@@ -791,7 +798,7 @@ fn just_filed(request_id: &str) -> bool {
 }
 
 /// How request `request_id` ended, if `event` records it.
-fn resolution_of(event: &Event, request_id: &str) -> Option<Resolution> {
+pub(super) fn resolution_of(event: &Event, request_id: &str) -> Option<Resolution> {
     match &event.payload {
         EventPayload::ApprovalResolved {
             request_id: id,

@@ -1,0 +1,126 @@
+//! What a replica shows of a turn another replica runs, as the replica running it shows
+//! it: the watch of the pending requests, the session's state.
+
+use odyssey_runtime::events::{ApprovalDecision, ApprovalResolution};
+use odyssey_runtime::permissions::{ApprovalChange, ApprovalUpdate, ApprovalWatch};
+use odyssey_runtime::{ExecutionRequest, ExecutionState, InstallOptions, SessionSpec};
+
+use crate::PATIENCE;
+use crate::database::TestDatabase;
+use crate::signals::{ended, replica, write_project};
+
+async fn next(watch: &mut ApprovalWatch) -> ApprovalUpdate {
+    tokio::time::timeout(PATIENCE, watch.next())
+        .await
+        .expect("the watch has an update")
+        .expect("the watch goes on")
+}
+
+/// B watches the requests before A's turn asks: the request filed on A arrives as added,
+/// its decision (made on B) as removed with how it ended; a watch opened on B after the
+/// request was filed lists it first; a watch of another session sees none of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_watch_on_another_replica_follows_the_requests_of_a_turn() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let a = replica(&db, "replica-a").await;
+    let b = replica(&db, "replica-b").await;
+    let project = tempfile::tempdir().unwrap();
+    write_project(project.path());
+    let bundle = a
+        .runtime
+        .build_and_install(project.path(), InstallOptions::default())
+        .await
+        .unwrap();
+    let session_id = a
+        .runtime
+        .create_session(SessionSpec::new(bundle.id.to_string()))
+        .await
+        .unwrap()
+        .record
+        .id;
+    let other = a
+        .runtime
+        .create_session(SessionSpec::new(bundle.id.to_string()))
+        .await
+        .unwrap()
+        .record
+        .id;
+
+    let mut early = b.runtime.watch_approvals_anywhere(None).await.unwrap();
+    assert_eq!(next(&mut early).await, ApprovalUpdate::Snapshot(Vec::new()));
+    let mut of_other = b
+        .runtime
+        .watch_approvals_anywhere(Some(other))
+        .await
+        .unwrap();
+    assert_eq!(
+        next(&mut of_other).await,
+        ApprovalUpdate::Snapshot(Vec::new())
+    );
+
+    let execution_id = a
+        .runtime
+        .submit(ExecutionRequest {
+            session_id,
+            prompt: "echo hi".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .execution_id;
+    let added = match next(&mut early).await {
+        ApprovalUpdate::Change(ApprovalChange::Added(added)) => added,
+        other => panic!("expected the request added, got {other:?}"),
+    };
+    assert_eq!(added.request.session_id, session_id);
+    assert_eq!(added.request.execution_id, execution_id);
+    assert_eq!(added.request.tool, "Echo");
+    assert!(added.resolution.is_none());
+    let on_a = a
+        .runtime
+        .list_approvals(Some(session_id), Default::default())
+        .unwrap();
+    assert_eq!(
+        on_a.items[0].request_id, added.request_id,
+        "the request A holds"
+    );
+
+    // Opened after the request was filed: it comes in the snapshot, first.
+    let mut late = b
+        .runtime
+        .watch_approvals_anywhere(Some(session_id))
+        .await
+        .unwrap();
+    match next(&mut late).await {
+        ApprovalUpdate::Snapshot(listed) => {
+            let ids: Vec<&str> = listed.iter().map(|a| a.request_id.as_str()).collect();
+            assert_eq!(ids, [added.request_id.as_str()]);
+        }
+        other => panic!("expected a snapshot, got {other:?}"),
+    }
+
+    b.runtime
+        .resolve_approval_anywhere(&added.request_id, ApprovalDecision::AllowOnce, "ok".into())
+        .await
+        .unwrap();
+    for watch in [&mut early, &mut late] {
+        match next(watch).await {
+            ApprovalUpdate::Change(ApprovalChange::Removed(removed)) => {
+                assert_eq!(removed.request_id, added.request_id);
+                let resolution = removed.resolution.expect("how it ended");
+                assert_eq!(resolution.resolution, ApprovalResolution::Decided);
+                assert_eq!(resolution.decision, ApprovalDecision::AllowOnce);
+                assert_eq!(resolution.reason, "ok");
+            }
+            other => panic!("expected the request removed, got {other:?}"),
+        }
+    }
+    let status = ended(&a.runtime, execution_id).await;
+    assert_eq!(status.state, ExecutionState::Completed, "{status:?}");
+    // The other session's watch saw nothing of it.
+    let quiet = tokio::time::timeout(std::time::Duration::from_millis(200), of_other.next()).await;
+    assert!(quiet.is_err(), "{quiet:?}");
+    db.drop().await;
+}
