@@ -3,11 +3,14 @@
 
 use odyssey_runtime::events::{ApprovalDecision, ApprovalResolution};
 use odyssey_runtime::permissions::{ApprovalChange, ApprovalUpdate, ApprovalWatch};
-use odyssey_runtime::{ExecutionRequest, ExecutionState, InstallOptions, SessionSpec};
+use odyssey_runtime::session::SessionState;
+use odyssey_runtime::{
+    ExecutionRequest, ExecutionState, InstallOptions, PageRequest, SessionFilter, SessionSpec,
+};
 
 use crate::PATIENCE;
 use crate::database::TestDatabase;
-use crate::signals::{ended, replica, write_project};
+use crate::signals::{ended, replica, waiting_turn, write_project};
 
 async fn next(watch: &mut ApprovalWatch) -> ApprovalUpdate {
     tokio::time::timeout(PATIENCE, watch.next())
@@ -122,5 +125,64 @@ async fn a_watch_on_another_replica_follows_the_requests_of_a_turn() {
     // The other session's watch saw nothing of it.
     let quiet = tokio::time::timeout(std::time::Duration::from_millis(200), of_other.next()).await;
     assert!(quiet.is_err(), "{quiet:?}");
+    db.drop().await;
+}
+
+/// While A's turn waits for a person, B (which runs nothing of it) reports the session
+/// waiting for approval and the turn waiting, as A does, in GetSession and in the page of
+/// ListSessions; an idle session is idle; once the turn ended, the session is idle on B.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_waiting_on_another_replica_is_reported_waiting() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let (a, b, session_id, execution_id, request_id) = waiting_turn(&db).await;
+    let session = a.runtime.get_session(session_id).await.unwrap();
+    let idle = a
+        .runtime
+        .create_session(SessionSpec::new(session.record.bundle_reference.clone()))
+        .await
+        .unwrap()
+        .record
+        .id;
+
+    for replica in [&a, &b] {
+        let info = replica.runtime.get_session(session_id).await.unwrap();
+        assert_eq!(info.state, SessionState::WaitingForApproval);
+        let page = replica
+            .runtime
+            .list_sessions(SessionFilter::default(), PageRequest::default())
+            .await
+            .unwrap();
+        let state_of = |id| page.items.iter().find(|i| i.record.id == id).unwrap().state;
+        assert_eq!(state_of(session_id), SessionState::WaitingForApproval);
+        assert_eq!(state_of(idle), SessionState::Idle);
+        let status = replica
+            .runtime
+            .find_execution_status(execution_id)
+            .await
+            .unwrap();
+        assert_eq!(status.state, ExecutionState::WaitingApproval, "{status:?}");
+        let status = replica
+            .runtime
+            .turn_status(session_id, execution_id)
+            .await
+            .unwrap();
+        assert_eq!(status.state, ExecutionState::WaitingApproval, "{status:?}");
+    }
+
+    b.runtime
+        .resolve_approval_anywhere(&request_id, ApprovalDecision::Deny, String::new())
+        .await
+        .unwrap();
+    ended(&a.runtime, execution_id).await;
+    // A closes the turn's row in the store right after its end.
+    tokio::time::timeout(PATIENCE, async {
+        while b.runtime.get_session(session_id).await.unwrap().state != SessionState::Idle {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the session is idle on B once the turn ended");
     db.drop().await;
 }

@@ -63,6 +63,7 @@
 //! [`suite`] is the behaviour every store must show, written once and run against each
 //! store (see [`crate::store_suite`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -293,6 +294,24 @@ pub trait TurnSignals: Send + Sync {
         &self,
         limit: usize,
     ) -> BoxFuture<'_, StoreResult<Vec<RunningElsewhere>>>;
+
+    /// What each of `sessions` is doing, whichever server runs or holds its turns, in one
+    /// round trip: the sessions with a turn queued or running; one absent is idle.
+    fn session_activity(
+        &self,
+        sessions: &[Uuid],
+    ) -> BoxFuture<'_, StoreResult<HashMap<Uuid, SessionActivity>>>;
+}
+
+/// What a session is doing, as the store sees it (see [`TurnSignals::session_activity`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionActivity {
+    /// A turn of it runs (on any server).
+    pub running: bool,
+    /// A turn of it waits for a worker.
+    pub queued: bool,
+    /// Its log shows a request of its running turn waiting for a person.
+    pub asking: bool,
 }
 
 /// A session whose turn another server runs (see [`TurnSignals::sessions_running_elsewhere`]).
