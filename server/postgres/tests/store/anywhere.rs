@@ -1,11 +1,14 @@
 //! What a replica shows of a turn another replica runs, as the replica running it shows
 //! it: the watch of the pending requests, the session's state.
 
-use odyssey_runtime::events::{ApprovalDecision, ApprovalResolution};
+use odyssey_runtime::events::{
+    ApprovalDecision, ApprovalResolution, EventPayload, INTERRUPTED_BY_INPUT, InputMode,
+};
 use odyssey_runtime::permissions::{ApprovalChange, ApprovalUpdate, ApprovalWatch};
 use odyssey_runtime::session::SessionState;
 use odyssey_runtime::{
-    ExecutionRequest, ExecutionState, InstallOptions, PageRequest, SessionFilter, SessionSpec,
+    ExecutionRequest, ExecutionState, InputDisposition, InstallOptions, PageRequest, SessionFilter,
+    SessionInput, SessionSpec,
 };
 
 use crate::PATIENCE;
@@ -184,5 +187,79 @@ async fn a_session_waiting_on_another_replica_is_reported_waiting() {
     })
     .await
     .expect("the session is idle on B once the turn ended");
+    db.drop().await;
+}
+
+/// Input sent to B in interrupt mode while A's turn waits: A stops its turn for it (ended
+/// cancelled, with the reason a local interrupt gives), B's receipt says so, and the new
+/// turn is the session's next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn input_that_interrupts_a_turn_on_another_replica_stops_it_there() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let (a, b, session_id, execution_id, _request_id) = waiting_turn(&db).await;
+
+    let receipt = tokio::time::timeout(
+        PATIENCE,
+        b.runtime.send_input(SessionInput {
+            session_id,
+            text: "stop, and do this instead".into(),
+            mode: InputMode::Interrupt,
+        }),
+    )
+    .await
+    .expect("the interrupt is answered")
+    .unwrap();
+    assert_eq!(
+        receipt.disposition,
+        InputDisposition::Interrupted,
+        "{receipt:?}"
+    );
+    assert_eq!(receipt.interrupted_execution_id, Some(execution_id));
+    assert_ne!(receipt.execution_id, execution_id);
+
+    let stopped = ended(&a.runtime, execution_id).await;
+    assert_eq!(stopped.state, ExecutionState::Cancelled, "{stopped:?}");
+    assert!(
+        stopped.error.contains(&receipt.execution_id.to_string()),
+        "{stopped:?}"
+    );
+    // Its end in the log, as B reads it, names why.
+    let mut log = b.runtime.subscribe_session(session_id, 0).await.unwrap();
+    let reason = 'found: loop {
+        let batch = tokio::time::timeout(PATIENCE, log.next_batch())
+            .await
+            .expect("the turn's end is in the log")
+            .unwrap()
+            .unwrap();
+        for event in batch {
+            if let EventPayload::TurnCompleted(done) = &event.payload
+                && event.turn_id == Some(execution_id)
+            {
+                break 'found done.reason.clone();
+            }
+        }
+    };
+    assert_eq!(reason, INTERRUPTED_BY_INPUT);
+
+    // The new turn runs next (on whichever replica claims it), and is cancelled here.
+    let next = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let status = b
+                .runtime
+                .find_execution_status(receipt.execution_id)
+                .await
+                .unwrap();
+            if status.state != ExecutionState::Queued {
+                return status;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the new turn starts");
+    assert_eq!(next.session_id, session_id);
+    b.runtime.cancel(receipt.execution_id).await.unwrap();
     db.drop().await;
 }

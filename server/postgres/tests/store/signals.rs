@@ -387,6 +387,7 @@ async fn a_signal_goes_only_to_a_turn_some_replica_holds_and_is_bounded() {
         .send(TurnSignal::Cancel {
             execution_id: Uuid::now_v7(),
             reason: "stop".into(),
+            for_input: false,
         })
         .await
         .unwrap();
@@ -768,6 +769,7 @@ async fn a_signal_missed_while_not_listening_is_read_when_listening_again() {
     let signal = TurnSignal::Cancel {
         execution_id: Uuid::now_v7(),
         reason: "sent while nobody listened".into(),
+        for_input: false,
     };
 
     // Written without its notification, as if the target had not been listening.

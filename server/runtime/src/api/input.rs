@@ -136,15 +136,27 @@ impl OdysseyRuntime {
     /// Stops the running turn for the input queued ahead of the others; whether it was
     /// this that stopped it (it may have ended on its own, or been cancelled, first).
     async fn interrupt(&self, running: Uuid, next: Uuid) -> Result<bool> {
+        let why = format!("interrupted by new input (execution {next})");
         let Some(signal) = self.inner.executions.cancel_signal(running) else {
-            return Ok(false);
+            return self.interrupt_elsewhere(running, &why).await;
         };
-        signal.stop(
-            TurnOutcome::Cancelled,
-            format!("interrupted by new input (execution {next})"),
-            INTERRUPTED_BY_INPUT,
-        );
+        signal.stop(TurnOutcome::Cancelled, why, INTERRUPTED_BY_INPUT);
         let ended = self.wait(running).await?;
         Ok(ended.state == ExecutionState::Cancelled && signal.code() == INTERRUPTED_BY_INPUT)
+    }
+
+    /// [`Self::interrupt`] for a turn another server sharing the store runs: it is sent
+    /// the stop, and its end is read from the session's log (see `signals.rs`). Whether
+    /// this stopped it: its end carries `why`, which names the new turn.
+    async fn interrupt_elsewhere(&self, running: Uuid, why: &str) -> Result<bool> {
+        if self.inner.turn_signals.is_none() {
+            return Ok(false);
+        }
+        match self.stop_elsewhere(running, why, true).await {
+            Ok(ended) => Ok(ended.state == ExecutionState::Cancelled && ended.error == why),
+            // Ended and forgotten meanwhile: not by this.
+            Err(RuntimeError::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 }

@@ -295,6 +295,17 @@ impl OdysseyRuntime {
         execution_id: Uuid,
         why: &str,
     ) -> Result<ExecutionStatus> {
+        self.stop_elsewhere(execution_id, why, false).await
+    }
+
+    /// [`Self::cancel_elsewhere`]; `for_input`: the turn is stopped for input sent in
+    /// interrupt mode (its end says so).
+    pub(crate) async fn stop_elsewhere(
+        &self,
+        execution_id: Uuid,
+        why: &str,
+        for_input: bool,
+    ) -> Result<ExecutionStatus> {
         let not_found = || RuntimeError::not_found("execution", execution_id.to_string());
         let Some(signals) = self.inner.turn_signals.clone() else {
             return Err(not_found());
@@ -302,6 +313,7 @@ impl OdysseyRuntime {
         let signal = TurnSignal::Cancel {
             execution_id,
             reason: why.to_owned(),
+            for_input,
         };
         let Some(delivery) = signals.send(signal).await? else {
             // No server holds it: a turn that ended is answered with its end, as the
@@ -499,10 +511,22 @@ impl OdysseyRuntime {
             TurnSignal::Cancel {
                 execution_id,
                 reason,
+                for_input,
             } => {
                 // Only a turn this server holds: a cancel is never passed on again.
                 if self.inner.executions.get(execution_id).is_none() {
                     tracing::debug!(execution = %execution_id, "a cancel for a turn this server does not hold was ignored");
+                    return;
+                }
+                if for_input {
+                    // As `send_input` stops the running turn for input that interrupts.
+                    if let Some(signal) = self.inner.executions.cancel_signal(execution_id) {
+                        signal.stop(
+                            crate::events::TurnOutcome::Cancelled,
+                            reason,
+                            crate::events::INTERRUPTED_BY_INPUT,
+                        );
+                    }
                     return;
                 }
                 let runtime = self.clone();

@@ -346,7 +346,15 @@ pub enum TurnSignal {
         answer: Option<serde_json::Value>,
     },
     /// Stop a queued or running turn.
-    Cancel { execution_id: Uuid, reason: String },
+    Cancel {
+        execution_id: Uuid,
+        reason: String,
+        /// Stopped for input sent in interrupt mode: the turn's end says so
+        /// ([`crate::events::INTERRUPTED_BY_INPUT`]), as when the input came to the
+        /// server running it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        for_input: bool,
+    },
 }
 
 /// Where [`TurnSignals::send`] delivered a signal.
