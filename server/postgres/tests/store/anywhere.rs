@@ -263,3 +263,52 @@ async fn input_that_interrupts_a_turn_on_another_replica_stops_it_there() {
     b.runtime.cancel(receipt.execution_id).await.unwrap();
     db.drop().await;
 }
+
+/// Input sent to B in steer mode while A's turn waits: A records it in that turn, as
+/// input sent to A would be, and B's receipt names the turn it joined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn input_steered_on_another_replica_joins_the_turn_where_it_runs() {
+    let Some(db) = TestDatabase::new().await else {
+        return;
+    };
+    let (a, b, session_id, execution_id, _request_id) = waiting_turn(&db).await;
+
+    let receipt = tokio::time::timeout(
+        PATIENCE,
+        b.runtime.send_input(SessionInput {
+            session_id,
+            text: "and mind the tests".into(),
+            mode: InputMode::Steer,
+        }),
+    )
+    .await
+    .expect("the input is answered")
+    .unwrap();
+    assert_eq!(
+        receipt.disposition,
+        InputDisposition::Steered,
+        "{receipt:?}"
+    );
+    assert_eq!(receipt.execution_id, execution_id);
+    assert_eq!(receipt.interrupted_execution_id, None);
+
+    // In A's log, in A's turn, as input sent to A is recorded.
+    let mut log = a.runtime.subscribe_session(session_id, 0).await.unwrap();
+    'found: loop {
+        let batch = tokio::time::timeout(PATIENCE, log.next_batch())
+            .await
+            .expect("the input is in A's log")
+            .unwrap()
+            .unwrap();
+        for event in batch {
+            if let EventPayload::UserInputAdded { text, mode } = &event.payload {
+                assert_eq!(text, "and mind the tests");
+                assert_eq!(*mode, InputMode::Steer);
+                assert_eq!(event.turn_id, Some(execution_id));
+                break 'found;
+            }
+        }
+    }
+    a.runtime.cancel(execution_id).await.unwrap();
+    db.drop().await;
+}

@@ -508,6 +508,19 @@ impl OdysseyRuntime {
                 answer,
                 ..
             } => self.resolve_input(&request_id, action, answer).map(|_| ()),
+            TurnSignal::Steer {
+                session_id,
+                execution_id,
+                text,
+            } => {
+                let runtime = self.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = runtime.steer_turn(session_id, execution_id, &text).await {
+                        tracing::info!(execution = %execution_id, error = %e, "input sent by another server was not taken");
+                    }
+                });
+                Ok(())
+            }
             TurnSignal::Cancel {
                 execution_id,
                 reason,

@@ -322,10 +322,10 @@ pub struct RunningElsewhere {
     pub last_sequence: u64,
 }
 
-/// The largest signal a store must carry, encoded: an answer to a request for input at
-/// its largest (`permissions::input::MAX_ANSWER_BYTES`) with a reason at its largest,
-/// and room for the rest.
-pub const MAX_SIGNAL_BYTES: usize = 80 * 1024;
+/// The largest signal a store must carry, encoded: steered input at its largest (a
+/// prompt's 1 MiB, more than an answer to a request for input with a reason), each byte
+/// escaped in JSON at worst as six (`\u0001`), and room for the rest.
+pub const MAX_SIGNAL_BYTES: usize = 6 * 1024 * 1024 + 16 * 1024;
 
 /// What a server asks of the server running a turn.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -344,6 +344,14 @@ pub enum TurnSignal {
         request_id: String,
         action: crate::events::InputAction,
         answer: Option<serde_json::Value>,
+    },
+    /// Text for turn `execution_id`'s next model call (input sent in steer mode), taken
+    /// only by that turn: the server running it records it in the session's log
+    /// (`user_input_added`), or does nothing when the turn takes no more input.
+    Steer {
+        session_id: Uuid,
+        execution_id: Uuid,
+        text: String,
     },
     /// Stop a queued or running turn.
     Cancel {
