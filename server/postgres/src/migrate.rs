@@ -41,11 +41,6 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "signals for the replica running a turn",
         sql: include_str!("../migrations/0005_turn_signals.sql"),
     },
-    Migration {
-        version: 7,
-        name: "input signals for the replica running a turn",
-        sql: include_str!("../migrations/0007_input_signals.sql"),
-    },
 ];
 
 /// The advisory lock key migrations run under (`odyssey1` in ASCII).

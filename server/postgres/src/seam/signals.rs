@@ -1,6 +1,6 @@
-//! [`TurnSignals`] on table `turn_signals` (schema v5; steered input since v7): a signal
-//! is a row whose `target` is the replica running the session's turn (a cancel's: the
-//! replica running the turn, or holding it queued), chosen by the statement that writes it, so a signal for a turn
+//! [`TurnSignals`] on table `turn_signals` (schema v5): a signal is a row whose `target`
+//! is the replica running the session's turn (a cancel's: the replica running the turn,
+//! or holding it queued), chosen by the statement that writes it, so a signal for a turn
 //! no replica runs is never written. The row's trigger notifies `id:target`; the target's
 //! listener (`wakes.rs`) reads the row and hands it to the runtime. After the listening
 //! connection was lost, the target reads the rows sent to it meanwhile. The heartbeat
@@ -76,10 +76,12 @@ impl TurnSignals for ReplicaStore {
                         .await
                         .map_err(query("send a signal"))?
                 }
+                // Kind `answer`: input a person gives the running turn, as an answer to
+                // a request for input is (the body says which).
                 TurnSignal::Steer { execution_id, .. } => client
                     .query_opt(
                         "INSERT INTO turn_signals (session_id, kind, target, body)
-                         SELECT t.session_id, 'input', t.claimed_by, $2 FROM turns t
+                         SELECT t.session_id, 'answer', t.claimed_by, $2 FROM turns t
                          WHERE t.id = $1 AND t.state = 'running' AND t.claimed_by IS NOT NULL
                          RETURNING session_id, target",
                         &[&execution_id.to_string(), &body],
