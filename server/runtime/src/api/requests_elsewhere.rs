@@ -136,6 +136,10 @@ impl OdysseyRuntime {
                 for id in idle {
                     if let Some((_, task)) = followed.remove(&id) {
                         task.abort();
+                        self.inner.elsewhere.board.end_session(
+                            id,
+                            &Resolution::ended(ApprovalResolution::Cancelled, "the turn ended"),
+                        );
                     }
                 }
             }

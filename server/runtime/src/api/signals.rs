@@ -802,6 +802,11 @@ fn resolution_in_tail(
 ) -> Option<Resolution> {
     let since = filed_ms.saturating_sub(u64::try_from(JUST_FILED.as_millis()).unwrap_or(u64::MAX));
     let mut end = session.last_sequence();
+    // A log that did not grow since the request was filed is not read further.
+    let last = session.read_after(end.saturating_sub(1), 1).ok()?.pop()?;
+    if last.created_at_ms < since {
+        return None;
+    }
     let mut read = 0;
     while end > 0 && read < RESOLVED_LOOKBACK {
         let after = end.saturating_sub(READ_BATCH as u64);
