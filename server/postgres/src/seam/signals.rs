@@ -6,6 +6,7 @@
 //! connection was lost, the target reads the rows sent to it meanwhile. The heartbeat
 //! deletes rows older than [`SIGNAL_LIFETIME`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -14,8 +15,8 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use odyssey_runtime::RuntimeError;
 use odyssey_runtime::store::{
-    Delivery, MAX_SIGNAL_BYTES, RunningElsewhere, StoreError as SeamError, StoreResult, TurnSignal,
-    TurnSignals,
+    Delivery, MAX_SIGNAL_BYTES, RunningElsewhere, SessionActivity, StoreError as SeamError,
+    StoreResult, TurnSignal, TurnSignals,
 };
 use tokio::sync::broadcast;
 use uuid::Uuid;
@@ -42,8 +43,12 @@ impl TurnSignals for ReplicaStore {
                 ))
             })?;
             if body.len() > MAX_SIGNAL_BYTES {
+                let field = match signal {
+                    TurnSignal::Steer { .. } => "text",
+                    _ => "answer",
+                };
                 return Err(RuntimeError::invalid(
-                    "answer",
+                    field,
                     format!(
                         "is {} bytes encoded; a signal to another server carries at most {MAX_SIGNAL_BYTES}",
                         body.len()
@@ -71,6 +76,18 @@ impl TurnSignals for ReplicaStore {
                         .await
                         .map_err(query("send a signal"))?
                 }
+                // Kind `answer`: input a person gives the running turn, as an answer to
+                // a request for input is (the body says which).
+                TurnSignal::Steer { execution_id, .. } => client
+                    .query_opt(
+                        "INSERT INTO turn_signals (session_id, kind, target, body)
+                         SELECT t.session_id, 'answer', t.claimed_by, $2 FROM turns t
+                         WHERE t.id = $1 AND t.state = 'running' AND t.claimed_by IS NOT NULL
+                         RETURNING session_id, target",
+                        &[&execution_id.to_string(), &body],
+                    )
+                    .await
+                    .map_err(query("send a signal"))?,
                 TurnSignal::Cancel { execution_id, .. } => client
                     .query_opt(
                         "INSERT INTO turn_signals (session_id, kind, target, body)
@@ -94,6 +111,38 @@ impl TurnSignals for ReplicaStore {
                 session_id,
                 replica: row.get(1),
             }))
+        }
+        .boxed()
+    }
+
+    fn session_activity(
+        &self,
+        sessions: &[Uuid],
+    ) -> BoxFuture<'_, StoreResult<HashMap<Uuid, SessionActivity>>> {
+        let ids: Vec<String> = sessions.iter().map(Uuid::to_string).collect();
+        async move {
+            if ids.is_empty() {
+                return Ok(HashMap::new());
+            }
+            let client = self.client().await?;
+            let rows = client
+                .query(SESSION_ACTIVITY, &[&ids])
+                .await
+                .map_err(query("read what sessions are doing"))?;
+            Ok(rows
+                .iter()
+                .filter_map(|row| {
+                    let id = Uuid::parse_str(row.get::<_, &str>(0)).ok()?;
+                    Some((
+                        id,
+                        SessionActivity {
+                            running: row.get(1),
+                            queued: row.get(2),
+                            asking: row.get(3),
+                        },
+                    ))
+                })
+                .collect())
         }
         .boxed()
     }
@@ -132,6 +181,28 @@ impl TurnSignals for ReplicaStore {
         .boxed()
     }
 }
+
+/// What the sessions of a page are doing: their turns queued or running and, for a
+/// running one, whether its log shows more requests for a person than ends of requests
+/// since the session's last `turn_started` (read backwards along the primary key, so the
+/// cost is the running turn's events, not the whole log).
+const SESSION_ACTIVITY: &str = "
+    SELECT t.session_id,
+           bool_or(t.state = 'running') AS running,
+           bool_or(t.state = 'queued') AS queued,
+           bool_or(t.state = 'running' AND (
+               SELECT count(*) FILTER (WHERE e.kind IN ('permission_requested', 'human_input_requested'))
+                    > count(*) FILTER (WHERE e.kind IN ('approval_resolved', 'human_input_answered'))
+               FROM events e
+               WHERE e.session_id = t.session_id
+                 AND e.sequence > coalesce((
+                     SELECT s.sequence FROM events s
+                     WHERE s.session_id = t.session_id AND s.kind = 'turn_started'
+                     ORDER BY s.sequence DESC LIMIT 1), 0)
+           )) AS asking
+    FROM turns t
+    WHERE t.session_id = ANY($1) AND t.state IN ('queued', 'running')
+    GROUP BY t.session_id";
 
 impl ReplicaStore {
     /// Reads signal `id` (sent to this replica) and hands it to the runtime, unless it

@@ -5,6 +5,7 @@
 // A test step that fails is the test failing: unwrap and expect say where.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod anywhere;
 mod approvals;
 mod bundles;
 mod catalog;

@@ -40,12 +40,12 @@ impl Tool for Echo {
     }
 }
 
-struct Replica {
-    runtime: OdysseyRuntime,
+pub(crate) struct Replica {
+    pub(crate) runtime: OdysseyRuntime,
     _home: TempDir,
 }
 
-async fn replica(db: &TestDatabase, id: &str) -> Replica {
+pub(crate) async fn replica(db: &TestDatabase, id: &str) -> Replica {
     replica_with(db, id, |_| {}).await
 }
 
@@ -73,7 +73,7 @@ async fn replica_with(
 }
 
 /// A replay agent that calls Echo (which it must ask for), then says it is done.
-fn write_project(dir: &Path) {
+pub(crate) fn write_project(dir: &Path) {
     write_project_calling(dir, 1);
 }
 
@@ -105,7 +105,7 @@ fn write_project_calling(dir: &Path, calls: usize) {
 
 /// Two replicas on one database, and a turn running on A that waits for an approval:
 /// the replicas, the session, the execution and the request's id.
-async fn waiting_turn(db: &TestDatabase) -> (Replica, Replica, Uuid, Uuid, String) {
+pub(crate) async fn waiting_turn(db: &TestDatabase) -> (Replica, Replica, Uuid, Uuid, String) {
     let a = replica(db, "replica-a").await;
     let b = replica(db, "replica-b").await;
     let project = tempfile::tempdir().unwrap();
@@ -144,7 +144,7 @@ async fn waiting_turn(db: &TestDatabase) -> (Replica, Replica, Uuid, Uuid, Strin
     (a, b, session_id, handle.execution_id, request_id)
 }
 
-async fn ended(runtime: &OdysseyRuntime, execution_id: Uuid) -> ExecutionStatus {
+pub(crate) async fn ended(runtime: &OdysseyRuntime, execution_id: Uuid) -> ExecutionStatus {
     tokio::time::timeout(PATIENCE, runtime.wait(execution_id))
         .await
         .expect("the turn ends")
@@ -252,13 +252,30 @@ async fn an_approval_denied_on_another_replica_refuses_the_call() {
     assert!(!success, "{result}");
     assert!(result.contains("not today"), "{result}");
 
-    // Decided once: a second decision on either replica is refused, not applied.
-    let again = b
-        .runtime
-        .resolve_approval_anywhere(&request_id, ApprovalDecision::AllowOnce, String::new())
-        .await
-        .unwrap_err();
-    assert_eq!(again.kind(), ErrorKind::NotFound, "{again}");
+    // Decided once: a second decision on either replica is refused as already resolved,
+    // as the replica running the turn refuses it, and not applied.
+    for replica in [&a, &b] {
+        let again = replica
+            .runtime
+            .resolve_approval_anywhere(&request_id, ApprovalDecision::AllowOnce, String::new())
+            .await
+            .unwrap_err();
+        assert_eq!(again.kind(), ErrorKind::FailedPrecondition, "{again}");
+        assert!(again.to_string().contains("already resolved"), "{again}");
+        let again = replica
+            .runtime
+            .resolve_input_anywhere(&request_id, InputAction::Decline, None)
+            .await
+            .unwrap_err();
+        assert_eq!(again.kind(), ErrorKind::FailedPrecondition, "{again}");
+    }
+
+    // The turn ended: a cancel from B is answered with its end, as A answers it.
+    let cancelled = b.runtime.cancel(execution_id).await.unwrap();
+    assert_eq!(cancelled.state, ExecutionState::Completed, "{cancelled:?}");
+    assert_eq!(cancelled.execution_id, execution_id);
+    let here = a.runtime.cancel(execution_id).await.unwrap();
+    assert_eq!(here.state, cancelled.state);
     db.drop().await;
 }
 
@@ -370,6 +387,7 @@ async fn a_signal_goes_only_to_a_turn_some_replica_holds_and_is_bounded() {
         .send(TurnSignal::Cancel {
             execution_id: Uuid::now_v7(),
             reason: "stop".into(),
+            for_input: false,
         })
         .await
         .unwrap();
@@ -751,6 +769,7 @@ async fn a_signal_missed_while_not_listening_is_read_when_listening_again() {
     let signal = TurnSignal::Cancel {
         execution_id: Uuid::now_v7(),
         reason: "sent while nobody listened".into(),
+        for_input: false,
     };
 
     // Written without its notification, as if the target had not been listening.

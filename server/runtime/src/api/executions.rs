@@ -127,7 +127,8 @@ impl OdysseyRuntime {
 
     /// [`Self::execution_status`], also for a turn another server sharing the store holds
     /// (waiting, running or ended there): its status is read from its session's log, as
-    /// far as the store has it.
+    /// far as the store has it (waiting for approval while the log shows a request of it
+    /// pending).
     pub async fn find_execution_status(&self, execution_id: Uuid) -> Result<ExecutionStatus> {
         let unknown = self.execution_status(execution_id);
         if unknown.is_ok() || !self.shares_store() {
@@ -152,6 +153,10 @@ impl OdysseyRuntime {
         }
         let session = self.inner.sessions.get(session_id).await?;
         session.catch_up().await?;
+        // A request of the turn pending in the log: it waits for a person there.
+        let asks = session
+            .waiting_requests()
+            .is_some_and(|(turn, _, ids)| turn == execution_id && !ids.is_empty());
         let logged = tokio::task::spawn_blocking(move || session.logged_turns(Some(execution_id)))
             .await
             .map_err(|e| RuntimeError::storage("read turns", std::io::Error::other(e)))??
@@ -159,7 +164,11 @@ impl OdysseyRuntime {
         match (located.place, logged) {
             (crate::store::Placement::Running { .. }, Some(logged)) if logged.end.is_none() => {
                 Ok(ExecutionStatus {
-                    state: crate::execution::ExecutionState::Running,
+                    state: if asks {
+                        crate::execution::ExecutionState::WaitingApproval
+                    } else {
+                        crate::execution::ExecutionState::Running
+                    },
                     first_sequence: logged.first_sequence,
                     last_sequence: logged.first_sequence,
                     ..waiting()

@@ -29,6 +29,7 @@ mod operations;
 mod overrides;
 mod prompt;
 mod recording;
+mod requests_elsewhere;
 mod sessions;
 mod signals;
 mod snapshots;
@@ -102,6 +103,8 @@ pub(crate) struct Inner {
     pub(crate) replicas: Option<Arc<dyn crate::store::Replicas>>,
     /// How this server reaches the turns other servers sharing the store run.
     pub(crate) turn_signals: Option<Arc<dyn crate::store::TurnSignals>>,
+    /// The requests of turns other servers run, followed once something watches them.
+    pub(crate) elsewhere: requests_elsewhere::FollowedElsewhere,
     /// The sessions with a turn in flight.
     pub(crate) journal: Arc<dyn TurnJournal>,
     pub(crate) providers: ProviderRegistry,
@@ -293,6 +296,9 @@ impl OdysseyRuntime {
                 store_kind: store.kind(),
                 replicas: store.replicas(),
                 turn_signals: store.turn_signals(),
+                elsewhere: requests_elsewhere::FollowedElsewhere::new(
+                    store.event_logs().wake_ups(),
+                ),
                 journal,
                 providers,
                 host_tools,

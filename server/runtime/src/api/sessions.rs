@@ -335,7 +335,10 @@ impl OdysseyRuntime {
     }
 
     pub async fn get_session(&self, id: Uuid) -> Result<SessionInfo> {
-        Ok(self.with_state(self.stored_session(id).await?))
+        let mut info = [self.stored_session(id).await?];
+        self.with_states(&mut info).await?;
+        let [info] = info;
+        Ok(info)
     }
 
     /// What a session is doing now: waiting for approval while a request of it is pending,
@@ -355,6 +358,45 @@ impl OdysseyRuntime {
         info
     }
 
+    /// Sets each session's state: as this server holds it ([`Self::session_state`]), and
+    /// for one idle here, on a store several servers share, from what the others run: a
+    /// request pending in its running turn (this server's copy of its log shows it while
+    /// a watch follows it; else the store's log) is waiting for approval, a turn queued
+    /// or running anywhere is running. One round trip for them all.
+    pub(super) async fn with_states(&self, infos: &mut [SessionInfo]) -> Result<()> {
+        for info in infos.iter_mut() {
+            info.state = self.session_state(info.record.id);
+        }
+        let Some(signals) = &self.inner.turn_signals else {
+            return Ok(());
+        };
+        let idle: Vec<Uuid> = infos
+            .iter()
+            .filter(|i| i.state == SessionState::Idle)
+            .map(|i| i.record.id)
+            .collect();
+        if idle.is_empty() {
+            return Ok(());
+        }
+        let activity = signals.session_activity(&idle).await?;
+        for info in infos.iter_mut() {
+            if info.state != SessionState::Idle {
+                continue;
+            }
+            let id = info.record.id;
+            let store = activity.get(&id).copied().unwrap_or_default();
+            let asks_here = store.running && self.inner.elsewhere.board.has_pending(id);
+            info.state = if store.asking || asks_here {
+                SessionState::WaitingForApproval
+            } else if store.running || store.queued {
+                SessionState::Running
+            } else {
+                SessionState::Idle
+            };
+        }
+        Ok(())
+    }
+
     /// Sessions, newest first.
     pub async fn list_sessions(
         &self,
@@ -363,9 +405,7 @@ impl OdysseyRuntime {
     ) -> Result<Page<SessionInfo>> {
         filter.validate()?;
         let mut page = self.inner.records.list_sessions(filter, page).await?;
-        for info in &mut page.items {
-            info.state = self.session_state(info.record.id);
-        }
+        self.with_states(&mut page.items).await?;
         Ok(page)
     }
 

@@ -38,7 +38,7 @@ use crate::store::TurnSignal;
 
 /// At most this many sessions whose turn runs elsewhere are looked through for a request
 /// this server does not hold.
-const SESSIONS_LOOKED_AT: usize = 256;
+pub(super) const SESSIONS_LOOKED_AT: usize = 256;
 
 /// How long a server that sent a decision waits to see its outcome in the session's log.
 const OUTCOME_WAIT: Duration = Duration::from_secs(5);
@@ -58,6 +58,10 @@ const LOOK_AGAIN_LAST: Duration = Duration::from_millis(50);
 
 /// Events read from a session's log at a time while looking for its requests.
 const READ_BATCH: usize = 512;
+
+/// At most this many of a session's last events are read to tell a request that ended
+/// from one never filed.
+const RESOLVED_LOOKBACK: usize = 4 * READ_BATCH;
 
 /// A request of a turn another server runs, as this server's copy of its session shows it.
 struct Elsewhere {
@@ -80,11 +84,9 @@ impl OdysseyRuntime {
         if !self.may_be_elsewhere(&local) {
             return local;
         }
-        let found = self.find_elsewhere(request_id).await?.ok_or_else(|| {
-            RuntimeError::from(ApprovalError::NotFound {
-                request_id: request_id.to_owned(),
-            })
-        })?;
+        let Some(found) = self.find_elsewhere(request_id).await? else {
+            return Err(self.not_pending_elsewhere(request_id).await);
+        };
         if found.approval.request.input.is_some() {
             // As the running server reads a plain decision on a request for input.
             let (action, answer) = match decision {
@@ -118,11 +120,9 @@ impl OdysseyRuntime {
         if !self.may_be_elsewhere(&local) {
             return local;
         }
-        let found = self.find_elsewhere(request_id).await?.ok_or_else(|| {
-            RuntimeError::from(ApprovalError::NotFound {
-                request_id: request_id.to_owned(),
-            })
-        })?;
+        let Some(found) = self.find_elsewhere(request_id).await? else {
+            return Err(self.not_pending_elsewhere(request_id).await);
+        };
         self.answer_elsewhere(found, action, answer).await
     }
 
@@ -161,6 +161,39 @@ impl OdysseyRuntime {
             |_| true,
         )?;
         Ok(page)
+    }
+
+    /// Why request `request_id`, pending nowhere, cannot be resolved: `AlreadyResolved`
+    /// when a copy of a session open here shows how it ended (decided on another server,
+    /// timed out, cancelled), as the server running its turn would answer; else
+    /// `NotFound`. Only the part of each log written since the request was filed (its id
+    /// says when) is read, at most [`RESOLVED_LOOKBACK`] events a session.
+    async fn not_pending_elsewhere(&self, request_id: &str) -> RuntimeError {
+        let not_found = || {
+            RuntimeError::from(ApprovalError::NotFound {
+                request_id: request_id.to_owned(),
+            })
+        };
+        let Some(filed_ms) = filed_at_ms(request_id) else {
+            return not_found();
+        };
+        let sessions = self.inner.sessions.open_handles();
+        let id = request_id.to_owned();
+        let found = tokio::task::spawn_blocking(move || {
+            sessions
+                .iter()
+                .find_map(|session| resolution_in_tail(session, &id, filed_ms))
+        })
+        .await;
+        match found {
+            Ok(Some(resolution)) => ApprovalError::AlreadyResolved {
+                request_id: request_id.to_owned(),
+                resolution: resolution.resolution,
+            }
+            .into(),
+            Ok(None) => not_found(),
+            Err(e) => RuntimeError::storage("read resolutions", std::io::Error::other(e)),
+        }
     }
 
     /// Whether a call that found nothing here may be for a turn another server runs.
@@ -262,6 +295,17 @@ impl OdysseyRuntime {
         execution_id: Uuid,
         why: &str,
     ) -> Result<ExecutionStatus> {
+        self.stop_elsewhere(execution_id, why, false).await
+    }
+
+    /// [`Self::cancel_elsewhere`]; `for_input`: the turn is stopped for input sent in
+    /// interrupt mode (its end says so).
+    pub(crate) async fn stop_elsewhere(
+        &self,
+        execution_id: Uuid,
+        why: &str,
+        for_input: bool,
+    ) -> Result<ExecutionStatus> {
         let not_found = || RuntimeError::not_found("execution", execution_id.to_string());
         let Some(signals) = self.inner.turn_signals.clone() else {
             return Err(not_found());
@@ -269,9 +313,16 @@ impl OdysseyRuntime {
         let signal = TurnSignal::Cancel {
             execution_id,
             reason: why.to_owned(),
+            for_input,
         };
         let Some(delivery) = signals.send(signal).await? else {
-            return Err(not_found());
+            // No server holds it: a turn that ended is answered with its end, as the
+            // server that ran it would answer.
+            return match self.find_execution_status(execution_id).await {
+                Ok(status) if status.state.is_terminal() => Ok(status),
+                Ok(_) | Err(RuntimeError::NotFound { .. }) => Err(not_found()),
+                Err(e) => Err(e),
+            };
         };
         tracing::info!(
             execution = %execution_id,
@@ -457,13 +508,38 @@ impl OdysseyRuntime {
                 answer,
                 ..
             } => self.resolve_input(&request_id, action, answer).map(|_| ()),
+            TurnSignal::Steer {
+                session_id,
+                execution_id,
+                text,
+            } => {
+                let runtime = self.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = runtime.steer_turn(session_id, execution_id, &text).await {
+                        tracing::info!(execution = %execution_id, error = %e, "input sent by another server was not taken");
+                    }
+                });
+                Ok(())
+            }
             TurnSignal::Cancel {
                 execution_id,
                 reason,
+                for_input,
             } => {
                 // Only a turn this server holds: a cancel is never passed on again.
                 if self.inner.executions.get(execution_id).is_none() {
                     tracing::debug!(execution = %execution_id, "a cancel for a turn this server does not hold was ignored");
+                    return;
+                }
+                if for_input {
+                    // As `send_input` stops the running turn for input that interrupts.
+                    if let Some(signal) = self.inner.executions.cancel_signal(execution_id) {
+                        signal.stop(
+                            crate::events::TurnOutcome::Cancelled,
+                            reason,
+                            crate::events::INTERRUPTED_BY_INPUT,
+                        );
+                    }
                     return;
                 }
                 let runtime = self.clone();
@@ -566,7 +642,7 @@ impl OdysseyRuntime {
     /// not open here is opened (and followed from then on while it stays open), one whose
     /// copy is behind the store reads the rows it misses. One round trip when every copy
     /// is up to date.
-    async fn copies_running_elsewhere(&self) -> Result<Vec<Arc<SessionHandle>>> {
+    pub(super) async fn copies_running_elsewhere(&self) -> Result<Vec<Arc<SessionHandle>>> {
         let Some(signals) = &self.inner.turn_signals else {
             return Ok(Vec::new());
         };
@@ -592,7 +668,10 @@ impl OdysseyRuntime {
 
     /// The requests the session's log shows waiting in its running turn, by id, unless
     /// this server runs that turn (its own requests are in its memory).
-    async fn requests_of(&self, session: &Arc<SessionHandle>) -> Result<HashMap<String, Approval>> {
+    pub(super) async fn requests_of(
+        &self,
+        session: &Arc<SessionHandle>,
+    ) -> Result<HashMap<String, Approval>> {
         let Some((turn_id, first_sequence, ids)) = session.waiting_requests() else {
             return Ok(HashMap::new());
         };
@@ -626,7 +705,11 @@ impl OdysseyRuntime {
 }
 
 /// The pending request an event files, as the server running the turn holds it.
-fn requested(event: &Event, session: &SessionHandle, timeout: Duration) -> Option<Approval> {
+pub(super) fn requested(
+    event: &Event,
+    session: &SessionHandle,
+    timeout: Duration,
+) -> Option<Approval> {
     let parent_session_ids = session
         .record()
         .parent
@@ -694,22 +777,62 @@ fn requested(event: &Event, session: &SessionHandle, timeout: Duration) -> Optio
     })
 }
 
-/// Whether `request_id` names a request filed less than [`JUST_FILED`] ago: request
-/// ids are version 7 UUIDs, which carry when they were made.
-fn just_filed(request_id: &str) -> bool {
-    let Ok(id) = Uuid::parse_str(request_id) else {
-        return false;
-    };
-    let Some((seconds, nanos)) = id
+/// When request `request_id` was filed, in Unix milliseconds: request ids are version 7
+/// UUIDs, which carry when they were made. `None` for any other id.
+fn filed_at_ms(request_id: &str) -> Option<u64> {
+    let id = Uuid::parse_str(request_id).ok()?;
+    let (seconds, nanos) = id
         .get_timestamp()
         .filter(|_| id.get_version_num() == 7)
-        .map(|t| t.to_unix())
-    else {
+        .map(|t| t.to_unix())?;
+    Some(
+        seconds
+            .saturating_mul(1000)
+            .saturating_add(u64::from(nanos / 1_000_000)),
+    )
+}
+
+/// How `request_id` ended, if the tail of `session`'s log records it: the events written
+/// since `filed_ms` (less a little for clocks that differ), newest first, at most
+/// [`RESOLVED_LOOKBACK`].
+fn resolution_in_tail(
+    session: &SessionHandle,
+    request_id: &str,
+    filed_ms: u64,
+) -> Option<Resolution> {
+    let since = filed_ms.saturating_sub(u64::try_from(JUST_FILED.as_millis()).unwrap_or(u64::MAX));
+    let mut end = session.last_sequence();
+    // A log that did not grow since the request was filed is not read further.
+    let last = session.read_after(end.saturating_sub(1), 1).ok()?.pop()?;
+    if last.created_at_ms < since {
+        return None;
+    }
+    let mut read = 0;
+    while end > 0 && read < RESOLVED_LOOKBACK {
+        let after = end.saturating_sub(READ_BATCH as u64);
+        let batch = session.read_after(after, READ_BATCH).ok()?;
+        read += batch.len();
+        if let Some(resolution) = batch
+            .iter()
+            .rev()
+            .filter(|e| e.sequence <= end)
+            .find_map(|e| resolution_of(e, request_id))
+        {
+            return Some(resolution);
+        }
+        if batch.first().is_none_or(|e| e.created_at_ms < since) {
+            return None;
+        }
+        end = after;
+    }
+    None
+}
+
+/// Whether `request_id` names a request filed less than [`JUST_FILED`] ago.
+fn just_filed(request_id: &str) -> bool {
+    let Some(filed_ms) = filed_at_ms(request_id) else {
         return false;
     };
-    let filed_ms = seconds
-        .saturating_mul(1000)
-        .saturating_add(u64::from(nanos / 1_000_000));
     let window = u64::try_from(JUST_FILED.as_millis()).unwrap_or(u64::MAX);
     let now = crate::events::now_ms();
     // Within the window either side: another server's clock may be a little ahead.
@@ -717,7 +840,7 @@ fn just_filed(request_id: &str) -> bool {
 }
 
 /// How request `request_id` ended, if `event` records it.
-fn resolution_of(event: &Event, request_id: &str) -> Option<Resolution> {
+pub(super) fn resolution_of(event: &Event, request_id: &str) -> Option<Resolution> {
     match &event.payload {
         EventPayload::ApprovalResolved {
             request_id: id,

@@ -51,18 +51,47 @@ impl OdysseyRuntime {
         }
         // Opening the session also closes a turn a crash left open in its log.
         let session = self.inner.sessions.get(session_id).await?;
+        let copy = session.clone();
         let logged = tokio::task::spawn_blocking(move || session.logged_turns(Some(turn_id)))
             .await
             .map_err(|e| RuntimeError::storage("read turns", std::io::Error::other(e)))??
             .pop();
         match (held(self), logged) {
             (Some(status), logged) => Ok(SessionTurn { status, logged }),
-            (None, Some(logged)) => Ok(SessionTurn {
-                status: status_from_log(session_id, &logged),
-                logged: Some(logged),
-            }),
+            (None, Some(logged)) => {
+                let mut status = status_from_log(session_id, &logged);
+                if logged.end.is_none() && self.runs_elsewhere(turn_id).await? {
+                    // Open in the log because another server sharing the store runs it.
+                    let asks = copy
+                        .waiting_requests()
+                        .is_some_and(|(turn, _, ids)| turn == turn_id && !ids.is_empty());
+                    status.state = if asks {
+                        ExecutionState::WaitingApproval
+                    } else {
+                        ExecutionState::Running
+                    };
+                    status.error.clear();
+                }
+                Ok(SessionTurn {
+                    status,
+                    logged: Some(logged),
+                })
+            }
             (None, None) => Err(not_found()),
         }
+    }
+
+    /// Whether another server sharing the store runs turn `turn_id` now.
+    async fn runs_elsewhere(&self, turn_id: Uuid) -> Result<bool> {
+        if !self.shares_store() {
+            return Ok(false);
+        }
+        Ok(self
+            .inner
+            .queue
+            .locate(turn_id)
+            .await?
+            .is_some_and(|found| matches!(found.place, crate::store::Placement::Running { .. })))
     }
 
     /// Every turn of session `session_id`, oldest first: those of its log, then those

@@ -23,7 +23,7 @@ mod tests;
 pub use approvals::input::{InputAnswer, InputError, InputRequest, check_answer};
 pub use approvals::{
     Approval, ApprovalChange, ApprovalStore, ApprovalUpdate, ApprovalWaiter, ApprovalWatch,
-    DEFAULT_APPROVAL_TIMEOUT, PendingApproval, Resolution,
+    DEFAULT_APPROVAL_TIMEOUT, PendingApproval, RequestsElsewhere, Resolution,
 };
 pub use bash_split::{SplitCommand, split_command};
 pub use decide::{Decision, always_asks};

@@ -63,6 +63,7 @@
 //! [`suite`] is the behaviour every store must show, written once and run against each
 //! store (see [`crate::store_suite`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -293,6 +294,24 @@ pub trait TurnSignals: Send + Sync {
         &self,
         limit: usize,
     ) -> BoxFuture<'_, StoreResult<Vec<RunningElsewhere>>>;
+
+    /// What each of `sessions` is doing, whichever server runs or holds its turns, in one
+    /// round trip: the sessions with a turn queued or running; one absent is idle.
+    fn session_activity(
+        &self,
+        sessions: &[Uuid],
+    ) -> BoxFuture<'_, StoreResult<HashMap<Uuid, SessionActivity>>>;
+}
+
+/// What a session is doing, as the store sees it (see [`TurnSignals::session_activity`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionActivity {
+    /// A turn of it runs (on any server).
+    pub running: bool,
+    /// A turn of it waits for a worker.
+    pub queued: bool,
+    /// Its log shows a request of its running turn waiting for a person.
+    pub asking: bool,
 }
 
 /// A session whose turn another server runs (see [`TurnSignals::sessions_running_elsewhere`]).
@@ -303,10 +322,10 @@ pub struct RunningElsewhere {
     pub last_sequence: u64,
 }
 
-/// The largest signal a store must carry, encoded: an answer to a request for input at
-/// its largest (`permissions::input::MAX_ANSWER_BYTES`) with a reason at its largest,
-/// and room for the rest.
-pub const MAX_SIGNAL_BYTES: usize = 80 * 1024;
+/// The largest signal a store must carry, encoded: steered input at its largest (a
+/// prompt's 1 MiB, more than an answer to a request for input with a reason), each byte
+/// escaped in JSON at worst as six (`\u0001`), and room for the rest.
+pub const MAX_SIGNAL_BYTES: usize = 6 * 1024 * 1024 + 16 * 1024;
 
 /// What a server asks of the server running a turn.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -326,8 +345,24 @@ pub enum TurnSignal {
         action: crate::events::InputAction,
         answer: Option<serde_json::Value>,
     },
+    /// Text for turn `execution_id`'s next model call (input sent in steer mode), taken
+    /// only by that turn: the server running it records it in the session's log
+    /// (`user_input_added`), or does nothing when the turn takes no more input.
+    Steer {
+        session_id: Uuid,
+        execution_id: Uuid,
+        text: String,
+    },
     /// Stop a queued or running turn.
-    Cancel { execution_id: Uuid, reason: String },
+    Cancel {
+        execution_id: Uuid,
+        reason: String,
+        /// Stopped for input sent in interrupt mode: the turn's end says so
+        /// ([`crate::events::INTERRUPTED_BY_INPUT`]), as when the input came to the
+        /// server running it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        for_input: bool,
+    },
 }
 
 /// Where [`TurnSignals::send`] delivered a signal.

@@ -68,7 +68,8 @@ impl A2a {
         let task = task::parse_task_id(id).ok_or_else(not_found)?;
         let found = match task.session_id {
             Some(session_id) => self.runtime.turn_status(session_id, task.turn_id).await,
-            None => self.runtime.execution_status(task.turn_id),
+            // On a store several servers share, also a turn another one holds.
+            None => self.runtime.find_execution_status(task.turn_id).await,
         };
         let status = found.map_err(|e| match e.kind() {
             ErrorKind::NotFound => not_found(),
@@ -202,18 +203,12 @@ impl A2a {
             return Err(not_waiting(&status));
         }
         let decision = answer::decision(message, &task_name(&status))?;
-        let runtime = self.runtime.clone();
-        let session_id = status.session_id;
-        // Listing may read the session's log: off the async workers.
-        let pending = tokio::task::spawn_blocking(move || {
-            runtime.list_approvals(Some(session_id), PageRequest::first(100))
-        })
-        .await
-        .map_err(|e| {
-            tracing::error!(error = %e, "listing the approvals of an A2A task stopped");
-            Status::internal("internal error; the server log has the details")
-        })?
-        .map_err(to_status)?;
+        // With a store several servers share, also the requests of a turn another runs.
+        let pending = self
+            .runtime
+            .list_approvals_anywhere(Some(status.session_id), PageRequest::first(100))
+            .await
+            .map_err(to_status)?;
         // Oldest first: when several calls of the turn wait, the answer decides the oldest.
         let Some(approval) = pending
             .items
@@ -232,11 +227,13 @@ impl A2a {
             Follow::TurnFromStart => self.subscribe_to_turn(&status).await?,
         };
         self.runtime
-            .resolve_approval(&approval.request_id, decision.decision, decision.reason)
+            .resolve_approval_anywhere(&approval.request_id, decision.decision, decision.reason)
+            .await
             .map_err(|e| to_status_at(e, ANSWER_FIELDS))?;
         let status = self
             .runtime
-            .execution_status(status.execution_id)
+            .find_execution_status(status.execution_id)
+            .await
             .map_err(to_status)?;
         Ok(Answered {
             status,
@@ -390,7 +387,8 @@ impl A2a {
         // The turn may have started in between: then follow it from its start.
         let now = self
             .runtime
-            .execution_status(status.execution_id)
+            .find_execution_status(status.execution_id)
+            .await
             .map_err(to_status)?;
         if now.first_sequence > 0 && now.first_sequence <= subscription.cursor() {
             return from(now.first_sequence).await.map_err(to_status);

@@ -51,7 +51,11 @@ impl ApprovalService for Approvals {
             "" => None,
             id => Some(parse_uuid("session_id", id)?),
         };
-        let watch = self.runtime.watch_approvals(session).map_err(to_status)?;
+        let watch = self
+            .runtime
+            .watch_approvals_anywhere(session)
+            .await
+            .map_err(to_status)?;
         let (tx, rx) = mpsc::channel(WATCH_BUFFER);
         tokio::spawn(forward(watch, tx, self.heartbeat, self.shutdown.clone()));
         Ok(Response::new(Box::pin(

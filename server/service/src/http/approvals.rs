@@ -11,6 +11,9 @@
 //!   answered with `{"action": "accept", "answer": {...}}`, `{"action": "decline"}` or
 //!   `{"action": "cancel"}`; the answer must match the request's `requestedSchema` (400
 //!   naming the field otherwise). A plain `"decision": "deny"` declines it.
+//!
+//! With a store several servers share, both answer for the requests of turns any of them
+//! runs, as the gRPC calls do.
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
@@ -65,11 +68,11 @@ pub async fn list(
         size: query.page_size,
         token: query.page_token,
     };
-    let runtime = gateway.runtime.clone();
-    // Listing may read a session's log: off the async workers.
-    let page = tokio::task::spawn_blocking(move || runtime.list_approvals(session, page))
-        .await
-        .map_err(|e| RuntimeError::storage("listing approvals", std::io::Error::other(e)))??;
+    // With a store several servers share, the requests of turns they run too.
+    let page = gateway
+        .runtime
+        .list_approvals_anywhere(session, page)
+        .await?;
     Ok(ProtoJson(pb::ListApprovalsResponse {
         approvals: page.items.iter().map(convert::approval).collect(),
         next_page_token: page.next_token.unwrap_or_default(),
@@ -90,9 +93,12 @@ pub async fn resolve(
         )
     })?;
     let approval = match (body.action, body.decision) {
-        (Some(action), _) => gateway
-            .runtime
-            .resolve_input(&request_id, action, body.answer)?,
+        (Some(action), _) => {
+            gateway
+                .runtime
+                .resolve_input_anywhere(&request_id, action, body.answer)
+                .await?
+        }
         (None, Some(decision)) if body.answer.is_some() => {
             let action = match decision {
                 ApprovalDecision::Deny => InputAction::Decline,
@@ -100,12 +106,14 @@ pub async fn resolve(
             };
             gateway
                 .runtime
-                .resolve_input(&request_id, action, body.answer)?
+                .resolve_input_anywhere(&request_id, action, body.answer)
+                .await?
         }
         (None, Some(decision)) => {
             gateway
                 .runtime
-                .resolve_approval(&request_id, decision, body.reason)?
+                .resolve_approval_anywhere(&request_id, decision, body.reason)
+                .await?
         }
         (None, None) => {
             return Err(

@@ -12,6 +12,7 @@
 //! an [`InputRequest`]), so one surface lists and resolves both; it is answered with
 //! [`ApprovalStore::resolve_input`], the answer checked against the requested schema.
 
+mod elsewhere;
 pub mod input;
 mod key;
 mod state;
@@ -25,6 +26,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
+pub use self::elsewhere::RequestsElsewhere;
 use self::input::{InputAnswer, InputRequest, check_answer};
 use self::key::argument_key;
 use self::state::{Entry, State};
@@ -74,7 +76,7 @@ pub struct Resolution {
 }
 
 impl Resolution {
-    fn ended(resolution: ApprovalResolution, reason: impl Into<String>) -> Self {
+    pub(crate) fn ended(resolution: ApprovalResolution, reason: impl Into<String>) -> Self {
         Self {
             decision: ApprovalDecision::Deny,
             resolution,
@@ -349,7 +351,12 @@ impl ApprovalStore {
     /// Follows the pending requests (of one session, when given): a snapshot, then each
     /// request filed and each that ends, however it ends.
     pub fn watch(&self, session: Option<Uuid>) -> ApprovalWatch {
-        ApprovalWatch::start(self.clone(), session)
+        ApprovalWatch::start(self.clone(), None, session)
+    }
+
+    /// [`Self::watch`], with the requests of turns other servers run beside this one's.
+    pub fn watch_with(&self, elsewhere: RequestsElsewhere, session: Option<Uuid>) -> ApprovalWatch {
+        ApprovalWatch::start(self.clone(), Some(elsewhere), session)
     }
 
     /// The pending requests and a subscription to the changes after them, taken under one

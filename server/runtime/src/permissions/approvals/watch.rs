@@ -9,7 +9,7 @@
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
-use super::{Approval, ApprovalStore};
+use super::{Approval, ApprovalStore, RequestsElsewhere};
 
 /// How many changes a watcher may fall behind before it is sent a fresh snapshot.
 const CHANGES_CAPACITY: usize = 1024;
@@ -71,6 +71,8 @@ pub struct ApprovalWatch {
     store: ApprovalStore,
     session: Option<Uuid>,
     receiver: broadcast::Receiver<ApprovalChange>,
+    /// The requests of turns other servers sharing the store run, when followed too.
+    elsewhere: Option<(RequestsElsewhere, broadcast::Receiver<ApprovalChange>)>,
     /// The snapshot not yet handed out.
     snapshot: Option<Vec<Approval>>,
 }
@@ -84,14 +86,36 @@ impl std::fmt::Debug for ApprovalWatch {
 }
 
 impl ApprovalWatch {
-    pub(super) fn start(store: ApprovalStore, session: Option<Uuid>) -> Self {
-        let (snapshot, receiver) = store.snapshot_and_subscribe(session);
+    pub(super) fn start(
+        store: ApprovalStore,
+        elsewhere: Option<RequestsElsewhere>,
+        session: Option<Uuid>,
+    ) -> Self {
+        let (mut snapshot, receiver) = store.snapshot_and_subscribe(session);
+        let elsewhere = elsewhere.map(|board| {
+            let (theirs, receiver) = board.snapshot_and_subscribe(session);
+            snapshot = merged(std::mem::take(&mut snapshot), theirs);
+            (board, receiver)
+        });
         Self {
             store,
             session,
             receiver,
+            elsewhere,
             snapshot: Some(snapshot),
         }
+    }
+
+    /// A fresh snapshot of both sources, each with a new subscription.
+    fn resnapshot(&mut self) -> Vec<Approval> {
+        let (mut snapshot, receiver) = self.store.snapshot_and_subscribe(self.session);
+        self.receiver = receiver;
+        if let Some((board, receiver)) = &mut self.elsewhere {
+            let (theirs, fresh) = board.snapshot_and_subscribe(self.session);
+            *receiver = fresh;
+            snapshot = merged(snapshot, theirs);
+        }
+        snapshot
     }
 
     /// The next update: the snapshot first, then changes as they happen. `None` once the
@@ -101,7 +125,15 @@ impl ApprovalWatch {
             return Some(ApprovalUpdate::Snapshot(snapshot));
         }
         loop {
-            match self.receiver.recv().await {
+            let received = match &mut self.elsewhere {
+                None => self.receiver.recv().await,
+                // Each source in its order; a request never moves between them.
+                Some((_, theirs)) => tokio::select! {
+                    change = self.receiver.recv() => change,
+                    change = theirs.recv() => change,
+                },
+            };
+            match received {
                 Ok(change) => {
                     let session = change.approval().request.session_id;
                     if self.session.is_none_or(|s| s == session) {
@@ -110,12 +142,21 @@ impl ApprovalWatch {
                 }
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     tracing::debug!(missed, "approval watcher fell behind; sending a snapshot");
-                    let (snapshot, receiver) = self.store.snapshot_and_subscribe(self.session);
-                    self.receiver = receiver;
-                    return Some(ApprovalUpdate::Snapshot(snapshot));
+                    return Some(ApprovalUpdate::Snapshot(self.resnapshot()));
                 }
                 Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
     }
+}
+
+/// This server's requests and those of turns run elsewhere, oldest first (request ids
+/// are version 7: time-ordered).
+fn merged(mut ours: Vec<Approval>, theirs: Vec<Approval>) -> Vec<Approval> {
+    if theirs.is_empty() {
+        return ours;
+    }
+    ours.extend(theirs);
+    ours.sort_by(|a, b| a.request_id.cmp(&b.request_id));
+    ours
 }
