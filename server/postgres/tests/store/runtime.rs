@@ -6,36 +6,12 @@ use std::time::Duration;
 
 use odyssey_runtime::events::EventPayload;
 use odyssey_runtime::{
-    ExecutionRequest, ExecutionState, InstallOptions, OdysseyRuntime, RuntimeConfig, SessionSpec,
+    ExecutionRequest, ExecutionState, InstallOptions, OdysseyRuntime, SessionSpec,
 };
-use odyssey_store_postgres::{StoreConfig, open_store};
-use tempfile::TempDir;
 
 use crate::PATIENCE;
 use crate::database::TestDatabase;
-
-/// A replica: its runtime and its home.
-struct Replica {
-    runtime: OdysseyRuntime,
-    _home: TempDir,
-}
-
-async fn replica(db: &TestDatabase, id: &str) -> Replica {
-    let home = tempfile::tempdir().unwrap();
-    let config = RuntimeConfig::with_home(home.path());
-    let store = open_store(StoreConfig::new(db.config.clone(), &config), id)
-        .await
-        .unwrap();
-    let runtime = OdysseyRuntime::builder(config)
-        .store(store)
-        .start()
-        .await
-        .unwrap();
-    Replica {
-        runtime,
-        _home: home,
-    }
-}
+use crate::replica::Replica;
 
 /// A replay agent answering each turn with the next line of its cassette.
 fn write_project(dir: &Path, answers: &[&str]) {
@@ -83,8 +59,8 @@ async fn a_session_runs_its_turns_on_either_replica_and_is_followed_on_both() {
     let Some(db) = TestDatabase::unmigrated().await else {
         return;
     };
-    let a = replica(&db, "replica-a").await;
-    let b = replica(&db, "replica-b").await;
+    let a = Replica::start(&db, "replica-a").await;
+    let b = Replica::start(&db, "replica-b").await;
     let project = tempfile::tempdir().unwrap();
     write_project(project.path(), &["one", "two", "three"]);
     let bundle = a

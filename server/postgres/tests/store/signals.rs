@@ -17,11 +17,11 @@ use odyssey_runtime::{
 };
 use odyssey_store_postgres::{StoreConfig, open_store};
 use serde_json::{Value, json};
-use tempfile::TempDir;
 use uuid::Uuid;
 
 use crate::PATIENCE;
 use crate::database::TestDatabase;
+pub(crate) use crate::replica::Replica;
 
 /// A host tool the agent must ask before calling: what it echoes shows it ran.
 struct Echo;
@@ -40,36 +40,18 @@ impl Tool for Echo {
     }
 }
 
-pub(crate) struct Replica {
-    pub(crate) runtime: OdysseyRuntime,
-    _home: TempDir,
-}
-
 pub(crate) async fn replica(db: &TestDatabase, id: &str) -> Replica {
     replica_with(db, id, |_| {}).await
 }
 
+/// Replica `id` with the Echo tool, its settings changed by `configure`.
 async fn replica_with(
     db: &TestDatabase,
     id: &str,
     configure: impl FnOnce(&mut RuntimeConfig),
 ) -> Replica {
     let home = tempfile::tempdir().unwrap();
-    let mut config = RuntimeConfig::with_home(home.path());
-    configure(&mut config);
-    let store = open_store(StoreConfig::new(db.config.clone(), &config), id)
-        .await
-        .unwrap();
-    let runtime = OdysseyRuntime::builder(config)
-        .store(store)
-        .tool(Arc::new(Echo))
-        .start()
-        .await
-        .unwrap();
-    Replica {
-        runtime,
-        _home: home,
-    }
+    Replica::start_with(db, id, home, configure, vec![Arc::new(Echo)]).await
 }
 
 /// A replay agent that calls Echo (which it must ask for), then says it is done.
@@ -463,7 +445,7 @@ async fn a_session_deleted_on_another_replica_ends_its_turns_where_they_run() {
 /// `ODYSSEY_TEST_NODE_MODULES`), when they can run here: the sandbox helper they run under
 /// is built (`cargo build -p odyssey-sandbox`; a workspace build has it) or named by
 /// `ODYSSEY_SANDBOX_HELPER`. `None` (the test is skipped) only outside CI.
-fn mcp_servers() -> Option<PathBuf> {
+pub(crate) fn mcp_servers() -> Option<PathBuf> {
     let dir = std::env::var_os("ODYSSEY_TEST_NODE_MODULES")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -495,7 +477,7 @@ fn mcp_servers() -> Option<PathBuf> {
     None
 }
 
-const EVERYTHING: &str = "@modelcontextprotocol/server-everything/dist/index.js";
+pub(crate) const EVERYTHING: &str = "@modelcontextprotocol/server-everything/dist/index.js";
 const ELICIT: &str = "mcp__everything__trigger-elicitation-request";
 
 /// A replay agent whose one call makes the `everything` MCP server ask for input.

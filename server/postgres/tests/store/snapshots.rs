@@ -9,19 +9,14 @@ use odyssey_runtime::events::EventPayload;
 use odyssey_runtime::snapshot::{ChangeKind, SHARED_SNAPSHOTS_DIR};
 use odyssey_runtime::{
     ErrorKind, ExecutionRequest, ExecutionState, ForkPoint, InstallOptions, OdysseyRuntime,
-    RuntimeConfig, SessionSpec,
+    SessionSpec,
 };
-use odyssey_store_postgres::{StoreConfig, open_store};
 use tempfile::TempDir;
 use uuid::Uuid;
 
 use crate::PATIENCE;
 use crate::database::TestDatabase;
-
-struct Replica {
-    runtime: OdysseyRuntime,
-    home: TempDir,
-}
+use crate::replica::Replica;
 
 async fn replica(db: &TestDatabase, id: &str, workspace_root: &Path) -> Replica {
     replica_in(db, id, workspace_root, tempfile::tempdir().unwrap()).await
@@ -29,17 +24,15 @@ async fn replica(db: &TestDatabase, id: &str, workspace_root: &Path) -> Replica 
 
 /// A replica started on `home` (a home a replica of the same id served from before).
 async fn replica_in(db: &TestDatabase, id: &str, workspace_root: &Path, home: TempDir) -> Replica {
-    let mut config = RuntimeConfig::with_home(home.path());
-    config.workspace_root = Some(workspace_root.to_path_buf());
-    let store = open_store(StoreConfig::new(db.config.clone(), &config), id)
-        .await
-        .unwrap();
-    let runtime = OdysseyRuntime::builder(config)
-        .store(store)
-        .start()
-        .await
-        .unwrap();
-    Replica { runtime, home }
+    let root = workspace_root.to_path_buf();
+    Replica::start_with(
+        db,
+        id,
+        home,
+        |config| config.workspace_root = Some(root),
+        Vec::new(),
+    )
+    .await
 }
 
 /// A replay agent whose turns each write `notes.txt` (one model call for the write, one
