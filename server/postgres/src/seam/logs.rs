@@ -51,9 +51,9 @@ const APPEND: &str = "WITH lease AS (
           AND t.claimed_by = $2
         RETURNING t.id
     ), released AS (
-        UPDATE session_leases l SET expires_at = clock_timestamp()
+        UPDATE session_leases l SET expires_at = '-infinity'
         WHERE EXISTS (SELECT 1 FROM ended) AND l.session_id = $1 AND l.holder = $2
-          AND l.epoch = $3::bigint AND l.expires_at > clock_timestamp()
+          AND l.epoch = $3::bigint
     )
     INSERT INTO events (session_id, sequence, kind, body)
     SELECT $1, moved.last - cardinality($5::text[]) + e.ord, e.kind, e.body

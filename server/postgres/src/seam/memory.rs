@@ -86,15 +86,18 @@ impl MemoryProvider for Memory {
                 .await
                 .map_err(|e| failed(&scope, "write", e))?;
             client
-                .execute(&capture, &[
-                    &scope.namespace,
-                    &scope.bundle,
-                    &scope.agent_id,
-                    &body,
-                    &bytes,
-                    &bound(limits.max_records),
-                    &bound(limits.max_bytes),
-                ])
+                .execute(
+                    &capture,
+                    &[
+                        &scope.namespace,
+                        &scope.bundle,
+                        &scope.agent_id,
+                        &body,
+                        &bytes,
+                        &bound(limits.max_records),
+                        &bound(limits.max_bytes),
+                    ],
+                )
                 .await
                 .map_err(|e| failed(&scope, "write", e))?;
             Ok(())

@@ -349,7 +349,9 @@ impl ReplicaStore {
     }
 
     /// One beat: the replica is alive, its leases are renewed, and the counts that the
-    /// traits answer synchronously are read again.
+    /// traits answer synchronously are read again. A lease given back (its turn finished)
+    /// expires at `-infinity`, which no beat renews: a beat racing the finish (the lease
+    /// still listed here) cannot keep a session from the next claimer.
     async fn heartbeat(&self) -> Result<(), SeamError> {
         self.db
             .replica_alive(&self.replica)
@@ -367,7 +369,8 @@ impl ReplicaStore {
                     "UPDATE session_leases l
                      SET expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond'
                      FROM unnest($3::text[], $4::bigint[]) AS h (session_id, epoch)
-                     WHERE l.session_id = h.session_id AND l.epoch = h.epoch AND l.holder = $1",
+                     WHERE l.session_id = h.session_id AND l.epoch = h.epoch AND l.holder = $1
+                       AND l.expires_at <> '-infinity'",
                     &[&self.replica, &ttl, &sessions, &epochs],
                 )
                 .await

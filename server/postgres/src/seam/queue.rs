@@ -106,9 +106,8 @@ const FINISH_TURN: &str = "WITH ended AS (
         UPDATE turns SET state = 'completed', finished_at = clock_timestamp()
         WHERE id = $1 AND state = 'running' AND claimed_by = $3
     )
-    UPDATE session_leases SET expires_at = clock_timestamp()
-    WHERE session_id = $2 AND holder = $3 AND epoch = $4::bigint
-      AND expires_at > clock_timestamp()";
+    UPDATE session_leases SET expires_at = '-infinity'
+    WHERE session_id = $2 AND holder = $3 AND epoch = $4::bigint";
 
 /// Ends this replica's running turn of session $1 (claimed by a process of this replica
 /// before this one) and gives its lease back ($2, $3: this replica, the epoch it holds).
@@ -116,17 +115,15 @@ const FINISH_SESSION: &str = "WITH ended AS (
         UPDATE turns SET state = 'completed', finished_at = clock_timestamp()
         WHERE session_id = $1 AND state = 'running' AND claimed_by = $2
     )
-    UPDATE session_leases SET expires_at = clock_timestamp()
-    WHERE session_id = $1 AND holder = $2 AND epoch = $3::bigint
-      AND expires_at > clock_timestamp()";
+    UPDATE session_leases SET expires_at = '-infinity'
+    WHERE session_id = $1 AND holder = $2 AND epoch = $3::bigint";
 
 /// Takes out a turn no replica can read (it would block its session for good), and gives
 /// back the lease its claim took ($3, $4: this replica, the epoch; none when the claim
 /// took none).
 const DROP_UNREADABLE: &str = "WITH dropped AS (DELETE FROM turns WHERE id = $1)
-    UPDATE session_leases SET expires_at = clock_timestamp()
-    WHERE session_id = $2 AND holder = $3 AND epoch = $4::bigint
-      AND expires_at > clock_timestamp()";
+    UPDATE session_leases SET expires_at = '-infinity'
+    WHERE session_id = $2 AND holder = $3 AND epoch = $4::bigint";
 
 /// A turn's request as stored: every field of [`ExecutionRequest`] (the conversions
 /// below name them all, so a new field fails to compile until it is stored too).
@@ -389,8 +386,11 @@ impl TurnQueue for ReplicaStore {
                 Some(claim) if claim.ended => Ok(()),
                 Some(claim) => {
                     let session = session_id.to_string();
-                    self.end_turn(FINISH_TURN, &[&claim.turn, &session, &self.replica, &claim.epoch])
-                        .await
+                    self.end_turn(
+                        FINISH_TURN,
+                        &[&claim.turn, &session, &self.replica, &claim.epoch],
+                    )
+                    .await
                 }
                 None => {
                     let held = self.held_epoch(session_id);

@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use odyssey_runtime::store::suite::{Stores, bundle_archive, record, texts};
 use odyssey_runtime::events::{EventPayload, TurnCompleted, TurnOutcome};
+use odyssey_runtime::store::suite::{Stores, bundle_archive, record, texts};
 use odyssey_runtime::store::{Job, StoreError as SeamError};
 use odyssey_runtime::{ExecutionRequest, InstallOptions};
 use odyssey_store_postgres::{EventsAppended, Wake};
@@ -439,12 +439,9 @@ async fn racing_pushes_keep_each_replicas_limit_and_pass_the_clusters_by_at_most
             Err(e) => panic!("a push refused for another reason: {e}"),
         }
     }
-    let mine = |replica: &str| {
-        db.count(&format!(
-            "SELECT count(*) FROM turns WHERE state = 'queued' AND submitted_by = '{replica}'"
-        ))
-    };
-    let (of_a, of_b) = (mine("replica-a").await, mine("replica-b").await);
+    let mine = "SELECT count(*) FROM turns WHERE state = 'queued' AND submitted_by = ";
+    let of_a = db.count(&format!("{mine}'replica-a'")).await;
+    let of_b = db.count(&format!("{mine}'replica-b'")).await;
     assert!(of_a <= 4 && of_b <= 4, "a replica's limit: {of_a}, {of_b}");
     assert_eq!(of_a + of_b, accepted);
     assert!(
@@ -457,13 +454,15 @@ async fn racing_pushes_keep_each_replicas_limit_and_pass_the_clusters_by_at_most
 /// The end of a turn a replica claimed, stored with its last events, ends the turn in the
 /// queue and gives the session's lease back in the same statement: another replica claims
 /// the session's next turn at once, and the first replica finishing the turn afterwards
-/// ends nothing of that next one.
+/// ends nothing of that next one. The first replica's heartbeat, beating before it
+/// finishes the turn, does not renew the lease given back.
 #[tokio::test]
 async fn the_append_of_a_turns_end_finishes_it_and_a_late_finish_spares_the_next_turn() {
     let Some(db) = TestDatabase::unmigrated().await else {
         return;
     };
-    let (a, _keep_a) = open_replica(&db, "replica-a").await;
+    let ttl = Duration::from_secs(1);
+    let (a, _keep_a) = open_replica_with(&db, "replica-a", |c| c.lease_ttl = ttl).await;
     let (b, _keep_b) = open_replica(&db, "replica-b").await;
     let (a, b) = (Stores::from(&a), Stores::from(&b));
     let session = new_session(&a).await;
@@ -499,6 +498,8 @@ async fn the_append_of_a_turns_end_finishes_it_and_a_late_finish_spares_the_next
         1,
         "the append ended the turn"
     );
+    // a's heartbeat beats a few times before a finishes the turn.
+    tokio::time::sleep(ttl + ttl / 2).await;
     assert_eq!(
         b.queue.claim_next().await.unwrap().map(|j| j.execution_id),
         Some(second_id),
