@@ -5,16 +5,19 @@
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use odyssey_runtime::RuntimeError;
-use odyssey_runtime::events::Event;
+use odyssey_runtime::events::{Event, EventPayload};
 use odyssey_runtime::session::SessionStats;
 use odyssey_runtime::store::{EventLogs, LogWake, StoreError as SeamError, StoreResult};
 use uuid::Uuid;
 
-use super::{ReplicaStore, column, count, query, unreadable};
+use super::{ReplicaStore, column, count, lock, query, unreadable};
 
 /// One statement: lock the session's lease row (if any) for share, so that a takeover
 /// waits for the append or makes it fail; check the fencing rule; move the session's last
-/// sequence and totals only from the expected one; write the rows.
+/// sequence and totals only from the expected one; write the rows. A batch holding the end
+/// of a turn this replica claimed ($9: their ids) also ends the turn in the queue and
+/// gives the session's lease back, as [`odyssey_runtime::store::TurnQueue::finish`]
+/// would, in the same statement: the turn's end and its finish are one round trip.
 const APPEND: &str = "WITH lease AS (
         SELECT holder, epoch, expires_at > clock_timestamp() AS live
         FROM session_leases WHERE session_id = $1
@@ -41,11 +44,21 @@ const APPEND: &str = "WITH lease AS (
         WHERE allowed.ok AND s.id = $1 AND s.quarantined_at IS NULL
           AND s.last_sequence = $4::bigint - 1
         RETURNING s.last_sequence AS last
+    ), ended AS (
+        UPDATE turns t SET state = 'completed', finished_at = clock_timestamp()
+        FROM moved
+        WHERE t.id = ANY($9::text[]) AND t.session_id = $1 AND t.state = 'running'
+          AND t.claimed_by = $2
+        RETURNING t.id
+    ), released AS (
+        UPDATE session_leases l SET expires_at = '-infinity'
+        WHERE EXISTS (SELECT 1 FROM ended) AND l.session_id = $1 AND l.holder = $2
+          AND l.epoch = $3::bigint
     )
     INSERT INTO events (session_id, sequence, kind, body)
     SELECT $1, moved.last - cardinality($5::text[]) + e.ord, e.kind, e.body
     FROM moved, unnest($5::text[], $6::bytea[]) WITH ORDINALITY AS e (kind, body, ord)
-    RETURNING sequence";
+    RETURNING sequence, (SELECT count(*) FROM ended) AS ended";
 
 /// The events of a batch, encoded, with the totals they add.
 struct Encoded {
@@ -109,6 +122,29 @@ fn encode(session_id: Uuid, expected_next: u64, events: Vec<Event>) -> StoreResu
 }
 
 impl ReplicaStore {
+    /// The turns this replica claimed in the session whose end is among `events`.
+    fn ending(&self, session_id: Uuid, events: &[Event]) -> Vec<String> {
+        let claims = lock(&self.claims);
+        let Some(claims) = claims.get(&session_id) else {
+            return Vec::new();
+        };
+        events
+            .iter()
+            .filter(|e| matches!(e.payload, EventPayload::TurnCompleted(_)))
+            .filter_map(|e| e.turn_id.map(|t| t.to_string()))
+            .filter(|t| claims.iter().any(|c| !c.ended && &c.turn == t))
+            .collect()
+    }
+
+    /// The append ended `turns` in the queue: finishing them has nothing left to do.
+    fn ended(&self, session_id: Uuid, turns: &[String]) {
+        if let Some(claims) = lock(&self.claims).get_mut(&session_id) {
+            for claim in claims.iter_mut().filter(|c| turns.contains(&c.turn)) {
+                claim.ended = true;
+            }
+        }
+    }
+
     /// Why an append wrote nothing: the session is gone, the fencing rule refused it, or
     /// the log is not at the expected sequence. Read after the refusal (which the append
     /// made atomically), so it says what the database holds now.
@@ -179,6 +215,7 @@ impl EventLogs for ReplicaStore {
     ) -> BoxFuture<'_, StoreResult<u64>> {
         async move {
             let count_of_events = events.len() as u64;
+            let ending = self.ending(session_id, &events);
             let encoded = encode(session_id, expected_next, events)?;
             if count_of_events == 0 {
                 let last = self.last_sequence(session_id).await?;
@@ -209,10 +246,14 @@ impl EventLogs for ReplicaStore {
                         &encoded.bodies,
                         &encoded.deltas,
                         &encoded.updated_at_ms,
+                        &ending,
                     ],
                 )
                 .await
                 .map_err(query("append events"))?;
+            if rows.first().is_some_and(|r| r.get::<_, i64>(1) > 0) {
+                self.ended(session_id, &ending);
+            }
             match rows.iter().map(|r| r.get::<_, i64>(0)).max() {
                 Some(last) => Ok(count(last)),
                 None => Err(self.refusal(&client, session_id, held, expected_next).await),

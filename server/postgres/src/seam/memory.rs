@@ -1,5 +1,5 @@
 //! [`MemoryProvider`]: long-term memory in the database, so that every replica recalls
-//! what any replica captured. A capture inserts the record and, in the same transaction,
+//! what any replica captured. A capture inserts the record and, in the same statement,
 //! removes the scope's oldest records beyond the bounds (records and bytes), so what a
 //! scope holds never grows past them; a recall reads the newest records within the
 //! bounds, oldest first, as the file store does.
@@ -32,6 +32,35 @@ fn failed(scope: &MemoryScope, what: &str, e: impl std::fmt::Display) -> MemoryE
     }
 }
 
+/// A capture, in one statement: inserts the record ($4, of $5 bytes) unless it alone
+/// passes the bounds ($6 records, $7 bytes), and removes the scope's older records that
+/// the bounds no longer hold with it (the statement's snapshot does not see the new row,
+/// so each older record's rank and running bytes count it in).
+const CAPTURE: &str = "WITH inserted AS (
+        INSERT INTO memory_records (namespace, bundle, agent_id, record, bytes)
+        SELECT $1, $2, $3, $4, $5::integer
+        WHERE $6::bigint >= 1 AND $5::integer <= $7::bigint
+        RETURNING id
+    )
+    DELETE FROM memory_records m
+    USING (SELECT id,
+                  row_number() OVER (ORDER BY id DESC) AS n,
+                  sum(bytes) OVER (ORDER BY id DESC) AS running
+           FROM memory_records
+           WHERE namespace = $1 AND bundle = $2 AND agent_id = $3) k
+    WHERE m.id = k.id AND (k.n + 1 > $6::bigint OR k.running + $5::integer > $7::bigint)";
+
+/// The newest records of a scope within the bounds ($4 records, $5 bytes), oldest first.
+const RECALL: &str = "SELECT record FROM (
+        SELECT record, id, sum(bytes) OVER (ORDER BY id DESC) AS running
+        FROM memory_records
+        WHERE namespace = $1 AND bundle = $2 AND agent_id = $3
+        ORDER BY id DESC
+        LIMIT $4
+    ) newest
+    WHERE running <= $5
+    ORDER BY id";
+
 fn bound(value: usize) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
@@ -47,42 +76,30 @@ impl MemoryProvider for Memory {
         async move {
             let body = serde_json::to_vec(&record).map_err(|e| failed(&scope, "encode", e))?;
             let bytes = i32::try_from(body.len()).map_err(|e| failed(&scope, "size", e))?;
-            let mut client = store
+            let client = store
                 .db
                 .client()
                 .await
                 .map_err(|e| failed(&scope, "reach", e))?;
-            let tx = client
-                .transaction()
+            let capture = client
+                .prepare_cached(CAPTURE)
                 .await
                 .map_err(|e| failed(&scope, "write", e))?;
-            let names = [&scope.namespace, &scope.bundle, &scope.agent_id];
-            tx.execute(
-                "INSERT INTO memory_records (namespace, bundle, agent_id, record, bytes)
-                 VALUES ($1, $2, $3, $4, $5)",
-                &[names[0], names[1], names[2], &body, &bytes],
-            )
-            .await
-            .map_err(|e| failed(&scope, "write", e))?;
-            tx.execute(
-                "DELETE FROM memory_records m
-                 USING (SELECT id,
-                               row_number() OVER (ORDER BY id DESC) AS n,
-                               sum(bytes) OVER (ORDER BY id DESC) AS running
-                        FROM memory_records
-                        WHERE namespace = $1 AND bundle = $2 AND agent_id = $3) k
-                 WHERE m.id = k.id AND (k.n > $4 OR k.running > $5)",
-                &[
-                    names[0],
-                    names[1],
-                    names[2],
-                    &bound(limits.max_records),
-                    &bound(limits.max_bytes),
-                ],
-            )
-            .await
-            .map_err(|e| failed(&scope, "trim", e))?;
-            tx.commit().await.map_err(|e| failed(&scope, "write", e))?;
+            client
+                .execute(
+                    &capture,
+                    &[
+                        &scope.namespace,
+                        &scope.bundle,
+                        &scope.agent_id,
+                        &body,
+                        &bytes,
+                        &bound(limits.max_records),
+                        &bound(limits.max_bytes),
+                    ],
+                )
+                .await
+                .map_err(|e| failed(&scope, "write", e))?;
             Ok(())
         }
         .boxed()
@@ -97,18 +114,13 @@ impl MemoryProvider for Memory {
         let limits = self.limits;
         async move {
             let client = store.db.client().await.map_err(|e| failed(&scope, "reach", e))?;
+            let read = client
+                .prepare_cached(RECALL)
+                .await
+                .map_err(|e| failed(&scope, "read", e))?;
             let rows = client
                 .query(
-                    "SELECT record FROM (
-                         SELECT record, id,
-                                sum(bytes) OVER (ORDER BY id DESC) AS running
-                         FROM memory_records
-                         WHERE namespace = $1 AND bundle = $2 AND agent_id = $3
-                         ORDER BY id DESC
-                         LIMIT $4
-                     ) newest
-                     WHERE running <= $5
-                     ORDER BY id",
+                    &read,
                     &[
                         &scope.namespace,
                         &scope.bundle,

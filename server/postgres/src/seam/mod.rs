@@ -32,10 +32,12 @@
 //! - **The queue.** Turns are rows; a claim takes the oldest turn that heads its session's
 //!   waiting turns, in a session with no running turn and no live lease of another
 //!   replica, with `FOR UPDATE SKIP LOCKED`, and takes the session's lease in the same
-//!   transaction; a unique index keeps one running turn per session whatever races.
+//!   statement; a unique index keeps one running turn per session whatever races.
 //!   Pushes are counted against [`StoreConfig::queue_capacity`] (the turns this replica
-//!   submitted that wait) and [`StoreConfig::cluster_queue_limit`] (all that wait), under
-//!   one advisory lock so that both limits hold exactly.
+//!   submitted that wait: exact, as a replica makes its pushes one at a time) and
+//!   [`StoreConfig::cluster_queue_limit`] (all that wait: replicas pushing at the same
+//!   moment each count the others' committed pushes only, so with N replicas the queue
+//!   can pass the limit by at most N − 1 turns).
 //! - **Who runs a turn.** A replica claims the turns submitted through it, and those of
 //!   a replica not heard from within the lease time (it stopped): any replica may finish
 //!   a stopped replica's queue. A [`odyssey_runtime::store::Job`] is plain data (the
@@ -77,7 +79,7 @@ mod replicas;
 mod signals;
 mod wakes;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -112,7 +114,8 @@ pub struct StoreConfig {
     pub archive_limits: ArchiveLimits,
     /// Turns submitted through this replica that may wait at once.
     pub queue_capacity: usize,
-    /// Turns that may wait at once across every replica.
+    /// Turns that may wait at once across every replica (passed by at most one turn per
+    /// other replica pushing at the same moment).
     pub cluster_queue_limit: usize,
     /// How long a session's lease lasts unless renewed.
     pub lease_ttl: Duration,
@@ -180,6 +183,8 @@ pub async fn open_store(
         queued: AtomicUsize::new(0),
         closed: AtomicBool::new(false),
         leases: Mutex::new(HashMap::new()),
+        pushing: tokio::sync::Mutex::new(()),
+        claims: Mutex::new(HashMap::new()),
         quarantined: Mutex::new(Vec::new()),
         bundles: bundles.clone(),
         catalog: tokio::sync::Mutex::new(()),
@@ -242,6 +247,17 @@ fn check_replica_id(replica: &str) -> Result<(), StoreError> {
     }
 }
 
+/// A turn this replica claimed, until the runtime finishes it.
+struct Claim {
+    /// The turn's id (its execution's).
+    turn: String,
+    /// The epoch of the session's lease the claim took.
+    epoch: i64,
+    /// The append that stored the turn's end also ended the turn and gave the lease back:
+    /// finishing it has nothing left to do.
+    ended: bool,
+}
+
 /// One replica's view of the database: what the traits are implemented on.
 pub(crate) struct ReplicaStore {
     db: Store,
@@ -255,6 +271,12 @@ pub(crate) struct ReplicaStore {
     closed: AtomicBool,
     /// The sessions whose lease this replica took when it claimed a turn, by epoch.
     leases: Mutex<HashMap<Uuid, i64>>,
+    /// Held while this replica pushes a turn: its pushes are counted one after another,
+    /// so its own limit holds exactly (see `queue.rs`).
+    pushing: tokio::sync::Mutex<()>,
+    /// The turns this replica claimed and has not finished, per session, oldest first
+    /// (see `queue.rs`).
+    claims: Mutex<HashMap<Uuid, VecDeque<Claim>>>,
     /// The quarantined sessions, as of the last write of this replica or heartbeat.
     quarantined: Mutex<Vec<QuarantinedSession>>,
     bundles: Arc<BundleStore>,
@@ -327,7 +349,9 @@ impl ReplicaStore {
     }
 
     /// One beat: the replica is alive, its leases are renewed, and the counts that the
-    /// traits answer synchronously are read again.
+    /// traits answer synchronously are read again. A lease given back (its turn finished)
+    /// expires at `-infinity`, which no beat renews: a beat racing the finish (the lease
+    /// still listed here) cannot keep a session from the next claimer.
     async fn heartbeat(&self) -> Result<(), SeamError> {
         self.db
             .replica_alive(&self.replica)
@@ -345,7 +369,8 @@ impl ReplicaStore {
                     "UPDATE session_leases l
                      SET expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond'
                      FROM unnest($3::text[], $4::bigint[]) AS h (session_id, epoch)
-                     WHERE l.session_id = h.session_id AND l.epoch = h.epoch AND l.holder = $1",
+                     WHERE l.session_id = h.session_id AND l.epoch = h.epoch AND l.holder = $1
+                       AND l.expires_at <> '-infinity'",
                     &[&self.replica, &ttl, &sessions, &epochs],
                 )
                 .await

@@ -6,7 +6,7 @@
 //! so the session whose next turn was submitted first runs first, and a busy session's
 //! later turns wait behind other sessions' earlier ones.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
 
 use futures::FutureExt;
@@ -20,15 +20,19 @@ use serde::{Deserialize, Serialize};
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use super::{ReplicaStore, lock, query, unreadable};
+use super::{Claim, ReplicaStore, lock, query, unreadable};
 use crate::error::{is_foreign_key_violation, is_unique_violation};
 use crate::leases::millis;
 
-/// One push, under the queue lock (taken by the statement before it, in the same
-/// transaction, so that this statement's snapshot sees every push before it): counts this
-/// replica's and all waiting turns, and inserts the turn only when both are below their
-/// limits ($6, $7), placed first ($5) below the session's waiting turns. Answers the
-/// counts as they were, the session's running turn and its waiting turns.
+/// One push, in one statement: counts this replica's and all waiting turns, and inserts
+/// the turn only when both are below their limits ($6, $7), placed first ($5) below the
+/// session's waiting turns. Answers the counts as they were, the session's running turn
+/// and its waiting turns.
+///
+/// No lock spans replicas: a replica makes its pushes one at a time (so its own count is
+/// exact), and replicas pushing at the same moment each see the others' committed pushes
+/// only, so the cluster-wide count can pass its limit by at most one turn per other
+/// replica pushing then.
 const PUSH: &str = "WITH counts AS (
         SELECT count(*) FILTER (WHERE submitted_by = $4) AS mine,
                count(*) AS total,
@@ -44,47 +48,82 @@ const PUSH: &str = "WITH counts AS (
     )
     SELECT mine, total, running, waiting FROM counts";
 
-/// A step of a claim (see [`TurnQueue::claim_next`] below).
-const CLAIM_FIND: &str = "SELECT t.id, t.request, t.session_id FROM turns t
-                     WHERE t.state = 'queued'
-                       AND (t.submitted_by = $1
-                            OR NOT EXISTS (SELECT 1 FROM replicas s
-                                           WHERE s.id = t.submitted_by
-                                             AND s.seen_at > clock_timestamp()
-                                                 - $2::bigint * interval '1 millisecond'))
-                       AND NOT EXISTS (SELECT 1 FROM turns r
-                                       WHERE r.session_id = t.session_id AND r.state = 'running')
-                       AND NOT EXISTS (SELECT 1 FROM turns e
-                                       WHERE e.session_id = t.session_id AND e.state = 'queued'
-                                         AND coalesce(e.sort_key, e.position)
-                                             < coalesce(t.sort_key, t.position))
-                       AND NOT EXISTS (SELECT 1 FROM session_leases l
-                                       WHERE l.session_id = t.session_id AND l.holder <> $1
-                                         AND l.expires_at > clock_timestamp())
-                     ORDER BY coalesce(t.sort_key, t.position)
-                     LIMIT 1
-                     FOR UPDATE OF t SKIP LOCKED";
+/// A claim, in one statement: finds the oldest turn that heads its session's waiting
+/// turns, in a session with no running turn and no live lease of another replica, among
+/// the turns this replica submitted and those of replicas not heard from within the lease
+/// time ($2), locking it (`FOR UPDATE SKIP LOCKED`: two claims never take one row); takes
+/// the session's lease (a new one, an expired one, or this replica's own, with the next
+/// epoch); and only under that lease marks the turn running. The unique index of running
+/// turns refuses a second running turn of a session (the whole statement fails, nothing
+/// of it stays). Answers the turn, its session, the epoch (none: the lease went to
+/// another replica after the turn was found, and nothing changed) and whether it started.
+const CLAIM: &str = "WITH found AS (
+        SELECT t.id, t.request, t.session_id FROM turns t
+        WHERE t.state = 'queued'
+          AND (t.submitted_by = $1
+               OR NOT EXISTS (SELECT 1 FROM replicas s
+                              WHERE s.id = t.submitted_by
+                                AND s.seen_at > clock_timestamp()
+                                    - $2::bigint * interval '1 millisecond'))
+          AND NOT EXISTS (SELECT 1 FROM turns r
+                          WHERE r.session_id = t.session_id AND r.state = 'running')
+          AND NOT EXISTS (SELECT 1 FROM turns e
+                          WHERE e.session_id = t.session_id AND e.state = 'queued'
+                            AND coalesce(e.sort_key, e.position)
+                                < coalesce(t.sort_key, t.position))
+          AND NOT EXISTS (SELECT 1 FROM session_leases l
+                          WHERE l.session_id = t.session_id AND l.holder <> $1
+                            AND l.expires_at > clock_timestamp())
+        ORDER BY coalesce(t.sort_key, t.position)
+        LIMIT 1
+        FOR UPDATE OF t SKIP LOCKED
+    ), lease AS (
+        INSERT INTO session_leases AS l (session_id, holder, epoch, acquired_at, expires_at)
+        SELECT found.session_id, $1, 1, clock_timestamp(),
+               clock_timestamp() + $2::bigint * interval '1 millisecond'
+        FROM found
+        ON CONFLICT (session_id) DO UPDATE
+            SET holder = excluded.holder,
+                epoch = l.epoch + 1,
+                acquired_at = excluded.acquired_at,
+                expires_at = excluded.expires_at
+            WHERE l.expires_at <= clock_timestamp() OR l.holder = excluded.holder
+        RETURNING l.epoch
+    ), started AS (
+        UPDATE turns t SET state = 'running', claimed_by = $1, claimed_at = clock_timestamp()
+        FROM found, lease
+        WHERE t.id = found.id AND t.state = 'queued'
+        RETURNING t.id
+    )
+    SELECT found.id, found.request, found.session_id,
+           (SELECT epoch FROM lease), EXISTS (SELECT 1 FROM started)
+    FROM found";
 
-/// A step of a claim (see [`TurnQueue::claim_next`] below).
-const CLAIM_START: &str =
-    "UPDATE turns SET state = 'running', claimed_by = $2, claimed_at = clock_timestamp()
-                     WHERE id = $1 AND state = 'queued'";
+/// Ends the turn this replica claimed ($1, of session $2) and gives back the lease the
+/// claim took ($3, $4: this replica, the epoch). By the turn's id: a later turn of the
+/// session is not this one.
+const FINISH_TURN: &str = "WITH ended AS (
+        UPDATE turns SET state = 'completed', finished_at = clock_timestamp()
+        WHERE id = $1 AND state = 'running' AND claimed_by = $3
+    )
+    UPDATE session_leases SET expires_at = '-infinity'
+    WHERE session_id = $2 AND holder = $3 AND epoch = $4::bigint";
 
-/// A step of a claim (see [`TurnQueue::claim_next`] below).
-const CLAIM_LEASE: &str =
-    "INSERT INTO session_leases AS l (session_id, holder, epoch, acquired_at, expires_at)
-                     VALUES ($1, $2, 1, clock_timestamp(),
-                             clock_timestamp() + $3::bigint * interval '1 millisecond')
-                     ON CONFLICT (session_id) DO UPDATE
-                         SET holder = excluded.holder,
-                             epoch = l.epoch + 1,
-                             acquired_at = excluded.acquired_at,
-                             expires_at = excluded.expires_at
-                         WHERE l.expires_at <= clock_timestamp() OR l.holder = excluded.holder
-                     RETURNING epoch";
+/// Ends this replica's running turn of session $1 (claimed by a process of this replica
+/// before this one) and gives its lease back ($2, $3: this replica, the epoch it holds).
+const FINISH_SESSION: &str = "WITH ended AS (
+        UPDATE turns SET state = 'completed', finished_at = clock_timestamp()
+        WHERE session_id = $1 AND state = 'running' AND claimed_by = $2
+    )
+    UPDATE session_leases SET expires_at = '-infinity'
+    WHERE session_id = $1 AND holder = $2 AND epoch = $3::bigint";
 
-/// The advisory lock pushes take, so the capacity counts hold exactly (`odysseyq`).
-const QUEUE_LOCK: i64 = 0x6f64_7973_7365_7971;
+/// Takes out a turn no replica can read (it would block its session for good), and gives
+/// back the lease its claim took ($3, $4: this replica, the epoch; none when the claim
+/// took none).
+const DROP_UNREADABLE: &str = "WITH dropped AS (DELETE FROM turns WHERE id = $1)
+    UPDATE session_leases SET expires_at = '-infinity'
+    WHERE session_id = $2 AND holder = $3 AND epoch = $4::bigint";
 
 /// A turn's request as stored: every field of [`ExecutionRequest`] (the conversions
 /// below name them all, so a new field fails to compile until it is stored too).
@@ -143,6 +182,24 @@ fn job_from(row: &Row) -> StoreResult<Job> {
 }
 
 impl ReplicaStore {
+    /// Runs one of the statements that end a turn and give its lease back.
+    async fn end_turn(
+        &self,
+        statement: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> StoreResult<()> {
+        let client = self.client().await?;
+        let finish = client
+            .prepare_cached(statement)
+            .await
+            .map_err(query("prepare finishing a turn"))?;
+        client
+            .execute(&finish, params)
+            .await
+            .map_err(query("finish a turn"))?;
+        Ok(())
+    }
+
     /// Jobs from deleted queued rows (`id, request, submitted_by`), counting this
     /// replica's out of [`ReplicaStore::queued`].
     fn taken_out(&self, rows: &[Row]) -> StoreResult<Vec<Job>> {
@@ -171,23 +228,14 @@ impl TurnQueue for ReplicaStore {
             }
             let session_id = turn.request.session_id.to_string();
             let body = encode(&turn.request)?;
-            let mut client = self.client().await?;
-            let lock = client
-                .prepare_cached("SELECT pg_advisory_xact_lock($1)")
-                .await
-                .map_err(query("prepare the queue lock"))?;
+            // One push of this replica at a time: its count is exact (see PUSH).
+            let _pushing = self.pushing.lock().await;
+            let client = self.client().await?;
             let insert = client
                 .prepare_cached(PUSH)
                 .await
                 .map_err(query("prepare queuing a turn"))?;
-            let tx = client
-                .transaction()
-                .await
-                .map_err(query("begin queuing a turn"))?;
-            tx.execute(&lock, &[&QUEUE_LOCK])
-                .await
-                .map_err(query("take the queue lock"))?;
-            let row = tx
+            let row = client
                 .query_one(
                     &insert,
                     &[
@@ -230,7 +278,6 @@ impl TurnQueue for ReplicaStore {
                 .map(|id| Uuid::parse_str(&id).map_err(|e| unreadable(format!("turn id {id}"), e)))
                 .transpose()?;
             let waiting = usize_of(row.get(3));
-            tx.commit().await.map_err(query("commit a queued turn"))?;
             self.queued.store(mine + 1, Ordering::Relaxed);
             Ok(Placed {
                 running,
@@ -243,61 +290,52 @@ impl TurnQueue for ReplicaStore {
     fn claim_next(&self) -> BoxFuture<'_, StoreResult<Option<Job>>> {
         async move {
             let ttl = millis(self.lease_ttl).map_err(super::seam_error)?;
-            let mut client = self.client().await?;
-            let claim_find = client
-                .prepare_cached(CLAIM_FIND)
+            let client = self.client().await?;
+            let claim = client
+                .prepare_cached(CLAIM)
                 .await
                 .map_err(query("prepare a claim"))?;
-            let claim_start = client
-                .prepare_cached(CLAIM_START)
-                .await
-                .map_err(query("prepare a claim"))?;
-            let claim_lease = client
-                .prepare_cached(CLAIM_LEASE)
-                .await
-                .map_err(query("prepare a claim"))?;
-            let tx = client.transaction().await.map_err(query("begin a claim"))?;
-            let row = tx
-                .query_opt(&claim_find, &[&self.replica, &ttl])
-                .await
-                .map_err(query("find a turn to claim"))?;
+            let row = match client.query_opt(&claim, &[&self.replica, &ttl]).await {
+                Ok(row) => row,
+                // Another replica started a turn of the session meanwhile: the unique
+                // index kept it to one, and this claim takes nothing.
+                Err(e) if is_unique_violation(&e) => return Ok(None),
+                Err(e) => return Err(query("claim a turn")(e)),
+            };
             let Some(row) = row else {
                 return Ok(None);
             };
             let turn_id: String = row.get(0);
             let session_id: String = row.get(2);
+            let epoch: Option<i64> = row.get(3);
+            let started: bool = row.get(4);
             let job = match job_from(&row) {
                 Ok(job) => job,
                 Err(e) => {
-                    // A row no replica can run would block its session for good: it goes.
-                    tx.execute("DELETE FROM turns WHERE id = $1", &[&turn_id])
-                        .await
-                        .map_err(query("drop an unreadable turn"))?;
-                    tx.commit()
+                    client
+                        .execute(
+                            DROP_UNREADABLE,
+                            &[&turn_id, &session_id, &self.replica, &epoch],
+                        )
                         .await
                         .map_err(query("drop an unreadable turn"))?;
                     return Err(e);
                 }
             };
-            let started = tx.execute(&claim_start, &[&turn_id, &self.replica]).await;
-            match started {
-                Ok(1) => {}
-                // Another replica started a turn of the session meanwhile: the unique
-                // index kept it to one, and this claim finds nothing.
-                Ok(_) => return Ok(None),
-                Err(e) if is_unique_violation(&e) => return Ok(None),
-                Err(e) => return Err(query("start a turn")(e)),
-            }
-            let lease = tx
-                .query_opt(&claim_lease, &[&session_id, &self.replica, &ttl])
-                .await
-                .map_err(query("take a session's lease"))?;
-            let Some(lease) = lease else {
-                // Another replica took the session's lease after the check: not now.
+            let Some(epoch) = epoch.filter(|_| started) else {
+                // Another replica took the session's lease after the turn was found: not
+                // now (the statement changed nothing).
                 return Ok(None);
             };
-            tx.commit().await.map_err(query("commit a claim"))?;
-            lock(&self.leases).insert(job.request.session_id, lease.get(0));
+            lock(&self.leases).insert(job.request.session_id, epoch);
+            lock(&self.claims)
+                .entry(job.request.session_id)
+                .or_default()
+                .push_back(Claim {
+                    turn: turn_id,
+                    epoch,
+                    ended: false,
+                });
             let _ = self
                 .queued
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| {
@@ -332,28 +370,54 @@ impl TurnQueue for ReplicaStore {
     }
 
     /// Ends this replica's running turn of the session and gives the session's lease
-    /// back (it expires now), in one statement.
+    /// back (it expires now), in one statement; nothing when the append that stored the
+    /// turn's end did both already.
     fn finish(&self, session_id: Uuid) -> BoxFuture<'_, StoreResult<()>> {
         async move {
-            let held = self.held_epoch(session_id);
-            let client = self.client().await?;
-            let finish = client
-                .prepare_cached(
-                    "WITH ended AS (
-                         UPDATE turns SET state = 'completed', finished_at = clock_timestamp()
-                         WHERE session_id = $1 AND state = 'running' AND claimed_by = $2
-                     )
-                     UPDATE session_leases SET expires_at = clock_timestamp()
-                     WHERE session_id = $1 AND holder = $2 AND epoch = $3::bigint
-                       AND expires_at > clock_timestamp()",
-                )
-                .await
-                .map_err(query("prepare finishing a turn"))?;
-            client
-                .execute(&finish, &[&session_id.to_string(), &self.replica, &held])
-                .await
-                .map_err(query("finish a turn"))?;
-            lock(&self.leases).remove(&session_id);
+            let claim = {
+                let mut claims = lock(&self.claims);
+                let claim = claims.get_mut(&session_id).and_then(VecDeque::pop_front);
+                if claims.get(&session_id).is_some_and(VecDeque::is_empty) {
+                    claims.remove(&session_id);
+                }
+                claim
+            };
+            let finished = match &claim {
+                Some(claim) if claim.ended => Ok(()),
+                Some(claim) => {
+                    let session = session_id.to_string();
+                    self.end_turn(
+                        FINISH_TURN,
+                        &[&claim.turn, &session, &self.replica, &claim.epoch],
+                    )
+                    .await
+                }
+                None => {
+                    let held = self.held_epoch(session_id);
+                    let session = session_id.to_string();
+                    self.end_turn(FINISH_SESSION, &[&session, &self.replica, &held])
+                        .await
+                }
+            };
+            if let Err(e) = finished {
+                // Asked again later (the store unavailable): the same turn, by its id.
+                if let Some(claim) = claim {
+                    lock(&self.claims)
+                        .entry(session_id)
+                        .or_default()
+                        .push_front(claim);
+                }
+                return Err(e);
+            }
+            // A later claim of the session (its lease given back with the end) keeps its
+            // own epoch.
+            let mut leases = lock(&self.leases);
+            match claim {
+                Some(claim) if leases.get(&session_id) != Some(&claim.epoch) => {}
+                _ => {
+                    leases.remove(&session_id);
+                }
+            }
             Ok(())
         }
         .boxed()

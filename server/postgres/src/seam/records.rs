@@ -180,6 +180,7 @@ impl SessionRecords for ReplicaStore {
                 .await
                 .map_err(query("delete a session"))?;
             lock(&self.leases).remove(&id);
+            lock(&self.claims).remove(&id);
             Ok(deleted == 1)
         }
         .boxed()

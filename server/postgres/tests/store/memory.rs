@@ -76,3 +76,38 @@ async fn memory_keeps_no_more_bytes_than_its_bound() {
     assert_eq!(prompts, ["prompt 4", "prompt 5"]);
     db.drop().await;
 }
+
+#[tokio::test]
+async fn a_record_larger_than_the_bound_is_not_kept_and_leaves_no_room_for_older_ones() {
+    let Some(db) = TestDatabase::unmigrated().await else {
+        return;
+    };
+    let size = serde_json::to_vec(&record(0)).unwrap().len();
+    let (a, _keep_a) = open_replica_with(&db, "replica-a", |c| {
+        c.memory.max_records = 100;
+        c.memory.max_bytes = size * 3;
+    })
+    .await;
+    let memory = a.memory().unwrap();
+    for n in 0..2 {
+        memory.capture(scope("main"), record(n)).await.unwrap();
+    }
+    assert_eq!(memory.recall(scope("main"), 100).await.unwrap().len(), 2);
+    let large = MemoryRecord::of_turn(
+        Uuid::now_v7(),
+        Uuid::now_v7(),
+        &"p".repeat(size * 4),
+        "answer",
+        size * 8,
+    );
+    memory.capture(scope("main"), large).await.unwrap();
+    assert!(
+        memory.recall(scope("main"), 100).await.unwrap().is_empty(),
+        "the newest record alone passes the bound: nothing older is recalled past it"
+    );
+    memory.capture(scope("main"), record(7)).await.unwrap();
+    let recalled = memory.recall(scope("main"), 100).await.unwrap();
+    let prompts: Vec<&str> = recalled.iter().map(|r| r.prompt.as_str()).collect();
+    assert_eq!(prompts, ["prompt 7"]);
+    db.drop().await;
+}

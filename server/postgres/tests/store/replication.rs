@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use odyssey_runtime::events::{EventPayload, TurnCompleted, TurnOutcome};
 use odyssey_runtime::store::suite::{Stores, bundle_archive, record, texts};
 use odyssey_runtime::store::{Job, StoreError as SeamError};
 use odyssey_runtime::{ExecutionRequest, InstallOptions};
@@ -403,5 +404,122 @@ async fn a_session_quarantined_on_one_replica_is_reported_by_the_other() {
     .await
     .expect("the other replica never reported the quarantined session");
     assert_eq!(reported.reason, "unreadable on a");
+    db.drop().await;
+}
+
+/// Pushes racing on two replicas: each replica's own limit holds exactly (its pushes are
+/// counted one at a time), and the cluster's limit is passed by at most one turn per other
+/// replica pushing at the same moment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_pushes_keep_each_replicas_limit_and_pass_the_clusters_by_at_most_one() {
+    let Some(db) = TestDatabase::unmigrated().await else {
+        return;
+    };
+    let limits = |config: &mut odyssey_store_postgres::StoreConfig| {
+        config.queue_capacity = 4;
+        config.cluster_queue_limit = 6;
+    };
+    let (a, _keep_a) = open_replica_with(&db, "replica-a", limits).await;
+    let (b, _keep_b) = open_replica_with(&db, "replica-b", limits).await;
+    let (a, b) = (Stores::from(&a), Stores::from(&b));
+    let session = new_session(&a).await;
+    let pushes = (0..24).map(|i| {
+        let queue = if i % 2 == 0 {
+            a.queue.clone()
+        } else {
+            b.queue.clone()
+        };
+        tokio::spawn(async move { queue.push(job(session), false).await })
+    });
+    let mut accepted: i64 = 0;
+    for push in futures::future::join_all(pushes).await {
+        match push.unwrap() {
+            Ok(_) => accepted += 1,
+            Err(SeamError::QueueFull { capacity: 4 | 6 }) => {}
+            Err(e) => panic!("a push refused for another reason: {e}"),
+        }
+    }
+    let mine = "SELECT count(*) FROM turns WHERE state = 'queued' AND submitted_by = ";
+    let of_a = db.count(&format!("{mine}'replica-a'")).await;
+    let of_b = db.count(&format!("{mine}'replica-b'")).await;
+    assert!(of_a <= 4 && of_b <= 4, "a replica's limit: {of_a}, {of_b}");
+    assert_eq!(of_a + of_b, accepted);
+    assert!(
+        (6..=7).contains(&accepted),
+        "the cluster's limit of 6 with two replicas: {accepted} waiting"
+    );
+    db.drop().await;
+}
+
+/// The end of a turn a replica claimed, stored with its last events, ends the turn in the
+/// queue and gives the session's lease back in the same statement: another replica claims
+/// the session's next turn at once, and the first replica finishing the turn afterwards
+/// ends nothing of that next one. The first replica's heartbeat, beating before it
+/// finishes the turn, does not renew the lease given back.
+#[tokio::test]
+async fn the_append_of_a_turns_end_finishes_it_and_a_late_finish_spares_the_next_turn() {
+    let Some(db) = TestDatabase::unmigrated().await else {
+        return;
+    };
+    let ttl = Duration::from_secs(1);
+    let (a, _keep_a) = open_replica_with(&db, "replica-a", |c| c.lease_ttl = ttl).await;
+    let (b, _keep_b) = open_replica(&db, "replica-b").await;
+    let (a, b) = (Stores::from(&a), Stores::from(&b));
+    let session = new_session(&a).await;
+    let first = job(session);
+    let first_id = first.execution_id;
+    a.queue.push(first, false).await.unwrap();
+    assert_eq!(
+        a.queue.claim_next().await.unwrap().map(|j| j.execution_id),
+        Some(first_id)
+    );
+    // b's turn of the session waits behind a's running one (b's own queue; b is alive).
+    let second = job(session);
+    let second_id = second.execution_id;
+    b.queue.push(second, false).await.unwrap();
+    assert!(b.queue.claim_next().await.unwrap().is_none());
+    let mut end = texts(2, 0);
+    end[1].turn_id = Some(first_id);
+    end[1].payload = EventPayload::TurnCompleted(TurnCompleted {
+        outcome: TurnOutcome::Completed,
+        response: "done".into(),
+        error: String::new(),
+        usage: Default::default(),
+        messages: Vec::new(),
+        model_calls: 1,
+        reason: String::new(),
+    });
+    assert_eq!(a.logs.append_events(session, 1, end).await.unwrap(), 2);
+    assert_eq!(
+        db.count(&format!(
+            "SELECT count(*) FROM turns WHERE id = '{first_id}' AND state = 'completed'"
+        ))
+        .await,
+        1,
+        "the append ended the turn"
+    );
+    // a's heartbeat beats a few times before a finishes the turn.
+    tokio::time::sleep(ttl + ttl / 2).await;
+    assert_eq!(
+        b.queue.claim_next().await.unwrap().map(|j| j.execution_id),
+        Some(second_id),
+        "the lease came back with the end"
+    );
+    a.queue.finish(session).await.unwrap();
+    assert_eq!(
+        db.count(&format!(
+            "SELECT count(*) FROM turns WHERE id = '{second_id}' AND state = 'running'"
+        ))
+        .await,
+        1,
+        "a's late finish leaves b's turn running"
+    );
+    assert_eq!(
+        b.logs.append_events(session, 3, texts(1, 2)).await.unwrap(),
+        3,
+        "b's lease holds"
+    );
+    let reason = fenced_reason(a.logs.append_events(session, 4, texts(1, 3)).await);
+    assert!(reason.contains("replica-b"), "{reason}");
     db.drop().await;
 }
