@@ -39,6 +39,19 @@ impl OdysseyRuntime {
         async move { self.pump_queue().await }.boxed()
     }
 
+    /// After a worker is freed (a turn ended, or waits for a person): takes waiting turns
+    /// only if the queue knows of some, so that a turn's end costs no claim that finds
+    /// none (a round trip to a shared store). Turns another server left are taken by the
+    /// look every second; a count read a moment too low is set right by the same look.
+    pub(crate) fn pump_waiting(&self) -> BoxFuture<'_, ()> {
+        async move {
+            if self.inner.queue.queued() > 0 {
+                self.pump_queue().await;
+            }
+        }
+        .boxed()
+    }
+
     async fn pump_queue(&self) {
         loop {
             let Ok(permit) = self.inner.slots.clone().try_acquire_owned() else {
@@ -168,7 +181,7 @@ impl OdysseyRuntime {
         let runtime = self.clone();
         let mut slot = WorkerSlot::new(permit, self.inner.slots.clone(), move || {
             let runtime = runtime.clone();
-            tokio::spawn(async move { runtime.pump().await });
+            tokio::spawn(async move { runtime.pump_waiting().await });
         });
         match signal {
             Some(signal) => self.execute(job, &signal, &mut slot).await,
@@ -179,7 +192,7 @@ impl OdysseyRuntime {
         self.inner
             .sessions
             .evict_idle(self.inner.config.open_session_cache);
-        self.pump().await;
+        self.pump_waiting().await;
     }
 
     /// Records a turn that never ran (cancelled in the queue, or the server stopping), so
