@@ -4,24 +4,18 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use odyssey_runtime::{
-    ExecutionRequest, ExecutionState, InstallOptions, OdysseyRuntime, RuntimeConfig, SessionSpec,
-};
+use odyssey_runtime::{InstallOptions, RuntimeConfig, SessionSpec};
 use serde_json::json;
 
 use crate::PATIENCE;
 use crate::database::TestDatabase;
-use crate::replica::Replica;
+use crate::replica::{Replica, completed_turn, write_file};
 use crate::signals::{EVERYTHING, mcp_servers};
 
 /// A replay agent using the `everything` MCP server: its first turn calls the server's
 /// `echo`, its second only answers.
 fn write_project(dir: &Path, modules: &Path) {
-    let write = |path: &str, text: String| {
-        let path = dir.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
+    let write = |path: &str, text: String| write_file(dir, path, &text);
     let command = serde_json::to_string(&[
         "node".to_owned(),
         modules.join(EVERYTHING).display().to_string(),
@@ -70,21 +64,6 @@ async fn running_settled(home: &Path, expected: usize) -> usize {
     }
 }
 
-async fn turn(runtime: &OdysseyRuntime, session_id: uuid::Uuid, prompt: &str) {
-    let status = tokio::time::timeout(
-        PATIENCE,
-        runtime.run(ExecutionRequest {
-            session_id,
-            prompt: prompt.into(),
-            ..Default::default()
-        }),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("the turn {prompt:?} ends"))
-    .unwrap();
-    assert_eq!(status.state, ExecutionState::Completed, "{status:?}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_session_taken_by_another_replica_stops_its_mcp_servers_on_the_first() {
     let Some(db) = TestDatabase::new().await else {
@@ -120,7 +99,7 @@ async fn a_session_taken_by_another_replica_stops_its_mcp_servers_on_the_first()
         .unwrap();
     let id = session.record.id;
 
-    turn(&a.runtime, id, "echo").await;
+    completed_turn(&a.runtime, id, "echo").await;
     assert_eq!(
         running_settled(a.home.path(), 1).await,
         1,
@@ -128,7 +107,7 @@ async fn a_session_taken_by_another_replica_stops_its_mcp_servers_on_the_first()
     );
 
     // B runs the next turn; A reads B's events through its wake-ups, and stops the server.
-    turn(&b.runtime, id, "again").await;
+    completed_turn(&b.runtime, id, "again").await;
     assert_eq!(
         running_settled(a.home.path(), 0).await,
         0,

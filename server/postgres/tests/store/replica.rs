@@ -1,13 +1,16 @@
 //! A whole runtime serving from the test database as one replica, with a home of its own:
 //! what the tests of several replicas on one database start.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use odyssey_runtime::tools::Tool;
-use odyssey_runtime::{OdysseyRuntime, RuntimeConfig};
+use odyssey_runtime::{ExecutionRequest, ExecutionState, OdysseyRuntime, RuntimeConfig};
 use odyssey_store_postgres::{StoreConfig, open_store};
 use tempfile::TempDir;
+use uuid::Uuid;
 
+use crate::PATIENCE;
 use crate::database::TestDatabase;
 
 /// A replica: its runtime and its home (removed when the replica is dropped).
@@ -47,4 +50,29 @@ impl Replica {
             .unwrap();
         Self { runtime, home }
     }
+}
+
+/// Writes `text` at `path` under `dir`, making the folders on the way (a test project).
+pub fn write_file(dir: &Path, path: &str, text: &str) {
+    let path = dir.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Runs a turn of `session_id` on `runtime` to its end, which must be a completion; the
+/// sequence of its last event.
+pub async fn completed_turn(runtime: &OdysseyRuntime, session_id: Uuid, prompt: &str) -> u64 {
+    let status = tokio::time::timeout(
+        PATIENCE,
+        runtime.run(ExecutionRequest {
+            session_id,
+            prompt: prompt.into(),
+            ..Default::default()
+        }),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the turn {prompt:?} ends"))
+    .unwrap();
+    assert_eq!(status.state, ExecutionState::Completed, "{status:?}");
+    status.last_sequence
 }

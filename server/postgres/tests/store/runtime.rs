@@ -5,21 +5,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use odyssey_runtime::events::EventPayload;
-use odyssey_runtime::{
-    ExecutionRequest, ExecutionState, InstallOptions, OdysseyRuntime, SessionSpec,
-};
+use odyssey_runtime::{InstallOptions, SessionSpec};
 
 use crate::PATIENCE;
 use crate::database::TestDatabase;
-use crate::replica::Replica;
+use crate::replica::{Replica, completed_turn, write_file};
 
 /// A replay agent answering each turn with the next line of its cassette.
 fn write_project(dir: &Path, answers: &[&str]) {
-    let write = |path: &str, text: String| {
-        let path = dir.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
+    let write = |path: &str, text: String| write_file(dir, path, &text);
     write(
         "odyssey.bundle.yaml",
         "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: shared\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      default: true\n".into(),
@@ -33,22 +27,6 @@ fn write_project(dir: &Path, answers: &[&str]) {
         .map(|a| serde_json::json!({ "text": a }).to_string())
         .collect();
     write("cassettes/main.jsonl", format!("{}\n", lines.join("\n")));
-}
-
-async fn turn(runtime: &OdysseyRuntime, session_id: uuid::Uuid, prompt: &str) -> u64 {
-    let status = tokio::time::timeout(
-        PATIENCE,
-        runtime.run(ExecutionRequest {
-            session_id,
-            prompt: prompt.into(),
-            ..Default::default()
-        }),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("the turn {prompt:?} ends"))
-    .unwrap();
-    assert_eq!(status.state, ExecutionState::Completed, "{status:?}");
-    status.last_sequence
 }
 
 /// A session created on one replica runs its turns on either, one after the other: each
@@ -76,9 +54,9 @@ async fn a_session_runs_its_turns_on_either_replica_and_is_followed_on_both() {
     let id = session.record.id;
     let mut followed = a.runtime.subscribe_session(id, 0).await.unwrap();
 
-    let first = turn(&b.runtime, id, "first").await;
-    let second = turn(&a.runtime, id, "second").await;
-    let third = turn(&b.runtime, id, "third").await;
+    let first = completed_turn(&b.runtime, id, "first").await;
+    let second = completed_turn(&a.runtime, id, "second").await;
+    let third = completed_turn(&b.runtime, id, "third").await;
     assert!(first < second && second < third, "{first} {second} {third}");
 
     let mut sequences = Vec::new();

@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use crate::PATIENCE;
 use crate::database::TestDatabase;
-pub(crate) use crate::replica::Replica;
+pub(crate) use crate::replica::{Replica, write_file};
 
 /// A host tool the agent must ask before calling: what it echoes shows it ran.
 struct Echo;
@@ -62,11 +62,7 @@ pub(crate) fn write_project(dir: &Path) {
 /// A replay agent that calls Echo `calls` times, one call per model answer, then says it
 /// is done.
 fn write_project_calling(dir: &Path, calls: usize) {
-    let write = |path: &str, text: String| {
-        let path = dir.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
+    let write = |path: &str, text: String| write_file(dir, path, &text);
     write(
         "odyssey.bundle.yaml",
         "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: asks\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      default: true\n  tools:\n    - { name: Echo, source: host }\n".into(),
@@ -482,11 +478,7 @@ const ELICIT: &str = "mcp__everything__trigger-elicitation-request";
 
 /// A replay agent whose one call makes the `everything` MCP server ask for input.
 fn write_elicit_project(dir: &Path, modules: &Path) {
-    let write = |path: &str, text: String| {
-        let path = dir.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
+    let write = |path: &str, text: String| write_file(dir, path, &text);
     let command = serde_json::to_string(&[
         "node".to_owned(),
         modules.join(EVERYTHING).display().to_string(),

@@ -8,15 +8,14 @@ use std::time::Duration;
 use odyssey_runtime::events::EventPayload;
 use odyssey_runtime::snapshot::{ChangeKind, SHARED_SNAPSHOTS_DIR};
 use odyssey_runtime::{
-    ErrorKind, ExecutionRequest, ExecutionState, ForkPoint, InstallOptions, OdysseyRuntime,
-    SessionSpec,
+    ErrorKind, ExecutionRequest, ExecutionState, ForkPoint, InstallOptions, SessionSpec,
 };
 use tempfile::TempDir;
 use uuid::Uuid;
 
 use crate::PATIENCE;
 use crate::database::TestDatabase;
-use crate::replica::Replica;
+use crate::replica::{Replica, completed_turn, write_file};
 
 async fn replica(db: &TestDatabase, id: &str, workspace_root: &Path) -> Replica {
     replica_in(db, id, workspace_root, tempfile::tempdir().unwrap()).await
@@ -38,11 +37,7 @@ async fn replica_in(db: &TestDatabase, id: &str, workspace_root: &Path, home: Te
 /// A replay agent whose turns each write `notes.txt` (one model call for the write, one
 /// for the answer), with the contents of `writes` in order.
 fn write_project(dir: &Path, writes: &[&str]) {
-    let write = |path: &str, text: String| {
-        let path = dir.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
+    let write = |path: &str, text: String| write_file(dir, path, &text);
     write(
         "odyssey.bundle.yaml",
         "apiVersion: odyssey.ai/bundle.v1\nkind: AgentBundle\nmetadata:\n  name: snapshots\n  version: 0.1.0\nspec:\n  agents:\n    - id: main\n      spec: agents/main/agent.yaml\n      default: true\n  tools:\n    - { name: Write, source: builtin }\n  sandbox:\n    mode: workspace_write\n".into(),
@@ -62,21 +57,6 @@ fn write_project(dir: &Path, writes: &[&str]) {
         lines.push(serde_json::json!({ "text": "written" }).to_string());
     }
     write("cassettes/main.jsonl", format!("{}\n", lines.join("\n")));
-}
-
-async fn turn(runtime: &OdysseyRuntime, session_id: Uuid, prompt: &str) {
-    let status = tokio::time::timeout(
-        PATIENCE,
-        runtime.run(ExecutionRequest {
-            session_id,
-            prompt: prompt.into(),
-            ..Default::default()
-        }),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("the turn {prompt:?} ends"))
-    .unwrap();
-    assert_eq!(status.state, ExecutionState::Completed, "{status:?}");
 }
 
 fn notes(workspace_root: &Path, session: Uuid) -> String {
@@ -136,10 +116,10 @@ async fn snapshots_on_the_workspace_root_serve_every_replica() {
         .record
         .id;
 
-    turn(&a.runtime, id, "first").await;
+    completed_turn(&a.runtime, id, "first").await;
     let b = replica(&db, "replica-b", root.path()).await;
     a.runtime.shutdown(Duration::from_secs(1)).await;
-    turn(&b.runtime, id, "second").await;
+    completed_turn(&b.runtime, id, "second").await;
     assert_eq!(notes(root.path(), id), "from B\n");
     let Replica { runtime, home } = a;
     drop(runtime);
@@ -237,7 +217,7 @@ async fn a_rewind_waits_for_a_turn_running_on_another_replica() {
         .unwrap()
         .record
         .id;
-    turn(&a.runtime, id, "first").await;
+    completed_turn(&a.runtime, id, "first").await;
     let running = a
         .runtime
         .submit(ExecutionRequest {
@@ -328,9 +308,9 @@ async fn a_sandboxed_command_reaches_no_snapshot_on_the_workspace_root() {
         .unwrap()
         .record
         .id;
-    turn(&a.runtime, id, "write").await;
+    completed_turn(&a.runtime, id, "write").await;
     assert!(!files_under(&shared.join(id.to_string())).is_empty());
-    turn(&a.runtime, id, "hunt").await;
+    completed_turn(&a.runtime, id, "hunt").await;
 
     let mut followed = a.runtime.subscribe_session(id, 0).await.unwrap();
     let last = a.runtime.get_session(id).await.unwrap().stats.last_sequence;
