@@ -105,15 +105,29 @@ pub fn unmount_overlay(target: &Path) -> Result<(), SnapshotError> {
     }
 }
 
-/// Unmounts what is mounted on `target`, refusing while it is busy: a turn's end must
+/// Unmounts what is mounted on `target`, refusing while it stays busy: a turn's end must
 /// not move an upper folder a surviving process could still write through a detached
-/// mount into a layer.
+/// mount into a layer. A mount held only a moment (a process of the cell still exiting, a
+/// child forked elsewhere in the server holding a copy of a descriptor) is tried again a
+/// few times, about 150 ms in all, before the refusal.
 pub fn unmount_overlay_strict(target: &Path) -> Result<(), SnapshotError> {
+    const BUSY_RETRIES: u32 = 5;
     if !is_mount_point(target) {
         return Ok(());
     }
-    unmount(target, UnmountFlags::NOFOLLOW)
-        .map_err(|e| SnapshotError::io("unmounting the workspace", target, e.into()))
+    let mut tries = 0;
+    loop {
+        match unmount(target, UnmountFlags::NOFOLLOW) {
+            Err(rustix::io::Errno::BUSY) if tries < BUSY_RETRIES => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10 * u64::from(tries)));
+            }
+            done => {
+                return done
+                    .map_err(|e| SnapshotError::io("unmounting the workspace", target, e.into()));
+            }
+        }
+    }
 }
 
 /// Whether something is mounted on `path`: its device differs from its parent's.
