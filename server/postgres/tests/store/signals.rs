@@ -552,11 +552,20 @@ async fn a_request_for_input_is_answered_on_another_replica() {
     .unwrap();
     assert_eq!(status.state, ExecutionState::WaitingApproval, "{status:?}");
 
-    let listed = b
-        .runtime
-        .list_approvals_anywhere(Some(session_id), PageRequest::default())
-        .await
-        .unwrap();
+    // A marks its turn waiting as it asks; the request reaches the database with the
+    // turn's next push, and B's copy a moment later.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let listed = loop {
+        let listed = b
+            .runtime
+            .list_approvals_anywhere(Some(session_id), PageRequest::default())
+            .await
+            .unwrap();
+        if !listed.items.is_empty() || std::time::Instant::now() > deadline {
+            break listed;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_eq!(listed.items.len(), 1, "{:?}", listed.items);
     let asked = &listed.items[0];
     let input = asked.request.input.as_ref().expect("a request for input");
